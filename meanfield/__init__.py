@@ -1,0 +1,44 @@
+"""meanfield: densities advanced by the mean-field equation of self-attention.
+
+The continuity equation ∂_t μ + div(μ X[μ]) = 0 with the self-attention field
+X[μ] of Geshkovski, Letrouit, Polyanskiy & Rigollet (MATH.md §2), solved as a
+density on a grid, with a resolution monitor that never returns an
+unresolved solution.
+
+Public objects
+--------------
+SelfAttention, MultiHeadAttention   the models (``field``, ``energy``)
+CircleGrid                          n equispaced nodes on S¹ (FFT)
+Density                             a density on a grid
+solve, Solution                     time integration and its result
+ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
+exact                               closed-form solutions (oracles)
+"""
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+from . import exact
+from .density import Density
+from .grids import CircleGrid
+from .models import MultiHeadAttention, SelfAttention
+from .monitor import ResolutionError, ResolutionMonitor
+from .solve import Solution, Status, solve
+
+try:
+    __version__ = _version("meanfield")
+except PackageNotFoundError:  # running from a source tree without installation
+    __version__ = "0+unknown"
+
+__all__ = [
+    "SelfAttention",
+    "MultiHeadAttention",
+    "CircleGrid",
+    "Density",
+    "solve",
+    "Solution",
+    "Status",
+    "ResolutionError",
+    "ResolutionMonitor",
+    "exact",
+    "__version__",
+]

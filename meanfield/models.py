@@ -1,0 +1,308 @@
+r"""Attention models: the velocity field X[μ] shared by particles and grids.
+
+A model is an immutable object with one job: given a weighted point set
+(an empirical measure, or grid nodes with density × quadrature weight) it
+evaluates the velocity field at arbitrary query points,
+
+.. math::
+
+    X[\mu](x) = P_x^\perp\Big(\frac{1}{Z_\mu(x)}\int e^{\beta\langle Qx, Ky\rangle}\,Vy\,d\mu(y)\Big),
+    \qquad Z_\mu(x) = \int e^{\beta\langle Qx, Ky\rangle}\,d\mu(y)\ \ (\text{SA}),
+    \quad Z_\mu \equiv 1\ \ (\text{USA}),
+
+(GLPR (2.3), (USA) and (3.4); MATH.md §1–2). For an empirical measure with
+weights 1/n this is exactly the particle system of GLPR; the USA convention
+``Z ≡ 1`` with weights 1/n is the paper's ``Z_i = n``.
+
+This module is the single definition of the dynamics; the fast spectral paths
+of the grids are optimisations of it and are tested against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Sequence
+
+import numpy as np
+
+from .geometry import check_on_sphere, project_tangent
+
+__all__ = ["SelfAttention", "MultiHeadAttention"]
+
+#: Largest exponent whose exponential is finite in float64 (log of the largest double).
+_EXP_MAX = float(np.log(np.finfo(float).max))
+
+#: Work arrays of the pairwise sums are chunked to at most this many entries.
+_CHUNK = 1 << 21
+
+
+def _check_beta(beta) -> float:
+    try:
+        b = float(beta)
+    except (TypeError, ValueError):
+        raise TypeError(f"`beta` must be a real number, got {beta!r}.") from None
+    if not np.isfinite(b) or b < 0:
+        raise ValueError(f"`beta` must be finite and >= 0, got {beta!r}.")
+    return b
+
+
+def _check_matrix(M, name: str) -> np.ndarray | None:
+    if M is None:
+        return None
+    A = np.array(M, dtype=float)  # a private copy, made read-only below
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 2:
+        raise ValueError(f"`{name}` must be a square d×d matrix with d >= 2, got shape {A.shape}.")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"`{name}` contains non-finite entries.")
+    A.setflags(write=False)
+    return A
+
+
+def _identity_multiple(M: np.ndarray | None) -> float | None:
+    """c if ``M`` is c·I (``None`` counts as I), else None."""
+    if M is None:
+        return 1.0
+    c = M[0, 0]
+    return float(c) if np.array_equal(M, c * np.eye(M.shape[0])) else None
+
+
+def _check_measure(points, weights, queries):
+    points = check_on_sphere(points, "points")
+    queries = check_on_sphere(queries, "queries")
+    if points.ndim < 2 or queries.ndim < 2:
+        raise ValueError(
+            f"`points` and `queries` must have shape (..., n, d); got {points.shape} and {queries.shape}."
+        )
+    if points.shape[-1] != queries.shape[-1]:
+        raise ValueError(
+            f"`points` and `queries` live in different dimensions: d = {points.shape[-1]} and {queries.shape[-1]}."
+        )
+    weights = np.asarray(weights, dtype=float)
+    if weights.shape != points.shape[:-1]:
+        raise ValueError(f"`weights` must have shape {points.shape[:-1]} (one per point), got {weights.shape}.")
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("`weights` contains non-finite values (NaN or inf).")
+    return points, weights, queries
+
+
+@dataclass(frozen=True, eq=False)
+class SelfAttention:
+    r"""Self-attention dynamics on the sphere S^{d-1} (GLPR (2.3) and (USA)).
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature β >= 0.
+    Q, K, V : array_like, shape (d, d), optional
+        Query, key and value matrices; ``None`` means the identity (of any d).
+    normalized : bool, default True
+        ``True`` for SA (softmax normalisation by Z_μ(x)), ``False`` for USA
+        (Z ≡ 1, i.e. Z_i = n for n particles of weight 1/n).
+
+    Notes
+    -----
+    With Q = K = I and V = ±I the field is a gradient (MATH.md §2.1):
+    USA: X = (1/β)∇(K_β*μ); SA: X = (1/β)∇ log(K_β*μ), with
+    K_β*μ(x) = ∫ e^{β⟨x,y⟩} dμ(y). The interaction energy
+    E_β(μ) = (1/2β)∬ e^{β⟨x,y⟩} dμ dμ is then non-decreasing for V = I
+    and non-increasing for V = -I (GLPR Lemma 3.7).
+    """
+
+    beta: float
+    Q: np.ndarray | None = None
+    K: np.ndarray | None = None
+    V: np.ndarray | None = None
+    normalized: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "beta", _check_beta(self.beta))
+        dims = set()
+        for name in ("Q", "K", "V"):
+            M = _check_matrix(getattr(self, name), name)
+            object.__setattr__(self, name, M)
+            if M is not None:
+                dims.add(M.shape[0])
+        if len(dims) > 1:
+            raise ValueError(f"`Q`, `K`, `V` must share one dimension d, got sizes {sorted(dims)}.")
+        if not isinstance(self.normalized, (bool, np.bool_)):
+            raise TypeError(f"`normalized` must be a bool, got {self.normalized!r}.")
+
+    # ------------------------------------------------------------------ info
+    @property
+    def dim(self) -> int | None:
+        """The ambient dimension d fixed by the matrices, or None if all are identities."""
+        for M in (self.Q, self.K, self.V):
+            if M is not None:
+                return M.shape[0]
+        return None
+
+    @property
+    def zonal(self) -> tuple[float, float] | None:
+        """``(β_eff, c)`` when Q = qI, K = kI, V = cI with qk >= 0, else None.
+
+        Then ⟨Qx, Ky⟩ = qk⟨x, y⟩, the kernel is zonal with inverse temperature
+        β_eff = β q k, and the field is c times the Q = K = V = I field with
+        β_eff. This is when the fast spectral paths apply.
+        """
+        q, k, c = (_identity_multiple(M) for M in (self.Q, self.K, self.V))
+        if q is None or k is None or c is None or q * k < 0:
+            return None
+        return self.beta * q * k, c
+
+    def __repr__(self) -> str:
+        mats = ", ".join(
+            f"{n}={'I' if M is None else np.array2string(M, precision=3)}"
+            for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V))
+        )
+        kind = "SA" if self.normalized else "USA"
+        return f"SelfAttention({kind}, beta={self.beta:g}, {mats})"
+
+    # ------------------------------------------------------------------ field
+    def _check_dim(self, d: int) -> None:
+        if self.dim is not None and self.dim != d:
+            raise ValueError(f"the model's matrices are {self.dim}×{self.dim} but the points live in R^{d}.")
+
+    def _transformed(self, points, queries):
+        Kx = points if self.K is None else points @ self.K.T
+        Qx = queries if self.Q is None else queries @ self.Q.T
+        Vx = points if self.V is None else points @ self.V.T
+        return Qx, Kx, Vx
+
+    def _unprojected(self, points, weights, queries) -> np.ndarray:
+        """∫ e^{β⟨Qx,Ky⟩} V y dμ(y) / Z(x) before the tangent projection, shape (..., m, d)."""
+        Qx, Kx, Vx = self._transformed(points, queries)
+        wV = weights[..., :, None] * Vx
+        m, n = queries.shape[-2], points.shape[-2]
+        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (m, Vx.shape[-1]))
+        step = max(1, _CHUNK // max(n, 1))
+        for i0 in range(0, m, step):
+            sl = slice(i0, min(m, i0 + step))
+            s = self.beta * (Qx[..., sl, :] @ np.swapaxes(Kx, -1, -2))  # (..., mc, n)
+            smax = np.max(s, axis=-1, keepdims=True)
+            e = np.exp(s - smax)
+            num = e @ wV
+            if self.normalized:
+                Z = e @ weights[..., :, None]
+                if np.any(Z <= 0):
+                    raise ValueError(
+                        "the softmax normaliser Z_μ(x) is not positive: the weights must "
+                        "describe a non-negative measure of positive mass."
+                    )
+                out[..., sl, :] = num / Z
+            else:
+                if np.max(smax) > _EXP_MAX:
+                    raise OverflowError(
+                        f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(smax):.1f} > "
+                        f"{_EXP_MAX:.1f}; USA keeps the unscaled kernel e^(β⟨Qx,Ky⟩) (MATH.md §2.1), "
+                        "so use a smaller β or the normalised model (SA)."
+                    )
+                out[..., sl, :] = num * np.exp(smax)
+        return out
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        r"""Velocity field X[μ] at ``queries`` for μ = Σ_j w_j δ_{points_j}.
+
+        Parameters
+        ----------
+        points : array_like, shape (..., n, d)
+            Unit vectors carrying the measure.
+        weights : array_like, shape (..., n)
+            Their weights (1/n for particles; density × quadrature weight for grids).
+        queries : array_like, shape (..., m, d)
+            Unit vectors where the field is evaluated.
+
+        Returns
+        -------
+        ndarray, shape (..., m, d)
+            Tangent vectors X[μ](queries) (MATH.md §2). For SA the exponents are
+            shifted by their maximum, so any β is safe; for USA an
+            ``OverflowError`` is raised where e^{β⟨Qx,Ky⟩} overflows.
+        """
+        points, weights, queries = _check_measure(points, weights, queries)
+        self._check_dim(points.shape[-1])
+        return project_tangent(queries, self._unprojected(points, weights, queries))
+
+    # ------------------------------------------------------------------ energy
+    def _energy_beta(self) -> float:
+        z = self.zonal
+        if z is None:
+            raise ValueError(
+                "the interaction energy E_β is defined here for zonal kernels only "
+                f"(Q = qI, K = kI with qk >= 0); this model is {self!r}."
+            )
+        return z[0]
+
+    def scaled_energy(self, points, weights) -> float:
+        r"""e^{-β} E_β(μ), finite for every β (see :meth:`energy`)."""
+        points = check_on_sphere(points, "points")
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != points.shape[:-1] or points.ndim != 2:
+            raise ValueError(
+                f"`points` must have shape (n, d) and `weights` shape (n,), got {points.shape} and {weights.shape}."
+            )
+        self._check_dim(points.shape[-1])
+        beta = self._energy_beta()
+        if beta == 0.0:
+            m = weights @ points
+            return 0.5 * float(m @ m)
+        G = points @ points.T
+        return float(weights @ np.exp(beta * (G - 1.0)) @ weights) / (2.0 * beta)
+
+    def energy(self, points, weights) -> float:
+        r"""Interaction energy E_β(μ) = (1/2β) ∬ e^{β⟨x,y⟩} dμ(x) dμ(y) (GLPR §3.2).
+
+        Defined for zonal kernels (Q = qI, K = kI, β_eff = βqk; V plays no role).
+        At β = 0 this returns ½|∫x dμ|², the limit of E_β − μ(S)²/(2β), which is
+        the Lyapunov function of the β = 0 dynamics. ``OverflowError`` where
+        e^β overflows (β > 709); use :meth:`scaled_energy` there.
+        """
+        s = self.scaled_energy(points, weights)
+        beta = self._energy_beta()
+        if beta > _EXP_MAX:
+            raise OverflowError(f"E_β overflows float64 for β = {beta:g}; use `scaled_energy`.")
+        return s * np.exp(beta)
+
+
+@dataclass(frozen=True, eq=False)
+class MultiHeadAttention:
+    """Multi-head self-attention: the sum over heads of their fields (GLPR (2.7)).
+
+    Parameters
+    ----------
+    heads : sequence of SelfAttention
+        At least one head; each carries its own β, Q, K, V and normalisation.
+    """
+
+    heads: tuple[SelfAttention, ...] = dc_field(default_factory=tuple)
+
+    def __post_init__(self):
+        heads = tuple(self.heads) if isinstance(self.heads, Sequence) else self.heads
+        if not isinstance(heads, tuple) or len(heads) == 0:
+            raise ValueError(f"`heads` must be a non-empty sequence of SelfAttention, got {self.heads!r}.")
+        for i, h in enumerate(heads):
+            if not isinstance(h, SelfAttention):
+                raise TypeError(f"`heads[{i}]` must be a SelfAttention, got {type(h).__name__}.")
+        dims = {h.dim for h in heads if h.dim is not None}
+        if len(dims) > 1:
+            raise ValueError(f"the heads live in different dimensions: {sorted(dims)}.")
+        object.__setattr__(self, "heads", heads)
+
+    @property
+    def dim(self) -> int | None:
+        for h in self.heads:
+            if h.dim is not None:
+                return h.dim
+        return None
+
+    @property
+    def zonal(self) -> None:
+        """Multi-head models always use the generic (quadrature) path."""
+        return None
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        """Σ_h X_h[μ](queries), shape (..., m, d); see :meth:`SelfAttention.field`."""
+        points, weights, queries = _check_measure(points, weights, queries)
+        for h in self.heads:
+            h._check_dim(points.shape[-1])
+        total = sum(h._unprojected(points, weights, queries) for h in self.heads)
+        return project_tangent(queries, total)

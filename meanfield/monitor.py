@@ -1,0 +1,90 @@
+r"""Resolution monitoring: a grid solution that stops being resolved is never returned.
+
+For β >= 0 the solution concentrates and clusters sharpen exponentially
+(MATH.md §2.2). After every step the solver asks :class:`ResolutionMonitor`
+whether the new state is still resolved:
+
+- spectral tail: the largest coefficient in the top 1/16 of the spectrum,
+  relative to the mean (ρ̂_0), must stay below ``tail_tol``;
+- sign: the nodal values must not fall below ``-neg_tol × mean``;
+- energy: for zonal kernels with V = cI, E_β must be non-decreasing (c > 0)
+  or non-increasing (c < 0), up to ``energy_rtol`` relative (GLPR Lemma 3.7);
+- finiteness.
+
+A failed check either refines the grid (zero-padding, exact for band-limited
+data) or raises :class:`ResolutionError` with the last time at which the
+solution was resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ResolutionError", "ResolutionMonitor"]
+
+
+class ResolutionError(RuntimeError):
+    """The grid no longer resolves the solution.
+
+    Attributes
+    ----------
+    t : float
+        The last time at which the solution was resolved (the partial
+        solution ends there).
+    reason : str
+        Which check failed, with its value.
+    solution : Solution or None
+        What was computed up to ``t`` (``t_eval`` points up to ``t``, the
+        step history, and the last resolved state as its final density).
+    """
+
+    def __init__(self, t: float, reason: str, solution=None, hint: str | None = None):
+        self.t = float(t)
+        self.reason = reason
+        self.solution = solution
+        if hint is None:
+            hint = (
+                "Pass refine=True (with a larger max_n) to refine the grid, or use the particle "
+                "system, which is the reference in the collapse regime (MATH.md §2.2)."
+            )
+        super().__init__(f"the solution is no longer resolved after t = {self.t:.6g}: {reason}. {hint}")
+
+
+@dataclass(frozen=True)
+class ResolutionMonitor:
+    """Thresholds of the resolution checks (see the module docstring)."""
+
+    tail_tol: float = 1e-10
+    neg_tol: float = 1e-8
+    energy_rtol: float = 1e-10
+
+    def __post_init__(self):
+        for name in ("tail_tol", "neg_tol", "energy_rtol"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise ValueError(f"`{name}` must be a positive finite number, got {v!r}.")
+
+    def check_state(self, grid, values) -> str | None:
+        """None if ``values`` is resolved on ``grid``, else the reason."""
+        if not np.all(np.isfinite(values)):
+            return "the density has non-finite values"
+        mean = float(grid.integrate(values)) / float(np.sum(grid.weights))
+        vmin = float(np.min(values))
+        if vmin < -self.neg_tol * mean:
+            return f"the density is negative (min {vmin:.3g}, mean {mean:.3g})"
+        tail = grid.spectral_tail(values)
+        if not tail <= self.tail_tol:
+            return f"the spectral tail {tail:.3g} exceeds tail_tol = {self.tail_tol:g} at n = {grid.n}"
+        return None
+
+    def check_energy(self, e_old: float, e_new: float, sign: float) -> str | None:
+        """None if the energy moved in the direction ``sign`` (up to round-off)."""
+        if sign == 0:
+            return None
+        drop = -sign * (e_new - e_old)
+        if drop > self.energy_rtol * max(abs(e_old), abs(e_new)) + 1e-300:
+            word = "decreased" if sign > 0 else "increased"
+            return f"the energy {word} from {e_old:.15g} to {e_new:.15g} although it is monotone for this model"
+        return None
