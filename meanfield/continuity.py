@@ -130,7 +130,7 @@ class CircleSpectral(_CircleRate):
         self.beta, self.c, self.normalized = float(beta), float(c), bool(normalized)
         D, N = bessel_multipliers(self.M // 2, self.beta)
         self._D, self._N = D, N
-        self._usa_scale = self.c * np.exp(self.beta)
+        self._usa_scale = None if normalized else self.c * np.exp(self.beta)
 
     def _velocity(self, values, P, rho_M):
         num = sfft.irfft(P * self._N, self.M)

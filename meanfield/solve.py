@@ -358,13 +358,13 @@ class _Run:
     def problem_energy(self, density):
         return circle_energy(density.grid, density.values, self.problem.energy_beta)
 
-    def _fail(self, t, y, reason):
+    def _fail(self, t, y, reason, hint=None):
         # the partial solution ends with the last resolved state
         if not self.out_t or self.out_t[-1] < t:
             self.out_t.append(t)
             self.out_d.append(Density._trusted(self.problem.grid, y))
         sol = self._solution(Status.RESOLUTION_LOST, reason)
-        raise ResolutionError(t, reason, sol)
+        raise ResolutionError(t, reason, sol, hint=hint)
 
     def _check(self, y_new, e_old):
         reason = self.monitor.check_state(self.problem.grid, y_new)
@@ -377,9 +377,17 @@ class _Run:
     def _try_refine(self, t, y, reason):
         """Refine and return the zero-padded state, or raise."""
         n = self.problem.grid.n
-        if not self.refine or 2 * n > self.max_n:
-            why = reason if not self.refine else f"{reason}; refinement stopped at max_n = {self.max_n}"
-            self._fail(t, y, why)
+        if not self.refine:
+            self._fail(t, y, reason)
+        if 2 * n > self.max_n:
+            self._fail(
+                t,
+                y,
+                f"{reason}; refinement stopped at max_n = {self.max_n}",
+                hint="Raise max_n to go on refining (clusters sharpen exponentially in time, "
+                "so each doubling buys a bounded time), or use the particle system, which is "
+                "the reference in the collapse regime (MATH.md §2.2).",
+            )
         old = self.problem.grid
         self.problem = self.problem.refined()
         self.refinements.append((t, n, self.problem.grid.n))

@@ -1,6 +1,11 @@
 """validation: Wasserstein distances, the mean-field limit rate and stability bounds.
 
-Not implemented yet (issue 4). The package exists so that the three top-level
-packages install together (DESIGN.md); :mod:`validation.convergence` already
-holds the observed-order helpers used by the regression tests.
+Implemented so far: :mod:`validation.convergence` (observed orders of
+accuracy, used by the regression tests). The Wasserstein distances, the
+mean-field-limit experiment and the stability bounds are issue 4 and are not
+implemented yet.
 """
+
+from .convergence import OrderFit, observed_order, self_convergence_order
+
+__all__ = ["OrderFit", "observed_order", "self_convergence_order"]

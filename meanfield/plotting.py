@@ -1,0 +1,77 @@
+"""Figures of solutions: space-time heat maps and energy curves (matplotlib)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .grids.circle import CircleGrid
+
+__all__ = ["circle_spacetime", "plot_spacetime", "plot_energy", "plot_solution"]
+
+
+def circle_spacetime(solution) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The circle solution on one grid: ``(t, theta, rho)`` with rho of shape (len(t), n).
+
+    Snapshots on coarser grids (before a refinement) are zero-padded to the
+    finest grid, which is exact for their trigonometric interpolants.
+    """
+    grids = [d.grid for d in solution.densities]
+    if not all(isinstance(g, CircleGrid) for g in grids):
+        raise TypeError("circle_spacetime needs a solution on a CircleGrid.")
+    n = max(g.n for g in grids)
+    rho = np.array([d.grid.resample(d.values, n) if d.grid.n != n else d.values for d in solution.densities])
+    return np.asarray(solution.t), CircleGrid(n).angles, rho
+
+
+def plot_spacetime(solution, ax=None, cmap="magma", log=False):
+    """Heat map of ρ(t, θ) for a circle solution. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    t, theta, rho = circle_spacetime(solution)
+    if ax is None:
+        _, ax = plt.subplots()
+    norm = None
+    if log:
+        pos = rho[rho > 0]
+        norm = LogNorm(vmin=max(pos.min(), pos.max() * 1e-6), vmax=pos.max())
+        rho = np.where(rho > 0, rho, np.nan)
+    im = ax.pcolormesh(t, np.append(theta, 2 * np.pi), np.vstack([rho.T, rho[:, :1].T]),
+                       shading="nearest", cmap=cmap, norm=norm)
+    ax.set_xlabel("t")
+    ax.set_ylabel("θ")
+    ax.set_yticks([0, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi], ["0", "π/2", "π", "3π/2", "2π"])
+    ax.figure.colorbar(im, ax=ax, label="ρ(t, θ)")
+    return ax
+
+
+def plot_energy(solution, ax=None, **kwargs):
+    """E_β along the solution (every accepted step). Returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    if solution.energy_steps is None:
+        raise ValueError("this solution has no energy (non-zonal model, or β > 709).")
+    if ax is None:
+        _, ax = plt.subplots()
+    ax.plot(solution.t_steps, solution.energy_steps, **kwargs)
+    for t, n_old, n_new in solution.refinements:
+        ax.axvline(t, color="0.7", lw=0.8, ls="--")
+    ax.set_xlabel("t")
+    ax.set_ylabel("E_β(μ_t)")
+    return ax
+
+
+def plot_solution(solution, title: str | None = None):
+    """Heat map and energy curve side by side. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    has_energy = solution.energy_steps is not None
+    fig, axes = plt.subplots(1, 2 if has_energy else 1, figsize=(11 if has_energy else 6, 4), squeeze=False)
+    plot_spacetime(solution, ax=axes[0, 0])
+    if has_energy:
+        plot_energy(solution, ax=axes[0, 1], color="k")
+        axes[0, 1].set_title("interaction energy (refinements dashed)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,269 @@
+"""The circle solver against mathematics: exact solutions, conservation, monotonicity, orders."""
+
+import numpy as np
+import pytest
+
+import meanfield as mf
+from meanfield import exact
+from meanfield.continuity import circle_rate
+from tests.helpers import cauchy_density, l1_error, smooth_density
+from validation import observed_order
+
+A0 = 0.3  # |z_0| = 0.3
+
+
+# ------------------------------------------------------------------ exact solution at β = 0
+@pytest.mark.parametrize("normalized", [True, False])
+def test_ott_antonsen_t3(normalized):
+    sol = mf.solve(mf.SelfAttention(0.0, normalized=normalized), cauchy_density(256, A0), (0, 3), t_eval=[0, 1.5, 3])
+    for t, d in zip(sol.t, sol.densities):
+        a = exact.ott_antonsen(t, A0)
+        assert l1_error(d, exact.wrapped_cauchy(d.grid.angles, a)) <= 1e-8
+        m = d.mean()
+        assert abs(m[0] + 1j * m[1] - a) <= 1e-10
+    assert sol.refinements == ()
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_ott_antonsen_t5_with_refinement(normalized):
+    """At t = 5 the peak is ~0.03 rad wide; the solver refines from n = 64."""
+    a5 = exact.ott_antonsen(5.0, A0)
+    width = 2 * (1 - abs(a5)) / (1 + abs(a5))  # full width at half maximum of f_a, ≈ 0.033
+    assert width < 0.035
+    sol = mf.solve(mf.SelfAttention(0.0, normalized=normalized), cauchy_density(64, A0), (0, 5), refine=True)
+    d = sol.densities[-1]
+    assert d.grid.n > 64 and len(sol.refinements) >= 3
+    assert l1_error(d, exact.wrapped_cauchy(d.grid.angles, a5)) <= 1e-8
+    assert abs(sol.mass[-1] - 1) <= 1e-12
+
+
+def test_ott_antonsen_complex_parameter_keeps_its_argument():
+    a0 = 0.25 * np.exp(1.1j)
+    sol = mf.solve(mf.SelfAttention(0.0), cauchy_density(128, a0), (0, 2), method="rk45")
+    m = sol.densities[-1].mean()
+    assert abs(m[0] + 1j * m[1] - exact.ott_antonsen(2.0, a0)) <= 1e-10
+
+
+def test_ott_antonsen_formula_solves_its_ode():
+    """ȧ = ½ a(1 − |a|²), checked independently by a high-order integrator."""
+    from scipy.integrate import solve_ivp
+
+    a0 = 0.3 + 0.2j
+    f = lambda t, y: (lambda a: [(0.5 * a * (1 - abs(a) ** 2)).real, (0.5 * a * (1 - abs(a) ** 2)).imag])(y[0] + 1j * y[1])
+    ts = np.linspace(0, 6, 7)
+    r = solve_ivp(f, (0, 6), [a0.real, a0.imag], t_eval=ts, rtol=1e-13, atol=1e-15, method="DOP853")
+    np.testing.assert_allclose(r.y[0] + 1j * r.y[1], exact.ott_antonsen(ts, a0), atol=1e-11)
+
+
+# ------------------------------------------------------------------ spectral convergence
+@pytest.mark.parametrize("beta", [1.0, 4.0, 8.0])
+def test_spectral_convergence_in_n(beta):
+    """Max error against a fine grid falls exponentially in n until round-off."""
+    model = mf.SelfAttention(beta)
+    kw = dict(method="dop853", rtol=1e-13, atol=1e-15)
+    ref = mf.solve(model, smooth_density(256), (0, 1), **kw).densities[-1]
+    # coarse grids are under-resolved on purpose: switch the monitor off
+    loose = mf.ResolutionMonitor(tail_tol=1.0, neg_tol=1.0, energy_rtol=1.0)
+    ns = [16, 24, 32, 48, 64]
+    errs = []
+    for n in ns:
+        d = mf.solve(model, smooth_density(n), (0, 1), monitor=loose, **kw).densities[-1]
+        errs.append(np.max(np.abs(d.grid.resample(d.values, 256) - ref.values)) / np.max(ref.values))
+    errs = np.array(errs)
+    assert errs[0] > 1e-4 and errs[-1] < 1e-9
+    for e0, e1 in zip(errs[:-1], errs[1:]):
+        assert e1 < 0.1 * e0 or e1 < 1e-12  # at least a decade per step of 8–16 modes
+    # geometric decay: log error linear in n with a clearly negative slope
+    slope = np.polyfit(ns, np.log(errs), 1)[0]
+    assert slope < -0.3
+
+
+# ------------------------------------------------------------------ conservation and monotonicity
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_mass_and_energy_monotone(normalized, c):
+    model = mf.SelfAttention(2.0, V=c * np.eye(2), normalized=normalized)
+    t_end = 2.0 if normalized else 2.0 / np.exp(2.0)  # USA runs e^β times faster
+    sol = mf.solve(model, smooth_density(128), (0, t_end), refine=True)
+    assert np.max(np.abs(sol.mass_steps - 1.0)) <= 1e-12
+    dE = np.diff(sol.energy_steps)
+    if c > 0:
+        assert np.all(dE >= -1e-12 * np.abs(sol.energy_steps[1:]))
+        assert sol.energy[-1] > sol.energy[0] + 1e-3
+    else:
+        assert np.all(dE <= 1e-12 * np.abs(sol.energy_steps[1:]))
+        assert sol.energy[-1] < sol.energy[0] - 1e-3
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("c", [1.0, -1.0])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_linear_rates_around_uniform(normalized, c, k):
+    """Mode k of a small perturbation of the uniform density grows like e^{λ_k t}.
+
+    Linearising ∂_t ρ = −∂_θ(ρ v) at ρ_0 = 1/2π with v = (c/β)∂_θ(K_β*ρ)/Z gives
+    λ_k = c k² I_k(β) / (β Z), Z = I_0(β) for SA and Z = 1 for USA.
+    """
+    from scipy.special import iv
+
+    beta, eps, T = 2.0, 1e-7, 1.0
+    lam = c * k**2 * iv(k, beta) / (beta * (iv(0, beta) if normalized else 1.0))
+    g = mf.CircleGrid(32)
+    mu0 = mf.Density(g, (1 + eps * np.cos(k * g.angles)) / (2 * np.pi))
+    model = mf.SelfAttention(beta, V=c * np.eye(2), normalized=normalized)
+    d = mf.solve(model, mu0, (0, T), method="dop853", rtol=1e-13, atol=1e-18).densities[-1]
+    amp = 2 * np.pi * 2 * np.abs(g.coefficients(d.values)[k])
+    # the nonlinear correction is O(ε²) relative to the mode, i.e. O(ε) relatively
+    assert amp / eps == pytest.approx(np.exp(lam * T), rel=1e-6)
+
+
+# ------------------------------------------------------------------ quadrature vs spectral
+@pytest.mark.parametrize("beta", [0.0, 1.0, 8.0, 40.0])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_quadrature_and_spectral_rates_agree(beta, normalized):
+    d = smooth_density(128)
+    model = mf.SelfAttention(beta, normalized=normalized)
+    a = circle_rate(model, d.grid, "spectral").rate(d.values)
+    b = circle_rate(model, d.grid, "quadrature").rate(d.values)
+    scale = np.max(np.abs(a))
+    assert np.max(np.abs(a - b)) <= 1e-10 * max(scale, 1.0)
+
+
+def test_quadrature_and_spectral_solutions_agree():
+    d = smooth_density(96)
+    kw = dict(t_eval=[0, 0.5, 1.0], dt=0.01)
+    s = mf.solve(mf.SelfAttention(3.0), d, (0, 1), path="spectral", **kw)
+    q = mf.solve(mf.SelfAttention(3.0), d, (0, 1), path="quadrature", **kw)
+    assert s.path == "spectral" and q.path == "quadrature"
+    for ds, dq in zip(s.densities, q.densities):
+        assert np.max(np.abs(ds.values - dq.values)) <= 1e-10
+
+
+def test_general_qkv_rotation_invariance():
+    """Q = K = R (a rotation) leaves ⟨Qx, Ky⟩ unchanged: the quadrature path must reproduce Q = K = I."""
+    phi = 0.7
+    R = np.array([[np.cos(phi), -np.sin(phi)], [np.sin(phi), np.cos(phi)]])
+    d = smooth_density(96)
+    ref = mf.solve(mf.SelfAttention(2.0), d, (0, 1), dt=0.01)
+    rot = mf.solve(mf.SelfAttention(2.0, Q=R, K=R), d, (0, 1), dt=0.01)
+    assert rot.path == "quadrature" and rot.energy is None
+    assert np.max(np.abs(ref.densities[-1].values - rot.densities[-1].values)) <= 1e-10
+
+
+def test_rotating_the_density_rotates_the_solution():
+    """Q = K = V = I commutes with rotations: shifting θ by a whole number of nodes shifts the solution."""
+    d = smooth_density(96)
+    shifted = mf.Density(d.grid, np.roll(d.values, 17))
+    a = mf.solve(mf.SelfAttention(3.0), d, (0, 1), dt=0.01).densities[-1].values
+    b = mf.solve(mf.SelfAttention(3.0), shifted, (0, 1), dt=0.01).densities[-1].values
+    np.testing.assert_allclose(np.roll(a, 17), b, atol=1e-13)
+
+
+def test_multihead_on_the_circle_uses_quadrature_and_conserves_mass():
+    heads = [mf.SelfAttention(1.0), mf.SelfAttention(2.0, V=np.array([[0.5, 0.2], [-0.1, 1.0]]))]
+    sol = mf.solve(mf.MultiHeadAttention(heads), smooth_density(64), (0, 1), dt=0.02, refine=True)
+    assert sol.path == "quadrature"
+    assert np.max(np.abs(sol.mass_steps - 1)) <= 1e-12
+
+
+# ------------------------------------------------------------------ time integration
+def test_rk4_is_fourth_order():
+    d = smooth_density(64)
+    model = mf.SelfAttention(4.0)
+    exact_ish = mf.solve(model, d, (0, 1), method="dop853", rtol=1e-13, atol=1e-16).densities[-1].values
+    hs = np.array([1 / 8, 1 / 16, 1 / 32, 1 / 64])
+    errs = [np.max(np.abs(mf.solve(model, d, (0, 1), dt=h).densities[-1].values - exact_ish)) for h in hs]
+    fit = observed_order(hs, errs)
+    assert abs(fit.order - 4) < 0.15, fit
+
+
+def test_ssprk3_is_third_order():
+    d = smooth_density(64)
+    model = mf.SelfAttention(4.0)
+    exact_ish = mf.solve(model, d, (0, 1), method="dop853", rtol=1e-13, atol=1e-16).densities[-1].values
+    hs = np.array([1 / 16, 1 / 32, 1 / 64])
+    errs = [np.max(np.abs(mf.solve(model, d, (0, 1), method="ssprk3", dt=h).densities[-1].values - exact_ish)) for h in hs]
+    assert abs(observed_order(hs, errs).order - 3) < 0.15
+
+
+def test_outputs_land_on_t_eval():
+    t_eval = [0.0, 0.1, 0.333, 1.0]
+    for method in ("rk4", "rk45"):
+        sol = mf.solve(mf.SelfAttention(1.0), smooth_density(128), (0, 1), t_eval=t_eval, method=method)
+        np.testing.assert_array_equal(sol.t, t_eval)
+        assert len(sol.densities) == 4 and sol.success
+
+
+# ------------------------------------------------------------------ loss of resolution
+def test_collapse_raises_resolution_error_with_time_never_nan():
+    mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]))
+    with pytest.raises(mf.ResolutionError) as info:
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), t_eval=np.linspace(0, 30, 31))
+    err = info.value
+    assert 0 < err.t < 30 and f"t = {err.t:.6g}" in str(err)
+    partial = err.solution
+    assert partial.status is mf.Status.RESOLUTION_LOST and not partial.success
+    assert partial.t[-1] == pytest.approx(err.t)
+    for d in partial.densities:
+        assert np.all(np.isfinite(d.values))
+        assert d.grid.spectral_tail(d.values) <= 1e-10
+
+
+def test_refinement_stops_at_max_n():
+    mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]))
+    with pytest.raises(mf.ResolutionError, match="max_n = 256"):
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), refine=True, max_n=256)
+
+
+def test_unresolved_initial_density_is_refused():
+    mu0 = mf.Density.from_function(mf.CircleGrid(16), lambda x: np.exp(20 * x[..., 0]))
+    with pytest.raises(mf.ResolutionError, match="initial density") as info:
+        mf.solve(mf.SelfAttention(1.0), mu0, (0, 1), refine=True)
+    assert info.value.t == 0
+
+
+def test_large_beta_sa_has_no_overflow():
+    d = smooth_density(256)
+    sol = mf.solve(mf.SelfAttention(800.0), d, (0, 0.05))
+    assert np.all(np.isfinite(sol.densities[-1].values))
+    assert sol.energy is None  # E_β overflows float64; monotonicity is still monitored
+    a = circle_rate(mf.SelfAttention(800.0), d.grid, "spectral").rate(d.values)
+    b = circle_rate(mf.SelfAttention(800.0), d.grid, "quadrature").rate(d.values)
+    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
+
+
+def test_usa_overflow_is_reported():
+    with pytest.raises(OverflowError, match="USA"):
+        mf.solve(mf.SelfAttention(800.0, normalized=False), smooth_density(64), (0, 1))
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(t_span=(1, 0)), ValueError, "t_span"),
+        (dict(t_span=(0, np.nan)), ValueError, "t_span"),
+        (dict(t_span=(0, 1), t_eval=[0, 2]), ValueError, "t_eval"),
+        (dict(t_span=(0, 1), t_eval=[0.5, 0.2]), ValueError, "t_eval"),
+        (dict(t_span=(0, 1), method="euler"), ValueError, "method"),
+        (dict(t_span=(0, 1), dt=-0.1), ValueError, "dt"),
+        (dict(t_span=(0, 1), dt=0.1, method="rk45"), ValueError, "dt"),
+        (dict(t_span=(0, 1), max_n=8), ValueError, "max_n"),
+        (dict(t_span=(0, 1), path="fast"), ValueError, "path"),
+    ],
+)
+def test_solve_rejects_bad_arguments(kwargs, exc, match):
+    t_span = kwargs.pop("t_span")
+    with pytest.raises(exc, match=match):
+        mf.solve(mf.SelfAttention(1.0), smooth_density(32), t_span, **kwargs)
+
+
+def test_solve_rejects_wrong_model_or_density():
+    with pytest.raises(ValueError, match="3×3"):
+        mf.solve(mf.SelfAttention(1.0, Q=np.eye(3)), smooth_density(32), (0, 1))
+    with pytest.raises(TypeError, match="mu0"):
+        mf.solve(mf.SelfAttention(1.0), np.ones(32), (0, 1))
+    with pytest.raises(TypeError, match="model"):
+        mf.solve("SA", smooth_density(32), (0, 1))
+    with pytest.raises(ValueError, match="spectral path"):
+        mf.solve(mf.SelfAttention(1.0, Q=np.diag([1.0, 2.0])), smooth_density(32), (0, 1), path="spectral")
