@@ -27,7 +27,7 @@ import numpy as np
 
 from .geometry import check_on_sphere, project_tangent
 
-__all__ = ["SelfAttention", "MultiHeadAttention"]
+__all__ = ["SelfAttention", "MultiHeadAttention", "rate_scale"]
 
 #: Largest exponent whose exponential is finite in float64 (log of the largest double).
 _EXP_MAX = float(np.log(np.finfo(float).max))
@@ -306,3 +306,19 @@ class MultiHeadAttention:
             h._check_dim(points.shape[-1])
         total = sum(h._unprojected(points, weights, queries) for h in self.heads)
         return project_tangent(queries, total)
+
+
+def rate_scale(model) -> float:
+    """A bound on the strain |∂X| of the field for any probability measure.
+
+    Per head ‖V‖(1 + β‖Q‖‖K‖), times e^{β‖Q‖‖K‖} for USA, summed over heads:
+    the Lipschitz constant in x of MATH.md §4 up to an O(1) factor. The
+    solvers scale their default time steps by its inverse.
+    """
+    heads = model.heads if isinstance(model, MultiHeadAttention) else (model,)
+    total = 0.0
+    for h in heads:
+        nq, nk, nv = (1.0 if M is None else np.linalg.norm(M, 2) for M in (h.Q, h.K, h.V))
+        b = h.beta * nq * nk
+        total += nv * (1.0 + b) * (1.0 if h.normalized else np.exp(min(b, _EXP_MAX)))
+    return total

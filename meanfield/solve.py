@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 from .continuity import circle_energy, circle_excess_energy, circle_rate
 from .density import Density
 from .grids.circle import CircleGrid
-from .models import MultiHeadAttention, SelfAttention, _EXP_MAX
+from .models import MultiHeadAttention, SelfAttention, _EXP_MAX, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 
 __all__ = ["solve", "Solution", "Status"]
@@ -136,7 +136,7 @@ class _CircleProblem:
         zonal = model.zonal
         self.energy_beta = None if zonal is None else zonal[0]
         self.energy_sign = 0.0 if zonal is None else float(np.sign(zonal[1]))
-        self.strain_bound = _strain_bound(model)
+        self.strain_bound = rate_scale(model)
 
     def refined(self):
         return _CircleProblem(self.model, self.grid.refined(), self.path_requested)
@@ -148,24 +148,6 @@ class _CircleProblem:
         if self.energy_beta is None or self.energy_beta > _EXP_MAX:
             return np.nan
         return circle_energy(self.grid, values, self.energy_beta)
-
-
-def _heads(model):
-    return model.heads if isinstance(model, MultiHeadAttention) else (model,)
-
-
-def _strain_bound(model) -> float:
-    """A bound L on |∂X| for a probability measure (used to cap the step).
-
-    Per head: ‖V‖(1 + β‖Q‖‖K‖) for SA, times e^{β‖Q‖‖K‖} for USA (the
-    Lipschitz constant L_x of MATH.md §4 up to the constant 2).
-    """
-    total = 0.0
-    for h in _heads(model):
-        nq, nk, nv = (1.0 if M is None else np.linalg.norm(M, 2) for M in (h.Q, h.K, h.V))
-        b = h.beta * nq * nk
-        total += nv * (1.0 + b) * (1.0 if h.normalized else np.exp(min(b, _EXP_MAX)))
-    return total
 
 
 _PROBLEMS = {CircleGrid: _CircleProblem}

@@ -1,6 +1,13 @@
 """particles: the finite-n systems whose mean-field limit ``meanfield`` solves.
 
-Not implemented yet (issue 3): ``simulate``, fused kernels, sampling and
-cluster statistics. The models of :mod:`meanfield.models` already evaluate
-the particle field, ``model.field(x, np.full(n, 1/n), x)``.
+simulate, Trajectory   particles on the sphere moved by a ``meanfield.models`` field
+kernels                fused pairwise sums (numba) and the circle spectral path
+sampling               uniform, orthogonal and density-distributed initial points
+clusters               clustering statistics of GLPR §6.3
 """
+
+from . import clusters, kernels, sampling
+from .sampling import orthogonal, sample, uniform_sphere
+from .system import Trajectory, simulate
+
+__all__ = ["simulate", "Trajectory", "kernels", "sampling", "clusters", "uniform_sphere", "orthogonal", "sample"]

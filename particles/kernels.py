@@ -1,0 +1,361 @@
+r"""Fast evaluations of the attention field for particles.
+
+Two strategies, both optimisations of :meth:`meanfield.models.SelfAttention.field`
+and tested against it:
+
+- :func:`pairwise_sums` — the fused pairwise sum
+  Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1) in one pass per query (numba, parallel
+  over queries and batch members, SIMD over j, no n×n array in memory). Each
+  row is shifted by an upper bound s_i of its exponents β⟨Qx_i, Ky_j⟩ (the
+  Cauchy–Schwarz bound, exact for Q = K = I on the sphere; the exact maximum
+  for rows where the bound is loose enough to underflow) and the shift is
+  returned, so SA is safe for any β and USA overflows only where its true
+  value does.
+- :func:`circle_spectral_field` — for Q = K = I, V = cI on the circle: the
+  empirical measure's Fourier coefficients c_k = Σ_j w_j e^{-ikθ_j} up to the
+  degree L where the Bessel multipliers fall below round-off, then
+  K_β*μ(θ) = Σ_{|k|<=L} I_k(β) c_k e^{ikθ} and its derivative at the queries
+  (MATH.md §2.1). Cost O((n + m) L) instead of O(nm); the truncation error is
+  bounded per query and returned.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from scipy.special import ive
+
+from meanfield.continuity import bessel_multipliers
+from meanfield.geometry import project_tangent
+from meanfield.models import _EXP_MAX, MultiHeadAttention, SelfAttention
+
+from ._exp import FASTMATH, vexp
+
+__all__ = [
+    "pairwise_sums",
+    "field",
+    "energy",
+    "circle_degree",
+    "circle_spectral_field",
+]
+
+_ROWS = 8  # queries per parallel task (they share one work buffer)
+
+
+#: Rows whose shifted sum falls below this are recomputed with their exact maximum.
+_UNDERFLOW = 1e-200
+
+
+@nb.njit(fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _exact_row(q, KxT, VxT, wb, out_num, b, i):
+    """One row with the exact max-shift (the rare fallback); returns (den, shift)."""
+    n, d, dv = KxT.shape[2], KxT.shape[1], VxT.shape[1]
+    s = np.zeros(n)
+    for a in range(d):
+        for j in range(n):
+            s[j] += q[a] * KxT[b, a, j]
+    smax = np.max(s)
+    z = 0.0
+    for a in range(dv):
+        out_num[b, i, a] = 0.0
+    for j in range(n):
+        e = wb[j] * vexp(s[j] - smax)
+        z += e
+        for a in range(dv):
+            out_num[b, i, a] += e * VxT[b, a, j]
+    return z, smax
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _pairwise_rows(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift):
+    """Any d: per row a work buffer (d + dv + 2 vectorised passes over j)."""
+    B, m, d = Qx.shape
+    n = KxT.shape[2]
+    dv = VxT.shape[1]
+    nblk = (m + _ROWS - 1) // _ROWS
+    for task in nb.prange(B * nblk):
+        b = task // nblk
+        i0 = (task % nblk) * _ROWS
+        buf = np.empty(n)
+        wb = w[b]
+        for i in range(i0, min(m, i0 + _ROWS)):
+            sh = bound[b, i]
+            for j in range(n):
+                buf[j] = -sh
+            for a in range(d):
+                qa = Qx[b, i, a]
+                row = KxT[b, a]
+                for j in range(n):
+                    buf[j] += qa * row[j]
+            z = 0.0
+            for j in range(n):
+                e = wb[j] * vexp(buf[j])
+                buf[j] = e
+                z += e
+            for a in range(dv):
+                row = VxT[b, a]
+                acc = 0.0
+                for j in range(n):
+                    acc += buf[j] * row[j]
+                out_num[b, i, a] = acc
+            out_den[b, i] = z
+            out_shift[b, i] = sh
+            if z < _UNDERFLOW:
+                out_den[b, i], out_shift[b, i] = _exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i)
+
+
+_FUSED_TEMPLATE = """
+@nb.njit(parallel=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
+def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift):
+    B, m, _ = Qx.shape
+    n = KxT.shape[2]
+    for task in nb.prange(B * m):
+        b = task // m
+        i = task % m
+        wb = w[b]
+        sh = bound[b, i]
+{loads}
+        z = 0.0
+{zeros}
+        for j in range(n):
+            e = wb[j] * vexp({dot} - sh)
+            z += e
+{accumulate}
+{stores}
+        out_den[b, i] = z
+        out_shift[b, i] = sh
+        if z < _UNDERFLOW:
+            out_den[b, i], out_shift[b, i] = _exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i)
+"""
+_FUSED = {}
+
+
+def _fused_kernel(d: int, dv: int):
+    """A single-pass kernel with the dot product unrolled for dimension d (compiled once per (d, dv))."""
+    key = (d, dv)
+    if key not in _FUSED:
+        ind = " " * 8
+        src = _FUSED_TEMPLATE.format(
+            loads="\n".join(
+                [f"{ind}q{a} = Qx[b, i, {a}]\n{ind}k{a} = KxT[b, {a}]" for a in range(d)]
+                + [f"{ind}v{a} = VxT[b, {a}]" for a in range(dv)]
+            ),
+            zeros="\n".join(f"{ind}s{a} = 0.0" for a in range(dv)) or f"{ind}pass",
+            dot=" + ".join(f"q{a} * k{a}[j]" for a in range(d)),
+            accumulate="\n".join(f"{ind}    s{a} += e * v{a}[j]" for a in range(dv)) or f"{ind}    pass",
+            stores="\n".join(f"{ind}out_num[b, i, {a}] = s{a}" for a in range(dv)) or f"{ind}pass",
+        )
+        scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "_exact_row": _exact_row,
+                 "_UNDERFLOW": _UNDERFLOW}
+        exec(compile(src, f"<fused kernel d={d} dv={dv}>", "exec"), scope)
+        _FUSED[key] = scope["kernel"]
+    return _FUSED[key]
+
+
+#: dimensions up to which the unrolled single-pass kernel is used
+_UNROLL_MAX = 8
+
+
+def _as_batch(x, name):
+    x = np.asarray(x, dtype=float)
+    if x.ndim < 2:
+        raise ValueError(f"`{name}` must have shape (..., n, d), got {x.shape}.")
+    return x.reshape((-1,) + x.shape[-2:])
+
+
+def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None):
+    r"""Fused sums Σ_j w_j e^{β⟨Q q_i, K x_j⟩} (V x_j, 1), returned with their row shift.
+
+    Parameters
+    ----------
+    points : array_like, shape (..., n, d)
+    weights : array_like, shape (..., n)
+    queries : array_like, shape (..., m, d)
+        Same leading (batch) shape as ``points``.
+    beta : float
+    Q, K, V : array_like (d, d) or None (identity). ``V`` may also be the
+        string ``"none"`` to skip the vector sum (energy only).
+
+    Returns
+    -------
+    num : ndarray, shape (..., m, d)
+        e^{-s_i} Σ_j w_j e^{β⟨Qq_i, Kx_j⟩} V x_j.
+    den : ndarray, shape (..., m)
+        e^{-s_i} Σ_j w_j e^{β⟨Qq_i, Kx_j⟩}.
+    shift : ndarray, shape (..., m)
+        The row shift s_i, an upper bound of max_j β⟨Qq_i, Kx_j⟩ (the
+        Cauchy–Schwarz bound, or the exact maximum where the bound is loose
+        enough to underflow), so the sums are e^{s_i}(num, den).
+
+    Notes
+    -----
+    Inputs must be finite (the public callers check). The exponential is the
+    vectorised :func:`particles._exp.vexp`, exact to 1 ulp.
+    """
+    P, Xq = _as_batch(points, "points"), _as_batch(queries, "queries")
+    lead = np.shape(points)[:-2]
+    if np.shape(queries)[:-2] != lead:
+        raise ValueError(f"`points` and `queries` must share their batch shape, got {lead} and {np.shape(queries)[:-2]}.")
+    W = np.asarray(weights, dtype=float).reshape(P.shape[0], P.shape[1])
+    Kx = P if K is None else P @ np.asarray(K, dtype=float).T
+    Qx = beta * (Xq if Q is None else Xq @ np.asarray(Q, dtype=float).T)
+    if isinstance(V, str):
+        VxT = np.empty((P.shape[0], 0, P.shape[1]))
+    else:
+        VxT = np.ascontiguousarray(np.swapaxes(P if V is None else P @ np.asarray(V, dtype=float).T, 1, 2))
+    KxT = np.ascontiguousarray(np.swapaxes(Kx, 1, 2))
+    B, m = Xq.shape[0], Xq.shape[1]
+    num = np.empty((B, m, VxT.shape[1]))
+    den = np.empty((B, m))
+    shift = np.empty((B, m))
+    # shift each row by the Cauchy–Schwarz bound max_j β⟨Qq_i, Kx_j⟩ <= |βQq_i| max_j |Kx_j|:
+    # exact (attained) for Q = K = I on the sphere with queries among the points; rows
+    # where it is loose enough to underflow are redone with their exact maximum
+    bound = np.linalg.norm(Qx, axis=-1) * np.max(np.linalg.norm(Kx, axis=-1), axis=-1, keepdims=True)
+    d = P.shape[-1]
+    kern = _fused_kernel(d, VxT.shape[1]) if d <= _UNROLL_MAX else _pairwise_rows
+    kern(np.ascontiguousarray(Qx), KxT, VxT, np.ascontiguousarray(W), np.ascontiguousarray(bound), num, den, shift)
+    return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
+
+
+def _heads(model):
+    if isinstance(model, MultiHeadAttention):
+        return model.heads
+    if isinstance(model, SelfAttention):
+        return (model,)
+    raise TypeError(f"`model` must be a SelfAttention or MultiHeadAttention, got {type(model).__name__}.")
+
+
+def field(model, points, weights, queries) -> np.ndarray:
+    """X[μ](queries) through :func:`pairwise_sums`; same contract as ``model.field``.
+
+    No input checks beyond shapes: this is the inner loop of
+    :func:`particles.simulate`, which checks its inputs once.
+    """
+    total = 0.0
+    for h in _heads(model):
+        num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V)
+        if h.normalized:
+            total = total + num / den[..., None]
+        else:
+            if np.max(shift, initial=-np.inf) > _EXP_MAX:
+                raise OverflowError(
+                    f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(shift):.1f} > {_EXP_MAX:.1f}; "
+                    "USA keeps the unscaled kernel (MATH.md §2.1), so use a smaller β or SA."
+                )
+            total = total + num * np.exp(shift)[..., None]
+    return project_tangent(np.asarray(queries, dtype=float), total)
+
+
+def energy(points, weights, beta: float) -> np.ndarray:
+    r"""E_β = (1/2β) Σ_ij w_i w_j e^{β⟨x_i,x_j⟩} by the fused kernel (no n×n array).
+
+    ½|Σ w_i x_i|² at β = 0 (see :meth:`SelfAttention.energy`). Works on batches
+    (..., n, d) → (...). ``OverflowError`` where e^β overflows.
+    """
+    points = np.asarray(points, dtype=float)
+    weights = np.asarray(weights, dtype=float)
+    if beta == 0.0:
+        m = np.einsum("...n,...nd->...d", weights, points)
+        return 0.5 * np.sum(m * m, axis=-1)
+    if beta > _EXP_MAX:
+        raise OverflowError(f"E_β overflows float64 for β = {beta:g}.")
+    _, den, shift = pairwise_sums(points, weights, points, beta, V="none")
+    return np.sum(weights * den * np.exp(shift), axis=-1) / (2.0 * beta)
+
+
+# ---------------------------------------------------------------------- the circle, spectrally
+def circle_degree(beta: float, tol: float = 1e-17) -> int:
+    """Smallest L with 2 Σ_{k>L} (1 + k/β) I_k(β) <= tol · I_0(β) (L >= 1)."""
+    k = np.arange(0, 4 * int(beta) + 80)
+    s = ive(k, beta) / ive(0, beta) * (1.0 + (k / beta if beta > 0 else 0.0))
+    tail = 2.0 * (np.cumsum(s[::-1])[::-1] - s)  # tail[L] = 2 Σ_{k>L}
+    return int(max(1, np.argmax(tail <= tol)))
+
+
+@nb.njit(parallel=True, cache=True)
+def _circle_moments(theta, w, L, nchunk):
+    """c_k = Σ_j w_j e^{-ikθ_j}, k = 0..L, by power recurrence (parallel over chunks)."""
+    n = theta.size
+    acc = np.zeros((nchunk, L + 1), dtype=np.complex128)
+    size = (n + nchunk - 1) // nchunk
+    for c in nb.prange(nchunk):
+        for j in range(c * size, min(n, (c + 1) * size)):
+            z = complex(np.cos(theta[j]), -np.sin(theta[j]))
+            p = complex(w[j], 0.0)
+            for k in range(L + 1):
+                acc[c, k] += p
+                p *= z
+    return acc.sum(axis=0)
+
+
+@nb.njit(parallel=True, cache=True)
+def _circle_evaluate(theta, A, D):
+    """Re Σ_{|k|<=L} A_k e^{ikθ} and Re Σ D_k e^{ikθ} at θ (A_{-k} = conj A_k, same for D)."""
+    m = theta.size
+    L = A.size - 1
+    num = np.empty(m)
+    den = np.empty(m)
+    for i in nb.prange(m):
+        z = complex(np.cos(theta[i]), np.sin(theta[i]))
+        p = z
+        sn = 0.0
+        sd = D[0].real
+        for k in range(1, L + 1):
+            sn += 2.0 * (A[k] * p).real
+            sd += 2.0 * (D[k] * p).real
+            p *= z
+        num[i] = sn
+        den[i] = sd
+    return num, den
+
+
+def circle_spectral_field(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
+                          degree: int | None = None):
+    r"""The Q = K = I, V = cI field on the circle in O((n + m)L) operations.
+
+    Parameters
+    ----------
+    points : array_like, shape (n, 2)
+    weights : array_like, shape (n,)
+    queries : array_like, shape (m, 2)
+    beta : float
+    normalized : bool
+        SA or USA.
+    c : float
+        V = cI.
+    degree : int, optional
+        Truncation degree L (default :func:`circle_degree`, multipliers below 1e-17).
+
+    Returns
+    -------
+    velocity : ndarray, shape (m, 2)
+    error_bound : ndarray, shape (m,)
+        A bound on |velocity − exact|: with T_D = 2Σ_{k>L} e^{-β}I_k(β) Σ|w| and
+        T_N = 2Σ_{k>L} (k/β) e^{-β}I_k(β) Σ|w| the truncation errors of the
+        (scaled) K_β*μ and (1/β)∂_θK_β*μ, the SA error is
+        |c| (T_N + |v/c| T_D)/(D − T_D) and the USA error |c| e^β T_N.
+    """
+    theta = np.mod(np.arctan2(np.asarray(points)[:, 1], np.asarray(points)[:, 0]), 2 * np.pi)
+    tq = np.mod(np.arctan2(np.asarray(queries)[:, 1], np.asarray(queries)[:, 0]), 2 * np.pi)
+    w = np.asarray(weights, dtype=float)
+    L = circle_degree(beta) if degree is None else int(degree)
+    ck = _circle_moments(theta, w, L, max(1, min(64, theta.size // 4096 + 1)))
+    Dm, Nm = bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
+    num, den = _circle_evaluate(tq, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
+    # truncation bounds
+    k = np.arange(L + 1, L + 200)
+    Ik = ive(k, beta)
+    mass = np.sum(np.abs(w))
+    TD = 2.0 * np.sum(Ik) * mass
+    TN = (2.0 * np.sum(k * Ik) / beta * mass) if beta > 0 else 0.0
+    if normalized:
+        v = c * num / den
+        bound = abs(c) * (TN + np.abs(v / c if c else 0.0) * TD) / np.maximum(den - TD, np.finfo(float).tiny)
+    else:
+        if beta > _EXP_MAX:
+            raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
+        v = c * np.exp(beta) * num
+        bound = np.full(tq.shape, abs(c) * np.exp(beta) * TN)
+    tangent = np.stack([-np.sin(tq), np.cos(tq)], axis=-1)
+    return v[:, None] * tangent, bound
