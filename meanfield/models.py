@@ -313,12 +313,18 @@ def rate_scale(model) -> float:
 
     Per head ‖V‖(1 + β‖Q‖‖K‖), times e^{β‖Q‖‖K‖} for USA, summed over heads:
     the Lipschitz constant in x of MATH.md §4 up to an O(1) factor. The
-    solvers scale their default time steps by its inverse.
+    solvers scale their default time steps by its inverse. ``inf`` where
+    the USA factor overflows float64.
     """
     heads = model.heads if isinstance(model, MultiHeadAttention) else (model,)
     total = 0.0
     for h in heads:
         nq, nk, nv = (1.0 if M is None else np.linalg.norm(M, 2) for M in (h.Q, h.K, h.V))
         b = h.beta * nq * nk
-        total += nv * (1.0 + b) * (1.0 if h.normalized else np.exp(min(b, _EXP_MAX)))
+        if h.normalized:
+            total += nv * (1.0 + b)
+        elif b + np.log1p(b) + np.log(max(nv, 1e-300)) > _EXP_MAX:
+            return float("inf")
+        else:
+            total += nv * (1.0 + b) * np.exp(b)
     return total

@@ -274,14 +274,14 @@ def circle_degree(beta: float, tol: float = 1e-17) -> int:
 
 
 @nb.njit(parallel=True, cache=True)
-def _circle_moments(theta, w, L, nchunk):
-    """c_k = Σ_j w_j e^{-ikθ_j}, k = 0..L, by power recurrence (parallel over chunks)."""
-    n = theta.size
+def _circle_moments(x, w, L, nchunk):
+    """c_k = Σ_j w_j e^{-ikθ_j}, k = 0..L, with e^{iθ_j} = x_j0 + i x_j1 (power recurrence)."""
+    n = x.shape[0]
     acc = np.zeros((nchunk, L + 1), dtype=np.complex128)
     size = (n + nchunk - 1) // nchunk
     for c in nb.prange(nchunk):
         for j in range(c * size, min(n, (c + 1) * size)):
-            z = complex(np.cos(theta[j]), -np.sin(theta[j]))
+            z = complex(x[j, 0], -x[j, 1])
             p = complex(w[j], 0.0)
             for k in range(L + 1):
                 acc[c, k] += p
@@ -290,8 +290,29 @@ def _circle_moments(theta, w, L, nchunk):
 
 
 @nb.njit(parallel=True, cache=True)
+def _circle_evaluate_points(x, A, D):
+    """Σ_{k>=1} 2Re(A_k z^k) and D_0 + Σ_{k>=1} 2Re(D_k z^k) at z = x_0 + i x_1."""
+    m = x.shape[0]
+    L = A.size - 1
+    num = np.empty(m)
+    den = np.empty(m)
+    for i in nb.prange(m):
+        z = complex(x[i, 0], x[i, 1])
+        p = z
+        sn = 0.0
+        sd = D[0].real
+        for k in range(1, L + 1):
+            sn += 2.0 * (A[k] * p).real
+            sd += 2.0 * (D[k] * p).real
+            p *= z
+        num[i] = sn
+        den[i] = sd
+    return num, den
+
+
+@nb.njit(parallel=True, cache=True)
 def _circle_evaluate(theta, A, D):
-    """Re Σ_{|k|<=L} A_k e^{ikθ} and Re Σ D_k e^{ikθ} at θ (A_{-k} = conj A_k, same for D)."""
+    """The same at angles θ (used for the CDF of circle densities)."""
     m = theta.size
     L = A.size - 1
     num = np.empty(m)
@@ -334,15 +355,16 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
         A bound on |velocity − exact|: with T_D = 2Σ_{k>L} e^{-β}I_k(β) Σ|w| and
         T_N = 2Σ_{k>L} (k/β) e^{-β}I_k(β) Σ|w| the truncation errors of the
         (scaled) K_β*μ and (1/β)∂_θK_β*μ, the SA error is
-        |c| (T_N + |v/c| T_D)/(D − T_D) and the USA error |c| e^β T_N.
+        |c| (T_N + |v/c| T_D)/(D − T_D) (``inf`` where D <= T_D: no guarantee)
+        and the USA error |c| e^β T_N.
     """
-    theta = np.mod(np.arctan2(np.asarray(points)[:, 1], np.asarray(points)[:, 0]), 2 * np.pi)
-    tq = np.mod(np.arctan2(np.asarray(queries)[:, 1], np.asarray(queries)[:, 0]), 2 * np.pi)
+    x = np.ascontiguousarray(points, dtype=float)
+    q = np.ascontiguousarray(queries, dtype=float)
     w = np.asarray(weights, dtype=float)
     L = circle_degree(beta) if degree is None else int(degree)
-    ck = _circle_moments(theta, w, L, max(1, min(64, theta.size // 4096 + 1)))
+    ck = _circle_moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
     Dm, Nm = bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
-    num, den = _circle_evaluate(tq, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
+    num, den = _circle_evaluate_points(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
     # truncation bounds
     k = np.arange(L + 1, L + 200)
     Ik = ive(k, beta)
@@ -351,11 +373,13 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     TN = (2.0 * np.sum(k * Ik) / beta * mass) if beta > 0 else 0.0
     if normalized:
         v = c * num / den
-        bound = abs(c) * (TN + np.abs(v / c if c else 0.0) * TD) / np.maximum(den - TD, np.finfo(float).tiny)
+        margin = den - TD
+        with np.errstate(divide="ignore"):
+            bound = np.where(margin > 0, abs(c) * (TN + np.abs(num / den) * TD) / np.where(margin > 0, margin, 1.0), np.inf)
     else:
         if beta > _EXP_MAX:
             raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
         v = c * np.exp(beta) * num
-        bound = np.full(tq.shape, abs(c) * np.exp(beta) * TN)
-    tangent = np.stack([-np.sin(tq), np.cos(tq)], axis=-1)
+        bound = np.full(num.shape, abs(c) * np.exp(beta) * TN)
+    tangent = np.stack([-q[:, 1], q[:, 0]], axis=-1)
     return v[:, None] * tangent, bound

@@ -177,6 +177,10 @@ def simulate(
     try:
         if method == "rk4":
             h = dt if dt is not None else 0.05 / max(rate_scale(model), 1e-300)
+            if not h > 0:
+                raise ValueError(
+                    f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`."
+                )
             xs, nsteps = _rk4(velocity, x, t_eval, h, bar)
         else:
             xs, nsteps = _adaptive(velocity, x, t_eval, method, rtol, atol, bar)

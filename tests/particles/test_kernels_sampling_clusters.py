@@ -1,0 +1,167 @@
+"""Fused kernels against the model's definition; sampling laws; cluster statistics on known configurations."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import meanfield as mf
+import particles as pt
+from meanfield import exact
+from particles import clusters, kernels, sampling
+
+
+# ------------------------------------------------------------------ kernels
+@pytest.mark.parametrize("d", [2, 3, 5, 12])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_pairwise_field_matches_model_field(rng, d, normalized):
+    x, q = pt.uniform_sphere(150, d, rng=rng), pt.uniform_sphere(40, d, rng=rng)
+    w = rng.uniform(0, 1, 150)
+    w /= w.sum()
+    model = mf.SelfAttention(2.5, *(rng.standard_normal((d, d)) for _ in range(3)), normalized=normalized)
+    ref = model.field(x, w, q)
+    assert np.max(np.abs(kernels.field(model, x, w, q) - ref)) <= 1e-13 * np.max(np.abs(ref))
+
+
+def test_loose_shift_falls_back_to_exact_maximum(rng):
+    """Large β with a K that makes the Cauchy–Schwarz bound loose by far more than 708."""
+    d = 3
+    x = pt.uniform_sphere(60, d, rng=rng)
+    w = np.full(60, 1 / 60)
+    K = np.diag([1.0, 1e-3, 1e-3])
+    Q = np.diag([1e-3, 1.0, 1.0])
+    model = mf.SelfAttention(5e4, Q=Q, K=K)
+    ref = model.field(x, w, x)
+    got = kernels.field(model, x, w, x)
+    assert np.all(np.isfinite(got))
+    assert np.max(np.abs(got - ref)) <= 1e-10 * max(np.max(np.abs(ref)), 1e-300)
+
+
+def test_batched_pairwise_sums(rng):
+    x = pt.uniform_sphere(30, 3, rng=rng, batch=(2, 3))
+    w = np.full((2, 3, 30), 1 / 30)
+    model = mf.SelfAttention(1.0)
+    np.testing.assert_allclose(kernels.field(model, x, w, x), model.field(x, w, x), atol=1e-15)
+
+
+def test_fused_energy(rng):
+    x = pt.uniform_sphere(80, 4, rng=rng)
+    w = rng.uniform(0, 1, 80)
+    w /= w.sum()
+    for beta in (0.0, 0.3, 7.0):
+        assert kernels.energy(x, w, beta) == pytest.approx(mf.SelfAttention(beta).energy(x, w), rel=1e-13)
+
+
+@pytest.mark.parametrize(
+    "beta, normalized",
+    [(0.0, True), (1.0, True), (10.0, True), (100.0, True), (0.0, False), (1.0, False), (10.0, False)],
+)
+@pytest.mark.parametrize("c", [1.0, -0.5])
+def test_circle_spectral_matches_pairwise_within_its_bound(rng, beta, normalized, c):
+    th = rng.uniform(0, 2 * np.pi, 3000)
+    x = np.stack([np.cos(th), np.sin(th)], -1)
+    w = np.full(3000, 1 / 3000)
+    model = mf.SelfAttention(beta, V=c * np.eye(2), normalized=normalized)
+    v, bound = kernels.circle_spectral_field(x, w, x, beta, normalized, c)
+    ref = kernels.field(model, x, w, x)
+    scale = np.max(np.abs(ref))
+    assert np.max(np.abs(v - ref)) <= 1e-12 * max(scale, 1.0)
+    assert np.max(bound) <= 1e-14 * max(scale, 1.0)
+
+
+def test_circle_spectral_bound_is_a_bound(rng):
+    """Truncated on purpose: the reported bound must dominate the actual error."""
+    th = rng.uniform(0, 2 * np.pi, 500)
+    x = np.stack([np.cos(th), np.sin(th)], -1)
+    w = np.full(500, 1 / 500)
+    ref = kernels.field(mf.SelfAttention(10.0), x, w, x)
+    for L in (2, 4, 8, 12, 16, 20):
+        v, bound = kernels.circle_spectral_field(x, w, x, 10.0, degree=L)
+        err = np.linalg.norm(v - ref, axis=-1)
+        assert np.all(err <= bound * (1 + 1e-8) + 1e-15)
+        if L >= 8:  # once the truncation is below the denominator the bound is informative
+            assert np.all(np.isfinite(bound)) and np.max(bound) < 100 * np.max(err) + 1e-13
+
+
+def test_circle_degree_matches_math_md():
+    # multipliers below 1e-16 of λ_0 past l ≈ 15, 32, 88 for β = 1, 10, 100 (MATH.md §2.1)
+    for beta, L in ((1.0, 15), (10.0, 32), (100.0, 88)):
+        assert abs(kernels.circle_degree(beta) - L) <= 6
+
+
+# ------------------------------------------------------------------ sampling
+def test_uniform_sphere_and_orthogonal(rng):
+    x = pt.uniform_sphere(20000, 3, rng=rng)
+    np.testing.assert_allclose(np.linalg.norm(x, axis=-1), 1, atol=1e-15)
+    assert np.all(np.abs(x.mean(0)) < 4 / np.sqrt(20000))
+    # Archimedes: the z coordinate of a uniform point on S² is uniform on [-1, 1]
+    assert stats.kstest(x[:, 2], stats.uniform(-1, 2).cdf).pvalue > 1e-3
+    o = pt.orthogonal(5, 7, rng=rng, batch=4)
+    np.testing.assert_allclose(o @ np.swapaxes(o, -1, -2), np.broadcast_to(np.eye(5), (4, 5, 5)), atol=1e-14)
+    with pytest.raises(ValueError, match="orthogonal"):
+        pt.orthogonal(4, 3)
+    with pytest.raises(ValueError, match="`n`"):
+        pt.uniform_sphere(0, 3)
+
+
+def test_sample_from_circle_density_follows_its_law():
+    a = 0.5 + 0.2j
+    d = mf.Density.from_function(mf.CircleGrid(256), lambda x: exact.wrapped_cauchy(np.arctan2(x[..., 1], x[..., 0]), a))
+    x = pt.sample(d, 50000, rng=5)
+    th = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi)
+    cdf = lambda t: sampling.circle_cdf(d, t)
+    assert stats.kstest(th, cdf).pvalue > 1e-3
+    z = np.mean(x[:, 0] + 1j * x[:, 1])
+    assert abs(z - a) < 4 * np.sqrt((1 - abs(a) ** 2) / 50000)
+
+
+def test_circle_cdf_is_the_integral_of_the_interpolant():
+    from scipy.integrate import quad
+
+    a = 0.4 - 0.3j
+    d = mf.Density.from_function(mf.CircleGrid(128), lambda x: exact.wrapped_cauchy(np.arctan2(x[..., 1], x[..., 0]), a))
+    for t in (0.3, 2.0, 5.5):
+        assert sampling.circle_cdf(d, t) == pytest.approx(quad(lambda s: exact.wrapped_cauchy(s, a), 0, t, epsabs=1e-14)[0], abs=1e-12)
+    assert sampling.circle_cdf(d, 2 * np.pi) == pytest.approx(1.0, abs=1e-14)
+
+
+def test_sample_rejects_non_density():
+    with pytest.raises(TypeError, match="Density"):
+        pt.sample(np.ones(8), 10)
+
+
+# ------------------------------------------------------------------ clusters
+def test_cluster_statistics_on_known_configurations():
+    e = np.eye(3)
+    # 4 particles at e0, 3 at -e0, 1 at e1
+    x = np.array([e[0]] * 4 + [-e[0]] * 3 + [e[1]])
+    assert clusters.pair_fraction(x, 1e-3) == pytest.approx((4 * 3 + 3 * 2) / (8 * 7))
+    assert clusters.cluster_count(x, 1e-3) == 3
+    assert clusters.span_dimension(x) == 2
+    assert clusters.cluster_count(np.array([e[0]] * 5), 1e-3) == 1
+    assert clusters.pair_fraction(np.array([e[0]] * 5), 0.0) == 1.0
+    # orthogonal frames span their dimension
+    assert clusters.span_dimension(pt.orthogonal(5, 8, rng=0)) == 5
+
+
+def test_batched_cluster_statistics_and_collapse_time():
+    # particles i at angle φ_i e^{-t}: all pairs within δ once the spread is small enough
+    t = np.linspace(0, 10, 101)
+    phi = np.array([0.0, 0.5, -0.7, 1.0])
+    ang = phi[None, :] * np.exp(-t)[:, None]
+    x = np.stack([np.cos(ang), np.sin(ang)], -1)
+    delta = 1e-3
+    # max pair angle 1.7 e^{-t}: collapsed when 1 - cos(1.7 e^{-t}) <= δ
+    t_exact = np.log(1.7 / np.arccos(1 - delta))
+    got = clusters.collapse_time(t, x, delta)
+    assert t_exact <= got <= t_exact + 0.1
+    assert clusters.collapse_time(t[:5], x[:5], delta) == np.inf
+    frac = clusters.pair_fraction(x, delta)
+    assert frac.shape == (101,) and frac[0] == 0 and frac[-1] == 1
+    assert clusters.cluster_count(np.stack([x[0], x[-1]]), delta).tolist() == [4, 1]
+
+
+def test_cluster_input_checks():
+    with pytest.raises(ValueError, match="delta"):
+        clusters.pair_fraction(np.eye(3), 3.0)
+    with pytest.raises(ValueError, match="non-finite"):
+        clusters.cluster_count(np.full((3, 3), np.nan), 0.1)

@@ -1,0 +1,202 @@
+"""Particle systems against mathematics: exact reductions, invariants, orders, symmetries."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.stats import special_ortho_group
+
+import meanfield as mf
+import particles as pt
+from meanfield import exact
+from particles import clusters
+from validation import observed_order
+
+
+def pairwise_inner(x):
+    G = np.einsum("...id,...jd->...ij", x, x)
+    iu = np.triu_indices(x.shape[-2], 1)
+    return G[..., iu[0], iu[1]]
+
+
+# ------------------------------------------------------------------ orthogonal start (GLPR Thm 6.8)
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("beta", [1.0, 4.0])
+def test_orthogonal_start_follows_equiangular_ode(normalized, beta):
+    t = np.linspace(0, 10, 41)
+    x0 = pt.orthogonal(8, 8, rng=7)
+    tr = pt.simulate(mf.SelfAttention(beta, normalized=normalized), x0, t, method="dop853", rtol=1e-12, atol=1e-14)
+    rho = pairwise_inner(tr.x)  # (T, 28)
+    # all pairwise inner products stay equal ...
+    assert np.max(np.ptp(rho, axis=1)) <= 1e-9
+    # ... and follow (6.9) for SA, (6.10) for USA
+    assert np.max(np.abs(rho - exact.equiangular(t, 8, beta, normalized)[:, None])) <= 1e-8
+
+
+def test_orthogonal_start_rk4_default_step():
+    t = np.linspace(0, 10, 11)
+    tr = pt.simulate(mf.SelfAttention(2.0), pt.orthogonal(8, 8, rng=1), t)
+    assert np.max(np.abs(pairwise_inner(tr.x) - exact.equiangular(t, 8, 2.0)[:, None])) <= 1e-8
+
+
+# ------------------------------------------------------------------ β = 0 on the circle (Ott–Antonsen)
+def first_moment(x):
+    return x[..., 0].mean(-1) + 1j * x[..., 1].mean(-1)
+
+
+def test_ngon_through_mobius_map_is_exact():
+    """A regular N-gon pushed through the Möbius map is an exact discrete oracle (MATH.md §3)."""
+    a0, N = 0.3 + 0.1j, 4000
+    th = exact.wrapped_cauchy_sample(2 * np.pi * np.arange(N) / N, a0)
+    t = np.linspace(0, 5, 6)
+    tr = pt.simulate(mf.SelfAttention(0.0), np.stack([np.cos(th), np.sin(th)], -1), t, method="dop853", rtol=1e-12)
+    assert np.max(np.abs(first_moment(tr.x) - exact.ott_antonsen(t, a0))) <= 1e-10
+
+
+def test_iid_wrapped_cauchy_follows_ott_antonsen_within_monte_carlo_error():
+    a0, R = 0.3, 6
+    t = np.linspace(0, 5, 6)
+    a = exact.ott_antonsen(t, a0)
+    rms = {}
+    for n in (10**4, 10**5):
+        rng = np.random.default_rng(n)
+        th = exact.wrapped_cauchy_sample(rng.uniform(0, 2 * np.pi, (R, n)), a0)
+        tr = pt.simulate(mf.SelfAttention(0.0), np.stack([np.cos(th), np.sin(th)], -1), t, dt=0.1)
+        dev = first_moment(tr.x) - a[:, None]  # (T, R)
+        rms[n] = np.sqrt(np.mean(np.abs(dev) ** 2, axis=1))
+        # no bias beyond Monte-Carlo error: the mean deviation is within 4 standard errors
+        assert np.all(np.abs(dev.mean(axis=1)) <= 4 * rms[n] / np.sqrt(R))
+        # at t = 0 the spread is the iid one, sqrt((1 - |a0|^2)/n), up to sampling of R runs
+        assert rms[n][0] == pytest.approx(np.sqrt((1 - a0**2) / n), rel=0.6)
+    # the deviation is Monte-Carlo error: it shrinks like n^{-1/2} (factor √10 ≈ 3.2)
+    ratio = rms[10**4] / rms[10**5]
+    assert np.all((ratio > 1.6) & (ratio < 6.5)), ratio
+
+
+# ------------------------------------------------------------------ invariants
+@pytest.mark.parametrize("normalized", [True, False])
+def test_energy_non_decreasing_and_unit_norm(normalized, rng):
+    beta = 3.0
+    x0 = pt.uniform_sphere(40, 3, rng=rng, batch=3)
+    t = np.linspace(0, 4, 81)
+    tr = pt.simulate(mf.SelfAttention(beta, normalized=normalized), x0, t, dt=0.005)
+    w = np.full((3, 40), 1 / 40)
+    E = np.array([pt.kernels.energy(x, w, beta) for x in tr.x])  # (T, 3)
+    assert np.all(np.diff(E, axis=0) >= -1e-12 * E[1:])
+    assert np.all(E[-1] > E[0])
+    assert np.max(np.abs(np.linalg.norm(tr.x, axis=-1) - 1)) <= 1e-12
+
+
+def test_v_minus_identity_decreases_energy(rng):
+    x0 = pt.uniform_sphere(30, 3, rng=rng)
+    t = np.linspace(0, 2, 41)
+    tr = pt.simulate(mf.SelfAttention(2.0, V=-np.eye(3)), x0, t, dt=0.01)
+    E = np.array([mf.SelfAttention(2.0).energy(x, np.full(30, 1 / 30)) for x in tr.x])
+    assert np.all(np.diff(E) <= 1e-12 * E[1:])
+
+
+def test_rk4_fourth_order(rng):
+    model = mf.SelfAttention(3.0, Q=rng.standard_normal((3, 3)), K=rng.standard_normal((3, 3)))
+    x0 = pt.uniform_sphere(20, 3, rng=rng)
+    t = [0.0, 1.0]
+    ref = pt.simulate(model, x0, t, method="dop853", rtol=1e-13, atol=1e-15).x[-1]
+    hs = np.array([1 / 8, 1 / 16, 1 / 32, 1 / 64])
+    errs = [np.max(np.abs(pt.simulate(model, x0, t, dt=h).x[-1] - ref)) for h in hs]
+    assert abs(observed_order(hs, errs).order - 4) < 0.2
+
+
+def test_general_multihead_runs_and_stays_on_sphere(rng):
+    d = 4
+    heads = [mf.SelfAttention(1.0, *(rng.standard_normal((d, d)) for _ in range(3))),
+             mf.SelfAttention(0.5, normalized=False, V=rng.standard_normal((d, d)))]
+    tr = pt.simulate(mf.MultiHeadAttention(heads), pt.uniform_sphere(16, d, rng=rng, batch=2), [0, 0.5, 1.0], dt=0.01)
+    assert tr.x.shape == (3, 2, 16, d)
+    assert np.max(np.abs(np.linalg.norm(tr.x, axis=-1) - 1)) <= 1e-12
+
+
+def test_batch_equals_separate_runs(rng):
+    x0 = pt.uniform_sphere(12, 3, rng=rng, batch=3)
+    model = mf.SelfAttention(2.0)
+    batched = pt.simulate(model, x0, [0, 1], dt=0.05).x[-1]
+    for b in range(3):
+        np.testing.assert_allclose(batched[b], pt.simulate(model, x0[b], [0, 1], dt=0.05).x[-1], atol=1e-14)
+
+
+def test_spectral_and_pairwise_trajectories_agree(rng):
+    th = rng.uniform(0, 2 * np.pi, 1500)
+    x0 = np.stack([np.cos(th), np.sin(th)], -1)
+    model = mf.SelfAttention(4.0)
+    a = pt.simulate(model, x0, [0, 1], dt=0.02, path="spectral")
+    b = pt.simulate(model, x0, [0, 1], dt=0.02, path="pairwise")
+    assert a.path == "spectral" and b.path == "pairwise"
+    assert np.max(np.abs(a.x - b.x)) <= 1e-12
+    assert a.field_error_bound <= 1e-14
+
+
+def test_density_initial_condition_is_sampled_with_rng():
+    d = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(2 * x[..., 0]))
+    a = pt.simulate(mf.SelfAttention(1.0), (d, 50), [0, 0.1], rng=3)
+    b = pt.simulate(mf.SelfAttention(1.0), (d, 50), [0, 0.1], rng=3)
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.x.shape == (2, 50, 2)
+
+
+# ------------------------------------------------------------------ symmetries (property tests)
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), beta=st.floats(0, 8), normalized=st.booleans())
+def test_permutation_equivariance(seed, beta, normalized):
+    rng = np.random.default_rng(seed)
+    x0 = pt.uniform_sphere(10, 3, rng=rng)
+    p = rng.permutation(10)
+    model = mf.SelfAttention(beta, normalized=normalized)
+    dt = 0.02 / mf.models.rate_scale(model)  # USA runs e^β times faster
+    a = pt.simulate(model, x0, [0, 25 * dt], dt=dt).x[-1]
+    b = pt.simulate(model, x0[p], [0, 25 * dt], dt=dt).x[-1]
+    np.testing.assert_allclose(b, a[p], atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), d=st.integers(2, 5), beta=st.floats(0, 8))
+def test_rotation_equivariance(seed, d, beta):
+    rng = np.random.default_rng(seed)
+    x0 = pt.uniform_sphere(9, d, rng=rng)
+    R = special_ortho_group.rvs(d, random_state=rng)
+    model = mf.SelfAttention(beta)
+    a = pt.simulate(model, x0, [0, 0.5], dt=0.05).x[-1]
+    b = pt.simulate(model, x0 @ R.T, [0, 0.5], dt=0.05).x[-1]
+    np.testing.assert_allclose(b, a @ R.T, atol=1e-12)
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "x0, t_eval, kw, exc, match",
+    [
+        (np.array([[1.0, 2e-4], [0.0, 1.0]]), [0, 1], {}, ValueError, "unit vectors"),
+        (np.array([[np.nan, 1.0], [0.0, 1.0]]), [0, 1], {}, ValueError, "non-finite"),
+        (np.array([1.0, 0.0]), [0, 1], {}, ValueError, "shape"),
+        (np.ones((2, 2, 2, 2)) / 2**0.5, [0, 1], {}, ValueError, "shape"),
+        (np.eye(2), [0, 1, 0.5], {}, ValueError, "increasing"),
+        (np.eye(2), [0], {}, ValueError, "t_eval"),
+        (np.eye(2), [0, 1], {"method": "euler"}, ValueError, "method"),
+        (np.eye(2), [0, 1], {"method": "rk45", "dt": 0.1}, ValueError, "dt"),
+        (np.eye(2), [0, 1], {"dt": -1.0}, ValueError, "dt"),
+        (np.eye(3), [0, 1], {"path": "spectral"}, ValueError, "spectral"),
+    ],
+)
+def test_bad_input(x0, t_eval, kw, exc, match):
+    with pytest.raises(exc, match=match):
+        pt.simulate(mf.SelfAttention(1.0), x0, t_eval, **kw)
+
+
+def test_model_dimension_mismatch():
+    with pytest.raises(ValueError, match="3×3"):
+        pt.simulate(mf.SelfAttention(1.0, Q=np.eye(3)), np.eye(2), [0, 1])
+    with pytest.raises(TypeError, match="model"):
+        pt.simulate("SA", np.eye(2), [0, 1])
+
+
+def test_usa_overflow_is_an_error():
+    x0 = pt.uniform_sphere(5, 3, rng=0)
+    with pytest.raises(OverflowError, match="USA"):
+        pt.simulate(mf.SelfAttention(800.0, normalized=False), x0, [0, 1], dt=0.1)
+    with pytest.raises(ValueError, match="pass `dt`"):
+        pt.simulate(mf.SelfAttention(800.0, normalized=False), x0, [0, 1])
