@@ -47,9 +47,13 @@ def pair_fraction(x, delta: float) -> np.ndarray:
     """Fraction of ordered pairs i ≠ j with ⟨x_i, x_j⟩ >= 1 − δ, shape (...)."""
     x, delta = _positions(x), _delta(delta)
     n = x.shape[-2]
-    close = _close(x, delta)
-    diag = np.diagonal(close, axis1=-2, axis2=-1).sum(-1)
-    return (close.sum(axis=(-2, -1)) - diag) / (n * (n - 1))
+    flat = x.reshape((-1,) + x.shape[-2:])
+    out = np.empty(flat.shape[0])
+    step = max(1, (1 << 22) // (n * n))  # bound the Gram work array
+    for i in range(0, flat.shape[0], step):
+        close = _close(flat[i : i + step], delta)
+        out[i : i + step] = close.sum(axis=(-2, -1)) - np.diagonal(close, axis1=-2, axis2=-1).sum(-1)
+    return (out / (n * (n - 1))).reshape(x.shape[:-2])
 
 
 def cluster_count(x, delta: float) -> np.ndarray:

@@ -35,9 +35,11 @@ from .sampling import sample
 __all__ = ["simulate", "Trajectory"]
 
 METHODS = ("rk4", "rk45", "dop853")
-PATHS = ("auto", "pairwise", "spectral")
+PATHS = ("auto", "pairwise", "spectral", "fused")
 #: 'auto' uses the circle spectral path from this many particles on
 SPECTRAL_FROM = 1024
+#: 'auto' runs batches of at most this many particles per system fully compiled (RK4, one head)
+FUSED_UP_TO = 64
 
 
 @dataclass(frozen=True)
@@ -117,18 +119,22 @@ def simulate(
     method : {"rk4", "rk45", "dop853"}
         Fixed-step classical RK4, or scipy's adaptive embedded pairs.
     dt : float, optional
-        RK4 step (shortened to land on each output time). Default
-        0.05 / rate_scale(model) (see :func:`meanfield.models.rate_scale`).
+        Largest RK4 step: each output interval is cut into the fewest equal
+        steps not exceeding it. Default 0.05 / rate_scale(model) (see
+        :func:`meanfield.models.rate_scale`).
     rng : int, Generator or None
         Seed for drawing ``x0`` from a density.
     progress : bool
         tqdm progress bar.
     rtol, atol : float
         Tolerances of the adaptive methods.
-    path : {"auto", "pairwise", "spectral"}
-        Field strategy: the fused pairwise kernel, or (Q = qI, K = kI, V = cI
-        on the circle) the O(nL) spectral sum; "auto" picks spectral on the
-        circle from 1024 particles.
+    path : {"auto", "pairwise", "spectral", "fused"}
+        Field strategy: the fused pairwise kernel; (Q = qI, K = kI, V = cI on
+        the circle) the O(nL) spectral sum; or, for RK4 with one head,
+        "fused": whole step sequences of each realisation in compiled code
+        (:func:`particles.kernels.rk4_small_systems`), the fast way to run
+        many small systems. "auto" picks spectral on the circle from 1024
+        particles, fused for batches of at most 64 particles, else pairwise.
 
     Returns
     -------
@@ -158,6 +164,12 @@ def simulate(
     use_spectral = path == "spectral" or (path == "auto" and d == 2 and zonal is not None and n >= SPECTRAL_FROM)
     if use_spectral and (d != 2 or zonal is None):
         raise ValueError(f"the spectral path needs the circle (d = 2) and Q = qI, K = kI, V = cI; got d = {d}, {model!r}.")
+    single_head = isinstance(model, SelfAttention)
+    use_fused = path == "fused" or (
+        path == "auto" and not use_spectral and method == "rk4" and single_head and x.ndim == 3 and n <= FUSED_UP_TO
+    )
+    if use_fused and (method != "rk4" or not single_head):
+        raise ValueError(f"the fused path runs RK4 for a single SelfAttention head; got method {method!r}, {model!r}.")
     w = np.full(x.shape[:-1], 1.0 / n)
     state = {"nfev": 0, "bound": 0.0}
 
@@ -181,7 +193,11 @@ def simulate(
                 raise ValueError(
                     f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`."
                 )
-            xs, nsteps = _rk4(velocity, x, t_eval, h, bar)
+            if use_fused:
+                xs, nsteps = _rk4_fused(model, x, t_eval, h, bar)
+                state["nfev"] = 4 * nsteps
+            else:
+                xs, nsteps = _rk4(velocity, x, t_eval, h, bar)
         else:
             xs, nsteps = _adaptive(velocity, x, t_eval, method, rtol, atol, bar)
     finally:
@@ -192,7 +208,7 @@ def simulate(
         nfev=state["nfev"],
         nsteps=nsteps,
         method=method,
-        path="spectral" if use_spectral else "pairwise",
+        path="spectral" if use_spectral else ("fused" if use_fused else "pairwise"),
         field_error_bound=state["bound"],
     )
 
@@ -206,27 +222,44 @@ def _check_finite(y, t):
         raise FloatingPointError(f"particle positions became non-finite at t = {t:.6g}; reduce `dt`.")
 
 
+def _steps(interval, h):
+    """The fewest equal steps of size <= h covering ``interval``."""
+    nsteps = max(1, int(np.ceil(interval / h * (1.0 - 1e-12))))
+    return nsteps, interval / nsteps
+
+
 def _rk4(f, x, t_eval, h, bar):
     out = np.empty((t_eval.size,) + x.shape)
     out[0] = x
-    t, nsteps = t_eval[0], 0
-    for k, t_out in enumerate(t_eval[1:], start=1):
-        while t < t_out:
-            step = h
-            last = t + step >= t_out - 1e-12 * max(1.0, abs(t_out))
-            if last:
-                step = t_out - t
+    total = 0
+    for k in range(1, t_eval.size):
+        nsteps, step = _steps(t_eval[k] - t_eval[k - 1], h)
+        for s in range(nsteps):
             k1 = f(x)
             k2 = f(x + 0.5 * step * k1)
             k3 = f(x + 0.5 * step * k2)
             k4 = f(x + step * k3)
             x = _normalise(x + (step / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
-            t = t_out if last else t + step
-            _check_finite(x, t)
-            nsteps += 1
+            _check_finite(x, t_eval[k - 1] + (s + 1) * step)
             bar.update(step)
+        total += nsteps
         out[k] = x
-    return out, nsteps
+    return out, total
+
+
+def _rk4_fused(model, x, t_eval, h, bar):
+    batch = x if x.ndim == 3 else x[None]
+    out = np.empty((t_eval.size,) + batch.shape)
+    out[0] = batch
+    total = 0
+    for k in range(1, t_eval.size):
+        nsteps, step = _steps(t_eval[k] - t_eval[k - 1], h)
+        batch = kernels.rk4_small_systems(model, batch, step, nsteps)
+        _check_finite(batch, t_eval[k])
+        out[k] = batch
+        total += nsteps
+        bar.update(t_eval[k] - t_eval[k - 1])
+    return (out if x.ndim == 3 else out[:, 0]), total
 
 
 def _adaptive(f, x, t_eval, method, rtol, atol, bar):
