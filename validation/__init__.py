@@ -1,11 +1,21 @@
-"""validation: Wasserstein distances, the mean-field limit rate and stability bounds.
+"""validation: Wasserstein distances, the mean-field limit rate, stability bounds, convergence orders.
 
-Implemented so far: :mod:`validation.convergence` (observed orders of
-accuracy, used by the regression tests). The Wasserstein distances, the
-mean-field-limit experiment and the stability bounds are issue 4 and are not
-implemented yet.
+wasserstein, w1, w2          W_p between densities, particle sets and weighted points (exact)
+gaussian_w2                  Bures–Wasserstein distance between Gaussians
+sliced_wasserstein_sphere    a cheap estimate on S^{d-1} for large sets (not W_p, not a bound)
+observed_order, ...          observed orders of accuracy (convergence studies, regression tests)
 """
 
 from .convergence import OrderFit, observed_order, self_convergence_order
+from .wasserstein import gaussian_w2, sliced_wasserstein_sphere, w1, w2, wasserstein
 
-__all__ = ["OrderFit", "observed_order", "self_convergence_order"]
+__all__ = [
+    "wasserstein",
+    "w1",
+    "w2",
+    "gaussian_w2",
+    "sliced_wasserstein_sphere",
+    "OrderFit",
+    "observed_order",
+    "self_convergence_order",
+]
