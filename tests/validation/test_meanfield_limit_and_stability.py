@@ -1,0 +1,56 @@
+"""The mean-field limit rate (regression test) and the stability bounds, on the circle."""
+
+import numpy as np
+import pytest
+
+import meanfield as mf
+from meanfield.geometry import points_to_angles
+from validation.meanfield_limit import fit_exponent, meanfield_limit
+from validation.stability import lipschitz_constants, stability
+
+
+def smooth(n, shift=0.0):
+    return mf.Density.from_function(
+        mf.CircleGrid(n),
+        lambda x: np.exp(np.cos(points_to_angles(x) - shift) + 0.5 * np.sin(2 * points_to_angles(x))),
+    )
+
+
+def test_meanfield_limit_rate_on_the_circle():
+    """SA, β = 1: W1(μ^N_t, μ_t) ~ N^{-1/2} over N = 10²..10⁴ at t = 2 (MATH.md §4)."""
+    r = meanfield_limit(mf.SelfAttention(1.0), smooth(128), [100, 316, 1000, 3162, 10000], [0.0, 1.0, 2.0],
+                        repeats=8, rng=0)
+    assert r.distances.shape == (5, 8, 3) and r.baseline.shape == (5, 8)
+    assert abs(r.exponent[-1] + 0.5) <= 0.1
+    lo, hi = r.exponent_ci[-1]
+    assert lo < -0.5 < hi
+    # the prefactor grows with t, but no faster than the stability bound allows
+    growth = r.distances[:, :, -1].mean() / r.baseline.mean()
+    Lx, Lmu = lipschitz_constants(mf.SelfAttention(1.0))
+    assert 1.0 < growth < 0.5 * np.pi * np.exp((Lx + Lmu) * 2.0)
+
+
+def test_fit_exponent_recovers_a_power_law():
+    ns = np.array([10, 100, 1000])
+    D = np.outer(ns**-0.5, [0.9, 1.0, 1.1])
+    b, (lo, hi) = fit_exponent(ns, D)
+    assert b == pytest.approx(-0.5, abs=1e-12) and lo < b < hi
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.0, 3.0])
+def test_stability_ratio_never_exceeds_the_bounds(beta):
+    r = stability(mf.SelfAttention(beta), smooth(128), smooth(128, shift=0.05), np.linspace(0, 2, 11))
+    assert r.ratio[0] == 1.0
+    assert np.all(r.ratio <= r.bound)
+    assert np.all(r.ratio <= r.bound_a_posteriori)
+    assert np.all(r.bound_a_posteriori <= r.bound * (1 + 1e-12))  # the a posteriori bound is the sharper one
+    assert r.slack >= 1 and r.slack_a_posteriori >= 1
+    Lx, Lmu = lipschitz_constants(mf.SelfAttention(beta))
+    assert Lx == pytest.approx(2 + beta) and Lmu == pytest.approx((1 + 2 * beta) * np.exp(2 * beta))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="ns"):
+        meanfield_limit(mf.SelfAttention(1.0), smooth(32), [100], [0, 1])
+    with pytest.raises(ValueError, match="coincide"):
+        stability(mf.SelfAttention(1.0), smooth(64), smooth(64), [0, 0.5])

@@ -1,0 +1,145 @@
+r"""The mean-field limit, measured: W_p(μ^N_t, μ_t) against N (MATH.md §4).
+
+μ_t solves the continuity equation from μ_0 (:func:`meanfield.solve`);
+μ^N_t is the empirical measure of N particles drawn iid from μ_0 and moved
+by the same model (:func:`particles.simulate`). For iid samples
+E W_1(μ^N_0, μ_0) ≍ N^{-1/2} on the circle (and √(log N / N) on S²), and the
+stability estimate transports that rate to every t with a prefactor at most
+e^{Lt}. The fitted exponent of N is the regression test of the project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from meanfield import Density, solve
+from meanfield.grids.circle import CircleGrid
+
+from .wasserstein import TWO_PI, _circle_w1, _circle_wp, _quantise_circle_density
+
+__all__ = ["MeanFieldLimit", "meanfield_limit", "fit_exponent"]
+
+
+@dataclass(frozen=True)
+class MeanFieldLimit:
+    """Result of :func:`meanfield_limit`. Arrays are indexed (n, repeat, t).
+
+    Attributes
+    ----------
+    t : ndarray, shape (T,)
+    ns : ndarray, shape (k,)
+    distances : ndarray, shape (k, repeats, T)
+        W_p(μ^N_t, μ_t) for each N, repeat and time.
+    baseline : ndarray, shape (k, repeats)
+        W_p(μ^N_0, μ_0), the iid sampling error the dynamics starts from.
+    exponent : ndarray, shape (T,)
+        Fitted exponent b of W_p ≈ C N^b at each time.
+    exponent_ci : ndarray, shape (T, 2)
+        Its 95% confidence interval (Student t on the regression slope).
+    p : float
+    solution : meanfield.Solution
+        The PDE solution the particles were compared with.
+    """
+
+    t: np.ndarray
+    ns: np.ndarray
+    distances: np.ndarray
+    baseline: np.ndarray
+    exponent: np.ndarray
+    exponent_ci: np.ndarray
+    p: float
+    solution: object
+
+
+def fit_exponent(ns, distances, level: float = 0.95):
+    """Slope of log W against log N over all (N, repeat) pairs, with its confidence interval.
+
+    Parameters
+    ----------
+    ns : array_like, shape (k,)
+    distances : array_like, shape (k, repeats)
+
+    Returns
+    -------
+    slope, (low, high)
+    """
+    ns = np.asarray(ns, dtype=float)
+    D = np.asarray(distances, dtype=float)
+    if D.ndim != 2 or D.shape[0] != ns.size:
+        raise ValueError(f"`distances` must have shape ({ns.size}, repeats), got {D.shape}.")
+    if np.any(D <= 0) or not np.all(np.isfinite(D)):
+        raise ValueError("distances must be positive and finite to fit a power law.")
+    x = np.repeat(np.log(ns), D.shape[1])
+    y = np.log(D).ravel()
+    fit = stats.linregress(x, y)
+    q = stats.t.ppf(0.5 + level / 2.0, df=x.size - 2)
+    return float(fit.slope), (float(fit.slope - q * fit.stderr), float(fit.slope + q * fit.stderr))
+
+
+def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None, p: float = 1,
+                    dt: float | None = None, progress: bool = False, **solve_kwargs) -> MeanFieldLimit:
+    r"""W_p(μ^N_t, μ_t) by N and t, and the fitted rate in N.
+
+    Parameters
+    ----------
+    model : SelfAttention or MultiHeadAttention
+    mu0 : Density
+        Initial density (circle).
+    ns : sequence of int
+        Particle numbers N (at least two distinct values).
+    t_eval : array_like
+        Increasing times, ``t_eval[0]`` the initial time.
+    repeats : int
+        Independent particle systems per N (run together as a batch).
+    rng : int, Generator or None
+        Seed of the iid initial samples.
+    p : float
+        Order of the Wasserstein distance.
+    dt : float, optional
+        RK4 step of the particle systems (default: :func:`particles.simulate`'s).
+    progress : bool
+    **solve_kwargs
+        Passed to :func:`meanfield.solve` (default ``refine=True``).
+
+    Returns
+    -------
+    MeanFieldLimit
+    """
+    import particles
+
+    if not isinstance(mu0, Density) or not isinstance(mu0.grid, CircleGrid):
+        raise NotImplementedError("meanfield_limit needs a density on the circle for now (the S² solver is issue 5).")
+    ns = np.asarray(ns)
+    if ns.ndim != 1 or ns.size < 2 or np.unique(ns).size != ns.size or np.any(ns < 2):
+        raise ValueError(f"`ns` must hold at least two distinct particle numbers >= 2, got {ns!r}.")
+    if int(repeats) != repeats or repeats < 1:
+        raise ValueError(f"`repeats` must be a positive integer, got {repeats!r}.")
+    t_eval = np.asarray(t_eval, dtype=float)
+    rng = np.random.default_rng(rng)
+    solve_kwargs.setdefault("refine", True)
+    sol = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, progress=progress, **solve_kwargs)
+    # each density once, quantised with its exact CDF (see validation.wasserstein)
+    targets = [_quantise_circle_density(d, None) for d in sol.densities]
+    D = np.empty((ns.size, int(repeats), t_eval.size))
+    for i, n in enumerate(ns):
+        x0 = particles.sample(mu0, int(n), rng=rng, batch=int(repeats))
+        traj = particles.simulate(model, x0, t_eval, dt=dt, progress=progress)
+        theta = np.mod(np.arctan2(traj.x[..., 1], traj.x[..., 0]), TWO_PI)  # (T, repeats, n)
+        w = np.full(int(n), 1.0 / n)
+        for k, (tq, wq) in enumerate(targets):
+            for r in range(int(repeats)):
+                D[i, r, k] = _circle_w1(theta[k, r], w, tq, wq) if p == 1 else _circle_wp(theta[k, r], w, tq, wq, p)
+    fits = [fit_exponent(ns, D[:, :, k]) for k in range(t_eval.size)]
+    return MeanFieldLimit(
+        t=t_eval,
+        ns=ns,
+        distances=D,
+        baseline=D[:, :, 0].copy(),
+        exponent=np.array([f[0] for f in fits]),
+        exponent_ci=np.array([f[1] for f in fits]),
+        p=float(p),
+        solution=sol,
+    )
