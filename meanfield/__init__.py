@@ -9,6 +9,7 @@ Public objects
 --------------
 SelfAttention, MultiHeadAttention   the models (``field``, ``energy``)
 CircleGrid                          n equispaced nodes on S¹ (FFT)
+SphereGrid                          Gauss–Legendre grid on S² (spherical harmonics)
 Density                             a density on a grid
 solve, Solution                     time integration and its result
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
@@ -19,7 +20,7 @@ from importlib.metadata import PackageNotFoundError, version as _version
 
 from . import exact
 from .density import Density
-from .grids import CircleGrid
+from .grids import CircleGrid, SphereGrid
 from .models import MultiHeadAttention, SelfAttention
 from .monitor import ResolutionError, ResolutionMonitor
 from .solve import Solution, Status, solve
@@ -33,6 +34,7 @@ __all__ = [
     "SelfAttention",
     "MultiHeadAttention",
     "CircleGrid",
+    "SphereGrid",
     "Density",
     "solve",
     "Solution",

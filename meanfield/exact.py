@@ -4,6 +4,9 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
   (Ott & Antonsen, Chaos 18, 037113, 2008).
 - :func:`equiangular`: n pairwise orthogonal particles stay equiangular
   (GLPR Theorem 6.8, ODEs (6.9) and (6.10)).
+- :func:`mobius_density`, :func:`mobius_mean_factor`, :func:`mobius_radius`:
+  S² at β = 0, the Möbius-invariant family p_w (Lipton, Mirollo & Strogatz,
+  Chaos 31, 2021; Chandra, Girvan & Ott, Chaos 29, 2019).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-__all__ = ["wrapped_cauchy", "ott_antonsen", "wrapped_cauchy_sample", "equiangular"]
+__all__ = ["wrapped_cauchy", "ott_antonsen", "wrapped_cauchy_sample", "equiangular", "mobius_density",
+           "mobius_mean_factor", "mobius_radius"]
 
 
 def _check_a(a) -> complex:
@@ -100,3 +104,73 @@ def equiangular(t, n: int, beta: float, normalized: bool = True) -> np.ndarray:
     out = np.empty(tt.shape)
     out[order] = sol.y[0]
     return out.reshape(t.shape)
+
+
+# ---------------------------------------------------------------------- S^{D-1} at β = 0 (Möbius family)
+def _check_w(w, D):
+    w = np.asarray(w, dtype=float)
+    if w.shape != (D,):
+        raise ValueError(f"`w` must be a vector of length D = {D}, got shape {w.shape}.")
+    if not np.linalg.norm(w) < 1:
+        raise ValueError(f"`w` must lie in the open unit ball, got |w| = {np.linalg.norm(w):.6g}.")
+    return w
+
+
+def mobius_density(x, w) -> np.ndarray:
+    r"""p_w(x)/|S^{D-1}|: the Möbius-invariant family as a density against surface area.
+
+    p_w(x) = ((1 − |w|²)/|x − w|²)^{D−1} with respect to the normalised surface
+    measure (MATH.md §3; the power D − 1, not the harmonic measure's), so
+    the density against surface area divides by |S^{D-1}| (4π on S²).
+    """
+    from scipy.special import gamma
+
+    x = np.asarray(x, dtype=float)
+    D = x.shape[-1]
+    w = _check_w(w, D)
+    area = 2.0 * np.pi ** (D / 2.0) / gamma(D / 2.0)
+    return ((1.0 - w @ w) / np.sum((x - w) ** 2, axis=-1)) ** (D - 1) / area
+
+
+def mobius_mean_factor(s) -> np.ndarray:
+    r"""g_3(s): the first moment of p_w on S² is g_3(|w|) w/|w| (MATH.md §3).
+
+    g_3(s) = (1 + s²)/(2s) + ((1 − s²)²/(4s²)) ln((1 − s)/(1 + s)), by its series
+    4s/3 − 4s³/15 − … below s = 0.1, where the closed form cancels.
+    """
+    s = np.asarray(s, dtype=float)
+    if np.any((s < 0) | (s >= 1)):
+        raise ValueError("`s` must lie in [0, 1).")
+    out = np.empty(s.shape)
+    small = s < 0.1
+    ss = s[small]
+    # g = Σ_{j>=1} e_j s^{2j-1}, e_1 = 4/3, e_j = −c_j/2 with c_j = 1/(2j+1) − 2/(2j−1) + 1/(2j−3) for j >= 2
+    series = 4.0 / 3.0 * ss
+    for j in range(2, 16):
+        c = 1.0 / (2 * j + 1) - 2.0 / (2 * j - 1) + 1.0 / (2 * j - 3)
+        series = series - 0.5 * c * ss ** (2 * j - 1)
+    out[small] = series
+    sb = s[~small]
+    out[~small] = (1 + sb**2) / (2 * sb) + ((1 - sb**2) ** 2 / (4 * sb**2)) * np.log((1 - sb) / (1 + sb))
+    return out
+
+
+def mobius_radius(t, s0: float) -> np.ndarray:
+    r"""s(t) = |w(t)| of the Möbius family on S² at β = 0 (SA and USA, mass 1).
+
+    The direction of w is fixed and ṡ = ½ g_3(s)(1 − s²) (MATH.md §3); solved
+    with DOP853 at rtol 1e-13.
+    """
+    if not 0 <= s0 < 1:
+        raise ValueError(f"`s0` must lie in [0, 1), got {s0!r}.")
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    if np.any(t < 0):
+        raise ValueError("`t` must be >= 0.")
+    if s0 == 0 or t.max() == 0:
+        return np.full(t.shape, float(s0))
+    order = np.argsort(t)
+    rhs = lambda _, s: 0.5 * mobius_mean_factor(np.clip(s, 0, 1 - 1e-16)) * (1 - s**2)
+    sol = solve_ivp(rhs, (0.0, float(t.max())), [s0], method="DOP853", t_eval=t[order], rtol=1e-13, atol=1e-15)
+    out = np.empty(t.shape)
+    out[order] = sol.y[0]
+    return out

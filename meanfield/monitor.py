@@ -76,7 +76,7 @@ class ResolutionMonitor:
             return f"the density is negative (min {vmin:.3g}, mean {mean:.3g})"
         tail = grid.spectral_tail(values)
         if not tail <= self.tail_tol:
-            return f"the spectral tail {tail:.3g} exceeds tail_tol = {self.tail_tol:g} at n = {grid.n}"
+            return f"the spectral tail {tail:.3g} exceeds tail_tol = {self.tail_tol:g} on {grid!r}"
         return None
 
     def check_energy(self, e_old: float, e_new: float, sign: float) -> str | None:

@@ -42,8 +42,10 @@ import scipy.integrate as si
 from tqdm.auto import tqdm
 
 from .continuity import circle_energy, circle_excess_energy, circle_rate
+from .continuity_sphere import sphere_energy, sphere_excess_energy, sphere_rate
 from .density import Density
 from .grids.circle import CircleGrid
+from .grids.sphere import SphereGrid
 from .models import MultiHeadAttention, SelfAttention, _EXP_MAX, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 
@@ -126,31 +128,47 @@ METHODS = tuple(_FIXED) + tuple(_ADAPTIVE)
 
 
 # --------------------------------------------------------------------- domain adapter
-class _CircleProblem:
-    """Everything ``solve`` needs from the circle: rate, energy, refinement."""
+class _Problem:
+    """Everything ``solve`` needs from a domain: rate, energy, refinement."""
 
-    def __init__(self, model, grid: CircleGrid, path: str):
+    make_rate = excess = full_energy = None  # set per domain
+
+    def __init__(self, model, grid, path: str):
         self.model, self.grid, self.path_requested = model, grid, path
-        self.rate = circle_rate(model, grid, path)
-        self.path = "spectral" if type(self.rate).__name__ == "CircleSpectral" else "quadrature"
+        self.rate = type(self).make_rate(model, grid, path)
+        self.path = "spectral" if "Spectral" in type(self.rate).__name__ else "quadrature"
         zonal = model.zonal
         self.energy_beta = None if zonal is None else zonal[0]
         self.energy_sign = 0.0 if zonal is None else float(np.sign(zonal[1]))
         self.strain_bound = rate_scale(model)
 
     def refined(self):
-        return _CircleProblem(self.model, self.grid.refined(), self.path_requested)
+        return type(self)(self.model, self.grid.refined(), self.path_requested)
 
     def excess_energy(self, values):
-        return None if self.energy_beta is None else circle_excess_energy(self.grid, values, self.energy_beta)
+        return None if self.energy_beta is None else type(self).excess(self.grid, values, self.energy_beta)
 
-    def energy(self, values):
+    def energy(self, values, grid=None):
         if self.energy_beta is None or self.energy_beta > _EXP_MAX:
             return np.nan
-        return circle_energy(self.grid, values, self.energy_beta)
+        return type(self).full_energy(self.grid if grid is None else grid, values, self.energy_beta)
 
 
-_PROBLEMS = {CircleGrid: _CircleProblem}
+class _CircleProblem(_Problem):
+    make_rate = staticmethod(circle_rate)
+    excess = staticmethod(circle_excess_energy)
+    full_energy = staticmethod(circle_energy)
+    default_max = 16384
+
+
+class _SphereProblem(_Problem):
+    make_rate = staticmethod(sphere_rate)
+    excess = staticmethod(sphere_excess_energy)
+    full_energy = staticmethod(sphere_energy)
+    default_max = 256
+
+
+_PROBLEMS = {CircleGrid: _CircleProblem, SphereGrid: _SphereProblem}
 
 
 # --------------------------------------------------------------------- validation
@@ -198,7 +216,7 @@ def solve(
     progress: bool = False,
     *,
     refine: bool = False,
-    max_n: int = 16384,
+    max_n: int | None = None,
     cfl: float | None = None,
     rtol: float = 1e-10,
     atol: float = 1e-12,
@@ -214,7 +232,7 @@ def solve(
         the spectral path; any other model the quadrature path through
         ``model.field``.
     mu0 : Density
-        Initial density on a grid (``CircleGrid``).
+        Initial density on a grid (``CircleGrid`` or ``SphereGrid``).
     t_span : (float, float)
         Start and end times, t1 > t0.
     t_eval : array_like, optional
@@ -227,10 +245,12 @@ def solve(
     progress : bool
         Show a tqdm progress bar over simulated time.
     refine : bool
-        On loss of resolution, double the number of nodes by zero-padding the
-        last resolved state (exact) and redo the step, up to ``max_n``.
-    max_n : int
-        Largest number of nodes refinement may reach.
+        On loss of resolution, double the resolution (n on the circle, lmax
+        on S²) by zero-padding the last resolved state (exact) and redo the
+        step, up to ``max_n``.
+    max_n : int, optional
+        Largest n (circle, default 16384) or lmax (S², default 256)
+        refinement may reach.
     cfl : float, optional
         Safety factor of the CFL step (module docstring): default 0.1 for the
         fixed-step methods (an accuracy choice) and 0.8 for the adaptive ones
@@ -271,11 +291,13 @@ def solve(
         raise ValueError(f"`dt` fixes the step of 'rk4'/'ssprk3'; method {method!r} chooses its own.")
     cfl = (0.1 if method in _FIXED else 0.8) if cfl is None else _positive("cfl", cfl)
     rtol, atol = _positive("rtol", rtol), _positive("atol", atol)
+    kind = _PROBLEMS[type(mu0.grid)]
+    max_n = kind.default_max if max_n is None else max_n
     if isinstance(max_n, bool) or not isinstance(max_n, (int, np.integer)) or max_n < mu0.grid.n:
-        raise ValueError(f"`max_n` must be an integer >= the initial n = {mu0.grid.n}, got {max_n!r}.")
+        raise ValueError(f"`max_n` must be an integer >= the initial resolution {mu0.grid.n}, got {max_n!r}.")
     monitor = ResolutionMonitor() if monitor is None else monitor
 
-    problem = _PROBLEMS[type(mu0.grid)](model, mu0.grid, path)
+    problem = kind(model, mu0.grid, path)
     run = _Run(problem, monitor, refine, int(max_n), method, dt, cfl, rtol, atol, t0, t_eval, progress)
     return run.integrate(mu0.values, t1)
 
@@ -338,7 +360,7 @@ class _Run:
         )
 
     def problem_energy(self, density):
-        return circle_energy(density.grid, density.values, self.problem.energy_beta)
+        return self.problem.energy(density.values, grid=density.grid)
 
     def _fail(self, t, y, reason, hint=None):
         # the partial solution ends with the last resolved state
@@ -437,28 +459,32 @@ class _Run:
         return t, y, e
 
     def _advance_adaptive(self, t, y, e, t_out, bar):
+        # scipy's steppers work on flat vectors; the state keeps the grid's shape
         solver = self._new_solver(t, y, t_out)
+        state = lambda: solver.y.reshape(self.problem.grid.shape)
         while solver.status == "running":
-            t_prev, y_prev = solver.t, solver.y.copy()
+            t_prev, y_prev = solver.t, state().copy()
             self.speeds = (0.0, 0.0)
             msg = solver.step()
             if solver.status == "failed":
                 self._fail(t_prev, y_prev, f"the adaptive integrator failed: {msg}")
-            reason, e_new = self._check(solver.y, e)
+            reason, e_new = self._check(state(), e)
             if reason is not None:
                 y = self._try_refine(t_prev, y_prev, reason)
                 e = self.problem.excess_energy(y)
                 solver = self._new_solver(t_prev, y, t_out)
                 continue
             e = e_new
-            self._accept(solver.t, solver.y, e, bar, solver.t - t_prev)
+            self._accept(solver.t, state(), e, bar, solver.t - t_prev)
             solver.max_step = self._cfl_step()
-        return t_out, solver.y.copy(), e
+        return t_out, state().copy(), e
 
     def _new_solver(self, t, y, t_out):
         self.speeds = (0.0, 0.0)
         self._f(y)
         self.nfev -= 1
+        shape = self.problem.grid.shape
         return _ADAPTIVE[self.method](
-            lambda _t, v: self._f(v), t, y, t_out, max_step=self._cfl_step(), rtol=self.rtol, atol=self.atol
+            lambda _t, v: self._f(v.reshape(shape)).ravel(), t, y.ravel(), t_out, max_step=self._cfl_step(),
+            rtol=self.rtol, atol=self.atol
         )

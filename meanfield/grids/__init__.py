@@ -1,5 +1,6 @@
 """Grids: geometry, quadrature and transforms, one module per domain."""
 
 from .circle import CircleGrid
+from .sphere import SphereGrid
 
-__all__ = ["CircleGrid"]
+__all__ = ["CircleGrid", "SphereGrid"]

@@ -1,0 +1,146 @@
+"""The S² solver against mathematics: the Möbius family, convergence, paths, invariants, input checks."""
+
+import numpy as np
+import pytest
+from scipy.stats import special_ortho_group
+
+import meanfield as mf
+from meanfield import exact
+from meanfield.continuity_sphere import sphere_rate
+from validation import observed_order
+
+W0 = 0.3 * np.array([0.1, -0.2, 0.2]) / np.linalg.norm([0.1, -0.2, 0.2])  # |w_0| = 0.3, off-axis
+
+
+def smooth(lmax, R=None):
+    def f(x):
+        y = x if R is None else x @ R  # f(Rᵀx) for a rotation R
+        return np.exp(y[..., 0] + 0.5 * y[..., 2] ** 2 - 0.3 * y[..., 1] * y[..., 2])
+
+    return mf.Density.from_function(mf.SphereGrid(lmax), f)
+
+
+# ------------------------------------------------------------------ the oracle itself
+def test_mobius_family_oracle():
+    g = mf.SphereGrid(64)
+    d = mf.Density.from_function(g, lambda x: exact.mobius_density(x, W0))
+    assert g.integrate(exact.mobius_density(g.points, W0)) == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(d.mean(), exact.mobius_mean_factor(0.3) * W0 / 0.3, atol=1e-13)
+    # series and closed form of g_3 meet continuously at s = 0.1, and g_3 ≈ 4s/3 for small s
+    assert exact.mobius_mean_factor(0.1 - 1e-12) == pytest.approx(exact.mobius_mean_factor(0.1), abs=1e-11)
+    assert exact.mobius_mean_factor(1e-6) == pytest.approx(4e-6 / 3, rel=1e-11)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_mobius_family_at_beta_zero(normalized):
+    """β = 0 from |w_0| = 0.3: density error <= 1e-8 (max norm, relative) at t = 2; mean on ṡ = ½g_3(s)(1 − s²)."""
+    mu0 = mf.Density.from_function(mf.SphereGrid(32), lambda x: exact.mobius_density(x, W0))
+    sol = mf.solve(mf.SelfAttention(0.0, normalized=normalized), mu0, (0, 2), t_eval=[0, 1, 2], method="rk45",
+                   refine=True)
+    assert sol.densities[-1].grid.lmax > 32  # it refined as the peak sharpened
+    s = exact.mobius_radius(sol.t, 0.3)
+    for t, d, st in zip(sol.t, sol.densities, s):
+        ex = exact.mobius_density(d.grid.points, st * W0 / 0.3)
+        assert np.max(np.abs(d.values - ex)) / ex.max() <= 1e-8
+        np.testing.assert_allclose(d.mean(), exact.mobius_mean_factor(st) * W0 / 0.3, atol=1e-10)
+    assert np.max(np.abs(sol.mass_steps - 1)) <= 1e-12
+
+
+# ------------------------------------------------------------------ convergence
+@pytest.mark.parametrize("beta", [1.0, 4.0, 9.0])
+def test_spectral_convergence_in_lmax(beta):
+    model = mf.SelfAttention(beta)
+    kw = dict(method="dop853", rtol=1e-12, atol=1e-14, monitor=mf.ResolutionMonitor(1.0, 1.0, 1.0))
+    ref = mf.solve(model, smooth(48), (0, 0.5), **kw).densities[-1]
+    errs = []
+    for L in (8, 12, 16, 24):
+        d = mf.solve(model, smooth(L), (0, 0.5), **kw).densities[-1]
+        errs.append(np.max(np.abs(d.grid.resample(d.values, 48) - ref.values)) / ref.values.max())
+    assert errs[0] > 1e-6 and errs[-1] < 1e-9
+    assert all(b < 0.2 * a for a, b in zip(errs[:-1], errs[1:]))
+
+
+def test_rk4_fourth_order_on_the_sphere():
+    model, d = mf.SelfAttention(4.0), smooth(24)
+    ref = mf.solve(model, d, (0, 0.5), method="dop853", rtol=1e-13, atol=1e-15).densities[-1].values
+    hs = np.array([1 / 8, 1 / 16, 1 / 32])
+    errs = [np.max(np.abs(mf.solve(model, d, (0, 0.5), dt=h).densities[-1].values - ref)) for h in hs]
+    assert abs(observed_order(hs, errs).order - 4) < 0.25
+
+
+# ------------------------------------------------------------------ paths
+@pytest.mark.parametrize("beta", [0.0, 1.0, 4.0, 20.0])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_fast_and_generic_rates_agree(beta, normalized):
+    d = smooth(20)
+    m = mf.SelfAttention(beta, normalized=normalized)
+    a = sphere_rate(m, d.grid, "spectral").rate(d.values)
+    b = sphere_rate(m, d.grid, "quadrature").rate(d.values)
+    assert np.max(np.abs(a - b)) <= 1e-10 * max(np.max(np.abs(a)), 1.0)
+
+
+def test_generic_path_random_orthogonal_qk_and_rotation_equivariance():
+    rng = np.random.default_rng(5)
+    R0 = special_ortho_group.rvs(3, random_state=rng)  # Q = K = R0: ⟨Qx, Ky⟩ = ⟨x, y⟩
+    R = special_ortho_group.rvs(3, random_state=rng)
+    model = mf.SelfAttention(2.0, Q=R0, K=R0)
+    kw = dict(t_eval=[0, 0.3], dt=0.01)
+    a = mf.solve(model, smooth(24), (0, 0.3), **kw)
+    assert a.path == "quadrature"
+    fast = mf.solve(mf.SelfAttention(2.0), smooth(24), (0, 0.3), **kw)
+    assert np.max(np.abs(a.densities[-1].values - fast.densities[-1].values)) <= 1e-10
+    # rotating the initial density rotates the solution: ρ^R_t(x) = ρ_t(Rᵀx)
+    b = mf.solve(model, smooth(24, R), (0, 0.3), **kw)
+    x = rng.normal(size=(40, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.testing.assert_allclose(b.densities[-1](x), a.densities[-1](x @ R), atol=1e-10)
+
+
+def test_multihead_general_on_the_sphere_conserves_mass():
+    rng = np.random.default_rng(2)
+    heads = [mf.SelfAttention(1.0, *(rng.normal(size=(3, 3)) for _ in range(3))), mf.SelfAttention(0.5, normalized=False)]
+    sol = mf.solve(mf.MultiHeadAttention(heads), smooth(24), (0, 0.04), dt=0.01, refine=True)
+    assert sol.nsteps == 4 and sol.path == "quadrature"
+    assert np.max(np.abs(sol.mass_steps - 1)) <= 1e-12
+
+
+# ------------------------------------------------------------------ invariants
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_energy_monotone_and_mass_exact(normalized, c):
+    model = mf.SelfAttention(3.0, V=c * np.eye(3), normalized=normalized)
+    t_end = 0.5 if normalized else 0.5 / np.exp(3.0)
+    sol = mf.solve(model, smooth(24), (0, t_end), refine=True)
+    assert np.max(np.abs(sol.mass_steps - 1)) <= 1e-12
+    dE = np.diff(sol.energy_steps) * c
+    assert np.all(dE >= -1e-12 * np.abs(sol.energy_steps[1:]))
+    assert c * (sol.energy[-1] - sol.energy[0]) > 0
+    # the energy of the density equals the model's E_β on the grid measure
+    pts, w = sol.densities[-1].as_measure()
+    assert sol.energy[-1] == pytest.approx(mf.SelfAttention(3.0).energy(pts, w), rel=1e-12)
+
+
+def test_collapse_beyond_reach_raises_naming_t():
+    mu0 = mf.Density.from_function(mf.SphereGrid(24), lambda x: np.exp(3 * x[..., 2]))
+    with pytest.raises(mf.ResolutionError) as info:
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), method="rk45")
+    assert 0 < info.value.t < 20 and f"t = {info.value.t:.6g}" in str(info.value)
+    assert all(np.all(np.isfinite(d.values)) for d in info.value.solution.densities)
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input():
+    with pytest.raises(ValueError, match="`lmax`"):
+        mf.SphereGrid(1)
+    g = mf.SphereGrid(4)
+    bad = np.ones(g.shape)
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        mf.Density(g, bad)
+    bad[0, 0] = -1.0
+    with pytest.raises(ValueError, match="non-negative"):
+        mf.Density(g, bad)
+    with pytest.raises(ValueError, match="unit vectors"):
+        mf.Density.uniform(g)(np.array([[1.0, 0.1, 0.0]]))
+    with pytest.raises(ValueError, match="2×2|3×3"):
+        mf.solve(mf.SelfAttention(1.0, Q=np.eye(2)), mf.Density.uniform(g), (0, 1))
