@@ -97,7 +97,7 @@ def surface_gradient(cilm: np.ndarray, lmax_grid: int, backend):
 
 def _frames(lmax):
     """θ̂ and φ̂ at the nodes of the GLQ grid of degree lmax, shape (nlat, nlon, 3)."""
-    g = SphereGrid(lmax)
+    g = SphereGrid(lmax, backend="pyshtools")  # geometry only
     ct = np.cos(g.colatitudes)[:, None]
     st = np.sin(g.colatitudes)[:, None]
     cp, sp = np.cos(g.longitudes)[None, :], np.sin(g.longitudes)[None, :]

@@ -8,9 +8,12 @@ The grid of degree L has L + 1 Gauss–Legendre colatitudes (north to south)
 and 2L + 1 equispaced longitudes: it integrates exactly every polynomial of
 degree <= 2L, so analysis is exact for band-limited data.
 
-Transforms go through a small backend interface (:class:`PyshtoolsBackend`):
-``analysis(values, L) -> cilm`` and ``synthesis(cilm, L) -> values`` on the
-GLQ grid of degree L.
+Transforms go through a small backend interface: ``analysis(values, L) ->
+cilm`` and ``synthesis(cilm, L) -> values`` on the GLQ grid of degree L.
+Two backends: :class:`PyshtoolsBackend` (always installed) and
+:class:`DuccBackend` (ducc0, a pure wheel: ``pip install ducc0`` or the
+``fast`` extra), chosen automatically when importable; both are
+cross-checked to 1e-12 in the tests.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ import numpy as np
 
 from ..geometry import check_on_sphere
 
-__all__ = ["SphereGrid", "PyshtoolsBackend", "pad_coefficients", "degree_power"]
+__all__ = ["SphereGrid", "PyshtoolsBackend", "DuccBackend", "BACKENDS", "default_backend", "pad_coefficients",
+           "degree_power"]
 
 
 @lru_cache(maxsize=32)
 def _glq(lmax: int):
     """Gauss–Legendre nodes cos θ_i (north to south) and weights for degree lmax."""
-    from pyshtools.expand import SHGLQ
+    from pyshtools.backends.shtools import SHGLQ
 
     zero, w = SHGLQ(lmax)
     zero.setflags(write=False)
@@ -36,23 +40,84 @@ def _glq(lmax: int):
 
 
 class PyshtoolsBackend:
-    """Spherical-harmonic transforms on GLQ grids with pyshtools (the default, always installed)."""
+    """Spherical-harmonic transforms on GLQ grids with SHTOOLS' Fortran routines (always installed).
+
+    Called through ``pyshtools.backends.shtools`` explicitly: pyshtools'
+    own front end silently switches to ducc0 when ducc0 is installed, which
+    would make the two backends one and their cross-check empty.
+    """
 
     name = "pyshtools"
 
     @staticmethod
     def analysis(values: np.ndarray, lmax: int) -> np.ndarray:
-        from pyshtools.expand import SHExpandGLQ
+        from pyshtools.backends.shtools import SHExpandGLQ
 
         zero, w = _glq(lmax)
         return SHExpandGLQ(np.ascontiguousarray(values), w, zero, norm=4, csphase=1)
 
     @staticmethod
     def synthesis(cilm: np.ndarray, lmax: int) -> np.ndarray:
-        from pyshtools.expand import MakeGridGLQ
+        from pyshtools.backends.shtools import MakeGridGLQ
 
         zero, _ = _glq(lmax)
         return MakeGridGLQ(pad_coefficients(cilm, lmax), zero, lmax=lmax, norm=4, csphase=1, extend=False)
+
+
+class DuccBackend:
+    """The same transforms with ducc0 (healpy-ordered complex coefficients, both cores).
+
+    Real orthonormal harmonics without the Condon–Shortley phase relate to
+    healpy's complex ones by a_l0 = C_l0 and a_lm = (−1)^m (C_lm − i S_lm)/√2
+    for m > 0.
+    """
+
+    name = "ducc0"
+    nthreads = 2
+
+    @staticmethod
+    def _index(lmax):
+        l, m = np.tril_indices(lmax + 1)
+        return l, m, m * (2 * lmax + 1 - m) // 2 + l
+
+    @classmethod
+    def analysis(cls, values: np.ndarray, lmax: int) -> np.ndarray:
+        from ducc0.sht import analysis_2d
+
+        alm = analysis_2d(map=np.ascontiguousarray(values, dtype=float)[None], spin=0, lmax=lmax, geometry="GL",
+                          nthreads=cls.nthreads)[0]
+        l, m, idx = cls._index(lmax)
+        a = alm[idx]
+        sign = np.where(m % 2 == 1, -1.0, 1.0) * np.where(m > 0, np.sqrt(2.0), 1.0)
+        cilm = np.zeros((2, lmax + 1, lmax + 1))
+        cilm[0, l, m] = sign * a.real
+        cilm[1, l, m] = np.where(m > 0, -sign * a.imag, 0.0)
+        return cilm
+
+    @classmethod
+    def synthesis(cls, cilm: np.ndarray, lmax: int) -> np.ndarray:
+        from ducc0.sht import synthesis_2d
+
+        c = pad_coefficients(cilm, lmax)
+        l, m, idx = cls._index(lmax)
+        sign = np.where(m % 2 == 1, -1.0, 1.0) * np.where(m > 0, 1.0 / np.sqrt(2.0), 1.0)
+        alm = np.zeros(idx.size, dtype=complex)
+        alm[idx] = sign * (c[0, l, m] - 1j * np.where(m > 0, c[1, l, m], 0.0))
+        return synthesis_2d(alm=alm[None], spin=0, lmax=lmax, geometry="GL", ntheta=lmax + 1, nphi=2 * lmax + 1,
+                            nthreads=cls.nthreads)[0]
+
+
+BACKENDS = {"pyshtools": PyshtoolsBackend, "ducc0": DuccBackend}
+
+
+def default_backend() -> str:
+    """"ducc0" where it is importable, else "pyshtools"."""
+    try:
+        import ducc0  # noqa: F401
+
+        return "ducc0"
+    except ImportError:
+        return "pyshtools"
 
 
 def pad_coefficients(cilm: np.ndarray, lmax: int) -> np.ndarray:
@@ -75,6 +140,8 @@ class SphereGrid:
     ----------
     lmax : int
         Spherical-harmonic degree, >= 2.
+    backend : {"ducc0", "pyshtools"}, optional
+        Transform library; default ducc0 where importable (:func:`default_backend`).
 
     Attributes
     ----------
@@ -88,13 +155,16 @@ class SphereGrid:
 
     dim = 3
     domain = "sphere"
-    backend = PyshtoolsBackend
 
-    def __init__(self, lmax: int):
+    def __init__(self, lmax: int, backend: str | None = None):
         if isinstance(lmax, bool) or not isinstance(lmax, (int, np.integer)):
             raise TypeError(f"`lmax` must be an integer, got {lmax!r}.")
         if lmax < 2:
             raise ValueError(f"`lmax` must be at least 2, got {lmax}.")
+        name = default_backend() if backend is None else backend
+        if name not in BACKENDS:
+            raise ValueError(f"`backend` must be one of {sorted(BACKENDS)}, got {backend!r}.")
+        self.backend = BACKENDS[name]
         self.lmax = int(lmax)
         zero, w = _glq(self.lmax)
         nlon = 2 * self.lmax + 1
@@ -133,7 +203,7 @@ class SphereGrid:
         return f"SphereGrid(lmax={self.lmax})"
 
     def refined(self, factor: int = 2) -> "SphereGrid":
-        return SphereGrid(self.lmax * int(factor))
+        return SphereGrid(self.lmax * int(factor), backend=self.backend.name)
 
     def integrate(self, values: np.ndarray) -> float:
         return float(np.sum(np.asarray(values) * self.weights))
