@@ -54,3 +54,18 @@ def test_bad_input():
         meanfield_limit(mf.SelfAttention(1.0), smooth(32), [100], [0, 1])
     with pytest.raises(ValueError, match="coincide"):
         stability(mf.SelfAttention(1.0), smooth(64), smooth(64), [0, 0.5])
+
+
+@pytest.mark.slow
+def test_meanfield_limit_rate_on_the_sphere():
+    """SA β = 1 on S², N = 10²..4·10³: W1 ~ √(log N / N) (MATH.md §4), so W1/√(log N) ~ N^{-1/2}.
+
+    About two minutes (exact OT against the lmax = 48 grid measure)."""
+    mu0 = mf.Density.from_function(mf.SphereGrid(48), lambda x: np.exp(2 * x[..., 2] + x[..., 0]))
+    ns = np.array([100, 300, 1000, 4000])
+    r = meanfield_limit(mf.SelfAttention(1.0), mu0, ns, [0.0, 1.0], repeats=4, rng=0)
+    for k in range(2):
+        b, (lo, hi) = fit_exponent(ns, r.distances[:, :, k] / np.sqrt(np.log(ns))[:, None])
+        assert abs(b + 0.5) <= 0.1, (k, b)
+    # the grid measure's own discretisation error stays below the smallest gap measured
+    assert r.discretisation < r.distances[-1].mean()
