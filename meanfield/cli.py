@@ -1,9 +1,10 @@
-"""The ``meanfield`` command: solve a circle example, print a summary, write figures.
+"""The ``meanfield`` command: solve an example, print a summary, write figures.
 
 Run ``meanfield --help`` for the options. With no arguments it solves SA with
 β = 4 on the circle from a slightly perturbed uniform density: the uniform
 state is unstable, a few clusters emerge (metastability, GLPR §6.3) and the
-grid is refined as they sharpen.
+grid is refined as they sharpen. ``meanfield --domain sphere`` does the same
+on S² (tokens after layer normalisation in d = 3) and draws Mollweide maps.
 """
 
 from __future__ import annotations
@@ -24,16 +25,19 @@ def _parser() -> argparse.ArgumentParser:
         prog="meanfield",
         description=(
             "Solve the mean-field equation of self-attention, d/dt mu + div(mu X[mu]) = 0, "
-            "for a density on the circle, print a summary, and write a space-time heat map "
-            "and the energy curve as PNG (plus the data as NPZ)."
+            "for a density on the circle or on the sphere S², print a summary, and write "
+            "figures (circle: space-time heat map; sphere: Mollweide snapshots; both: the "
+            "energy curve) as PNG, plus the data as NPZ."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    p.add_argument("--domain", choices=("circle", "sphere"), default="circle", help="where the tokens live")
     p.add_argument("--beta", type=float, default=4.0, help="inverse temperature β >= 0")
     p.add_argument("--usa", action="store_true", help="unnormalised attention (USA) instead of SA")
-    p.add_argument("--n", type=int, default=128, help="initial number of grid nodes")
-    p.add_argument("--t-end", type=float, default=7.0, help="final time")
-    p.add_argument("--frames", type=int, default=141, help="number of output times")
+    p.add_argument("--n", type=int, default=128, help="initial number of grid nodes (circle)")
+    p.add_argument("--lmax", type=int, default=24, help="initial spherical-harmonic degree (sphere)")
+    p.add_argument("--t-end", type=float, default=None, help="final time (default 7 on the circle, 3.5 on the sphere)")
+    p.add_argument("--frames", type=int, default=None, help="number of output times (default 141 circle, 7 sphere)")
     p.add_argument(
         "--init",
         choices=("noise", "cauchy", "vonmises"),
@@ -41,22 +45,41 @@ def _parser() -> argparse.ArgumentParser:
         help="initial density: uniform + random low modes of amplitude --amplitude, "
         "wrapped Cauchy with |a| = --amplitude, or two von Mises bumps",
     )
-    p.add_argument("--amplitude", type=float, default=0.05, help="size of the initial perturbation")
+    p.add_argument("--amplitude", type=float, default=None,
+                   help="size of the initial perturbation (default 0.05 circle, 1 sphere)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random initial perturbation")
     p.add_argument("--method", choices=("rk4", "ssprk3", "rk45", "dop853"), default="rk45",
                    help="time integrator")
     p.add_argument("--no-refine", dest="refine", action="store_false",
                    help="stop with an error instead of refining when resolution is lost")
-    p.add_argument("--max-n", type=int, default=4096, help="largest grid refinement may reach")
+    p.add_argument("--max-n", type=int, default=None,
+                   help="largest n (circle, default 4096) or lmax (sphere, default 128) refinement may reach")
     p.add_argument("--output", type=Path, default=Path("meanfield-output"), help="output directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     return p
+
+
+def _initial_sphere(grid, init: str, amplitude: float, seed: int):
+    from . import Density, exact
+
+    rng = np.random.default_rng(seed)
+    if init == "noise":
+        centres = rng.standard_normal((6, 3))
+        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+        amps = amplitude * rng.uniform(0.5, 1.0, 6)
+        return Density.from_function(grid, lambda x: 1.0 + np.exp(2.0 * (x @ centres.T - 1.0)) @ amps)
+    if init == "cauchy":
+        return Density.from_function(grid, lambda x: exact.mobius_density(x, np.array([0.0, 0.0, amplitude])))
+    a, b = np.array([0.0, 0.0, 1.0]), np.array([np.sin(2.0), 0.0, np.cos(2.0)])
+    return Density.from_function(grid, lambda x: np.exp(6 * (x @ a - 1)) + 0.6 * np.exp(5 * (x @ b - 1)))
 
 
 def _initial(grid, init: str, amplitude: float, seed: int):
     from . import Density, exact
     from .geometry import points_to_angles
 
+    if grid.domain == "sphere":
+        return _initial_sphere(grid, init, amplitude, seed)
     rng = np.random.default_rng(seed)
     if init == "noise":
         k = np.arange(1, 7)
@@ -81,12 +104,17 @@ def main(argv=None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from . import CircleGrid, ResolutionError, SelfAttention, solve
+    from . import CircleGrid, ResolutionError, SelfAttention, SphereGrid, solve
     from .plotting import circle_spacetime, plot_solution
 
+    sphere = args.domain == "sphere"
+    args.t_end = (3.5 if sphere else 7.0) if args.t_end is None else args.t_end
+    args.amplitude = (1.0 if sphere else 0.05) if args.amplitude is None else args.amplitude
+    args.frames = (7 if sphere else 141) if args.frames is None else args.frames
+    args.max_n = (128 if sphere else 4096) if args.max_n is None else args.max_n
     try:
         model = SelfAttention(args.beta, normalized=not args.usa)
-        mu0 = _initial(CircleGrid(args.n), args.init, args.amplitude, args.seed)
+        mu0 = _initial(SphereGrid(args.lmax) if sphere else CircleGrid(args.n), args.init, args.amplitude, args.seed)
         if args.frames < 2:
             raise ValueError(f"--frames must be at least 2, got {args.frames}.")
         if not args.t_end > 0:
@@ -108,17 +136,24 @@ def main(argv=None) -> int:
     elapsed = time.perf_counter() - start
 
     args.output.mkdir(parents=True, exist_ok=True)
-    t, theta, rho = circle_spacetime(sol)
-    np.savez(args.output / "circle.npz", t=t, theta=theta, rho=rho, mass=sol.mass,
-             energy=sol.energy if sol.energy is not None else np.full(t.shape, np.nan))
-    fig = plot_solution(sol, title=f"{model!r}, n = {mu0.grid.n} → {sol.densities[-1].grid.n}")
-    png = args.output / "circle.png"
+    energy = sol.energy if sol.energy is not None else np.full(sol.t.shape, np.nan)
+    if sphere:
+        top = max(d.grid.lmax for d in sol.densities)
+        rho = np.array([d.grid.resample(d.values, top) for d in sol.densities])
+        data = args.output / "sphere.npz"
+        np.savez(data, t=sol.t, rho=rho, lmax=top, points=SphereGrid(top).points, mass=sol.mass, energy=energy)
+    else:
+        t, theta, rho = circle_spacetime(sol)
+        data = args.output / "circle.npz"
+        np.savez(data, t=t, theta=theta, rho=rho, mass=sol.mass, energy=energy)
+    fig = plot_solution(sol, title=f"{model!r}, resolution {mu0.grid.n} → {sol.densities[-1].grid.n}")
+    png = args.output / f"{args.domain}.png"
     fig.savefig(png, dpi=120)
 
     kind = "USA" if args.usa else "SA"
     lines = [
         f"model        {kind}, β = {args.beta:g}, Q = K = V = I ({sol.path} path)",
-        f"grid         n = {mu0.grid.n} → {sol.densities[-1].grid.n}"
+        f"grid         {'lmax' if sphere else 'n'} = {mu0.grid.n} → {sol.densities[-1].grid.n}"
         + (f" ({len(sol.refinements)} refinements)" if sol.refinements else ""),
         f"time         reached t = {sol.t[-1]:g} of {args.t_end:g} in {sol.nsteps} steps "
         f"({sol.nfev} field evaluations, {elapsed:.2f} s, {args.method})",
@@ -127,7 +162,7 @@ def main(argv=None) -> int:
     ]
     if sol.energy is not None:
         lines.append(f"energy E_β   {sol.energy[0]:.10g} → {sol.energy[-1]:.10g} (non-decreasing, monitored)")
-    lines.append(f"wrote        {png} and {args.output / 'circle.npz'}")
+    lines.append(f"wrote        {png} and {data}")
     print("\n".join(lines))
     return status
 

@@ -145,9 +145,13 @@ class Density:
 
     # ------------------------------------------------------------------ plotting
     def plot(self, ax=None, **kwargs):
-        """Plot the density against the angle (circle). Returns the Axes."""
+        """Plot the density: against the angle on the circle, as a Mollweide map on S². Returns the Axes."""
         import matplotlib.pyplot as plt
 
+        if self.grid.domain == "sphere":
+            from .plotting import plot_sphere
+
+            return plot_sphere(self, ax=ax, **kwargs)
         if ax is None:
             _, ax = plt.subplots()
         th = np.append(self.grid.angles, 2 * np.pi)

@@ -1,4 +1,4 @@
-"""Figures of solutions: space-time heat maps and energy curves (matplotlib)."""
+"""Figures of solutions (matplotlib only): circle space-time heat maps, S² Mollweide maps and snapshot grids, energy curves."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 
 from .grids.circle import CircleGrid
 
-__all__ = ["circle_spacetime", "plot_spacetime", "plot_energy", "plot_solution"]
+__all__ = ["circle_spacetime", "plot_spacetime", "plot_energy", "plot_solution", "sphere_map", "plot_sphere",
+           "plot_sphere_solution"]
 
 
 def circle_spacetime(solution) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,15 +63,65 @@ def plot_energy(solution, ax=None, **kwargs):
 
 
 def plot_solution(solution, title: str | None = None):
-    """Heat map and energy curve side by side. Returns the Figure."""
+    """Circle: heat map and energy curve side by side; S²: snapshots and energy. Returns the Figure."""
     import matplotlib.pyplot as plt
 
+    if solution.densities[0].grid.domain == "sphere":
+        return plot_sphere_solution(solution, title=title)
     has_energy = solution.energy_steps is not None
     fig, axes = plt.subplots(1, 2 if has_energy else 1, figsize=(11 if has_energy else 6, 4), squeeze=False)
     plot_spacetime(solution, ax=axes[0, 0])
     if has_energy:
         plot_energy(solution, ax=axes[0, 1], color="k")
         axes[0, 1].set_title("interaction energy (refinements dashed)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def sphere_map(density, nlat: int = 90, nlon: int = 180):
+    """(lon, lat, values) of a density on S² on a regular longitude–latitude grid (radians)."""
+    from .grids.sphere import evaluate
+
+    lon = np.linspace(-np.pi, np.pi, nlon)
+    lat = np.linspace(-np.pi / 2, np.pi / 2, nlat)
+    LON, LAT = np.meshgrid(lon, lat)
+    x = np.stack([np.cos(LAT) * np.cos(LON), np.cos(LAT) * np.sin(LON), np.sin(LAT)], axis=-1)
+    return lon, lat, evaluate(density.grid.coefficients(density.values), x)
+
+
+def plot_sphere(density, ax=None, cmap="magma", vmax=None, colorbar=True):
+    """A density on S² as a Mollweide map (matplotlib only). Returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(subplot_kw={"projection": "mollweide"})
+    lon, lat, values = sphere_map(density)
+    im = ax.pcolormesh(lon, lat, values, shading="gouraud", cmap=cmap, vmin=0.0, vmax=vmax)
+    ax.set_xticklabels([])
+    ax.grid(True, color="0.6", lw=0.3)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, orientation="horizontal", fraction=0.05, pad=0.04, label="ρ")
+    return ax
+
+
+def plot_sphere_solution(solution, ncols: int = 3, title: str | None = None):
+    """Mollweide snapshots of a solution on S² (at most 2·ncols, evenly spread) and its energy. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    k = len(solution.densities)
+    shown = np.unique(np.linspace(0, k - 1, min(k, 2 * ncols)).astype(int))
+    rows = -(-shown.size // ncols)
+    has_energy = solution.energy_steps is not None
+    fig = plt.figure(figsize=(4.2 * ncols, 2.6 * rows + (2.6 if has_energy else 0)))
+    for i, idx in enumerate(shown):
+        ax = fig.add_subplot(rows + (1 if has_energy else 0), ncols, i + 1, projection="mollweide")
+        plot_sphere(solution.densities[idx], ax=ax, colorbar=False)
+        ax.set_title(f"t = {solution.t[idx]:.3g}, lmax = {solution.densities[idx].grid.lmax}", fontsize=9)
+    if has_energy:
+        ax = fig.add_subplot(rows + 1, 1, rows + 1)
+        plot_energy(solution, ax=ax, color="k")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

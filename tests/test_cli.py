@@ -30,3 +30,29 @@ def test_help_and_bad_arguments(capsys):
     assert e.value.code == 0 and "--beta" in capsys.readouterr().out
     assert main(["--beta", "-1", "--quiet"]) == 2
     assert "beta" in capsys.readouterr().err
+
+
+def test_sphere_run_writes_maps(tmp_path, capsys):
+    code = main(["--domain", "sphere", "--lmax", "16", "--t-end", "0.5", "--frames", "3", "--output", str(tmp_path),
+                 "--quiet"])
+    assert code == 0
+    assert "lmax = 16" in capsys.readouterr().out
+    assert (tmp_path / "sphere.png").stat().st_size > 10_000
+    data = np.load(tmp_path / "sphere.npz")
+    assert data["rho"].shape[0] == 3 and np.all(np.diff(data["energy"]) >= -1e-12)
+    assert np.allclose(data["mass"], 1.0, atol=1e-12)
+
+
+def test_density_plots():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import meanfield as mf
+    from meanfield.plotting import sphere_map
+
+    d = mf.Density.from_function(mf.SphereGrid(20), lambda x: np.exp(2 * x[..., 2]))
+    lon, lat, v = sphere_map(d, nlat=31, nlon=61)
+    # the map evaluates the density itself: exp(2 sin(lat)) up to normalisation, at the poles and equator
+    ratio = v[-1, 0] / v[15, 0]
+    assert ratio == pytest.approx(np.exp(2.0), rel=1e-10)
+    assert d.plot() is not None and mf.Density.uniform(mf.CircleGrid(8)).plot() is not None
