@@ -154,20 +154,23 @@ class CircleQuadrature(_CircleRate):
         return np.sum(X * self._tangent, axis=-1)
 
 
-def circle_rate(model, grid: CircleGrid, path: str = "auto"):
-    """Choose the right-hand side for ``model`` on ``grid``.
-
-    ``path`` is "auto" (spectral when the kernel is zonal, else quadrature),
-    "spectral" or "quadrature".
-    """
+def choose_rate(model, grid, path: str, spectral, quadrature):
+    """The right-hand side for ``model`` on ``grid``: ``spectral(grid, β_eff, c, normalized)``
+    when the kernel is zonal and ``path`` allows it ("auto" or "spectral"), else
+    ``quadrature(grid, model)`` ("auto" or "quadrature")."""
     if path not in ("auto", "spectral", "quadrature"):
         raise ValueError(f"`path` must be 'auto', 'spectral' or 'quadrature', got {path!r}.")
     zonal = getattr(model, "zonal", None)
     if path == "spectral" and zonal is None:
         raise ValueError(f"the spectral path needs Q = qI, K = kI, V = cI (qk >= 0); got {model!r}.")
     if path in ("auto", "spectral") and zonal is not None:
-        return CircleSpectral(grid, zonal[0], zonal[1], model.normalized)
-    return CircleQuadrature(grid, model)
+        return spectral(grid, zonal[0], zonal[1], model.normalized)
+    return quadrature(grid, model)
+
+
+def circle_rate(model, grid: CircleGrid, path: str = "auto"):
+    """Choose the circle right-hand side ("auto", "spectral" or "quadrature"); see :func:`choose_rate`."""
+    return choose_rate(model, grid, path, CircleSpectral, CircleQuadrature)
 
 
 def _i0m1(beta: float) -> float:

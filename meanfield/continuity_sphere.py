@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ive
 
+from .continuity import choose_rate
 from .grids.sphere import SphereGrid, pad_coefficients, _glq
 from .models import _EXP_MAX
 
@@ -191,15 +192,8 @@ class SphereQuadrature(_SphereRate):
 
 
 def sphere_rate(model, grid: SphereGrid, path: str = "auto"):
-    """Choose the right-hand side for ``model`` on ``grid`` ("auto", "spectral" or "quadrature")."""
-    if path not in ("auto", "spectral", "quadrature"):
-        raise ValueError(f"`path` must be 'auto', 'spectral' or 'quadrature', got {path!r}.")
-    zonal = getattr(model, "zonal", None)
-    if path == "spectral" and zonal is None:
-        raise ValueError(f"the spectral path needs Q = qI, K = kI, V = cI (qk >= 0); got {model!r}.")
-    if path in ("auto", "spectral") and zonal is not None:
-        return SphereSpectral(grid, zonal[0], zonal[1], model.normalized)
-    return SphereQuadrature(grid, model)
+    """Choose the S² right-hand side ("auto", "spectral" or "quadrature"); see :func:`choose_rate`."""
+    return choose_rate(model, grid, path, SphereSpectral, SphereQuadrature)
 
 
 def _i0m1_scaled(beta: float) -> float:

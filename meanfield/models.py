@@ -27,7 +27,7 @@ import numpy as np
 
 from .geometry import check_on_sphere, project_tangent
 
-__all__ = ["SelfAttention", "MultiHeadAttention", "rate_scale"]
+__all__ = ["SelfAttention", "MultiHeadAttention", "heads", "head_norms", "rate_scale"]
 
 #: Largest exponent whose exponential is finite in float64 (log of the largest double).
 _EXP_MAX = float(np.log(np.finfo(float).max))
@@ -308,6 +308,21 @@ class MultiHeadAttention:
         return project_tangent(queries, total)
 
 
+def heads(model) -> tuple:
+    """The heads of a model: its own tuple for multi-head, ``(model,)`` for one head."""
+    if isinstance(model, MultiHeadAttention):
+        return model.heads
+    if isinstance(model, SelfAttention):
+        return (model,)
+    raise TypeError(f"`model` must be a SelfAttention or MultiHeadAttention, got {type(model).__name__}.")
+
+
+def head_norms(head: SelfAttention) -> tuple[float, float]:
+    """(a, v) = (β‖Q‖‖K‖, ‖V‖), operator 2-norms: |β⟨Qx, Ky⟩| <= a and |Vy| <= v on the sphere."""
+    nq, nk, nv = (1.0 if M is None else float(np.linalg.norm(M, 2)) for M in (head.Q, head.K, head.V))
+    return head.beta * nq * nk, nv
+
+
 def rate_scale(model) -> float:
     """A bound on the strain |∂X| of the field for any probability measure.
 
@@ -316,11 +331,9 @@ def rate_scale(model) -> float:
     solvers scale their default time steps by its inverse. ``inf`` where
     the USA factor overflows float64.
     """
-    heads = model.heads if isinstance(model, MultiHeadAttention) else (model,)
     total = 0.0
-    for h in heads:
-        nq, nk, nv = (1.0 if M is None else np.linalg.norm(M, 2) for M in (h.Q, h.K, h.V))
-        b = h.beta * nq * nk
+    for h in heads(model):
+        b, nv = head_norms(h)
         if h.normalized:
             total += nv * (1.0 + b)
         elif b + np.log1p(b) + np.log(max(nv, 1e-300)) > _EXP_MAX:

@@ -153,6 +153,13 @@ class _Problem:
             return np.nan
         return type(self).full_energy(self.grid if grid is None else grid, values, self.energy_beta)
 
+    def energy_from_excess(self, excess, mass):
+        """E_β from e^{-β}(E_β − m²/2β), which the monitor has already computed."""
+        beta = self.energy_beta
+        if beta is None or beta > _EXP_MAX:
+            return np.nan
+        return excess if beta == 0.0 else excess * np.exp(beta) + mass * mass / (2.0 * beta)
+
 
 class _CircleProblem(_Problem):
     make_rate = staticmethod(circle_rate)
@@ -335,9 +342,10 @@ class _Run:
 
     def _record(self, t, y, excess):
         p = self.problem
+        mass = float(p.grid.integrate(y))
         self.t_steps.append(t)
-        self.mass_steps.append(float(p.grid.integrate(y)))
-        self.energy_steps.append(p.energy(y))
+        self.mass_steps.append(mass)
+        self.energy_steps.append(np.nan if excess is None else p.energy_from_excess(excess, mass))
 
     def _solution(self, status, message):
         energy_ok = self.problem.energy_beta is not None and self.problem.energy_beta <= _EXP_MAX

@@ -27,7 +27,7 @@ from scipy.special import ive
 
 from meanfield.continuity import bessel_multipliers
 from meanfield.geometry import project_tangent
-from meanfield.models import _EXP_MAX, MultiHeadAttention, SelfAttention
+from meanfield.models import _EXP_MAX, SelfAttention, heads
 
 from ._exp import FASTMATH, vexp
 
@@ -218,14 +218,6 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None)
     return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
 
 
-def _heads(model):
-    if isinstance(model, MultiHeadAttention):
-        return model.heads
-    if isinstance(model, SelfAttention):
-        return (model,)
-    raise TypeError(f"`model` must be a SelfAttention or MultiHeadAttention, got {type(model).__name__}.")
-
-
 def field(model, points, weights, queries) -> np.ndarray:
     """X[μ](queries) through :func:`pairwise_sums`; same contract as ``model.field``.
 
@@ -233,7 +225,7 @@ def field(model, points, weights, queries) -> np.ndarray:
     :func:`particles.simulate`, which checks its inputs once.
     """
     total = 0.0
-    for h in _heads(model):
+    for h in heads(model):
         num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V)
         if h.normalized:
             total = total + num / den[..., None]
@@ -310,25 +302,10 @@ def _circle_evaluate_points(x, A, D):
     return num, den
 
 
-@nb.njit(parallel=True, cache=True)
 def _circle_evaluate(theta, A, D):
     """The same at angles θ (used for the CDF of circle densities)."""
-    m = theta.size
-    L = A.size - 1
-    num = np.empty(m)
-    den = np.empty(m)
-    for i in nb.prange(m):
-        z = complex(np.cos(theta[i]), np.sin(theta[i]))
-        p = z
-        sn = 0.0
-        sd = D[0].real
-        for k in range(1, L + 1):
-            sn += 2.0 * (A[k] * p).real
-            sd += 2.0 * (D[k] * p).real
-            p *= z
-        num[i] = sn
-        den[i] = sd
-    return num, den
+    theta = np.asarray(theta, dtype=float)
+    return _circle_evaluate_points(np.stack([np.cos(theta), np.sin(theta)], axis=-1), A, D)
 
 
 def circle_spectral_field(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,

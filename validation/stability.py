@@ -45,7 +45,7 @@ import scipy.fft as sfft
 from meanfield import Density, solve
 from meanfield.continuity import _padded_size, bessel_multipliers
 from meanfield.grids.circle import CircleGrid
-from meanfield.models import MultiHeadAttention, SelfAttention
+from meanfield.models import head_norms, heads
 
 from .wasserstein import _quantise_circle_density, _circle_w1
 
@@ -86,24 +86,11 @@ class Stability:
     slack_a_posteriori: float | None
 
 
-def _heads(model):
-    if isinstance(model, MultiHeadAttention):
-        return model.heads
-    if isinstance(model, SelfAttention):
-        return (model,)
-    raise TypeError(f"`model` must be a SelfAttention or MultiHeadAttention, got {type(model).__name__}.")
-
-
-def _norms(h):
-    nq, nk, nv = (1.0 if M is None else float(np.linalg.norm(M, 2)) for M in (h.Q, h.K, h.V))
-    return h.beta * nq * nk, nv
-
-
 def lipschitz_constants(model) -> tuple[float, float]:
     """(L_x, L_μ), the a priori Lipschitz constants of the field (module docstring)."""
     Lx = Lmu = 0.0
-    for h in _heads(model):
-        a, v = _norms(h)
+    for h in heads(model):
+        a, v = head_norms(h)
         if h.normalized:
             Lx += v * (2.0 + a)
             Lmu += v * (1.0 + 2.0 * a) * np.exp(2.0 * a)
@@ -161,8 +148,7 @@ def stability(model, mu0: Density, nu0: Density, t_eval, **solve_kwargs) -> Stab
     with np.errstate(over="ignore"):  # an infinite bound is a vacuous one, reported as such
         bound = 0.5 * np.pi * np.exp((Lx + Lmu) * tau)
     post = None
-    heads = _heads(model)
-    if len(heads) == 1 and heads[0].normalized and model.zonal is not None:
+    if len(heads(model)) == 1 and model.normalized and model.zonal is not None:
         beta_eff, c = model.zonal
         a, v = abs(beta_eff), abs(c)
         rate = np.array([Lx + v * np.exp(a) * (1.0 + 2.0 * a) / _min_normaliser(d, beta_eff) for d in sm.densities])
