@@ -55,7 +55,7 @@ def plot_energy(solution, ax=None, **kwargs):
     if ax is None:
         _, ax = plt.subplots()
     ax.plot(solution.t_steps, solution.energy_steps, **kwargs)
-    for t, n_old, n_new in solution.refinements:
+    for t, _, _ in solution.refinements:
         ax.axvline(t, color="0.7", lw=0.8, ls="--")
     ax.set_xlabel("t")
     ax.set_ylabel("E_β(μ_t)")

@@ -34,8 +34,7 @@ cfl = 0.8 as a stability cap only. Pass ``dt`` for a fixed step.
 from __future__ import annotations
 
 import enum
-import warnings
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.integrate as si

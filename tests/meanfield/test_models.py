@@ -195,8 +195,10 @@ def test_multihead_checks():
 
 
 def test_models_are_immutable():
+    from dataclasses import FrozenInstanceError
+
     m = mf.SelfAttention(1.0, Q=np.eye(2))
-    with pytest.raises(Exception):
+    with pytest.raises(FrozenInstanceError):
         m.beta = 2.0
     with pytest.raises(ValueError):
         m.Q[0, 0] = 5.0

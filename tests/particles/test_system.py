@@ -8,7 +8,6 @@ from scipy.stats import special_ortho_group
 import meanfield as mf
 import particles as pt
 from meanfield import exact
-from particles import clusters
 from validation import observed_order
 
 
