@@ -27,7 +27,8 @@ import numpy as np
 
 from .geometry import check_on_sphere, project_tangent
 
-__all__ = ["SelfAttention", "MultiHeadAttention", "heads", "head_norms", "rate_scale"]
+__all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "heads",
+           "head_norms", "rate_scale"]
 
 #: Largest exponent whose exponential is finite in float64 (log of the largest double).
 _EXP_MAX = float(np.log(np.finfo(float).max))
@@ -46,12 +47,12 @@ def _check_beta(beta) -> float:
     return b
 
 
-def _check_matrix(M, name: str) -> np.ndarray | None:
+def _check_matrix(M, name: str, min_dim: int = 2) -> np.ndarray | None:
     if M is None:
         return None
-    A = np.array(M, dtype=float)  # a private copy, made read-only below
-    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 2:
-        raise ValueError(f"`{name}` must be a square d×d matrix with d >= 2, got shape {A.shape}.")
+    A = np.array(M, dtype=float, ndmin=2)  # a private copy, made read-only below
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < min_dim:
+        raise ValueError(f"`{name}` must be a square d×d matrix with d >= {min_dim}, got shape {np.shape(M)}.")
     if not np.all(np.isfinite(A)):
         raise ValueError(f"`{name}` contains non-finite entries.")
     A.setflags(write=False)
@@ -113,6 +114,8 @@ class SelfAttention:
     K: np.ndarray | None = None
     V: np.ndarray | None = None
     normalized: bool = True
+
+    domain = "sphere"  # where the tokens live (a class constant, not a field)
 
     def __post_init__(self):
         object.__setattr__(self, "beta", _check_beta(self.beta))
@@ -265,12 +268,13 @@ class SelfAttention:
 
 @dataclass(frozen=True, eq=False)
 class MultiHeadAttention:
-    """Multi-head self-attention: the sum over heads of their fields (GLPR (2.7)).
+    """Multi-head attention: the sum over heads of their fields (GLPR (2.7); CACP for R^d).
 
     Parameters
     ----------
-    heads : sequence of SelfAttention
-        At least one head; each carries its own β, Q, K, V and normalisation.
+    heads : sequence of SelfAttention, or of R^d models (Softmax, L2, ...)
+        At least one head, all on the sphere or all in R^d; each carries its
+        own parameters.
     """
 
     heads: tuple[SelfAttention, ...] = dc_field(default_factory=tuple)
@@ -280,8 +284,10 @@ class MultiHeadAttention:
         if not isinstance(heads, tuple) or len(heads) == 0:
             raise ValueError(f"`heads` must be a non-empty sequence of SelfAttention, got {self.heads!r}.")
         for i, h in enumerate(heads):
-            if not isinstance(h, SelfAttention):
-                raise TypeError(f"`heads[{i}]` must be a SelfAttention, got {type(h).__name__}.")
+            if not isinstance(h, (SelfAttention, _EuclideanAttention)):
+                raise TypeError(f"`heads[{i}]` must be an attention model, got {type(h).__name__}.")
+        if len({isinstance(h, SelfAttention) for h in heads}) > 1:
+            raise ValueError("`heads` mixes sphere (SelfAttention) and R^d heads.")
         dims = {h.dim for h in heads if h.dim is not None}
         if len(dims) > 1:
             raise ValueError(f"the heads live in different dimensions: {sorted(dims)}.")
@@ -299,8 +305,14 @@ class MultiHeadAttention:
         """Multi-head models always use the generic (quadrature) path."""
         return None
 
+    @property
+    def domain(self) -> str:
+        return "sphere" if isinstance(self.heads[0], SelfAttention) else "euclidean"
+
     def field(self, points, weights, queries) -> np.ndarray:
         """Σ_h X_h[μ](queries), shape (..., m, d); see :meth:`SelfAttention.field`."""
+        if self.domain == "euclidean":
+            return sum(h.field(points, weights, queries) for h in self.heads)
         points, weights, queries = _check_measure(points, weights, queries)
         for h in self.heads:
             h._check_dim(points.shape[-1])
@@ -312,9 +324,9 @@ def heads(model) -> tuple:
     """The heads of a model: its own tuple for multi-head, ``(model,)`` for one head."""
     if isinstance(model, MultiHeadAttention):
         return model.heads
-    if isinstance(model, SelfAttention):
+    if isinstance(model, (SelfAttention, _EuclideanAttention)):
         return (model,)
-    raise TypeError(f"`model` must be a SelfAttention or MultiHeadAttention, got {type(model).__name__}.")
+    raise TypeError(f"`model` must be an attention model from meanfield.models, got {type(model).__name__}.")
 
 
 def head_norms(head: SelfAttention) -> tuple[float, float]:
@@ -341,3 +353,252 @@ def rate_scale(model) -> float:
         else:
             total += nv * (1.0 + b) * np.exp(b)
     return total
+
+
+# ====================================================================== R^d (CACP, MATH.md §5)
+def _rd_check(points, weights, queries, d_model):
+    points = np.asarray(points, dtype=float)
+    queries = np.asarray(queries, dtype=float)
+    weights = np.asarray(weights, dtype=float)
+    for name, a in (("points", points), ("queries", queries)):
+        if a.ndim < 2:
+            raise ValueError(f"`{name}` must have shape (..., n, d), got {a.shape}.")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
+    if points.shape[-1] != queries.shape[-1]:
+        raise ValueError(f"`points` and `queries` live in different dimensions: {points.shape[-1]} and {queries.shape[-1]}.")
+    if d_model is not None and d_model != points.shape[-1]:
+        raise ValueError(f"the model's matrices are {d_model}×{d_model} but the points live in R^{points.shape[-1]}.")
+    if weights.shape != points.shape[:-1]:
+        raise ValueError(f"`weights` must have shape {points.shape[:-1]} (one per point), got {weights.shape}.")
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("`weights` contains non-finite values (NaN or inf).")
+    return points, weights, queries
+
+
+@dataclass(frozen=True, eq=False)
+class _EuclideanAttention:
+    """Common parts of the R^d models: Q, K, V (None = identity), A = KᵀQ, chunked pairwise sums."""
+
+    Q: np.ndarray | None = None
+    K: np.ndarray | None = None
+    V: np.ndarray | None = None
+
+    def __post_init__(self):
+        dims = set()
+        for name in ("Q", "K", "V"):
+            M = _check_matrix(getattr(self, name), name, min_dim=1)
+            object.__setattr__(self, name, M)
+            if M is not None:
+                dims.add(M.shape[0])
+        if len(dims) > 1:
+            raise ValueError(f"`Q`, `K`, `V` must share one dimension d, got sizes {sorted(dims)}.")
+
+    domain = "euclidean"
+    zonal = None
+
+    @property
+    def dim(self) -> int | None:
+        for M in (self.Q, self.K, self.V):
+            if M is not None:
+                return M.shape[0]
+        return None
+
+    def _mat(self, M, d):
+        return np.eye(d) if M is None else M
+
+    def A(self, d: int) -> np.ndarray:
+        """A = KᵀQ, so that ⟨Qx, Ky⟩ = ⟨Ax, y⟩."""
+        return self._mat(self.K, d).T @ self._mat(self.Q, d)
+
+    def _rows(self, queries, n):
+        m = queries.shape[-2]
+        step = max(1, _CHUNK // max(n, 1))
+        return [slice(i, min(m, i + step)) for i in range(0, m, step)]
+
+    def _softmax_average(self, logits, weights, Vy):
+        """Σ_j w_j e^{s_ij} V y_j / Σ_j w_j e^{s_ij}, max-shifted (weights may carry log-scalings)."""
+        smax = np.max(logits, axis=-1, keepdims=True)
+        e = np.exp(logits - smax) * weights[..., None, :]
+        Z = np.sum(e, axis=-1, keepdims=True)
+        if np.any(Z <= 0):
+            raise ValueError("the softmax normaliser is not positive: the weights must describe a positive measure.")
+        return (e @ Vy) / Z
+
+
+@dataclass(frozen=True, eq=False)
+class Softmax(_EuclideanAttention):
+    r"""Softmax attention in R^d (CACP; MATH.md §5).
+
+    Γ(x) = ∫ V y e^{β⟨Ax, y⟩} dμ(y) / ∫ e^{β⟨Ax, y⟩} dμ(y),  A = KᵀQ.
+
+    ``beta`` (default 1) scales A; MATH.md absorbs it into A.
+    """
+
+    beta: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "beta", _check_beta(self.beta))
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        """Γ at ``queries`` (..., m, d) for μ = Σ w_j δ_{points_j}; no projection (R^d)."""
+        points, weights, queries = _rd_check(points, weights, queries, self.dim)
+        d = points.shape[-1]
+        Vy = points @ self._mat(self.V, d).T
+        Ax = self.beta * queries @ self.A(d).T
+        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d))
+        for sl in self._rows(queries, points.shape[-2]):
+            out[..., sl, :] = self._softmax_average(Ax[..., sl, :] @ np.swapaxes(points, -1, -2), weights, Vy)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class L2(_EuclideanAttention):
+    r"""L2 attention in R^d: Γ(x) = ∫ V y k dμ / ∫ k dμ with k = e^{−|Qx − Ky|²/(2τ)} (MATH.md §3, §5).
+
+    τ = 1/2 gives the kernel e^{−|Qx−Ky|²} written in MATH.md §5; the Gaussian
+    closure of §3 is stated for general τ.
+    """
+
+    tau: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        t = float(self.tau)
+        if not (np.isfinite(t) and t > 0):
+            raise ValueError(f"`tau` must be positive and finite, got {self.tau!r}.")
+        object.__setattr__(self, "tau", t)
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        points, weights, queries = _rd_check(points, weights, queries, self.dim)
+        d = points.shape[-1]
+        Qx = queries @ self._mat(self.Q, d).T
+        Ky = points @ self._mat(self.K, d).T
+        Vy = points @ self._mat(self.V, d).T
+        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d))
+        Ky2 = np.sum(Ky * Ky, axis=-1)
+        for sl in self._rows(queries, points.shape[-2]):
+            q = Qx[..., sl, :]
+            # −|q − k|²/(2τ) = (2⟨q,k⟩ − |k|² − |q|²)/(2τ); |q|² cancels in the normalised average
+            logits = (2.0 * q @ np.swapaxes(Ky, -1, -2) - Ky2[..., None, :]) / (2.0 * self.tau)
+            out[..., sl, :] = self._softmax_average(logits, weights, Vy)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Sinkhorn(_EuclideanAttention):
+    r"""Sinkhorn attention in R^d (CACP; MATH.md §3, §5).
+
+    k^∞ is the limit of alternately normalising k^0(x, y) = e^{−|Qx − Ky|²/(2τ)}
+    over y and over x against μ (Sinkhorn–Knopp), Γ(x) = ∫ V y k^∞(x, y) dμ(y).
+    Since k^0 = a(x) e^{⟨Ax, y⟩/τ} b(y), the limit is e^{⟨Ax,y⟩/τ + f(x) + g(y)}
+    with the symmetric entropic coupling of μ with itself, cost −⟨Ax, y⟩/τ:
+    g is found in the log domain on the support of μ until both marginals
+    are met to ``tol`` (max relative error), and at any query x the field is
+    the softmax of ⟨Ax, y_j⟩/τ + g_j over μ. ``RuntimeError`` if ``max_iter``
+    iterations do not reach ``tol``.
+    """
+
+    tau: float = 1.0
+    tol: float = 1e-13
+    max_iter: int = 100_000
+
+    def __post_init__(self):
+        super().__post_init__()
+        t = float(self.tau)
+        if not (np.isfinite(t) and t > 0):
+            raise ValueError(f"`tau` must be positive and finite, got {self.tau!r}.")
+        object.__setattr__(self, "tau", t)
+
+    def potentials(self, points, weights) -> np.ndarray:
+        """g (shape (..., n)): log-scalings with Σ_j w_j e^{S_ij + f_i + g_j} = 1 for both marginals."""
+        from scipy.special import logsumexp
+
+        d = points.shape[-1]
+        S = (points @ self.A(d).T) @ np.swapaxes(points, -1, -2) / self.tau  # S_ij = ⟨Ax_i, x_j⟩/τ
+        logw = np.log(np.where(weights > 0, weights, np.finfo(float).tiny))
+        f = np.zeros(points.shape[:-1])
+        g = np.zeros(points.shape[:-1])
+        for _ in range(self.max_iter):
+            f = -logsumexp(S + (g + logw)[..., None, :], axis=-1)
+            g = -logsumexp(S + (f + logw)[..., :, None], axis=-2)
+            row = logsumexp(S + (g + logw)[..., None, :], axis=-1) + f
+            if np.max(np.abs(np.expm1(row))) <= self.tol:
+                return g
+        raise RuntimeError(f"Sinkhorn did not reach tol = {self.tol:g} in {self.max_iter} iterations.")
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        points, weights, queries = _rd_check(points, weights, queries, self.dim)
+        d = points.shape[-1]
+        g = self.potentials(points, weights)
+        Vy = points @ self._mat(self.V, d).T
+        Ax = queries @ self.A(d).T / self.tau
+        w_eff = weights * np.exp(g - np.max(g, axis=-1, keepdims=True))
+        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d))
+        for sl in self._rows(queries, points.shape[-2]):
+            out[..., sl, :] = self._softmax_average(Ax[..., sl, :] @ np.swapaxes(points, -1, -2), w_eff, Vy)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Sigmoid(_EuclideanAttention):
+    r"""Sigmoid attention in R^d: Γ(x) = ∫ V y σ(⟨Ax, y⟩ + b) dμ(y), no normalisation (MATH.md §5)."""
+
+    b: float = 0.0
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        from scipy.special import expit
+
+        points, weights, queries = _rd_check(points, weights, queries, self.dim)
+        d = points.shape[-1]
+        Vy = points @ self._mat(self.V, d).T
+        Ax = queries @ self.A(d).T
+        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d))
+        for sl in self._rows(queries, points.shape[-2]):
+            s = expit(Ax[..., sl, :] @ np.swapaxes(points, -1, -2) + self.b) * weights[..., None, :]
+            out[..., sl, :] = s @ Vy
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Masked(_EuclideanAttention):
+    r"""Causal (masked) softmax attention on [0, 1] × R^d (CACP; MATH.md §5).
+
+    Points are (τ, y) ∈ R^{1+d}, the first coordinate the position in the
+    sequence; Γ(s, x) = (0, ∫ V y e^{β⟨Ax,y⟩} 1_{τ<=s} dμ̄ / ∫ e^{β⟨Ax,y⟩} 1_{τ<=s} dμ̄).
+    Q, K, V act on the R^d part. A query with no point at τ <= s gets zero.
+    """
+
+    beta: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "beta", _check_beta(self.beta))
+
+    @property
+    def dim(self) -> int | None:
+        d = super().dim
+        return None if d is None else d + 1
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        points, weights, queries = _rd_check(points, weights, queries, self.dim)
+        d = points.shape[-1] - 1
+        tau, y = points[..., 0], points[..., 1:]
+        s, x = queries[..., 0], queries[..., 1:]
+        Vy = y @ self._mat(self.V, d).T
+        Ax = self.beta * x @ self.A(d).T
+        out = np.zeros(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d + 1))
+        for sl in self._rows(queries, points.shape[-2]):
+            logits = Ax[..., sl, :] @ np.swapaxes(y, -1, -2)
+            allowed = tau[..., None, :] <= s[..., sl, None]
+            logits = np.where(allowed, logits, -np.inf)
+            smax = np.max(logits, axis=-1, keepdims=True)
+            smax = np.where(np.isfinite(smax), smax, 0.0)
+            e = np.exp(logits - smax) * weights[..., None, :]
+            Z = np.sum(e, axis=-1, keepdims=True)
+            out[..., sl, 1:] = np.where(Z > 0, (e @ Vy) / np.where(Z > 0, Z, 1.0), 0.0)
+        return out
+
+
+EUCLIDEAN_MODELS = (Softmax, L2, Sinkhorn, Sigmoid, Masked)

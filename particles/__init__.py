@@ -8,6 +8,6 @@ clusters               clustering statistics of GLPR §6.3
 
 from . import clusters, kernels, sampling
 from .sampling import orthogonal, sample, uniform_sphere
-from .system import Trajectory, simulate
+from .system import Trajectory, rescaled, simulate
 
-__all__ = ["simulate", "Trajectory", "kernels", "sampling", "clusters", "uniform_sphere", "orthogonal", "sample"]
+__all__ = ["simulate", "Trajectory", "rescaled", "kernels", "sampling", "clusters", "uniform_sphere", "orthogonal", "sample"]

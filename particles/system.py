@@ -27,12 +27,12 @@ from tqdm.auto import tqdm
 
 from meanfield.density import Density
 from meanfield.geometry import check_on_sphere
-from meanfield.models import MultiHeadAttention, SelfAttention, rate_scale
+from meanfield.models import EUCLIDEAN_MODELS, MultiHeadAttention, SelfAttention, rate_scale
 
 from . import kernels
 from .sampling import sample
 
-__all__ = ["simulate", "Trajectory"]
+__all__ = ["simulate", "Trajectory", "rescaled"]
 
 METHODS = ("rk4", "rk45", "dop853")
 PATHS = ("auto", "pairwise", "spectral", "fused")
@@ -69,9 +69,16 @@ class Trajectory:
     field_error_bound: float
 
 
-def _initial(x0, rng):
+def _initial(x0, rng, sphere=True):
     if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Density):
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
+    if not sphere:
+        x = np.array(x0, dtype=float)
+        if x.ndim not in (2, 3) or x.shape[-2] < 1:
+            raise ValueError(f"`x0` must have shape (n, d) or (batch, n, d), got {x.shape}.")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("`x0` contains non-finite values (NaN or inf).")
+        return x
     x = check_on_sphere(x0, "x0")
     if x.ndim not in (2, 3):
         raise ValueError(f"`x0` must have shape (n, d) or (batch, n, d), got {x.shape}.")
@@ -103,15 +110,17 @@ def simulate(
     rtol: float = 1e-10,
     atol: float = 1e-12,
     path: str = "auto",
+    weights=None,
 ) -> Trajectory:
     r"""Simulate n particles ẋ_i = X[μ^n](x_i) on the sphere.
 
     Parameters
     ----------
-    model : SelfAttention or MultiHeadAttention
+    model : SelfAttention, MultiHeadAttention, or an R^d model (Softmax, L2, Sinkhorn, Sigmoid, Masked)
     x0 : array_like, shape (n, d) or (batch, n, d), or tuple
-        Initial unit vectors (checked to 1e-8, then normalised exactly); a
-        batch axis runs independent realisations together. A tuple
+        Initial positions: unit vectors on the sphere (checked to 1e-8, then
+        normalised exactly), any finite points for R^d models (no
+        projection); a batch axis runs independent realisations together. A tuple
         ``(density, n)`` or ``(density, n, batch)`` draws iid initial points
         from a :class:`meanfield.Density` with ``rng``.
     t_eval : array_like, shape (T,)
@@ -128,6 +137,9 @@ def simulate(
         tqdm progress bar.
     rtol, atol : float
         Tolerances of the adaptive methods.
+    weights : array_like, shape (n,) or x0.shape[:-1], optional
+        Particle weights (default 1/n each), e.g. a Gauss–Hermite rule; the
+        empirical measure is Σ w_i δ_{x_i}.
     path : {"auto", "pairwise", "spectral", "fused"}
         Field strategy: the fused pairwise kernel; (Q = qI, K = kI, V = cI on
         the circle) the O(nL) spectral sum; or, for RK4 with one head,
@@ -140,14 +152,15 @@ def simulate(
     -------
     Trajectory
     """
-    if not isinstance(model, (SelfAttention, MultiHeadAttention)):
-        raise TypeError(f"`model` must be a SelfAttention or MultiHeadAttention, got {type(model).__name__}.")
+    if not isinstance(model, (SelfAttention, MultiHeadAttention, *EUCLIDEAN_MODELS)):
+        raise TypeError(f"`model` must be an attention model from meanfield.models, got {type(model).__name__}.")
+    sphere = model.domain == "sphere"
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     if path not in PATHS:
         raise ValueError(f"`path` must be one of {PATHS}, got {path!r}.")
     t_eval = _check_t_eval(t_eval)
-    x = _initial(x0, rng)
+    x = _initial(x0, rng, sphere)
     n, d = x.shape[-2], x.shape[-1]
     if model.dim is not None and model.dim != d:
         raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
@@ -161,21 +174,33 @@ def simulate(
             raise ValueError(f"`{name}` must be positive, got {v!r}.")
 
     zonal = model.zonal
+    if not sphere and path not in ("auto", "pairwise"):
+        raise ValueError(f"R^d models use the pairwise path (model.field); got path {path!r}.")
     use_spectral = path == "spectral" or (path == "auto" and d == 2 and zonal is not None and n >= SPECTRAL_FROM)
     if use_spectral and (d != 2 or zonal is None):
         raise ValueError(f"the spectral path needs the circle (d = 2) and Q = qI, K = kI, V = cI; got d = {d}, {model!r}.")
     single_head = isinstance(model, SelfAttention)
-    use_fused = path == "fused" or (
-        path == "auto" and not use_spectral and method == "rk4" and single_head and x.ndim == 3 and n <= FUSED_UP_TO
-    )
-    if use_fused and (method != "rk4" or not single_head):
-        raise ValueError(f"the fused path runs RK4 for a single SelfAttention head; got method {method!r}, {model!r}.")
-    w = np.full(x.shape[:-1], 1.0 / n)
+    auto_fused = (path == "auto" and sphere and weights is None and not use_spectral and method == "rk4"
+                  and single_head and x.ndim == 3 and n <= FUSED_UP_TO)
+    use_fused = path == "fused" or auto_fused
+    if use_fused and (method != "rk4" or not single_head or weights is not None):
+        raise ValueError(
+            "the fused path runs RK4 for a single SelfAttention head with equal weights; got "
+            f"method {method!r}, {model!r}, weights {'given' if weights is not None else 'equal'}."
+        )
+    if weights is None:
+        w = np.full(x.shape[:-1], 1.0 / n)
+    else:
+        w = np.broadcast_to(np.asarray(weights, dtype=float), x.shape[:-1]).copy()
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError("`weights` must be finite and non-negative.")
     state = {"nfev": 0, "bound": 0.0}
 
     def velocity(y):
-        y = y / np.linalg.norm(y, axis=-1, keepdims=True)
         state["nfev"] += 1
+        if not sphere:
+            return model.field(y, w, y)
+        y = y / np.linalg.norm(y, axis=-1, keepdims=True)
         if not use_spectral:
             return kernels.field(model, y, w, y)
         flat = y.reshape(-1, n, 2)
@@ -188,7 +213,7 @@ def simulate(
     bar = tqdm(total=float(t_eval[-1] - t_eval[0]), disable=not progress, unit="t", leave=False)
     try:
         if method == "rk4":
-            h = dt if dt is not None else 0.05 / max(rate_scale(model), 1e-300)
+            h = dt if dt is not None else (0.05 / max(rate_scale(model), 1e-300) if sphere else 0.01)
             if not h > 0:
                 raise ValueError(
                     f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`."
@@ -197,9 +222,9 @@ def simulate(
                 xs, nsteps = _rk4_fused(model, x, t_eval, h, bar)
                 state["nfev"] = 4 * nsteps
             else:
-                xs, nsteps = _rk4(velocity, x, t_eval, h, bar)
+                xs, nsteps = _rk4(velocity, x, t_eval, h, bar, sphere)
         else:
-            xs, nsteps = _adaptive(velocity, x, t_eval, method, rtol, atol, bar)
+            xs, nsteps = _adaptive(velocity, x, t_eval, method, rtol, atol, bar, sphere)
     finally:
         bar.close()
     return Trajectory(
@@ -228,7 +253,7 @@ def _steps(interval, h):
     return nsteps, interval / nsteps
 
 
-def _rk4(f, x, t_eval, h, bar):
+def _rk4(f, x, t_eval, h, bar, sphere=True):
     out = np.empty((t_eval.size,) + x.shape)
     out[0] = x
     total = 0
@@ -239,7 +264,8 @@ def _rk4(f, x, t_eval, h, bar):
             k2 = f(x + 0.5 * step * k1)
             k3 = f(x + 0.5 * step * k2)
             k4 = f(x + step * k3)
-            x = _normalise(x + (step / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
+            x = x + (step / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+            x = _normalise(x) if sphere else x
             _check_finite(x, t_eval[k - 1] + (s + 1) * step)
             bar.update(step)
         total += nsteps
@@ -262,7 +288,7 @@ def _rk4_fused(model, x, t_eval, h, bar):
     return (out if x.ndim == 3 else out[:, 0]), total
 
 
-def _adaptive(f, x, t_eval, method, rtol, atol, bar):
+def _adaptive(f, x, t_eval, method, rtol, atol, bar, sphere=True):
     """scipy's embedded pair step by step; outputs from its dense output, projected."""
     shape = x.shape
     solver_cls = {"rk45": RK45, "dop853": DOP853}[method]
@@ -280,7 +306,28 @@ def _adaptive(f, x, t_eval, method, rtol, atol, bar):
         if k < t_eval.size and t_eval[k] <= solver.t:
             dense = solver.dense_output()
             while k < t_eval.size and t_eval[k] <= solver.t:
-                out[k] = _normalise(dense(t_eval[k]).reshape(shape))
+                out[k] = dense(t_eval[k]).reshape(shape)
+                out[k] = _normalise(out[k]) if sphere else out[k]
                 _check_finite(out[k], t_eval[k])
                 k += 1
     return out, nsteps
+
+
+def rescaled(t, x, V) -> np.ndarray:
+    r"""The rescaled frame z(t) = e^{−tV} x(t) (GLPR §9.2), where the clustering geometry shows.
+
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+    x : array_like, shape (T, ..., n, d)
+        Positions over time (a Trajectory's ``x``).
+    V : array_like, shape (d, d)
+    """
+    from scipy.linalg import expm
+
+    t = np.asarray(t, dtype=float)
+    x = np.asarray(x, dtype=float)
+    V = np.asarray(V, dtype=float)
+    if x.shape[0] != t.size or V.shape != (x.shape[-1], x.shape[-1]):
+        raise ValueError(f"need x of shape (len(t), ..., n, d) and V of shape (d, d); got {x.shape} and {V.shape}.")
+    return np.stack([xk @ expm(-tk * V).T for tk, xk in zip(t, x)])

@@ -31,8 +31,9 @@ along a computed solution the actual minimum is known, and
 L_μ(t) = v e^{a}(1 + 2a)/min_x Z_{μ_t}(x) is still a rigorous bound
 (computed here for zonal SA on the circle, where K_β*μ_t is spectral).
 
-R^d: the support-radius bound R(t) <= exp(∫‖V‖) R_0 (CACP) needs the R^d
-solver (issue 6) and is not implemented yet.
+R^d: the support-radius bound R(t) <= exp(∫‖V‖) R_0 (CACP) for particle
+systems, :func:`support_radius_bound` (the R^d density solver of issue 6 is
+not implemented yet).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from meanfield.models import head_norms, heads
 
 from .wasserstein import _quantise_circle_density, _circle_w1
 
-__all__ = ["Stability", "stability", "lipschitz_constants"]
+__all__ = ["Stability", "stability", "lipschitz_constants", "support_radius", "support_radius_bound"]
 
 
 @dataclass(frozen=True)
@@ -161,3 +162,27 @@ def stability(model, mu0: Density, nu0: Density, t_eval, **solve_kwargs) -> Stab
     slack_post = float(np.min(post[later] / ratio[later])) if post is not None and later.any() else None
     return Stability(t=t_eval, distance=dist, ratio=ratio, bound=bound, bound_a_posteriori=post, L_x=Lx, L_mu=Lmu,
                      slack=slack, slack_a_posteriori=slack_post)
+
+
+def support_radius(x) -> np.ndarray:
+    """max_i |x_i| for positions (..., n, d) → shape (...)."""
+    return np.max(np.linalg.norm(np.asarray(x, dtype=float), axis=-1), axis=-1)
+
+
+def support_radius_bound(model, t, radius0: float) -> np.ndarray:
+    r"""R(t) <= exp(∫_0^t ‖V‖ ds) R_0 = e^{‖V‖ t} R_0 for constant V (CACP; MATH.md §4).
+
+    Softmax, L2, Sinkhorn and masked attention move x by V times a convex
+    combination of the tokens, and sigmoid attention by V times a
+    combination with coefficients in [0, 1] summing to at most 1, so
+    |ẋ| <= ‖V‖ R(t) and Grönwall gives the bound. Multi-head: the sum of the
+    heads' ‖V‖.
+    """
+    from meanfield.models import EUCLIDEAN_MODELS
+
+    total = 0.0
+    for h in heads(model):
+        if not isinstance(h, EUCLIDEAN_MODELS):
+            raise TypeError(f"the support-radius bound is for R^d models, got {type(h).__name__}.")
+        total += 1.0 if h.V is None else float(np.linalg.norm(h.V, 2))
+    return np.exp(total * np.asarray(t, dtype=float)) * float(radius0)

@@ -1,0 +1,152 @@
+r"""Exact Gaussian closures in R^d (MATH.md §3; CACP).
+
+For attention whose field is affine on Gaussian data, N(α, Σ) stays Gaussian
+and its mean and covariance solve ODEs. With A = KᵀQ (β folded into A) and
+an affine field Γ(x) = M x + c, α̇ = Mα + c and Σ̇ = MΣ + ΣMᵀ:
+
+- softmax: the tilt e^{⟨Ax,y⟩} N(α, Σ) ∝ N(α + ΣAx, Σ), so Γ(x) = V(α + ΣAx),
+  α̇ = V(α + ΣAα), Σ̇ = VΣAΣ + ΣAᵀΣVᵀ (with V = I, Σ(t) = (Σ_0⁻¹ − (A + Aᵀ)t)⁻¹);
+- L2, kernel e^{−|Qx−Ky|²/(2τ)}: Σ̃ = (Σ⁻¹ + KᵀK/τ)⁻¹, Γ(x) = VΣ̃(Σ⁻¹α + Ax/τ);
+- Sinkhorn, cost −⟨Ax, y⟩/τ: Ã = Σ^{1/2}(A/τ)Σ^{1/2}, C̃ = 2Ã(I + (I + 4ÃᵀÃ)^{1/2})⁻¹,
+  C = Σ^{1/2}C̃Σ^{1/2}, Γ(x) = V(α + CΣ⁻¹(x − α)), so α̇ = Vα, Σ̇ = VC + CᵀVᵀ;
+- multi-head softmax: the sum of the heads' affine fields.
+
+The conventions are those of :mod:`meanfield.models` (Softmax with its β, L2
+and Sinkhorn with τ), so the closures and the particle systems describe the
+same dynamics; the tests check them against Gauss–Hermite weighted particles.
+Finite-time blow-up (Σ leaving every bounded set, as for softmax when A + Aᵀ
+has a positive direction) is detected and reported with its time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.linalg import sqrtm
+
+from .models import L2, MultiHeadAttention, Sinkhorn, Softmax
+
+__all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_density", "gauss_hermite"]
+
+
+def _check_gaussian(mean, cov):
+    mean = np.atleast_1d(np.asarray(mean, dtype=float))
+    cov = np.atleast_2d(np.asarray(cov, dtype=float))
+    d = mean.size
+    if mean.ndim != 1:
+        raise ValueError(f"`mean` must be a vector, got shape {mean.shape}.")
+    if cov.shape != (d, d):
+        raise ValueError(f"`cov` must be {d}×{d} to match the mean, got {cov.shape}.")
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
+        raise ValueError("`mean` and `cov` must be finite.")
+    if not np.allclose(cov, cov.T, rtol=0, atol=1e-12 * max(1.0, np.abs(cov).max())):
+        raise ValueError("`cov` must be symmetric.")
+    if np.linalg.eigvalsh(cov).min() <= 0:
+        raise ValueError("`cov` must be positive definite (a singular covariance has no density).")
+    return mean, cov
+
+
+def _mats(model, d):
+    return (model._mat(model.Q, d), model._mat(model.K, d), model._mat(model.V, d))
+
+
+def affine_field(model, mean, cov):
+    """(M, c) with Γ(x) = M x + c for the Gaussian N(mean, cov) (module docstring)."""
+    d = mean.size
+    heads = model.heads if isinstance(model, MultiHeadAttention) else (model,)
+    M = np.zeros((d, d))
+    c = np.zeros(d)
+    for h in heads:
+        Q, K, V = _mats(h, d)
+        A = K.T @ Q
+        if isinstance(h, Softmax):
+            M += h.beta * V @ cov @ A
+            c += V @ mean
+        elif isinstance(h, L2):
+            St = np.linalg.inv(np.linalg.inv(cov) + K.T @ K / h.tau)
+            M += V @ St @ A / h.tau
+            c += V @ St @ np.linalg.solve(cov, mean)
+        elif isinstance(h, Sinkhorn):
+            R = np.real(sqrtm(cov))
+            At = R @ (A / h.tau) @ R
+            Ct = 2.0 * At @ np.linalg.inv(np.eye(d) + np.real(sqrtm(np.eye(d) + 4.0 * At.T @ At)))
+            C = R @ Ct @ R
+            G = C @ np.linalg.inv(cov)
+            M += V @ G
+            c += V @ (mean - G @ mean)
+        else:
+            raise TypeError(f"no Gaussian closure for {type(h).__name__} (softmax, L2, Sinkhorn and their multi-head sums).")
+    return M, c
+
+
+@dataclass(frozen=True)
+class GaussianSolution:
+    """Mean and covariance over time.
+
+    Attributes
+    ----------
+    t : ndarray, shape (T,)
+    mean : ndarray, shape (T, d)
+    cov : ndarray, shape (T, d, d)
+    blowup_time : float or None
+        Where Σ left every bounded set (its norm exceeded ``blowup`` × ‖Σ_0‖),
+        the time; the arrays then stop there. None if it did not happen.
+    """
+
+    t: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    blowup_time: float | None
+
+
+def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float = 1e-14,
+                   blowup: float = 1e8) -> GaussianSolution:
+    """Integrate the mean/covariance ODEs (DOP853) from N(mean0, cov0) at ``t_eval`` (increasing, from t_0)."""
+    mean0, cov0 = _check_gaussian(mean0, cov0)
+    t_eval = np.asarray(t_eval, dtype=float)
+    if t_eval.ndim != 1 or t_eval.size < 2 or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("`t_eval` must be strictly increasing with at least two times.")
+    d = mean0.size
+    limit = blowup * np.linalg.norm(cov0, 2)
+
+    def rhs(_, y):
+        m, S = y[:d], y[d:].reshape(d, d)
+        S = 0.5 * (S + S.T)
+        M, c = affine_field(model, m, S)
+        return np.concatenate([M @ m + c, (M @ S + S @ M.T).ravel()])
+
+    def escape(_, y):
+        return limit - np.linalg.norm(y[d:].reshape(d, d), 2)
+
+    escape.terminal = True
+    sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), np.concatenate([mean0, cov0.ravel()]), method="DOP853",
+                    t_eval=t_eval, rtol=rtol, atol=atol, events=escape)
+    blow = float(sol.t_events[0][0]) if sol.t_events[0].size else None
+    if sol.status == -1:
+        raise RuntimeError(f"the Gaussian ODEs failed: {sol.message}")
+    cov = sol.y[d:].T.reshape(-1, d, d)
+    return GaussianSolution(t=sol.t, mean=sol.y[:d].T, cov=0.5 * (cov + np.swapaxes(cov, 1, 2)), blowup_time=blow)
+
+
+def gauss_hermite(mean, cov, points_per_dim: int = 12):
+    """Tensor Gauss–Hermite rule for N(mean, cov): (nodes (n, d), weights (n,)), exact for polynomials of degree < 2k."""
+    mean, cov = _check_gaussian(mean, cov)
+    d = mean.size
+    z, w = np.polynomial.hermite_e.hermegauss(points_per_dim)  # weight e^{-z²/2}
+    w = w / w.sum()
+    grids = np.meshgrid(*([z] * d), indexing="ij")
+    Z = np.stack([g.ravel() for g in grids], axis=-1)
+    W = np.prod(np.meshgrid(*([w] * d), indexing="ij"), axis=0).ravel()
+    L = np.linalg.cholesky(cov)
+    return mean + Z @ L.T, W
+
+
+def gaussian_density(points, mean, cov) -> np.ndarray:
+    """The density of N(mean, cov) at points (..., d)."""
+    mean, cov = _check_gaussian(mean, cov)
+    x = np.asarray(points, dtype=float) - mean
+    sol = np.linalg.solve(cov, np.moveaxis(x, -1, 0).reshape(mean.size, -1)).T.reshape(x.shape)
+    norm = np.sqrt((2 * np.pi) ** mean.size * np.linalg.det(cov))
+    return np.exp(-0.5 * np.sum(x * sol, axis=-1)) / norm
