@@ -18,9 +18,9 @@ exact                               closed-form solutions (oracles)
 
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from . import exact
+from . import exact, gaussian
 from .density import Density
-from .grids import CircleGrid, SphereGrid
+from .grids import CircleGrid, EuclideanGrid, SphereGrid
 from .models import MultiHeadAttention, SelfAttention
 from .monitor import ResolutionError, ResolutionMonitor
 from .solve import Solution, Status, solve
@@ -35,6 +35,7 @@ __all__ = [
     "MultiHeadAttention",
     "CircleGrid",
     "SphereGrid",
+    "EuclideanGrid",
     "Density",
     "solve",
     "Solution",
@@ -42,5 +43,6 @@ __all__ = [
     "ResolutionError",
     "ResolutionMonitor",
     "exact",
+    "gaussian",
     "__version__",
 ]

@@ -74,6 +74,8 @@ class ResolutionMonitor:
         vmin = float(np.min(values))
         if vmin < -self.neg_tol * mean:
             return f"the density is negative (min {vmin:.3g}, mean {mean:.3g})"
+        if hasattr(grid, "check_resolution"):  # finite volumes: widths against cells
+            return grid.check_resolution(values)
         tail = grid.spectral_tail(values)
         if not tail <= self.tail_tol:
             return f"the spectral tail {tail:.3g} exceeds tail_tol = {self.tail_tol:g} on {grid!r}"

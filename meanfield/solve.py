@@ -34,6 +34,7 @@ cfl = 0.8 as a stability cap only. Pass ``dt`` for a fixed step.
 from __future__ import annotations
 
 import enum
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,8 +45,9 @@ from .continuity import circle_energy, circle_excess_energy, circle_rate
 from .continuity_sphere import sphere_energy, sphere_excess_energy, sphere_rate
 from .density import Density
 from .grids.circle import CircleGrid
+from .grids.euclidean import EuclideanGrid
 from .grids.sphere import SphereGrid
-from .models import MultiHeadAttention, SelfAttention, _EXP_MAX, rate_scale
+from .models import EUCLIDEAN_MODELS, MultiHeadAttention, SelfAttention, _EXP_MAX, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 
 __all__ = ["solve", "Solution", "Status"]
@@ -167,6 +169,27 @@ class _CircleProblem(_Problem):
     default_max = 16384
 
 
+def _finite_volume(model, grid, path):
+    from .continuity_euclidean import FiniteVolume
+
+    return FiniteVolume(grid, model, {"auto": "auto", "quadrature": "direct", "spectral": "auto"}[path])
+
+
+class _EuclideanProblem(_Problem):
+    """Finite volumes in R^d: no energy, no refinement, mass leaving the box reported."""
+
+    make_rate = staticmethod(_finite_volume)
+    default_max = 0
+
+    def __init__(self, model, grid, path):
+        if path not in ("auto", "spectral", "quadrature"):
+            raise ValueError(f"`path` must be 'auto', 'spectral' or 'quadrature', got {path!r}.")
+        self.model, self.grid, self.path_requested = model, grid, path
+        self.rate = _finite_volume(model, grid, path)
+        self.path = self.rate.path
+        self.energy_beta, self.energy_sign, self.strain_bound = None, 0.0, 0.0
+
+
 class _SphereProblem(_Problem):
     make_rate = staticmethod(sphere_rate)
     excess = staticmethod(sphere_excess_energy)
@@ -174,7 +197,7 @@ class _SphereProblem(_Problem):
     default_max = 256
 
 
-_PROBLEMS = {CircleGrid: _CircleProblem, SphereGrid: _SphereProblem}
+_PROBLEMS = {CircleGrid: _CircleProblem, SphereGrid: _SphereProblem, EuclideanGrid: _EuclideanProblem}
 
 
 # --------------------------------------------------------------------- validation
@@ -217,7 +240,7 @@ def solve(
     mu0: Density,
     t_span,
     t_eval=None,
-    method: str = "rk4",
+    method: str | None = None,
     dt: float | None = None,
     progress: bool = False,
     *,
@@ -243,8 +266,9 @@ def solve(
         Start and end times, t1 > t0.
     t_eval : array_like, optional
         Increasing output times within ``t_span`` (default: the two ends).
-    method : {"rk4", "ssprk3", "rk45", "dop853"}
-        Time integrator (module docstring).
+    method : {"rk4", "ssprk3", "rk45", "dop853"}, optional
+        Time integrator (module docstring); default "rk4" on the circle and
+        S², "ssprk3" for finite volumes in R^d (positivity preserving).
     dt : float, optional
         Fixed step for "rk4"/"ssprk3" (the last step before an output time
         is shortened to land on it). Default: the CFL step.
@@ -278,8 +302,8 @@ def solve(
         When the state is no longer resolved and cannot be refined; its
         ``solution`` holds what was computed up to its ``t``.
     """
-    if not isinstance(model, (SelfAttention, MultiHeadAttention)):
-        raise TypeError(f"`model` must be a SelfAttention or MultiHeadAttention, got {type(model).__name__}.")
+    if not isinstance(model, (SelfAttention, MultiHeadAttention, *EUCLIDEAN_MODELS)):
+        raise TypeError(f"`model` must be an attention model from meanfield.models, got {type(model).__name__}.")
     if not isinstance(mu0, Density):
         raise TypeError(f"`mu0` must be a Density, got {type(mu0).__name__}.")
     if type(mu0.grid) not in _PROBLEMS:
@@ -289,16 +313,32 @@ def solve(
             f"the model's matrices are {model.dim}×{model.dim} but the density lives on "
             f"{mu0.grid!r} in R^{mu0.grid.dim}."
         )
+    euclidean = isinstance(mu0.grid, EuclideanGrid)
+    if (model.domain == "euclidean") != euclidean:
+        raise ValueError(f"{model!r} lives on the {model.domain}, but the density is on {mu0.grid!r}.")
+    method = ("ssprk3" if euclidean else "rk4") if method is None else method
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    if euclidean and refine:
+        raise ValueError("finite-volume grids are not refined: pass refine=False and a finer grid.")
+    if euclidean:
+        edge = mu0.grid.boundary_mass(mu0.values) / mu0.mass()
+        if edge > 1e-6:
+            raise ValueError(
+                f"the box of {mu0.grid!r} is too small for the data: its boundary cells hold {edge:.2e} of the "
+                "mass (more than 1e-6), which would leave at once; enlarge the box."
+            )
     t0, t1, t_eval = _check_times(t_span, t_eval)
     dt = _positive("dt", dt, allow_none=True)
     if dt is not None and method in _ADAPTIVE:
         raise ValueError(f"`dt` fixes the step of 'rk4'/'ssprk3'; method {method!r} chooses its own.")
-    cfl = (0.1 if method in _FIXED else 0.8) if cfl is None else _positive("cfl", cfl)
+    if cfl is None:
+        cfl = 0.4 if euclidean else (0.1 if method in _FIXED else 0.8)
+    else:
+        cfl = _positive("cfl", cfl)
     rtol, atol = _positive("rtol", rtol), _positive("atol", atol)
     kind = _PROBLEMS[type(mu0.grid)]
-    max_n = kind.default_max if max_n is None else max_n
+    max_n = (mu0.grid.n if euclidean else kind.default_max) if max_n is None else max_n
     if isinstance(max_n, bool) or not isinstance(max_n, (int, np.integer)) or max_n < mu0.grid.n:
         raise ValueError(f"`max_n` must be an integer >= the initial resolution {mu0.grid.n}, got {max_n!r}.")
     monitor = ResolutionMonitor() if monitor is None else monitor
@@ -321,6 +361,7 @@ class _Run:
         self.t0 = t0
         self.progress = progress
         self.speeds = (0.0, 0.0)
+        self.warned_outflow = False
 
     # --- helpers
     def _f(self, y):
@@ -342,6 +383,16 @@ class _Run:
     def _record(self, t, y, excess):
         p = self.problem
         mass = float(p.grid.integrate(y))
+        if self.mass_steps and not self.warned_outflow and isinstance(p.grid, EuclideanGrid):
+            lost = self.mass_steps[0] - mass
+            if lost > 1e-8 * self.mass_steps[0]:
+                self.warned_outflow = True
+                warnings.warn(
+                    f"{lost:.3g} of the mass ({lost / self.mass_steps[0]:.2e} relative) has left the box "
+                    f"{p.grid!r} by t = {t:.6g}; enlarge the box (Solution.mass keeps the account).",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
         self.t_steps.append(t)
         self.mass_steps.append(mass)
         self.energy_steps.append(np.nan if excess is None else p.energy_from_excess(excess, mass))
