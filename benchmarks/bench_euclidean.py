@@ -33,7 +33,7 @@ def main():
     for model, n, target, how in ((L2(Q=np.diag([1.0, 0.7]), K=np.diag([1.0, 0.7])), 256, "< 50 ms", "fft"),
                                   (softmax, 128, "< 2 s", "direct"), (softmax, 128, "< 2 s", "separable")):
         g = mf.EuclideanGrid([(-4, 4), (-4, 4)], n)
-        rho = G.gaussian_density(g.points, m0, S0)
+        rho = G.gaussian_pdf(g.points, m0, S0)
         fv = FiniteVolume(g, model, how)
         t = best(lambda: fv.rate_and_speeds(rho), repeat=5 if n == 256 else 3)
         print(f"{type(model).__name__:8s} {n}x{n} ({fv.path}): one RHS {t * 1e3:8.1f} ms  (target {target})")

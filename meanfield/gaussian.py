@@ -28,7 +28,7 @@ from scipy.linalg import sqrtm
 
 from .models import L2, MultiHeadAttention, Sinkhorn, Softmax
 
-__all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_density", "gauss_hermite"]
+__all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
 
 
 def _check_gaussian(mean, cov):
@@ -91,8 +91,10 @@ class GaussianSolution:
     mean : ndarray, shape (T, d)
     cov : ndarray, shape (T, d, d)
     blowup_time : float or None
-        Where Σ left every bounded set (its norm exceeded ``blowup`` × ‖Σ_0‖),
-        the time; the arrays then stop there. None if it did not happen.
+        Where Σ left every bounded set (its norm exceeded ``blowup`` × ‖Σ_0‖,
+        or the integrator's step collapsed while Σ had grown over 10³-fold),
+        the time (the last output before it); the arrays stop there. None if
+        it did not happen.
     """
 
     t: np.ndarray
@@ -125,7 +127,12 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
                     t_eval=t_eval, rtol=rtol, atol=atol, events=escape)
     blow = float(sol.t_events[0][0]) if sol.t_events[0].size else None
     if sol.status == -1:
-        raise RuntimeError(f"the Gaussian ODEs failed: {sol.message}")
+        last = np.linalg.norm(sol.y[d:, -1].reshape(d, d), 2) if sol.y.size else 0.0
+        growth = last / np.linalg.norm(cov0, 2)
+        if growth < 1e3:
+            raise RuntimeError(f"the Gaussian ODEs failed at t = {sol.t[-1] if sol.t.size else t_eval[0]:.6g}: {sol.message}")
+        # the step size collapsed while Σ exploded between two outputs: a blow-up the event could not bracket
+        blow = float(sol.t[-1])
     cov = sol.y[d:].T.reshape(-1, d, d)
     return GaussianSolution(t=sol.t, mean=sol.y[:d].T, cov=0.5 * (cov + np.swapaxes(cov, 1, 2)), blowup_time=blow)
 
@@ -143,7 +150,17 @@ def gauss_hermite(mean, cov, points_per_dim: int = 12):
     return mean + Z @ L.T, W
 
 
-def gaussian_density(points, mean, cov) -> np.ndarray:
+def gaussian_density(grid, mean, cov):
+    """N(mean, cov) as a :class:`meanfield.Density` on an :class:`EuclideanGrid` (cell values, mass 1)."""
+    from .density import Density
+
+    mean, cov = _check_gaussian(mean, cov)
+    if getattr(grid, "domain", None) != "euclidean" or grid.dim != mean.size:
+        raise ValueError(f"`grid` must be an EuclideanGrid in R^{mean.size}, got {grid!r}.")
+    return Density.from_function(grid, lambda x: gaussian_pdf(x, mean, cov))
+
+
+def gaussian_pdf(points, mean, cov) -> np.ndarray:
     """The density of N(mean, cov) at points (..., d)."""
     mean, cov = _check_gaussian(mean, cov)
     x = np.asarray(points, dtype=float) - mean

@@ -140,3 +140,12 @@ def test_rescaled_frame_undoes_the_linear_part():
     t = np.linspace(0, 2, 5)
     traj = pt.simulate(Softmax(V=V), x0, t, method="dop853", rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(pt.rescaled(t, traj.x, V), np.broadcast_to(x0, (5, 1, 2)), atol=1e-9)
+
+
+def test_gaussian_study_script(tmp_path):
+    from scripts.gaussian_study import main
+
+    main(["--d", "3", "--draws", "12", "--t-max", "3", "--output", str(tmp_path)])
+    data = np.load(tmp_path / "gaussian_study.npz")
+    assert data["ranks"].shape == (12,) and np.all((1 <= data["ranks"]) & (data["ranks"] <= 3))
+    assert (tmp_path / "gaussian_study.png").stat().st_size > 10_000

@@ -35,7 +35,7 @@ def test_grid_solution_matches_gaussian_closure_at_second_order(name):
     errs = []
     for n in sizes:
         g = mf.EuclideanGrid([(-half, half)] * d, n)
-        rho0 = mf.Density.from_function(g, lambda x: G.gaussian_density(x, m0, S0))
+        rho0 = mf.Density.from_function(g, lambda x: G.gaussian_pdf(x, m0, S0))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # ~1e-7 of the mass leaves these boxes; tested below
             sol = mf.solve(model, rho0, (0, T))
@@ -50,12 +50,12 @@ def test_mass_exact_in_a_large_box_and_outflow_reported():
     model = L2(Q=np.diag([1.0, 0.7]), K=np.diag([1.0, 0.7]))
     m0, S0 = gaussian0(2)
     big = mf.EuclideanGrid([(-7, 7)] * 2, 96)
-    sol = mf.solve(model, mf.Density.from_function(big, lambda x: G.gaussian_density(x, m0, S0)), (0, 0.5))
+    sol = mf.solve(model, mf.Density.from_function(big, lambda x: G.gaussian_pdf(x, m0, S0)), (0, 0.5))
     assert np.max(np.abs(sol.mass_steps - sol.mass_steps[0])) <= 1e-12
     assert all(np.min(d.values) >= 0 for d in sol.densities)
     # a box the flow leaves: the loss is reported, and mass only ever decreases
     small = mf.EuclideanGrid([(-3.2, 3.2)] * 2, 48)
-    rho0 = mf.Density.from_function(small, lambda x: G.gaussian_density(x, m0, S0))
+    rho0 = mf.Density.from_function(small, lambda x: G.gaussian_pdf(x, m0, S0))
     with pytest.warns(RuntimeWarning, match="left the box"):
         sol = mf.solve(L2(V=3 * np.eye(2)), rho0, (0, 1.0))
     assert np.all(np.diff(sol.mass_steps) <= 1e-15)
@@ -65,7 +65,7 @@ def test_fft_and_direct_sums_agree():
     for d, n in ((1, 64), (2, 40)):
         g = mf.EuclideanGrid([(-4, 4)] * d, n)
         m0, S0 = gaussian0(d)
-        v = G.gaussian_density(g.points, m0, S0)
+        v = G.gaussian_pdf(g.points, m0, S0)
         model = L2(Q=0.8 * np.eye(d), K=0.8 * np.eye(d), V=np.eye(d), tau=0.6)
         a = FiniteVolume(g, model, "fft").rate_and_speeds(v)[0]
         b = FiniteVolume(g, model, "direct").rate_and_speeds(v)[0]
@@ -78,7 +78,7 @@ def test_fft_and_direct_sums_agree():
 def test_separable_softmax_equals_direct_sum(d):
     g = mf.EuclideanGrid([(-4, 4)] * d, 40)
     m0, S0 = gaussian0(d)
-    v = G.gaussian_density(g.points, m0, S0)
+    v = G.gaussian_pdf(g.points, m0, S0)
     rng = np.random.default_rng(7)
     model = Softmax(Q=rng.normal(size=(d, d)), K=rng.normal(size=(d, d)), V=rng.normal(size=(d, d)), beta=2.0)
     a = FiniteVolume(g, model, "separable")
@@ -95,7 +95,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="shape"):
         mf.EuclideanGrid([(0, 1), (0, 1)], (8, 2))
     g = mf.EuclideanGrid([(-1, 1)] * 2, 32)
-    wide = mf.Density.from_function(g, lambda x: G.gaussian_density(x, [0, 0], np.eye(2)))
+    wide = mf.Density.from_function(g, lambda x: G.gaussian_pdf(x, [0, 0], np.eye(2)))
     with pytest.raises(ValueError, match="too small"):
         mf.solve(Softmax(), wide, (0, 1))
     with pytest.raises(ValueError, match="lives on"):
@@ -106,3 +106,16 @@ def test_bad_input():
     bad[3, 3] = np.nan
     with pytest.raises(ValueError, match="non-finite"):
         mf.Density(g, bad)
+
+
+def test_gaussian_density_on_a_grid():
+    g = mf.EuclideanGrid([(-5, 5)] * 2, 80)
+    m0, S0 = gaussian0(2)
+    d = G.gaussian_density(g, m0, S0)
+    mass, mean, cov = g.moments(d.values)
+    assert mass == pytest.approx(1.0, abs=1e-14)
+    np.testing.assert_allclose(mean, m0, atol=1e-12)
+    # the midpoint rule on a smooth, decaying integrand is spectrally accurate
+    np.testing.assert_allclose(cov, S0, atol=1e-10)
+    with pytest.raises(ValueError, match="EuclideanGrid"):
+        G.gaussian_density(mf.CircleGrid(16), m0, S0)
