@@ -7,7 +7,7 @@ import numpy as np
 from .grids.circle import CircleGrid
 
 __all__ = ["circle_spacetime", "plot_spacetime", "plot_energy", "plot_solution", "sphere_map", "plot_sphere",
-           "plot_sphere_solution"]
+           "plot_sphere_solution", "plot_particles_2d"]
 
 
 def circle_spacetime(solution) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,3 +126,31 @@ def plot_sphere_solution(solution, ncols: int = 3, title: str | None = None):
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def plot_particles_2d(t, x, V=None, ax=None, every: int = 1):
+    """Particle paths in R² (shape (T, n, 2)); with ``V``, in the rescaled frame z = e^{−tV}x (GLPR §9.2).
+
+    In the rescaled frame the clustering geometry of the R^d dynamics shows
+    (points converging to the vertices of a polytope, or onto hyperplanes).
+    Returns the Axes.
+    """
+    import matplotlib.pyplot as plt
+    from scipy.linalg import expm
+
+    t = np.asarray(t, dtype=float)
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3 or x.shape[-1] != 2 or x.shape[0] != t.size:
+        raise ValueError(f"`x` must have shape (len(t), n, 2), got {x.shape}.")
+    z = x if V is None else np.stack([xk @ expm(-tk * np.asarray(V, dtype=float)).T for tk, xk in zip(t, x)])
+    if ax is None:
+        _, ax = plt.subplots()
+    for i in range(0, z.shape[1], every):
+        ax.plot(z[:, i, 0], z[:, i, 1], lw=0.6, color="0.6")
+    ax.scatter(z[0, :, 0], z[0, :, 1], s=6, color="0.3", label="t = 0")
+    ax.scatter(z[-1, :, 0], z[-1, :, 1], s=10, color="C3", label=f"t = {t[-1]:g}")
+    ax.set_xlabel("z₁" if V is not None else "x₁")
+    ax.set_ylabel("z₂" if V is not None else "x₂")
+    ax.legend()
+    ax.set_title("rescaled frame z = e^{−tV} x" if V is not None else "particles")
+    return ax

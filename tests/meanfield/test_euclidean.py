@@ -149,3 +149,17 @@ def test_gaussian_study_script(tmp_path):
     data = np.load(tmp_path / "gaussian_study.npz")
     assert data["ranks"].shape == (12,) and np.all((1 <= data["ranks"]) & (data["ranks"] <= 3))
     assert (tmp_path / "gaussian_study.png").stat().st_size > 10_000
+
+
+def test_rescaled_particle_plot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from meanfield.plotting import plot_particles_2d
+
+    V = np.array([[1.0, 0.0], [0.0, 0.5]])
+    t = np.linspace(0, 1, 6)
+    x = pt.simulate(Softmax(V=V), np.random.default_rng(0).normal(size=(10, 2)), t).x
+    ax = plot_particles_2d(t, x, V=V)
+    # the plotted final points are the rescaled ones
+    np.testing.assert_allclose(ax.collections[-1].get_offsets(), pt.rescaled(t, x, V)[-1])
