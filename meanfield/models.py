@@ -417,9 +417,13 @@ class _EuclideanAttention:
         return [slice(i, min(m, i + step)) for i in range(0, m, step)]
 
     def _softmax_average(self, logits, weights, Vy):
-        """Σ_j w_j e^{s_ij} V y_j / Σ_j w_j e^{s_ij}, max-shifted (weights may carry log-scalings)."""
-        smax = np.max(logits, axis=-1, keepdims=True)
-        e = np.exp(logits - smax) * weights[..., None, :]
+        """Σ_j w_j e^{s_ij} V y_j / Σ_j w_j e^{s_ij}, max-shifted (weights may carry log-scalings).
+
+        Works in place on ``logits`` (a fresh work array from the caller)."""
+        e = logits
+        e -= np.max(e, axis=-1, keepdims=True)
+        np.exp(e, out=e)
+        e *= weights[..., None, :]
         Z = np.sum(e, axis=-1, keepdims=True)
         if np.any(Z <= 0):
             raise ValueError("the softmax normaliser is not positive: the weights must describe a positive measure.")
