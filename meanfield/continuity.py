@@ -28,7 +28,7 @@ import scipy.fft as sfft
 from scipy.special import ive
 
 from .grids.circle import CircleGrid
-from .models import _EXP_MAX
+from .models import _EXP_MAX, check_usa_beta
 
 __all__ = ["CircleSpectral", "CircleQuadrature", "circle_rate", "circle_excess_energy", "circle_energy"]
 
@@ -122,11 +122,7 @@ class CircleSpectral(_CircleRate):
 
     def __init__(self, grid: CircleGrid, beta: float, c: float, normalized: bool):
         super().__init__(grid)
-        if not normalized and beta > _EXP_MAX:
-            raise OverflowError(
-                f"USA on the circle with β = {beta:g}: the unscaled kernel e^(β cos) overflows "
-                f"float64 for β > {_EXP_MAX:.1f} (MATH.md §2.1 keeps it unscaled); use SA or a smaller β."
-            )
+        check_usa_beta(beta, normalized, "the circle")
         self.beta, self.c, self.normalized = float(beta), float(c), bool(normalized)
         D, N = bessel_multipliers(self.M // 2, self.beta)
         self._D, self._N = D, N

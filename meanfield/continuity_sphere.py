@@ -34,7 +34,7 @@ from scipy.special import ive
 
 from .continuity import choose_rate
 from .grids.sphere import SphereGrid, pad_coefficients, _glq
-from .models import _EXP_MAX
+from .models import _EXP_MAX, check_usa_beta
 
 __all__ = ["SphereSpectral", "SphereQuadrature", "sphere_rate", "funk_hecke", "sphere_excess_energy",
            "sphere_energy", "surface_gradient"]
@@ -129,11 +129,7 @@ class SphereSpectral(_SphereRate):
 
     def __init__(self, grid: SphereGrid, beta: float, c: float, normalized: bool):
         super().__init__(grid)
-        if not normalized and beta > _EXP_MAX:
-            raise OverflowError(
-                f"USA on S² with β = {beta:g}: the unscaled kernel e^(β⟨x,y⟩) overflows float64 for β > "
-                f"{_EXP_MAX:.1f} (MATH.md §2.1 keeps it unscaled); use SA or a smaller β."
-            )
+        check_usa_beta(beta, normalized, "S²")
         self.beta, self.c, self.normalized = float(beta), float(c), bool(normalized)
         D, N = funk_hecke(self.L, self.beta)
         self._D0 = D[0]

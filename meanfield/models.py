@@ -78,12 +78,25 @@ def _check_measure(points, weights, queries):
         raise ValueError(
             f"`points` and `queries` live in different dimensions: d = {points.shape[-1]} and {queries.shape[-1]}."
         )
+    return points, _check_weights(weights, points), queries
+
+
+def _check_weights(weights, points) -> np.ndarray:
     weights = np.asarray(weights, dtype=float)
     if weights.shape != points.shape[:-1]:
         raise ValueError(f"`weights` must have shape {points.shape[:-1]} (one per point), got {weights.shape}.")
     if not np.all(np.isfinite(weights)):
         raise ValueError("`weights` contains non-finite values (NaN or inf).")
-    return points, weights, queries
+    return weights
+
+
+def check_usa_beta(beta: float, normalized: bool, where: str) -> None:
+    """``OverflowError`` for USA where the unscaled kernel e^β overflows float64 (MATH.md §2.1)."""
+    if not normalized and beta > _EXP_MAX:
+        raise OverflowError(
+            f"USA on {where} with β = {beta:g}: the unscaled kernel e^(β⟨x,y⟩) overflows float64 for β > "
+            f"{_EXP_MAX:.1f} (MATH.md §2.1 keeps it unscaled); use SA or a smaller β."
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -359,7 +372,6 @@ def rate_scale(model) -> float:
 def _rd_check(points, weights, queries, d_model):
     points = np.asarray(points, dtype=float)
     queries = np.asarray(queries, dtype=float)
-    weights = np.asarray(weights, dtype=float)
     for name, a in (("points", points), ("queries", queries)):
         if a.ndim < 2:
             raise ValueError(f"`{name}` must have shape (..., n, d), got {a.shape}.")
@@ -369,11 +381,7 @@ def _rd_check(points, weights, queries, d_model):
         raise ValueError(f"`points` and `queries` live in different dimensions: {points.shape[-1]} and {queries.shape[-1]}.")
     if d_model is not None and d_model != points.shape[-1]:
         raise ValueError(f"the model's matrices are {d_model}×{d_model} but the points live in R^{points.shape[-1]}.")
-    if weights.shape != points.shape[:-1]:
-        raise ValueError(f"`weights` must have shape {points.shape[:-1]} (one per point), got {weights.shape}.")
-    if not np.all(np.isfinite(weights)):
-        raise ValueError("`weights` contains non-finite values (NaN or inf).")
-    return points, weights, queries
+    return points, _check_weights(weights, points), queries
 
 
 @dataclass(frozen=True, eq=False)
