@@ -256,12 +256,13 @@ def solve(
 
     Parameters
     ----------
-    model : SelfAttention or MultiHeadAttention
-        Defines X[μ] (MATH.md §2). Zonal models (Q = qI, K = kI, V = cI) use
-        the spectral path; any other model the quadrature path through
-        ``model.field``.
+    model : SelfAttention, MultiHeadAttention, or an R^d model (Softmax, L2, ...)
+        Defines X[μ] (MATH.md §2, §5). On the circle and S² zonal models
+        (Q = qI, K = kI, V = cI) use the spectral path, any other model the
+        quadrature path through ``model.field``.
     mu0 : Density
-        Initial density on a grid (``CircleGrid`` or ``SphereGrid``).
+        Initial density on a ``CircleGrid``, ``SphereGrid`` or
+        ``EuclideanGrid`` (finite volumes; the model must be an R^d one).
     t_span : (float, float)
         Start and end times, t1 > t0.
     t_eval : array_like, optional
@@ -284,11 +285,14 @@ def solve(
     cfl : float, optional
         Safety factor of the CFL step (module docstring): default 0.1 for the
         fixed-step methods (an accuracy choice) and 0.8 for the adaptive ones
-        (a stability cap; their error control sets the accuracy).
+        (a stability cap; their error control sets the accuracy); 0.4 for
+        finite volumes (SSP-RK3 keeps ρ >= 0 up to 0.5).
     rtol, atol : float
         Tolerances of the adaptive methods.
     path : {"auto", "spectral", "quadrature"}
-        Field strategy; "auto" picks spectral where it applies.
+        Field strategy; "auto" picks spectral where it applies. For finite
+        volumes "auto"/"spectral" take the fastest exact sum (FFT for L2 with
+        Q = K, separable for softmax) and "quadrature" the direct sum.
     monitor : ResolutionMonitor, optional
         Thresholds of the resolution checks.
 
@@ -301,6 +305,12 @@ def solve(
     ResolutionError
         When the state is no longer resolved and cannot be refined; its
         ``solution`` holds what was computed up to its ``t``.
+
+    Warns
+    -----
+    RuntimeWarning
+        Finite volumes: once more than 1e-8 of the mass has left the box
+        (``Solution.mass`` keeps the account).
     """
     if not isinstance(model, (SelfAttention, MultiHeadAttention, *EUCLIDEAN_MODELS)):
         raise TypeError(f"`model` must be an attention model from meanfield.models, got {type(model).__name__}.")
