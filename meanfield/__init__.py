@@ -1,19 +1,23 @@
 """meanfield: densities advanced by the mean-field equation of self-attention.
 
 The continuity equation ∂_t μ + div(μ X[μ]) = 0 with the self-attention field
-X[μ] of Geshkovski, Letrouit, Polyanskiy & Rigollet (MATH.md §2), solved as a
-density on a grid, with a resolution monitor that never returns an
-unresolved solution.
+X[μ] of Geshkovski, Letrouit, Polyanskiy & Rigollet (MATH.md §2) on the circle
+and on S², and the R^d variants of Castin, Ablin, Carrillo & Peyré (§5),
+solved as a density on a grid, with a resolution monitor that never returns
+an unresolved solution.
 
 Public objects
 --------------
-SelfAttention, MultiHeadAttention   the models (``field``, ``energy``)
+SelfAttention, MultiHeadAttention   the models on the sphere (``field``, ``energy``)
+models.Softmax, L2, Sinkhorn, ...   the R^d attention variants of CACP (``field``)
 CircleGrid                          n equispaced nodes on S¹ (FFT)
 SphereGrid                          Gauss–Legendre grid on S² (spherical harmonics)
+EuclideanGrid                       a box in R^d, d = 1, 2 (finite volumes)
 Density                             a density on a grid
 solve, Solution                     time integration and its result
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
 exact                               closed-form solutions (oracles)
+gaussian                            exact Gaussian closures in R^d
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
