@@ -108,6 +108,11 @@ def _measure(obj, name, domain, cells):
                 "(they are refused rather than renormalised)."
             )
     dom = _domain_of_points(pts) if domain is None else domain
+    if dom in ("circle", "sphere") and _domain_of_points(pts) == "euclidean":
+        raise ValueError(
+            f"`{name}` must lie on the {dom} (rows of norm 1 within 1e-8) to be compared there: "
+            "the measures live on different domains."
+        )
     if dom == "circle":
         if pts.shape[1] != 2:
             raise ValueError(f"`{name}` must hold points in R^2 on the circle, got dimension {pts.shape[1]}.")

@@ -171,6 +171,11 @@ def test_bad_input(rng):
         w1(d, x3)
     with pytest.raises(ValueError, match="different domains"):
         w1(on_circle([0.1, 0.2]), rng.normal(size=(4, 2)) * 3)
+    sphere_density = mf.Density.from_function(mf.SphereGrid(8), lambda x: np.exp(x[..., 2]))
+    with pytest.raises(ValueError, match="different domains"):
+        w1(sphere_density, rng.normal(size=(5, 3)) * 3)
+    with pytest.raises(ValueError, match="different domains"):
+        w1(on_circle([0.1]), rng.normal(size=(5, 2)) * 3, domain="circle")
     with pytest.raises(ValueError, match="non-negative"):
         w1((x3, np.array([0.5, 0.5, 0.5, -0.5, 0.0])), x3)
     with pytest.raises(ValueError, match="sum to"):
