@@ -14,6 +14,7 @@ import numpy as np
 from meanfield.density import Density
 from meanfield.geometry import angles_to_points
 from meanfield.grids.circle import CircleGrid
+from meanfield.grids.euclidean import EuclideanGrid
 from meanfield.grids.sphere import SphereGrid, evaluate, upper_bound
 
 from .kernels import _circle_evaluate
@@ -92,6 +93,8 @@ def circle_cdf(density: Density, theta) -> np.ndarray:
 def sample(density: Density, n: int, rng=None, batch=None) -> np.ndarray:
     """n iid points from ``density``, shape (*batch, n, d).
 
+    R^d (EuclideanGrid): a cell with probability ρ_i|cell|, then a uniform
+    point in it — exact for the piecewise-constant density of cell averages.
     S²: rejection from the uniform law against the bound
     sup ρ <= Σ_l √(p_l(2l + 1)/4π) (addition theorem), exact for the
     spherical-harmonic expansion (evaluated at 1e-14 with ducc0).
@@ -109,6 +112,8 @@ def sample(density: Density, n: int, rng=None, batch=None) -> np.ndarray:
     g = density.grid
     if isinstance(g, SphereGrid):
         return _sample_sphere(density, shape, rng)
+    if isinstance(g, EuclideanGrid):
+        return _sample_cells(density, shape, rng)
     if not isinstance(g, CircleGrid):
         raise NotImplementedError(f"sampling from densities on {g!r} is not implemented yet.")
     coeffs = _cdf_coefficients(density)
@@ -149,3 +154,13 @@ def _sample_sphere(density: Density, shape, rng) -> np.ndarray:
         out[filled : filled + take] = keep[:take]
         filled += take
     return out.reshape(shape + (3,))
+
+
+def _sample_cells(density: Density, shape, rng) -> np.ndarray:
+    g = density.grid
+    p = np.clip((density.values * g.weights).ravel(), 0.0, None)
+    cells = rng.choice(p.size, size=int(np.prod(shape)), p=p / p.sum())
+    idx = np.stack(np.unravel_index(cells, g.shape), axis=-1)
+    lower = g.bounds[:, 0] + idx * g.widths
+    x = lower + rng.uniform(size=lower.shape) * g.widths
+    return x.reshape(shape + (g.dim,))

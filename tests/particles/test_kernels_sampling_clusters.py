@@ -165,3 +165,17 @@ def test_cluster_input_checks():
         clusters.pair_fraction(np.eye(3), 3.0)
     with pytest.raises(ValueError, match="non-finite"):
         clusters.cluster_count(np.full((3, 3), np.nan), 0.1)
+
+
+def test_sample_from_a_euclidean_density():
+    from meanfield import gaussian as G
+
+    g = mf.EuclideanGrid([(-4, 4), (-3, 3)], (64, 48))
+    d = G.gaussian_density(g, [0.5, -0.2], [[0.4, 0.1], [0.1, 0.3]])
+    x = pt.sample(d, 40000, rng=3)
+    assert x.shape == (40000, 2)
+    assert np.all((x >= g.bounds[:, 0]) & (x <= g.bounds[:, 1]))
+    _, mean, cov = g.moments(d.values)
+    # the cell-uniform law has the grid measure's mean and its covariance plus h²/12 per axis
+    assert np.all(np.abs(x.mean(0) - mean) < 4 * np.sqrt(np.diag(cov) / 40000))
+    np.testing.assert_allclose(np.cov(x.T), cov + np.diag(g.widths**2 / 12), atol=0.02)
