@@ -69,3 +69,15 @@ def test_meanfield_limit_rate_on_the_sphere():
         assert abs(b + 0.5) <= 0.1, (k, b)
     # the grid measure's own discretisation error stays below the smallest gap measured
     assert r.discretisation < r.distances[-1].mean()
+
+
+def test_meanfield_limit_in_r1_runs_and_reports_its_discretisation():
+    from meanfield import gaussian as G
+    from meanfield.models import L2
+
+    g = mf.EuclideanGrid([(-4, 4)], 128)
+    d = G.gaussian_density(g, [0.2], [[0.3]])
+    r = meanfield_limit(L2(Q=[[1.0]], K=[[1.0]], V=[[0.5]]), d, [50, 200, 800], [0.0, 0.2], repeats=3, rng=1)
+    assert r.distances.shape == (3, 3, 2) and np.all(r.distances > 0)
+    assert 0 < r.discretisation < r.distances.mean()
+    assert r.exponent[0] < -0.2  # W1 decays with N (the full rate study is slow in R^d: O(N²) fields)
