@@ -205,12 +205,17 @@ def circle_excess_energy(grid: CircleGrid, values, beta: float) -> float:
     return float(2.0 * np.pi**2 / beta * s)
 
 
-def circle_energy(grid: CircleGrid, values, beta: float) -> float:
-    """E_β of the interpolant (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
-    excess = circle_excess_energy(grid, values, beta)
+def energy_from_excess(excess: float, mass: float, beta: float) -> float:
+    """E_β = e^β·excess + m²/2β from the excess e^{-β}(E_β − m²/2β) (= E_β's β → 0 limit at β = 0).
+
+    ``OverflowError`` past β ≈ 709, where e^β overflows."""
     if beta == 0.0:
         return excess
     if beta > _EXP_MAX:
         raise OverflowError(f"E_β overflows float64 for β = {beta:g}.")
-    m = float(grid.integrate(values))
-    return excess * np.exp(beta) + m * m / (2.0 * beta)
+    return excess * np.exp(beta) + mass * mass / (2.0 * beta)
+
+
+def circle_energy(grid: CircleGrid, values, beta: float) -> float:
+    """E_β of the interpolant (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
+    return energy_from_excess(circle_excess_energy(grid, values, beta), float(grid.integrate(values)), beta)

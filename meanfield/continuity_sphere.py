@@ -32,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ive
 
-from .continuity import choose_rate
+from .continuity import choose_rate, energy_from_excess
 from .grids.sphere import SphereGrid, pad_coefficients, _glq
-from .models import _EXP_MAX, check_usa_beta
+from .models import check_usa_beta
 
 __all__ = ["SphereSpectral", "SphereQuadrature", "sphere_rate", "funk_hecke", "sphere_excess_energy",
            "sphere_energy", "surface_gradient"]
@@ -219,10 +219,4 @@ def sphere_excess_energy(grid: SphereGrid, values, beta: float) -> float:
 
 def sphere_energy(grid: SphereGrid, values, beta: float) -> float:
     """E_β (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
-    excess = sphere_excess_energy(grid, values, beta)
-    if beta == 0.0:
-        return excess
-    if beta > _EXP_MAX:
-        raise OverflowError(f"E_β overflows float64 for β = {beta:g}.")
-    m = grid.integrate(values)
-    return excess * np.exp(beta) + m * m / (2.0 * beta)
+    return energy_from_excess(sphere_excess_energy(grid, values, beta), grid.integrate(values), beta)

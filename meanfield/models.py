@@ -424,6 +424,16 @@ class _EuclideanAttention:
         step = max(1, _CHUNK // max(n, 1))
         return [slice(i, min(m, i + step)) for i in range(0, m, step)]
 
+    def _softmax_field(self, points, weights, queries, scale):
+        """Σ_j w_j e^{scale⟨Ax,y_j⟩} V y_j / Σ_j w_j e^{scale⟨Ax,y_j⟩} at the queries, in row chunks."""
+        d = points.shape[-1]
+        Vy = points @ self._mat(self.V, d).T
+        Ax = scale * queries @ self.A(d).T
+        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d))
+        for sl in self._rows(queries, points.shape[-2]):
+            out[..., sl, :] = self._softmax_average(Ax[..., sl, :] @ np.swapaxes(points, -1, -2), weights, Vy)
+        return out
+
     def _softmax_average(self, logits, weights, Vy):
         """Σ_j w_j e^{s_ij} V y_j / Σ_j w_j e^{s_ij}, max-shifted (weights may carry log-scalings).
 
@@ -456,13 +466,7 @@ class Softmax(_EuclideanAttention):
     def field(self, points, weights, queries) -> np.ndarray:
         """Γ at ``queries`` (..., m, d) for μ = Σ w_j δ_{points_j}; no projection (R^d)."""
         points, weights, queries = _rd_check(points, weights, queries, self.dim)
-        d = points.shape[-1]
-        Vy = points @ self._mat(self.V, d).T
-        Ax = self.beta * queries @ self.A(d).T
-        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d))
-        for sl in self._rows(queries, points.shape[-2]):
-            out[..., sl, :] = self._softmax_average(Ax[..., sl, :] @ np.swapaxes(points, -1, -2), weights, Vy)
-        return out
+        return self._softmax_field(points, weights, queries, self.beta)
 
 
 @dataclass(frozen=True, eq=False)
@@ -542,15 +546,9 @@ class Sinkhorn(_EuclideanAttention):
 
     def field(self, points, weights, queries) -> np.ndarray:
         points, weights, queries = _rd_check(points, weights, queries, self.dim)
-        d = points.shape[-1]
         g = self.potentials(points, weights)
-        Vy = points @ self._mat(self.V, d).T
-        Ax = queries @ self.A(d).T / self.tau
         w_eff = weights * np.exp(g - np.max(g, axis=-1, keepdims=True))
-        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d))
-        for sl in self._rows(queries, points.shape[-2]):
-            out[..., sl, :] = self._softmax_average(Ax[..., sl, :] @ np.swapaxes(points, -1, -2), w_eff, Vy)
-        return out
+        return self._softmax_field(points, w_eff, queries, 1.0 / self.tau)
 
 
 @dataclass(frozen=True, eq=False)

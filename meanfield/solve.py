@@ -41,7 +41,7 @@ import numpy as np
 import scipy.integrate as si
 from tqdm.auto import tqdm
 
-from .continuity import circle_energy, circle_excess_energy, circle_rate
+from .continuity import circle_energy, circle_excess_energy, circle_rate, energy_from_excess
 from .continuity_sphere import sphere_energy, sphere_excess_energy, sphere_rate
 from .density import Density
 from .grids.circle import CircleGrid
@@ -156,10 +156,9 @@ class _Problem:
 
     def energy_from_excess(self, excess, mass):
         """E_β from e^{-β}(E_β − m²/2β), which the monitor has already computed."""
-        beta = self.energy_beta
-        if beta is None or beta > _EXP_MAX:
+        if self.energy_beta is None or self.energy_beta > _EXP_MAX:
             return np.nan
-        return excess if beta == 0.0 else excess * np.exp(beta) + mass * mass / (2.0 * beta)
+        return energy_from_excess(excess, mass, self.energy_beta)
 
 
 class _CircleProblem(_Problem):
