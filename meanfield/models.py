@@ -369,6 +369,16 @@ def rate_scale(model) -> float:
 
 
 # ====================================================================== R^d (CACP, MATH.md §5)
+def _positive_param(value, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a real number, got {value!r}.") from None
+    if not (np.isfinite(v) and v > 0):
+        raise ValueError(f"`{name}` must be positive and finite, got {value!r}.")
+    return v
+
+
 def _rd_check(points, weights, queries, d_model):
     points = np.asarray(points, dtype=float)
     queries = np.asarray(queries, dtype=float)
@@ -481,10 +491,7 @@ class L2(_EuclideanAttention):
 
     def __post_init__(self):
         super().__post_init__()
-        t = float(self.tau)
-        if not (np.isfinite(t) and t > 0):
-            raise ValueError(f"`tau` must be positive and finite, got {self.tau!r}.")
-        object.__setattr__(self, "tau", t)
+        object.__setattr__(self, "tau", _positive_param(self.tau, "tau"))
 
     def field(self, points, weights, queries) -> np.ndarray:
         points, weights, queries = _rd_check(points, weights, queries, self.dim)
@@ -522,10 +529,10 @@ class Sinkhorn(_EuclideanAttention):
 
     def __post_init__(self):
         super().__post_init__()
-        t = float(self.tau)
-        if not (np.isfinite(t) and t > 0):
-            raise ValueError(f"`tau` must be positive and finite, got {self.tau!r}.")
-        object.__setattr__(self, "tau", t)
+        object.__setattr__(self, "tau", _positive_param(self.tau, "tau"))
+        object.__setattr__(self, "tol", _positive_param(self.tol, "tol"))
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise ValueError(f"`max_iter` must be a positive integer, got {self.max_iter!r}.")
 
     def potentials(self, points, weights) -> np.ndarray:
         """g (shape (..., n)): log-scalings with Σ_j w_j e^{S_ij + f_i + g_j} = 1 for both marginals."""

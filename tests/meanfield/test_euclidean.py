@@ -113,6 +113,12 @@ def test_bad_input():
         G.affine_field(Sigmoid(), np.zeros(2), np.eye(2))
     with pytest.raises(ValueError, match="tau"):
         L2(tau=0.0)
+    with pytest.raises(ValueError, match="tau"):
+        Sinkhorn(tau=-1.0)
+    with pytest.raises(ValueError, match="tol"):
+        Sinkhorn(tol=0.0)
+    with pytest.raises(ValueError, match="max_iter"):
+        Sinkhorn(max_iter=0)
     with pytest.raises(ValueError, match="mixes"):
         from meanfield import SelfAttention
 
