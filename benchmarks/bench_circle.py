@@ -19,17 +19,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.fft as sfft  # noqa: E402
 
 import meanfield as mf  # noqa: E402
 from meanfield.continuity import circle_rate  # noqa: E402
-
-
-def best(fn, number, repeat=7):
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+from _timing import best  # noqa: E402
 
 
 def perturbed_uniform(n, seed=0, eps=1e-3):
@@ -59,10 +55,10 @@ def main():
         sfft.rfft(yM)
         sfft.irfft(cn, n)
 
-    t_fft = best(ffts, 2000)
-    t_rhs = best(lambda: rate.rate(y), 2000)
+    t_fft = best(ffts, repeat=7, number=2000)
+    t_rhs = best(lambda: rate.rate(y), repeat=7, number=2000)
     quad = circle_rate(model, mu0.grid, "quadrature")
-    t_quad = best(lambda: quad.rate(y), 5, repeat=3)
+    t_quad = best(lambda: quad.rate(y), repeat=3, number=5)
     print(f"n = {n}, padded M = {M}")
     print(f"  6 FFTs alone            {t_fft * 1e6:8.1f} us")
     print(f"  spectral RHS            {t_rhs * 1e6:8.1f} us   ratio RHS/FFTs = {t_rhs / t_fft:.2f}  (target <= 5)")
@@ -75,7 +71,7 @@ def main():
             nonlocal sol
             sol = mf.solve(model, mu0, (0.0, 10.0), method=method)
 
-        t_solve = best(run, 1, repeat=3)
+        t_solve = best(run, repeat=3)
         growth = np.max(np.abs(sol.densities[-1].values - 1 / (2 * np.pi))) / np.max(
             np.abs(mu0.values - 1 / (2 * np.pi))
         )

@@ -7,7 +7,6 @@
 Run:  python benchmarks/bench_euclidean.py
 """
 
-import time
 
 import numpy as np
 
@@ -15,16 +14,7 @@ import meanfield as mf
 from meanfield import gaussian as G
 from meanfield.continuity_euclidean import FiniteVolume
 from meanfield.models import L2, Softmax
-
-
-def best(fn, repeat=5):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from _timing import best
 
 
 def main():

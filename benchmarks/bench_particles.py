@@ -10,24 +10,13 @@
 Run:  python benchmarks/bench_particles.py
 """
 
-import time
 
 import numba
 import numpy as np
 
 import meanfield as mf
 from particles import kernels, uniform_sphere
-
-
-def best(fn, repeat=5, number=1):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times)
+from _timing import best
 
 
 def numpy_field(x, beta):

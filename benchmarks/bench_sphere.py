@@ -12,22 +12,12 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import meanfield as mf  # noqa: E402
 from meanfield.continuity_sphere import dealiased_degree, sphere_rate  # noqa: E402
-
-
-def best(fn, repeat=5):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from _timing import best  # noqa: E402
 
 
 def main():
