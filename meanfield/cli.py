@@ -1,6 +1,20 @@
-"""The ``meanfield`` command: solve an example, print a summary, write figures.
+"""The ``meanfield`` command: solve an example, run study files, run sweeps.
 
-Run ``meanfield --help`` for the options. With no arguments it solves SA with
+``meanfield [options]``
+    The quick example below (``meanfield --help`` for its options).
+``meanfield run STUDY.toml``
+    Run a study file (:mod:`meanfield.study`), write its NetCDF results and,
+    with ``--plot``, its figures.
+``meanfield sweep STUDY.toml --over beta=0.1:9:90 [--repeats R]``
+    Run it over a parameter grid on dask.distributed (a LocalCluster here, or
+    ``--scheduler ADDRESS``) and gather one Dataset.
+
+Exit codes: 0 done; 1 the density lost resolution (results up to then are
+written); 2 bad arguments or a bad study file (one line naming the problem;
+the traceback with ``--debug``); 130 interrupted by Ctrl-C (what was computed
+is written).
+
+With no arguments it solves SA with
 β = 4 on the circle from a slightly perturbed uniform density: the uniform
 state is unstable, a few clusters emerge (metastability, GLPR §6.3) and the
 grid is refined as they sharpen. ``meanfield --domain sphere`` does the same
@@ -56,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="largest n (circle, default 4096) or lmax (sphere, default 128) refinement may reach")
     p.add_argument("--output", type=Path, default=Path("meanfield-output"), help="output directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    p.add_argument("--plot", action="store_true", help="write the figures (always on for this example)")
+    p.add_argument("--debug", action="store_true", help="debug logging")
     return p
 
 
@@ -97,9 +113,21 @@ def _initial(grid, init: str, amplitude: float, seed: int):
     )
 
 
+def _logging(args):
+    level = logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO
+    logging.basicConfig(level=level, format="%(message)s", force=True)
+    for noisy in ("distributed", "numba", "matplotlib", "h5py", "fsspec"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("run", "sweep"):
+        from .study.cli import main as study_main
+
+        return study_main(argv)
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
+    _logging(args)
 
     import matplotlib
 

@@ -50,7 +50,7 @@ from .grids.sphere import SphereGrid
 from .models import EUCLIDEAN_MODELS, MultiHeadAttention, SelfAttention, _EXP_MAX, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 
-__all__ = ["solve", "Solution", "Status"]
+__all__ = ["solve", "Solution", "Status", "Interrupted"]
 
 
 class Status(enum.Enum):
@@ -58,6 +58,18 @@ class Status(enum.Enum):
 
     SUCCESS = "success"
     RESOLUTION_LOST = "resolution lost"
+    INTERRUPTED = "interrupted"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`solve`; ``solution`` holds the output times reached before it.
+
+    A ``KeyboardInterrupt``, so code that does not catch it stops as usual.
+    """
+
+    def __init__(self, solution):
+        super().__init__(solution.message)
+        self.solution = solution
 
 
 @dataclass(frozen=True)
@@ -490,6 +502,9 @@ class _Run:
                 self.out_d.append(Density._trusted(self.problem.grid, y))
             if t < t_end:  # t_eval may stop short of t_span[1]
                 t, y, e = self._advance(t, y, e, t_end, bar)
+        except KeyboardInterrupt:
+            last = f"t = {self.out_t[-1]:.6g}" if self.out_t else "no output time"
+            raise Interrupted(self._solution(Status.INTERRUPTED, f"interrupted (Ctrl-C); kept up to {last}")) from None
         finally:
             bar.close()
         return self._solution(Status.SUCCESS, "the solver reached the end of the interval")

@@ -1,0 +1,14 @@
+"""Studies: a TOML file in, an xarray Dataset (NetCDF) and figures out.
+
+``run(path_or_dict)`` runs one study, ``sweep(study, over=...)`` runs it over a
+grid of parameters on dask.distributed, ``load(path)`` reads a results file.
+The study file reference is :data:`meanfield.study.config.SCHEMA` (and the
+README); the command line is ``meanfield run`` / ``meanfield sweep``.
+"""
+
+from .config import SCHEMA, StudyError, read
+from .results import load, save
+from .runner import StudyInterrupted, run, run_config
+from .sweep import sweep
+
+__all__ = ["run", "run_config", "sweep", "load", "save", "read", "SCHEMA", "StudyError", "StudyInterrupted"]

@@ -1,0 +1,233 @@
+r"""The objects a checked study describes: model, grid, initial density, initial particles.
+
+Random draws use independent streams of one seed (NumPy ``SeedSequence``
+entropy ``[seed, stream, ...]``): 1 the random matrices, 2 the initial noise,
+3 the particles (``[seed, 3, N]`` for N particles, all repeats drawn together),
+so a study gives the same numbers wherever and in whatever order its parts run.
+
+Initial laws (all normalised to mass 1)
+---------------------------------------
+uniform           1/|S^{d-1}|.
+uniform-noise     circle: 1 + Σ_{k=1}^{m} a_k cos(kθ + φ_k), a_k ~ U(½A, A), φ_k ~ U(0, 2π);
+                  sphere: 1 + A Σ_{j=1}^{m} a_j e^{2(⟨x,u_j⟩ − 1)}, u_j uniform, a_j ~ U(½, 1).
+von-mises-fisher  Σ_j w_j C_d(κ_j) e^{κ_j⟨x, c_j⟩}, C_d(κ) = κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ))
+                  (Mardia & Jupp, *Directional Statistics*, (9.3.4)); C_d(0) = 1/|S^{d-1}|.
+poisson           the Poisson kernel: wrapped Cauchy f_a on the circle, the Möbius family p_a/|S²|
+                  on the sphere (MATH.md §3, :mod:`meanfield.exact`).
+gaussian          N(mean, cov) in R^d (cell values, :func:`meanfield.gaussian.gaussian_density`).
+file              values on the study grid from an ``.npz`` (array ``values``) or the last density
+                  of a results file.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy import special, stats
+
+from .. import exact
+from ..density import Density
+from ..gaussian import gaussian_density
+from ..geometry import points_to_angles
+from ..grids import CircleGrid, EuclideanGrid, SphereGrid
+from ..models import L2, MultiHeadAttention, SelfAttention, Sigmoid, Sinkhorn, Softmax
+from .config import StudyError
+
+__all__ = ["build_model", "build_grid", "initial_density", "initial_particles", "von_mises_fisher"]
+
+
+def _stream(cfg, *keys) -> np.random.Generator:
+    return np.random.default_rng([cfg["seed"], *keys])
+
+
+# ------------------------------------------------------------------- model
+def _matrix(spec, d, rng, scale):
+    if spec is None or spec == "identity":
+        return None
+    if spec == "random":
+        return rng.standard_normal((d, d)) * (scale / math.sqrt(d))
+    if isinstance(spec, float):
+        return spec * np.eye(d)
+    return np.array(spec, dtype=float)
+
+
+def build_model(cfg):
+    """The attention model of [model]: one head, or ``MultiHeadAttention`` of ``heads`` heads."""
+    m, d = cfg["model"], cfg["dimension"]
+    rng = _stream(cfg, 1)
+
+    def head():
+        Q, K, V = (_matrix(m[k], d, rng, m["random_scale"]) for k in ("Q", "K", "V"))
+        kind = m["kind"]
+        if kind == "self-attention":
+            return SelfAttention(m["beta"], Q=Q, K=K, V=V, normalized=m["normalized"])
+        if kind == "softmax":
+            return Softmax(Q=Q, K=K, V=V, beta=m["beta"])
+        if kind == "l2":
+            return L2(Q=Q, K=K, V=V, tau=m["tau"])
+        if kind == "sinkhorn":
+            return Sinkhorn(Q=Q, K=K, V=V, tau=m["tau"])
+        return Sigmoid(Q=Q, K=K, V=V, b=m["b"])
+
+    try:
+        heads = [head() for _ in range(m["heads"])]
+        return heads[0] if len(heads) == 1 else MultiHeadAttention(tuple(heads))
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise StudyError(f"[model]: {exc}") from None
+
+
+# -------------------------------------------------------------------- grid
+def build_grid(cfg):
+    """The grid of [grid], or None for a particles-only study."""
+    g = cfg["grid"]
+    if g is None:
+        return None
+    try:
+        if cfg["domain"] == "circle":
+            return CircleGrid(g["n"])
+        if cfg["domain"] == "sphere":
+            return SphereGrid(g["lmax"], backend=g["backend"])
+        shape = g["shape"][0] if len(g["shape"]) == 1 else g["shape"]
+        return EuclideanGrid(g["bounds"], shape)
+    except (ValueError, TypeError, ImportError) as exc:
+        raise StudyError(f"[grid]: {exc}") from None
+
+
+# --------------------------------------------------------- initial laws
+def von_mises_fisher(x, centres, kappa, weights=None) -> np.ndarray:
+    r"""Mixture of von Mises–Fisher densities on S^{d-1} against surface measure.
+
+    f(x) = Σ_j w_j C_d(κ_j) e^{κ_j⟨x, c_j⟩},  C_d(κ) = κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ)),
+
+    evaluated as e^{κ(⟨x,c⟩−1)} κ^{ν} / ((2π)^{d/2} I_ν^e(κ)) with ν = d/2 − 1 and the
+    exponentially scaled Bessel function I^e (no overflow for large κ);
+    C_d(0) = Γ(d/2)/(2π^{d/2}) = 1/|S^{d-1}|. Weights are normalised to sum 1.
+    """
+    x = np.asarray(x, dtype=float)
+    c = np.atleast_2d(np.asarray(centres, dtype=float))
+    k = np.broadcast_to(np.asarray(kappa, dtype=float), (c.shape[0],))
+    w = np.full(c.shape[0], 1.0) if weights is None else np.broadcast_to(np.asarray(weights, float), (c.shape[0],))
+    w = w / w.sum()
+    d = x.shape[-1]
+    nu = d / 2.0 - 1.0
+    area = 2.0 * math.pi ** (d / 2.0) / math.gamma(d / 2.0)
+    out = np.zeros(x.shape[:-1])
+    for cj, kj, wj in zip(c, k, w):
+        if kj == 0.0:
+            out += wj / area
+        else:
+            norm = kj**nu / ((2.0 * math.pi) ** (d / 2.0) * special.ive(nu, kj))
+            out += wj * norm * np.exp(kj * (x @ cj - 1.0))
+    return out
+
+
+def _noise(grid, ini, rng):
+    amp, m = ini["amplitude"], ini["modes"]
+    if isinstance(grid, CircleGrid):
+        k = np.arange(1, m + 1)
+        phases = rng.uniform(0.0, 2.0 * np.pi, m)
+        amps = amp * rng.uniform(0.5, 1.0, m)
+        return lambda x: 1.0 + np.cos(np.multiply.outer(points_to_angles(x), k) + phases) @ amps
+    centres = rng.standard_normal((m, 3))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    amps = amp * rng.uniform(0.5, 1.0, m)
+    return lambda x: 1.0 + np.exp(2.0 * (x @ centres.T - 1.0)) @ amps
+
+
+def _from_file(grid, path):
+    p = Path(path)
+    try:
+        if p.suffix == ".npz":
+            with np.load(p) as data:
+                if "values" not in data:
+                    raise StudyError(f"[initial] path: {path!r} has no array 'values' (it has {', '.join(data)})")
+                values = np.array(data["values"], dtype=float)
+        else:
+            from .results import load
+
+            ds = load(p)
+            if "density" not in ds:
+                raise StudyError(f"[initial] path: {path!r} holds no density")
+            last = ds["density"].dropna("time", how="all")
+            values = np.array(last.isel(time=-1).values, dtype=float)
+    except StudyError:
+        raise
+    except Exception as exc:  # unreadable: report the file and why, in one line
+        raise StudyError(f"[initial] path: cannot read {path!r}: {exc}") from None
+    if values.shape != grid.shape:
+        raise StudyError(f"[initial] path: values of shape {values.shape} do not fit the grid {grid!r} "
+                         f"(shape {grid.shape})")
+    return values
+
+
+def initial_density(cfg, grid) -> Density | None:
+    """The initial density of [initial] on ``grid`` (mass 1), or None without a grid."""
+    if grid is None:
+        return None
+    ini = cfg["initial"]
+    kind = ini["kind"]
+    try:
+        if kind == "uniform":
+            return Density.uniform(grid)
+        if kind == "file":
+            return Density(grid, _from_file(grid, ini["path"])).normalized()
+        if kind == "uniform-noise":
+            f = _noise(grid, ini, _stream(cfg, 2))
+        elif kind == "von-mises-fisher":
+            f = lambda x: von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])  # noqa: E731
+        elif kind == "poisson":
+            a = ini["a"]
+            if isinstance(grid, CircleGrid):
+                f = lambda x: exact.wrapped_cauchy(points_to_angles(x), complex(a[0], a[1]))  # noqa: E731
+            else:
+                f = lambda x: exact.mobius_density(x, np.array(a))  # noqa: E731
+        else:
+            return gaussian_density(grid, np.array(ini["mean"]), _covariance(ini["cov"], cfg["dimension"]))
+        return Density.from_function(grid, f).normalized()
+    except (ValueError, TypeError) as exc:
+        raise StudyError(f"[initial]: {exc}") from None
+
+
+def _covariance(spec, d):
+    return spec * np.eye(d) if isinstance(spec, float) else np.array(spec, dtype=float)
+
+
+def initial_particles(cfg, density, n: int) -> np.ndarray:
+    """``repeats`` iid draws of n initial particles, shape (repeats, n, d).
+
+    From the grid density when there is one (exact for its interpolant, see
+    :func:`particles.sample`), else from the law of [initial] directly.
+    """
+    import particles as pt
+
+    rng = _stream(cfg, 3, n)
+    R, d = cfg["particles"]["repeats"], cfg["dimension"]
+    ini = cfg["initial"]
+    if density is not None:
+        return pt.sample(density, n, rng=rng, batch=R)
+    kind = ini["kind"]
+    if kind == "uniform":
+        return pt.uniform_sphere(n, d, rng=rng, batch=R)
+    if kind == "gaussian":
+        return rng.multivariate_normal(np.array(ini["mean"]), _covariance(ini["cov"], d), size=(R, n))
+    if kind == "poisson":
+        theta = exact.wrapped_cauchy_sample(rng.uniform(0.0, 2.0 * np.pi, (R, n)), complex(*ini["a"]))
+        return np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+    # von Mises–Fisher mixture: a component by weight, then scipy's exact sampler (Wood 1994)
+    c = np.array(ini["centres"])
+    k = np.broadcast_to(np.array(ini["kappa"]), (c.shape[0],))
+    w = np.ones(c.shape[0]) if ini["weights"] is None else np.broadcast_to(np.array(ini["weights"]), (c.shape[0],))
+    comp = rng.choice(c.shape[0], size=(R, n), p=w / w.sum())
+    out = np.empty((R, n, d))
+    for j in range(c.shape[0]):
+        mask = comp == j
+        m = int(mask.sum())
+        if m == 0:
+            continue
+        if k[j] == 0.0:
+            out[mask] = pt.uniform_sphere(m, d, rng=rng)
+        else:
+            out[mask] = stats.vonmises_fisher(c[j], k[j]).rvs(m, random_state=rng).reshape(m, d)
+    return out

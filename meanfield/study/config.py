@@ -1,0 +1,523 @@
+"""Study files: the TOML schema, its validation, and dotted-key overrides.
+
+A study file names the domain, the grid, the model, the initial condition, the
+output times, the particle systems and the distances to compute. Reading it
+gives a plain nested ``dict`` with every default filled in (JSON-serialisable,
+stored in the results file so a run can be repeated). Anything not in the
+schema, or of the wrong type, or out of range, raises :class:`StudyError`
+naming the key, e.g. ``[model] beta: must be >= 0, got -1``.
+
+The reference of every key is :data:`SCHEMA` (and README, "Study files").
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["StudyError", "SCHEMA", "read", "read_raw", "validate", "override", "parse_over", "to_json"]
+
+DOMAINS = ("circle", "sphere", "euclidean")
+SPHERE_MODELS = ("self-attention",)
+EUCLIDEAN_MODELS = ("softmax", "l2", "sinkhorn", "sigmoid")
+INITIAL_KINDS = ("uniform", "uniform-noise", "von-mises-fisher", "poisson", "gaussian", "file")
+METHODS = ("rk4", "ssprk3", "rk45", "dop853")
+PARTICLE_METHODS = ("rk4", "rk45", "dop853")
+
+
+class StudyError(ValueError):
+    """A study file that cannot be run: the message names the key and the problem."""
+
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of the schema: its type, default and range."""
+
+    kind: str  # "str", "int", "float", "bool", "floats", "ints", "matrix", "vectors", "bounds", "shape", "path"
+    default: Any = None
+    doc: str = ""
+    choices: tuple | None = None
+    minimum: float | None = None  # inclusive
+    positive: bool = False  # strictly > 0
+
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "": {
+        "name": Key("str", None, "label of the study (default: the file name)"),
+        "domain": Key("str", _REQUIRED, "where the tokens live", choices=DOMAINS),
+        "dimension": Key("int", None, "ambient dimension d (circle 2; sphere 3, or more for particles only; "
+                         "euclidean: from [grid] bounds, else 2)", minimum=1),
+        "seed": Key("int", 0, "seed of every random draw (initial noise, random matrices, particles)", minimum=0),
+    },
+    "model": {
+        "kind": Key("str", None, "self-attention (circle, sphere) or softmax, l2, sinkhorn, sigmoid (euclidean)",
+                    choices=SPHERE_MODELS + EUCLIDEAN_MODELS),
+        "beta": Key("float", None, "inverse temperature β (self-attention default 1, softmax default 1)", minimum=0.0),
+        "normalized": Key("bool", True, "SA (true) or USA (false)"),
+        "Q": Key("matrix", None, "query matrix: a number (times I), a d×d array, 'identity' or 'random'"),
+        "K": Key("matrix", None, "key matrix, as Q"),
+        "V": Key("matrix", None, "value matrix, as Q"),
+        "heads": Key("int", 1, "number of heads; with 'random' matrices each head draws its own", minimum=1),
+        "random_scale": Key("float", 1.0, "entries of 'random' matrices are N(0, random_scale²/d)", positive=True),
+        "tau": Key("float", None, "temperature τ of l2 and sinkhorn (default 1)", positive=True),
+        "b": Key("float", None, "bias b of sigmoid attention (default 0)"),
+    },
+    "grid": {
+        "n": Key("int", None, "circle: number of nodes", minimum=4),
+        "lmax": Key("int", None, "sphere: spherical-harmonic degree", minimum=2),
+        "backend": Key("str", None, "sphere: transform library", choices=("ducc0", "pyshtools")),
+        "bounds": Key("bounds", None, "euclidean: [[a1, b1]] or [[a1, b1], [a2, b2]]"),
+        "shape": Key("shape", None, "euclidean: cells per dimension (an integer or one per dimension)"),
+    },
+    "initial": {
+        "kind": Key("str", "uniform-noise", "the initial law", choices=INITIAL_KINDS),
+        "amplitude": Key("float", 0.05, "uniform-noise: size of the perturbation (< 1 keeps it positive)", minimum=0.0),
+        "modes": Key("int", 6, "uniform-noise: Fourier modes (circle) or bumps (sphere)", minimum=1),
+        "centres": Key("vectors", None, "von-mises-fisher: mean directions (normalised), one row each"),
+        "angles": Key("floats", None, "von-mises-fisher on the circle: mean angles, instead of centres"),
+        "kappa": Key("floats", [4.0], "von-mises-fisher: concentrations κ >= 0 (one, or one per centre)", minimum=0.0),
+        "weights": Key("floats", None, "von-mises-fisher: mixture weights (default equal; normalised)", minimum=0.0),
+        "a": Key("floats", None, "poisson: the point a (|a| < 1) of the Poisson kernel / Möbius family"),
+        "mean": Key("floats", None, "gaussian: mean (default 0)"),
+        "cov": Key("matrix", None, "gaussian: covariance (a number times I, or d×d; default 0.1 I)"),
+        "path": Key("path", None, "file: .npz with an array 'values' on the study grid, or a results .nc "
+                    "(its last density)"),
+    },
+    "time": {
+        "t_end": Key("float", 1.0, "final time", positive=True),
+        "frames": Key("int", 11, "number of equally spaced output times in [0, t_end]", minimum=2),
+        "t_eval": Key("floats", None, "explicit output times (instead of frames), increasing from 0", minimum=0.0),
+        "method": Key("str", None, "density integrator (default rk4; ssprk3 in R^d)", choices=METHODS),
+        "dt": Key("float", None, "fixed step of rk4/ssprk3 (default: CFL step)", positive=True),
+        "refine": Key("bool", None, "refine the grid when resolution is lost (default true; false in R^d)"),
+        "max_n": Key("int", None, "largest n (circle) or lmax (sphere) refinement may reach", minimum=4),
+        "rtol": Key("float", 1e-8, "rk45/dop853 relative tolerance", positive=True),
+        "atol": Key("float", 1e-10, "rk45/dop853 absolute tolerance", positive=True),
+    },
+    "particles": {
+        "n": Key("ints", None, "particle numbers N (one or several; no particles when absent)", minimum=1),
+        "repeats": Key("int", 1, "independent realisations per N", minimum=1),
+        "method": Key("str", "rk4", "particle integrator", choices=PARTICLE_METHODS),
+        "dt": Key("float", None, "largest rk4 step (default 0.05 / rate scale)", positive=True),
+        "delta": Key("float", 1e-3, "clustering tolerance: pairs with ⟨x_i, x_j⟩ >= 1 − δ", positive=True),
+        "save_positions": Key("bool", True, "store the trajectories (variables positions_N)"),
+    },
+    "distances": {
+        "p": Key("floats", [], "orders of W_p(density, particles) at every output time (needs [grid] "
+                 "and [particles])", minimum=1.0),
+    },
+    "output": {
+        "path": Key("path", None, "results file (.nc); default <name>.nc in the working directory"),
+        "plot": Key("bool", False, "write the figures next to the results file"),
+        "animation": Key("str", None, "also write an animation: 'gif' or 'mp4'", choices=("gif", "mp4")),
+    },
+}
+
+
+def _where(section: str, key: str) -> str:
+    return f"[{section}] {key}" if section else key
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _number(v, where, key: Key):
+    if not _is_number(v):
+        raise StudyError(f"{where}: must be a number, got {v!r}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise StudyError(f"{where}: must be finite, got {v!r}")
+    if key.positive and not v > 0:
+        raise StudyError(f"{where}: must be > 0, got {v:g}")
+    if key.minimum is not None and v < key.minimum:
+        raise StudyError(f"{where}: must be >= {key.minimum:g}, got {v:g}")
+    return v
+
+
+def _integer(v, where, key: Key):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise StudyError(f"{where}: must be an integer, got {v!r}")
+    if key.minimum is not None and v < key.minimum:
+        raise StudyError(f"{where}: must be >= {key.minimum:g}, got {v}")
+    return v
+
+
+def _rows(v, where):
+    if not isinstance(v, list) or not v or not all(isinstance(r, list) and r for r in v):
+        raise StudyError(f"{where}: must be a non-empty array of arrays of numbers, got {v!r}")
+    for r in v:
+        for x in r:
+            if not _is_number(x) or not math.isfinite(x):
+                raise StudyError(f"{where}: entries must be finite numbers, got {x!r}")
+    if len({len(r) for r in v}) != 1:
+        raise StudyError(f"{where}: rows must have equal lengths, got {[len(r) for r in v]}")
+    return [[float(x) for x in r] for r in v]
+
+
+def _check_value(v, where: str, key: Key):
+    k = key.kind
+    if k == "str":
+        if not isinstance(v, str):
+            raise StudyError(f"{where}: must be a string, got {v!r}")
+        if key.choices and v not in key.choices:
+            raise StudyError(f"{where}: must be one of {', '.join(key.choices)}; got {v!r}")
+        return v
+    if k == "path":
+        if not isinstance(v, str) or not v:
+            raise StudyError(f"{where}: must be a path (a non-empty string), got {v!r}")
+        return v
+    if k == "bool":
+        if not isinstance(v, bool):
+            raise StudyError(f"{where}: must be true or false, got {v!r}")
+        return v
+    if k == "int":
+        return _integer(v, where, key)
+    if k == "float":
+        return _number(v, where, key)
+    if k in ("floats", "ints"):
+        items = v if isinstance(v, list) else [v]
+        check = _integer if k == "ints" else _number
+        return [check(x, where, key) for x in items]
+    if k == "matrix":
+        if isinstance(v, str):
+            if v not in ("identity", "random"):
+                raise StudyError(f"{where}: must be a number, a d×d array, 'identity' or 'random'; got {v!r}")
+            return v
+        if _is_number(v):
+            return _number(v, where, Key("float"))
+        m = _rows(v, where)
+        if len(m) != len(m[0]):
+            raise StudyError(f"{where}: must be a square d×d matrix, got shape {len(m)}×{len(m[0])}")
+        return m
+    if k == "vectors":
+        if isinstance(v, list) and v and all(_is_number(x) for x in v):
+            v = [v]
+        return _rows(v, where)
+    if k == "bounds":
+        b = _rows(v if (isinstance(v, list) and v and isinstance(v[0], list)) else [v], where)
+        if len(b[0]) != 2 or len(b) not in (1, 2) or any(lo >= hi for lo, hi in b):
+            raise StudyError(f"{where}: must be [[a, b]] or [[a1, b1], [a2, b2]] with a < b, got {v!r}")
+        return b
+    if k == "shape":
+        items = v if isinstance(v, list) else [v]
+        return [_integer(x, where, Key("int", minimum=4)) for x in items]
+    raise AssertionError(k)  # pragma: no cover
+
+
+def _check_keys(raw: dict) -> dict:
+    """Types and ranges of every key, unknown keys refused; defaults filled."""
+    if not isinstance(raw, dict):
+        raise StudyError(f"a study must be a table of keys, got {type(raw).__name__}")
+    sections = {s for s in SCHEMA if s}
+    out: dict = {}
+    raw = {k: v for k, v in raw.items() if not (k in sections and v is None)}  # None: a section left out
+    for name, value in raw.items():
+        if name in sections:
+            if not isinstance(value, dict):
+                raise StudyError(f"[{name}]: must be a table, got {value!r}")
+        elif name not in SCHEMA[""]:
+            known = ", ".join(sorted(set(SCHEMA[""]) | sections))
+            raise StudyError(f"{name}: unknown key (the top level knows {known})")
+    for section, keys in SCHEMA.items():
+        given = raw if not section else raw.get(section, {})
+        if section:
+            for name in given:
+                if name not in keys:
+                    raise StudyError(f"[{section}] {name}: unknown key ([{section}] knows {', '.join(keys)})")
+        table = {}
+        for name, key in keys.items():
+            where = _where(section, name)
+            if name in given:
+                table[name] = _check_value(given[name], where, key)
+            elif key.default is _REQUIRED:
+                raise StudyError(f"{where}: missing (one of {', '.join(key.choices)})")
+            else:
+                table[name] = copy.deepcopy(key.default)
+        if section:
+            out[section] = table
+            out[section + "?"] = section in raw  # whether the section was given
+        else:
+            out.update(table)
+    return out
+
+
+def _matrix_size(m):
+    return len(m) if isinstance(m, list) else None
+
+
+def validate(raw: dict, base: str | Path | None = None, name: str | None = None) -> dict:
+    """Check a study (a dict as read from TOML) and return it with every default filled in.
+
+    Parameters
+    ----------
+    raw : dict
+        The study's tables.
+    base : path, optional
+        Directory against which relative paths ([initial] path, [output] path)
+        are resolved; default the working directory.
+    name : str, optional
+        Default for the ``name`` key.
+
+    Raises
+    ------
+    StudyError
+        Naming the first key that is unknown, of the wrong type or out of range.
+    """
+    cfg = _check_keys(raw)
+    base = Path.cwd() if base is None else Path(base)
+    cfg["name"] = cfg["name"] or name or "study"
+    domain = cfg["domain"]
+    m, g, ini, tm, pt = cfg["model"], cfg["grid"], cfg["initial"], cfg["time"], cfg["particles"]
+    has_grid = cfg.pop("grid?")
+    has_particles = cfg.pop("particles?") and pt["n"] is not None
+    for s in ("model?", "initial?", "time?", "distances?", "output?"):
+        cfg.pop(s)
+
+    # --- dimension
+    d = cfg["dimension"]
+    if domain == "circle":
+        if d not in (None, 2):
+            raise StudyError(f"dimension: the circle lives in R², so dimension must be 2, got {d}")
+        d = 2
+    elif domain == "sphere":
+        d = 3 if d is None else d
+        if d < 2:
+            raise StudyError(f"dimension: the sphere S^(d-1) needs d >= 2, got {d}")
+        if has_grid and d != 3:
+            raise StudyError(f"dimension: densities on the sphere are solved on S² (d = 3), got {d}; "
+                             "drop [grid] to run particles only")
+    else:
+        if g["bounds"] is not None:
+            if d not in (None, len(g["bounds"])):
+                raise StudyError(f"dimension: {d} differs from the {len(g['bounds'])} intervals of [grid] bounds")
+            d = len(g["bounds"])
+        d = 2 if d is None else d
+    cfg["dimension"] = d
+
+    # --- grid
+    allowed = {"circle": ("n",), "sphere": ("lmax", "backend"), "euclidean": ("bounds", "shape")}[domain]
+    for key, value in g.items():
+        if value is not None and key not in allowed:
+            raise StudyError(f"[grid] {key}: does not apply to domain {domain!r} (it takes {', '.join(allowed)})")
+    if has_grid:
+        need = {"circle": ("n",), "sphere": ("lmax",), "euclidean": ("bounds", "shape")}[domain]
+        for key in need:
+            if g[key] is None:
+                raise StudyError(f"[grid] {key}: missing (domain {domain!r} needs {', '.join(need)})")
+        if domain == "euclidean" and len(g["shape"]) not in (1, len(g["bounds"])):
+            raise StudyError(f"[grid] shape: one integer or one per dimension ({len(g['bounds'])}), got {g['shape']}")
+    else:
+        cfg["grid"] = None
+    if not has_grid and not has_particles:
+        raise StudyError("the study computes nothing: give a [grid] (densities), [particles] n, or both")
+
+    # --- model
+    euclid = domain == "euclidean"
+    kind = m["kind"] or ("softmax" if euclid else "self-attention")
+    if euclid != (kind in EUCLIDEAN_MODELS):
+        allowed_kinds = EUCLIDEAN_MODELS if euclid else SPHERE_MODELS
+        raise StudyError(f"[model] kind: {kind!r} does not run on domain {domain!r} (use {', '.join(allowed_kinds)})")
+    m["kind"] = kind
+    for key, kinds in (("tau", ("l2", "sinkhorn")), ("b", ("sigmoid",)), ("beta", ("self-attention", "softmax"))):
+        if m[key] is not None and kind not in kinds:
+            raise StudyError(f"[model] {key}: does not apply to kind {kind!r}")
+    if m["beta"] is None and kind in ("self-attention", "softmax"):
+        m["beta"] = 1.0
+    if m["tau"] is None and kind in ("l2", "sinkhorn"):
+        m["tau"] = 1.0
+    if m["b"] is None and kind == "sigmoid":
+        m["b"] = 0.0
+    if not m["normalized"] and kind != "self-attention":
+        raise StudyError(f"[model] normalized: false (USA) applies to self-attention only, not {kind!r}")
+    for key in ("Q", "K", "V"):
+        size = _matrix_size(m[key])
+        if size is not None and size != d:
+            raise StudyError(f"[model] {key}: must be {d}×{d} for dimension {d}, got {size}×{size}")
+
+    # --- initial condition
+    ik = ini["kind"]
+    if euclid and ik in ("uniform", "uniform-noise", "von-mises-fisher", "poisson"):
+        raise StudyError(f"[initial] kind: {ik!r} is a law on the sphere; in R^d use gaussian or file")
+    if not euclid and ik == "gaussian":
+        raise StudyError("[initial] kind: gaussian is a law in R^d; on the circle or sphere use von-mises-fisher")
+    if not has_grid and ik not in ("uniform", "gaussian", "von-mises-fisher", "poisson"):
+        raise StudyError(f"[initial] kind: {ik!r} needs a [grid] to sample particles from")
+    if ik == "poisson" and not has_grid and domain != "circle":
+        raise StudyError("[initial] kind: poisson without a [grid] is sampled on the circle only")
+    if ik == "von-mises-fisher":
+        if (ini["centres"] is None) == (ini["angles"] is None):
+            raise StudyError("[initial] centres: give the mean directions as centres (or angles on the circle)")
+        if ini["angles"] is not None:
+            if domain != "circle":
+                raise StudyError("[initial] angles: applies to the circle; give centres on the sphere")
+            ini["centres"] = [[math.cos(a), math.sin(a)] for a in ini["angles"]]
+            ini["angles"] = None
+        c = ini["centres"]
+        if len(c[0]) != d:
+            raise StudyError(f"[initial] centres: vectors must have {d} components, got {len(c[0])}")
+        for row in c:
+            norm = math.sqrt(sum(x * x for x in row))
+            if norm == 0:
+                raise StudyError("[initial] centres: a zero vector has no direction")
+            row[:] = [x / norm for x in row]
+        for key in ("kappa", "weights"):
+            if ini[key] is not None and len(ini[key]) not in (1, len(c)):
+                raise StudyError(f"[initial] {key}: one value or one per centre ({len(c)}), got {len(ini[key])}")
+        if ini["weights"] is not None and not sum(ini["weights"]) > 0:
+            raise StudyError("[initial] weights: must not all be zero")
+    if ik == "poisson":
+        a = ini["a"]
+        if a is None or len(a) != d:
+            raise StudyError(f"[initial] a: the Poisson kernel needs a point a with {d} components, got {a!r}")
+        if not sum(x * x for x in a) < 1.0:
+            raise StudyError(f"[initial] a: must lie inside the unit ball (|a| < 1), got {a}")
+    if ik == "gaussian":
+        if ini["mean"] is None:
+            ini["mean"] = [0.0] * d
+        if len(ini["mean"]) != d:
+            raise StudyError(f"[initial] mean: must have {d} components, got {len(ini['mean'])}")
+        cov = 0.1 if ini["cov"] is None else ini["cov"]
+        if isinstance(cov, str):
+            raise StudyError(f"[initial] cov: must be a number or a {d}×{d} array, got {cov!r}")
+        if isinstance(cov, list) and len(cov) != d:
+            raise StudyError(f"[initial] cov: must be {d}×{d}, got {len(cov)}×{len(cov)}")
+        ini["cov"] = cov
+    if ik == "file":
+        if ini["path"] is None:
+            raise StudyError("[initial] path: missing (kind 'file' reads the initial density from it)")
+        p = Path(ini["path"])
+        p = p if p.is_absolute() else base / p
+        if not p.is_file():
+            raise StudyError(f"[initial] path: cannot read {str(p)!r} (no such file)")
+        ini["path"] = str(p.resolve())
+
+    # --- times
+    if tm["t_eval"] is not None:
+        te = tm["t_eval"]
+        if len(te) < 2 or te[0] != 0.0 or any(b <= a for a, b in zip(te, te[1:])):
+            raise StudyError(f"[time] t_eval: must increase strictly from 0 with at least two times, got {te}")
+        tm["t_end"], tm["frames"] = te[-1], len(te)
+    else:
+        tm["t_eval"] = [tm["t_end"] * i / (tm["frames"] - 1) for i in range(tm["frames"])]
+    if tm["refine"] is None:
+        tm["refine"] = not euclid
+    if euclid and tm["refine"]:
+        raise StudyError("[time] refine: finite-volume grids are not refined; use a finer [grid] shape")
+    if tm["dt"] is not None and tm["method"] in ("rk45", "dop853"):
+        raise StudyError(f"[time] dt: fixes the step of rk4/ssprk3, not of {tm['method']!r}")
+
+    # --- particles and distances
+    if not has_particles:
+        cfg["particles"] = None
+    else:
+        if len(set(pt["n"])) != len(pt["n"]):
+            raise StudyError(f"[particles] n: the particle numbers must differ, got {pt['n']}")
+        if pt["dt"] is not None and pt["method"] != "rk4":
+            raise StudyError(f"[particles] dt: fixes the step of rk4, not of {pt['method']!r}")
+    if cfg["distances"]["p"] and not (has_grid and has_particles):
+        raise StudyError("[distances] p: distances compare a density with particles: give [grid] and [particles] n")
+
+    # --- output
+    out = cfg["output"]
+    p = Path(out["path"] or f"{cfg['name']}.nc")
+    out["path"] = str(p if p.is_absolute() else base / p)
+    if not (Path(out["path"]).parent.is_dir()):
+        raise StudyError(f"[output] path: the directory of {out['path']!r} does not exist")
+    return cfg
+
+
+def read(source) -> dict:
+    """Read and check a study: a path to a TOML file, or a dict of its tables.
+
+    Relative paths inside a file are resolved against the file's directory.
+    """
+    raw, base, name = read_raw(source)
+    try:
+        return validate(raw, base=base, name=name)
+    except StudyError as exc:
+        if isinstance(source, dict):
+            raise
+        raise StudyError(f"{source}: {exc}") from None
+
+
+def read_raw(source) -> tuple[dict, Path | None, str | None]:
+    """The study's tables as written (no defaults), the directory of its paths, its name."""
+    if isinstance(source, dict):
+        return copy.deepcopy(source), None, None
+    path = Path(source)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise StudyError(f"cannot read the study file {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise StudyError(f"{path}: not valid TOML: {exc}") from None
+    return raw, path.resolve().parent, path.stem
+
+
+# ----------------------------------------------------------------- overrides
+_SHORT = {"beta": "model.beta", "n": "particles.n", "d": "dimension", "repeats": "particles.repeats",
+          "lmax": "grid.lmax", "seed": "seed", "t_end": "time.t_end"}
+
+
+def resolve_key(name: str) -> tuple[str, str]:
+    """(section, key) for a dotted or short name (beta, n, d, seed, lmax, repeats, t_end)."""
+    dotted = _SHORT.get(name, name)
+    section, _, key = dotted.rpartition(".")
+    if section not in SCHEMA or key not in SCHEMA[section] or section == "" and key == "domain":
+        raise StudyError(f"--over {name}: not a key that can be swept (try beta, n, d, seed, or section.key)")
+    return section, key
+
+
+def parse_over(spec: str) -> tuple[str, list]:
+    """``key=start:stop:num`` (num values, both ends included), ``key=a,b,c`` or ``key=a``.
+
+    Returns the dotted key and the list of values, typed by the schema.
+    """
+    name, eq, values = spec.partition("=")
+    if not eq or not values:
+        raise StudyError(f"--over {spec!r}: expected key=start:stop:num or key=a,b,c")
+    section, key = resolve_key(name.strip())
+    kind = SCHEMA[section][key].kind
+    integer = kind in ("int", "ints")
+    try:
+        if ":" in values:
+            start, stop, num = values.split(":")
+            num = int(num)
+            if num < 1:
+                raise ValueError
+            a, b = float(start), float(stop)
+            vals = [a + (b - a) * i / (num - 1) for i in range(num)] if num > 1 else [a]
+            if integer:
+                vals = sorted(set(int(round(v)) for v in vals))
+        else:
+            vals = [int(v) if integer else float(v) for v in values.split(",")]
+    except ValueError:
+        raise StudyError(f"--over {spec!r}: cannot read the values {values!r} "
+                         f"({'integers' if integer else 'numbers'}, start:stop:num or a,b,c)") from None
+    if len(set(vals)) != len(vals):
+        raise StudyError(f"--over {spec!r}: repeated values")
+    return (f"{section}.{key}" if section else key), vals
+
+
+def override(raw: dict, dotted: str, value) -> dict:
+    """A copy of the raw study tables with one key replaced (before validation)."""
+    out = copy.deepcopy(raw)
+    section, _, key = dotted.rpartition(".")
+    table = out.setdefault(section, {}) if section else out
+    table[key] = value
+    return out
+
+
+def to_json(cfg: dict) -> str:
+    return json.dumps(cfg, sort_keys=True)

@@ -1,0 +1,299 @@
+"""Figures of a study's results Dataset (matplotlib only).
+
+``write_figures(ds, path)`` writes every figure that applies next to the
+results file: ``<stem>-density.png`` (circle and 1-D: space-time heat map;
+sphere and 2-D: snapshot grid; particles overlaid), ``-energy.png``,
+``-wasserstein.png``, ``-rate.png`` (fit with its 95% band), ``-clusters.png``,
+and for sweeps ``-sweep.png`` (a heat map over the swept key and time, e.g.
+the clustering phase diagram of GLPR Figure 3). Each ``plot_*`` function takes
+the Dataset (and optionally an Axes) and returns the Axes or Figure.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_wasserstein", "plot_rate", "plot_clusters",
+           "plot_sweep", "animate", "write_figures"]
+
+log = logging.getLogger("meanfield.study")
+
+
+def _plt():
+    import matplotlib.pyplot as plt  # the backend is the caller's (the command line uses Agg)
+
+    return plt
+
+
+def _overlay(ds, max_points: int = 200):
+    """(N, positions (T, N, d)) of the smallest saved particle set, repeat 0, or None."""
+    names = sorted((int(v[len("positions_"):]), v) for v in ds.data_vars if v.startswith("positions_"))
+    if not names:
+        return None
+    n, name = names[0]
+    x = ds[name].isel(repeat=0).values
+    return n, x[:, :max_points]
+
+
+def _spatial_dims(ds):
+    return [d for d in ("theta", "colatitude", "longitude", "x", "y") if d in ds["density"].dims]
+
+
+def plot_density(ds, ax=None, cmap="magma"):
+    """Space-time heat map of ρ(t, θ) (circle) or ρ(t, x) (1-D), particles overlaid. Returns the Axes."""
+    plt = _plt()
+    dims = _spatial_dims(ds)
+    if len(dims) != 1:
+        raise ValueError(f"plot_density draws one space dimension; this density has {dims} (use plot_snapshots).")
+    s = dims[0]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    rho = ds["density"].transpose("time", s).values
+    y = ds[s].values
+    im = ax.pcolormesh(ds["time"].values, y, rho.T, shading="nearest", cmap=cmap)
+    ax.figure.colorbar(im, ax=ax, label="ρ")
+    over = _overlay(ds)
+    if over is not None:
+        n, x = over
+        pos = np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi) if s == "theta" else x[..., 0]
+        ax.plot(ds["time"].values, pos, ".", ms=1.5, color="c", alpha=0.7)
+        ax.set_title(f"density, with {min(n, pos.shape[1])} of N = {n} particles (cyan)", fontsize=9)
+    ax.set_xlabel("t")
+    ax.set_ylabel("θ" if s == "theta" else "x")
+    return ax
+
+
+def _sphere_density(ds, i):
+    from ..density import Density
+    from ..grids import SphereGrid
+
+    lmax = ds.sizes["colatitude"] - 1
+    return Density._trusted(SphereGrid(lmax), ds["density"].isel(time=i).values)
+
+
+def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma"):
+    """Snapshot grid of the density (S²: Mollweide maps; R²: images), particles overlaid. Returns the Figure."""
+    plt = _plt()
+    from ..plotting import plot_sphere
+
+    valid = np.flatnonzero(np.isfinite(ds["density"].values).all(axis=tuple(range(1, ds["density"].ndim))))
+    k = valid.size
+    shown = valid[np.unique(np.linspace(0, k - 1, min(k, 2 * ncols)).astype(int))] if times is None else times
+    rows = -(-len(shown) // ncols)
+    sphere = "colatitude" in ds.dims
+    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if sphere else 3.6) * rows))
+    over = _overlay(ds)
+    for j, i in enumerate(shown):
+        if sphere:
+            ax = fig.add_subplot(rows, ncols, j + 1, projection="mollweide")
+            plot_sphere(_sphere_density(ds, i), ax=ax, colorbar=False, cmap=cmap)
+            if over is not None:
+                x = over[1][i]
+                ax.plot(np.arctan2(x[:, 1], x[:, 0]), np.arcsin(np.clip(x[:, 2], -1, 1)), ".", ms=2, color="c")
+        else:
+            ax = fig.add_subplot(rows, ncols, j + 1)
+            rho = ds["density"].isel(time=i).transpose("x", "y").values
+            ax.pcolormesh(ds["x"].values, ds["y"].values, rho.T, shading="nearest", cmap=cmap)
+            ax.set_aspect("equal")
+            if over is not None:
+                x = over[1][i]
+                ax.plot(x[:, 0], x[:, 1], ".", ms=2, color="c")
+        ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
+    fig.suptitle(ds.attrs.get("model", ""), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _band(ax, t, values, label, color):
+    """Mean over repeats with a ±1 standard deviation band."""
+    m = np.nanmean(values, axis=0)
+    s = np.nanstd(values, axis=0)
+    ax.plot(t, m, color=color, label=label)
+    if values.shape[0] > 1:
+        ax.fill_between(t, m - s, m + s, color=color, alpha=0.2, lw=0)
+
+
+def plot_energy(ds, ax=None):
+    """E_β of the density (every step) and of the particle systems (mean ± sd over repeats). Returns the Axes."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    if "step_energy" in ds:
+        ax.plot(ds["step_time"], ds["step_energy"], color="k", label="density")
+    elif "energy" in ds:
+        ax.plot(ds["time"], ds["energy"], "k.-", label="density")
+    if "particle_energy" in ds:
+        for i, n in enumerate(ds["n_particles"].values):
+            _band(ax, ds["time"].values, ds["particle_energy"].isel(n_particles=i).values, f"N = {n}", f"C{i}")
+    ax.set_xlabel("t")
+    ax.set_ylabel("E_β")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_wasserstein(ds, ax=None):
+    """W_p(μ_t, μ^N_t) against t for every N and p (mean ± sd over repeats). Returns the Axes."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    for a, p in enumerate(ds["p"].values):
+        for i, n in enumerate(ds["n_particles"].values):
+            vals = ds["wasserstein"].isel(p=a, n_particles=i).values
+            _band(ax, ds["time"].values, vals, f"W{p:g}, N = {n}", f"C{i + a * ds.sizes['n_particles']}")
+    ax.set_yscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel("W_p(density, particles)")
+    ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+def plot_rate(ds, ax=None, time: int = -1, p_index: int = 0):
+    """log W_p against log N at one output time, the fitted N^α and its 95% band. Returns the Axes."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 4))
+    ns = ds["n_particles"].values.astype(float)
+    W = ds["wasserstein"].isel(p=p_index, time=time).values  # (N, repeats)
+    p = float(ds["p"][p_index])
+    ax.loglog(np.repeat(ns, W.shape[1]), W.ravel(), ".", color="0.5", label="repeats")
+    ax.loglog(ns, np.exp(np.mean(np.log(W), axis=1)), "o", color="k", label="geometric mean")
+    a = float(ds["rate"].isel(p=p_index, time=time))
+    lo, hi = float(ds["rate_low"].isel(p=p_index, time=time)), float(ds["rate_high"].isel(p=p_index, time=time))
+    if np.isfinite(a):
+        x0, y0 = np.mean(np.log(ns)), np.mean(np.log(W))
+        grid = np.linspace(np.log(ns.min()), np.log(ns.max()), 50)
+        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"N^{a:.3f}")
+        band = np.exp(y0 + np.outer([lo, hi], grid - x0))
+        ax.fill_between(np.exp(grid), band.min(axis=0), band.max(axis=0), color="C3", alpha=0.2,
+                        label=f"95% interval [{lo:.3f}, {hi:.3f}]")
+        ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="N^-1/2")
+    ax.set_xlabel("N")
+    ax.set_ylabel(f"W{p:g} at t = {float(ds['time'][time]):.3g}")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_clusters(ds, ax=None):
+    """Fraction of particle pairs within δ against t, per N (mean ± sd over repeats). Returns the Axes."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    for i, n in enumerate(ds["n_particles"].values):
+        _band(ax, ds["time"].values, ds["pair_fraction"].isel(n_particles=i).values, f"N = {n}", f"C{i}")
+    ax.set_xlabel("t")
+    ax.set_ylabel(ds["pair_fraction"].attrs.get("long_name", "pair fraction"), fontsize=8)
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_sweep(ds, variable: str | None = None, ax=None):
+    """Heat map over (first swept key, time) of a time series, averaged over everything else. Returns the Axes.
+
+    Default variable: ``pair_fraction`` (the clustering phase diagram), else
+    ``wasserstein``, ``energy``, ``mass``.
+    """
+    plt = _plt()
+    dims = ds.attrs.get("sweep_dims", "").split()
+    if not dims:
+        raise ValueError("this Dataset is not a sweep (no attribute sweep_dims)")
+    if variable is None:
+        variable = next(v for v in ("pair_fraction", "wasserstein", "energy", "mass") if v in ds)
+    key = dims[0]
+    da = ds[variable]
+    da = da.mean([d for d in da.dims if d not in (key, "time")])
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    im = ax.pcolormesh(ds[key].values, ds["time"].values, da.transpose("time", key).values, shading="nearest",
+                       cmap="Blues" if variable == "pair_fraction" else "viridis")
+    ax.figure.colorbar(im, ax=ax, label=da.attrs.get("long_name", variable))
+    ax.set_xlabel(key)
+    ax.set_ylabel("t")
+    ax.set_title(f"{ds.attrs.get('title', '')}: {variable}", fontsize=9)
+    return ax
+
+
+def animate(ds, path, fps: int = 8):
+    """An animation of the density over time (GIF with Pillow, MP4 with ffmpeg). Returns the path written.
+
+    MP4 needs the ffmpeg writer; without it a GIF is written instead (logged).
+    """
+    plt = _plt()
+    from matplotlib import animation
+
+    path = Path(path)
+    if path.suffix == ".mp4" and not animation.writers.is_available("ffmpeg"):
+        log.warning("no ffmpeg writer: writing a GIF instead of %s", path)
+        path = path.with_suffix(".gif")
+    writer = "ffmpeg" if path.suffix == ".mp4" else "pillow"
+    valid = np.flatnonzero(np.isfinite(ds["density"].values).all(axis=tuple(range(1, ds["density"].ndim))))
+    dims = _spatial_dims(ds)
+    over = _overlay(ds)
+    sphere = "colatitude" in dims
+    fig = plt.figure(figsize=(6, 3.6))
+    ax = fig.add_subplot(projection="mollweide" if sphere else None)
+    vmax = float(np.nanmax(ds["density"].values))
+
+    def frame(j):
+        i = valid[j]
+        ax.clear()
+        if sphere:
+            from ..plotting import plot_sphere
+
+            plot_sphere(_sphere_density(ds, i), ax=ax, colorbar=False, vmax=vmax)
+        elif len(dims) == 1:
+            s = dims[0]
+            ax.plot(ds[s].values, ds["density"].isel(time=i).values, color="k")
+            ax.set_ylim(0, 1.05 * vmax)
+            ax.set_xlabel(s)
+            if over is not None:
+                x = over[1][i]
+                pos = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi) if s == "theta" else x[:, 0]
+                ax.plot(pos, np.zeros_like(pos), "|", color="c", ms=10)
+        else:
+            ax.pcolormesh(ds["x"].values, ds["y"].values, ds["density"].isel(time=i).transpose("x", "y").values.T,
+                          shading="nearest", cmap="magma", vmin=0, vmax=vmax)
+        ax.set_title(f"t = {float(ds['time'][i]):.3g}")
+        return []
+
+    anim = animation.FuncAnimation(fig, frame, frames=valid.size, blit=False)
+    anim.save(path, writer=writer, fps=fps)
+    plt.close(fig)
+    return path
+
+
+def write_figures(ds, path, plots: bool = True, animation: str | None = None) -> list[Path]:
+    """Write every figure that applies to ``ds`` next to ``path`` (the results file). Returns the files."""
+    plt = _plt()
+    path = Path(path)
+    stem = path.with_suffix("")
+    out = []
+
+    def save(fig, name):
+        f = Path(f"{stem}-{name}.png")
+        fig.savefig(f, dpi=110)
+        plt.close(fig)
+        out.append(f)
+
+    if plots:
+        if ds.attrs.get("sweep_dims"):
+            save(plot_sweep(ds).figure, "sweep")
+        if "density" in ds:
+            if len(_spatial_dims(ds)) == 1:
+                save(plot_density(ds).figure, "density")
+            else:
+                save(plot_snapshots(ds), "density")
+        if ("energy" in ds or "particle_energy" in ds) and not ds.attrs.get("sweep_dims"):
+            save(plot_energy(ds).figure, "energy")
+        if "wasserstein" in ds and not ds.attrs.get("sweep_dims"):
+            save(plot_wasserstein(ds).figure, "wasserstein")
+        if "rate" in ds and not ds.attrs.get("sweep_dims") and np.isfinite(ds["rate"].isel(p=0, time=-1)):
+            save(plot_rate(ds).figure, "rate")
+        if "pair_fraction" in ds and not ds.attrs.get("sweep_dims"):
+            save(plot_clusters(ds).figure, "clusters")
+    if animation and "density" in ds:
+        out.append(animate(ds, f"{stem}-animation.{animation}"))
+    return out

@@ -1,0 +1,307 @@
+"""Run a study: the density by :func:`meanfield.solve`, the particle systems by
+:func:`particles.simulate`, the distances by :func:`validation.wasserstein`,
+gathered into one :class:`xarray.Dataset`.
+
+The Dataset (see README, "Results files")
+-----------------------------------------
+coordinates  time; theta (circle), colatitude/longitude (sphere, radians), x [, y] (R^d);
+             n_particles, repeat, component, p
+density      (time, space...)   the solution on the finest grid reached (earlier frames
+                                 resampled exactly: zero-padded spectra); NaN after t_reached
+mass, energy (time)             ∫ρ and E_β of the density (energy for zonal models)
+step_time, step_mass, step_energy (step)   the same at every accepted step
+pair_fraction (n_particles, repeat, time)  fraction of pairs with ⟨x_i, x_j⟩ >= 1 − δ
+particle_energy (n_particles, repeat, time)  E_β of the empirical measure (Q = K = I)
+positions_<N> (repeat, time, particle_<N>, component)   the trajectories
+wasserstein (p, n_particles, repeat, time)  W_p(μ_t, μ^N_t), exact (validation.wasserstein)
+rate, rate_low, rate_high (p, time)  exponent α of W_p ~ N^α and its 95% interval
+attributes   the study (JSON), package versions, model, solver status and message,
+             t_reached, method, path, nfev, nsteps, refinements
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sys
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from ..grids import CircleGrid, EuclideanGrid, SphereGrid
+from ..models import SelfAttention
+from ..monitor import ResolutionError
+from ..solve import Interrupted, Status, solve
+from . import build, config
+
+__all__ = ["run", "run_config", "StudyInterrupted"]
+
+log = logging.getLogger("meanfield.study")
+
+
+class StudyInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a study; ``dataset`` holds what was computed (and was written)."""
+
+    def __init__(self, dataset):
+        super().__init__("study interrupted")
+        self.dataset = dataset
+
+
+def _progress(progress):
+    return sys.stderr.isatty() if progress is None else bool(progress)
+
+
+# ------------------------------------------------------------- density
+def _space(grid):
+    if isinstance(grid, CircleGrid):
+        return ("theta",), {"theta": ("theta", grid.angles.copy(), {"long_name": "angle θ", "units": "rad"})}
+    if isinstance(grid, SphereGrid):
+        return ("colatitude", "longitude"), {
+            "colatitude": ("colatitude", grid.colatitudes.copy(), {"units": "rad", "grid": "Gauss-Legendre"}),
+            "longitude": ("longitude", grid.longitudes.copy(), {"units": "rad"}),
+        }
+    names = ("x", "y")[: grid.dim]
+    return names, {k: (k, grid.axes[i].copy(), {"long_name": f"cell centre {k}"}) for i, k in enumerate(names)}
+
+
+def _density_vars(sol, t_eval, grid0):
+    """Density frames on the finest grid reached, NaN after the last frame computed."""
+    dens = list(sol.densities)
+    top = max((d.grid for d in dens), key=lambda g: g.n) if dens else grid0
+    dims, coords = _space(top)
+    rho = np.full((t_eval.size,) + top.shape, np.nan)
+    for i, d in enumerate(dens):
+        rho[i] = d.values if d.grid == top else d.grid.resample(d.values, top.n)
+    k = len(dens)
+    mass = np.full(t_eval.size, np.nan)
+    mass[:k] = sol.mass
+    out = {
+        "density": (("time",) + dims, rho, {"long_name": "density ρ(t) against surface/Lebesgue measure"}),
+        "mass": ("time", mass, {"long_name": "∫ρ"}),
+        "step_time": ("step", sol.t_steps, {"long_name": "time of each accepted step"}),
+        "step_mass": ("step", sol.mass_steps),
+    }
+    if sol.energy is not None:
+        energy = np.full(t_eval.size, np.nan)
+        energy[:k] = sol.energy
+        out["energy"] = ("time", energy, {"long_name": "interaction energy E_β (GLPR §3.2)"})
+        out["step_energy"] = ("step", sol.energy_steps)
+    return out, coords
+
+
+def _solve(cfg, model, mu0, t_eval, progress):
+    tm = cfg["time"]
+    kwargs = dict(t_eval=t_eval, method=tm["method"], dt=tm["dt"], refine=tm["refine"], rtol=tm["rtol"],
+                  atol=tm["atol"], progress=progress)
+    if tm["max_n"] is not None:
+        kwargs["max_n"] = tm["max_n"]
+    log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
+    try:
+        return solve(model, mu0, (0.0, float(t_eval[-1])), **kwargs), False
+    except ResolutionError as exc:
+        log.warning("%s", exc)
+        return exc.solution, False
+    except Interrupted as exc:
+        log.warning("interrupted: keeping the density up to the last output time")
+        return exc.solution, True
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise config.StudyError(f"[time]/[grid]: {exc}") from None
+
+
+# ------------------------------------------------------------ particles
+def _has_particle_energy(model) -> bool:
+    """E_β of point sets by the fused kernel: SA/USA with Q = K = I, β where e^β is finite."""
+    return isinstance(model, SelfAttention) and model.Q is None and model.K is None and model.beta <= 700
+
+
+def _particle_energy(model, x):
+    """E_β of the empirical measures x (R, T, N, d) → (R, T), or None (see :func:`_has_particle_energy`)."""
+    if not _has_particle_energy(model):
+        return None
+    from particles import kernels
+
+    n = x.shape[-2]
+    return kernels.energy(x, np.full(x.shape[:-1], 1.0 / n), model.beta)
+
+
+def _particles(cfg, model, mu0, t_eval, progress, store):
+    """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted."""
+    import particles as pt
+    from particles import clusters
+
+    pc = cfg["particles"]
+    sphere = cfg["domain"] != "euclidean"
+    for n in tqdm(pc["n"], desc="particles", disable=not progress, leave=False):
+        try:
+            x0 = build.initial_particles(cfg, mu0, n)
+            log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
+            traj = pt.simulate(model, x0, t_eval, method=pc["method"], dt=pc["dt"], progress=False)
+        except KeyboardInterrupt:
+            log.warning("interrupted: keeping the particle systems finished so far")
+            return True
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise config.StudyError(f"[particles]: {exc}") from None
+        x = np.moveaxis(traj.x, 0, 1)  # (R, T, N, d)
+        store[n] = {"x": x}
+        if sphere:
+            store[n]["pair_fraction"] = clusters.pair_fraction(x, pc["delta"])
+            store[n]["energy"] = _particle_energy(model, x)
+    return False
+
+
+def _wasserstein(cfg, densities, store, progress):
+    """W_p(μ_t, μ^N_t) for every p, N, repeat and output time with a density. Ctrl-C keeps the rest NaN."""
+    W = importlib.import_module("validation.wasserstein")
+    ps, ns = cfg["distances"]["p"], list(store)
+    R, T = cfg["particles"]["repeats"], len(cfg["time"]["t_eval"])
+    out = np.full((len(ps), len(cfg["particles"]["n"]), R, T), np.nan)
+    index = {n: i for i, n in enumerate(cfg["particles"]["n"])}
+    jobs = [(a, n, t) for a in range(len(ps)) for n in ns for t in range(min(T, len(densities)))]
+    try:
+        for a, n, t in tqdm(jobs, desc="distances", disable=not progress, leave=False):
+            for r in range(R):
+                out[a, index[n], r, t] = W.wasserstein(densities[t], store[n]["x"][r, t], p=ps[a])
+    except KeyboardInterrupt:
+        log.warning("interrupted: distances not computed are NaN")
+        return out, True
+    return out, False
+
+
+def _rates(ns, w):
+    """Exponent of W_p ~ N^α at each (p, time), with its 95% interval; NaN where it cannot be fitted."""
+    limit = importlib.import_module("validation.meanfield_limit")
+    P, _, _, T = w.shape
+    rate = np.full((3, P, T), np.nan)
+    for a in range(P):
+        for t in range(T):
+            D = w[a, :, :, t]
+            if np.all(np.isfinite(D)) and np.all(D > 0):
+                s, (lo, hi) = limit.fit_exponent(ns, D)
+                rate[:, a, t] = (s, lo, hi)
+    return rate
+
+
+# ------------------------------------------------------------------ run
+def _versions():
+    import numpy
+    import scipy
+
+    from .. import __version__
+
+    return {"meanfield_version": __version__, "numpy_version": numpy.__version__,
+            "scipy_version": scipy.__version__, "xarray_version": xr.__version__}
+
+
+def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, bool]:
+    """Run a checked study (:func:`meanfield.study.config.read`); return (Dataset, interrupted)."""
+    progress = _progress(progress)
+    model = build.build_model(cfg)
+    grid = build.build_grid(cfg)
+    mu0 = build.initial_density(cfg, grid)
+    t_eval = np.array(cfg["time"]["t_eval"], dtype=float)
+    data, coords = {}, {"time": ("time", t_eval, {"long_name": "time t"})}
+    attrs = {"title": cfg["name"], "study": config.to_json(cfg), "domain": cfg["domain"],
+             "dimension": cfg["dimension"], "model": repr(model), **_versions()}
+    interrupted = False
+    densities = []
+    status, message, t_reached = Status.SUCCESS.value, "the study ran to the end", float(t_eval[-1])
+    if mu0 is not None:
+        sol, interrupted = _solve(cfg, model, mu0, t_eval, progress)
+        densities = list(sol.densities)
+        dvars, dcoords = _density_vars(sol, t_eval, grid)
+        data.update(dvars)
+        coords.update(dcoords)
+        status, message = sol.status.value, sol.message
+        t_reached = float(sol.t[-1]) if sol.t.size else float("nan")
+        attrs.update({"grid": repr(grid), "grid_final": repr(densities[-1].grid) if densities else repr(grid),
+                      "solver_method": sol.method, "solver_path": sol.path, "nfev": sol.nfev, "nsteps": sol.nsteps,
+                      "refinements": json.dumps([list(map(float, r)) for r in sol.refinements])})
+    store = {}
+    if cfg["particles"] is not None and not interrupted:
+        interrupted = _particles(cfg, model, mu0, t_eval, progress, store)
+    if cfg["particles"] is not None:
+        ns = cfg["particles"]["n"]
+        R, T, d = cfg["particles"]["repeats"], t_eval.size, cfg["dimension"]
+        coords.update({"n_particles": ("n_particles", np.array(ns, dtype=np.int64)),
+                       "repeat": ("repeat", np.arange(R, dtype=np.int64)),
+                       "component": ("component", np.arange(d, dtype=np.int64))})
+        for key, name, doc in (("pair_fraction", "pair_fraction",
+                                f"fraction of ordered pairs with ⟨x_i, x_j⟩ >= 1 − δ, δ = {cfg['particles']['delta']:g}"),
+                               ("energy", "particle_energy", "E_β of the empirical measure")):
+            if cfg["domain"] == "euclidean" or (key == "energy" and not _has_particle_energy(model)):
+                continue
+            arr = np.full((len(ns), R, T), np.nan)
+            for i, n in enumerate(ns):
+                if n in store and store[n].get(key) is not None:
+                    arr[i] = store[n][key]
+            data[name] = (("n_particles", "repeat", "time"), arr, {"long_name": doc})
+        if cfg["particles"]["save_positions"]:
+            for n, s in store.items():
+                data[f"positions_{n}"] = (("repeat", "time", f"particle_{n}", "component"), s["x"],
+                                          {"long_name": f"positions of the {n} particles"})
+        if cfg["distances"]["p"] and densities:
+            w, stop = (np.full((len(cfg["distances"]["p"]), len(ns), R, T), np.nan), True) if interrupted else \
+                _wasserstein(cfg, densities, store, progress)
+            interrupted = interrupted or stop
+            coords["p"] = ("p", np.array(cfg["distances"]["p"], dtype=float), {"long_name": "order of W_p"})
+            data["wasserstein"] = (("p", "n_particles", "repeat", "time"), w,
+                                   {"long_name": "W_p(density, particles), exact"})
+            if len(ns) >= 2:
+                rate = _rates(np.array(ns), w)
+                for k, name in enumerate(("rate", "rate_low", "rate_high")):
+                    data[name] = (("p", "time"), rate[k], {"long_name": "exponent α of W_p ~ N^α"
+                                                            + ("" if k == 0 else " (95% interval)")})
+    if interrupted:
+        status, message = Status.INTERRUPTED.value, "interrupted (Ctrl-C): the file holds what was computed"
+    attrs.update({"status": status, "message": message, "t_reached": t_reached})
+    return xr.Dataset(data, coords=coords, attrs=attrs), interrupted
+
+
+def run(study, *, output=None, progress: bool | None = None, plot: bool | None = None) -> xr.Dataset:
+    """Run a study and write its results file.
+
+    Parameters
+    ----------
+    study : path or dict
+        A TOML study file, or its tables as a dict (README, "Study files").
+    output : path, optional
+        Results file (NetCDF); default the study's [output] path. ``False``
+        writes nothing.
+    progress : bool, optional
+        Progress bars; default on when standard error is a terminal.
+    plot : bool, optional
+        Write the figures next to the results file; default the study's [output] plot.
+
+    Returns
+    -------
+    xarray.Dataset
+        See :mod:`meanfield.study.runner`. ``attrs["status"]`` is "success",
+        "resolution lost" (the density stopped at ``attrs["t_reached"]``, later
+        frames NaN) or "interrupted".
+
+    Raises
+    ------
+    StudyError
+        The study file is invalid (the message names the key).
+    StudyInterrupted
+        Ctrl-C: what was computed is written first, and carried by the exception.
+    """
+    from .results import save
+
+    cfg = config.read(study)
+    ds, interrupted = run_config(cfg, progress=progress)
+    path = cfg["output"]["path"] if output is None else output
+    if path is not False:
+        save(ds, path)
+        log.info("wrote %s", path)
+        if (cfg["output"]["plot"] if plot is None else plot) or cfg["output"]["animation"]:
+            from .figures import write_figures
+
+            for f in write_figures(ds, path, plots=(cfg["output"]["plot"] if plot is None else plot),
+                                   animation=cfg["output"]["animation"]):
+                log.info("wrote %s", f)
+    if interrupted:
+        raise StudyInterrupted(ds)
+    return ds

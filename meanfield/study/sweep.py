@@ -1,0 +1,236 @@
+"""Sweeps: one study run over a grid of parameter values, on dask.distributed.
+
+Each point of the grid (the Cartesian product of the ``over`` values) is one
+task: the study with those keys replaced, run by :func:`run_config` on a
+worker. Seeds are part of the study (streams ``[seed, ...]``, see
+:mod:`meanfield.study.build`), never of the worker, so a sweep gives the same
+numbers on a cluster as run serially, in any order. Every task returns the
+study's time series (mass, energy, pair fractions, particle energies,
+distances, rates) and its solver status; grid fields and trajectories stay on
+the worker (run a single point with ``meanfield run`` to keep them). The
+results are gathered into one Dataset with a dimension per swept key
+(``beta`` for ``model.beta``, ``n_particles`` for ``particles.n``, ...).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from . import config
+from .runner import _progress, _versions, run_config
+
+__all__ = ["sweep", "dimension_name"]
+
+log = logging.getLogger("meanfield.study")
+
+_DROP_PREFIX = ("positions_", "step_")
+_TASK_ATTRS = ("status", "message", "t_reached", "nfev", "nsteps")
+
+
+def dimension_name(dotted: str) -> str:
+    """The Dataset dimension of a swept key: ``model.beta`` → ``beta``, ``particles.n`` → ``n_particles``."""
+    return "n_particles" if dotted == "particles.n" else dotted.rpartition(".")[2]
+
+
+def _summary(ds: xr.Dataset) -> xr.Dataset:
+    """Drop grid fields and trajectories; turn the per-run attributes into variables."""
+    drop = [v for v in ds.data_vars if v == "density" or v.startswith(_DROP_PREFIX)]
+    out = ds.drop_vars(drop)
+    used = {d for v in out.data_vars.values() for d in v.dims}
+    out = out.drop_vars([c for c in out.coords if not set(out[c].dims) <= used])
+    for key in _TASK_ATTRS:
+        if key in ds.attrs:
+            out[key] = ((), ds.attrs[key])
+    out.attrs = {}
+    return out
+
+
+def _task(cfg: dict) -> xr.Dataset:
+    """One sweep point (runs on a worker)."""
+    try:  # one numba thread per dask thread: the workers already use the cores
+        from distributed import get_worker
+
+        nthreads = get_worker().state.nthreads
+        import numba
+
+        numba.set_num_threads(max(1, min(nthreads, numba.config.NUMBA_NUM_THREADS)))
+    except (ImportError, ValueError, AttributeError):
+        pass
+    ds, _ = run_config(cfg, progress=False)
+    return _summary(ds)
+
+
+def _points(over) -> tuple[list[str], list[list]]:
+    if isinstance(over, dict):
+        keys, values = [], []
+        for k, v in over.items():
+            section, key = config.resolve_key(k)
+            keys.append(f"{section}.{key}" if section else key)
+            values.append(list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v])
+    else:
+        parsed = [config.parse_over(s) for s in ([over] if isinstance(over, str) else over)]
+        keys, values = [k for k, _ in parsed], [v for _, v in parsed]
+    if not keys:
+        raise config.StudyError("--over: give at least one key=values to sweep")
+    if len(set(keys)) != len(keys):
+        raise config.StudyError(f"--over: a key is swept twice ({keys})")
+    for k, v in zip(keys, values):
+        if not v:
+            raise config.StudyError(f"--over {k}: no values")
+    return keys, values
+
+
+def _client(scheduler, workers):
+    """A distributed Client: a LocalCluster of ``workers`` processes, or one at ``scheduler``."""
+    from distributed import Client, LocalCluster
+
+    # distributed sets its own loggers to INFO on import; keep them to warnings unless debugging
+    if logging.getLogger().level > logging.DEBUG:
+        for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
+                     "distributed.worker", "distributed.http.proxy"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    if scheduler is not None:
+        return Client(scheduler), None
+    n = workers or os.cpu_count() or 1
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = None, workers: int | None = None,
+          output=None, progress: bool | None = None, plot: bool = False) -> xr.Dataset:
+    """Run a study at every point of a parameter grid and gather the results.
+
+    Parameters
+    ----------
+    study : path or dict
+        The study file (or its tables).
+    over : dict or sequence of str
+        ``{"beta": [0.5, 1, 2]}`` or ``["beta=0.1:9:90", "seed=0,1"]``
+        (``start:stop:num`` includes both ends). Keys: ``beta``, ``n``
+        (particle number), ``d`` (dimension), ``seed``, ``lmax``, ``repeats``,
+        ``t_end`` or any ``section.key`` of the study file.
+    repeats : int, optional
+        Replace ``[particles] repeats``.
+    scheduler : str, optional
+        ``None``: a LocalCluster of ``workers`` processes on this machine
+        (default: one per core); ``"serial"``: no dask, one task after the
+        other in this process; otherwise the address of a running scheduler
+        (``tcp://host:8786``).
+    workers : int, optional
+        Processes of the LocalCluster.
+    output : path or False, optional
+        Results file; default ``<study name>-sweep.nc`` next to [output] path.
+    progress : bool, optional
+        A progress bar over the tasks (default: when stderr is a terminal).
+    plot : bool
+        Write the sweep's figures next to the results file.
+
+    Returns
+    -------
+    xarray.Dataset
+        One dimension per swept key, plus ``status``/``t_reached``/... per point.
+    """
+    raw, base, name = config.read_raw(study)
+    keys, values = _points(over)
+    if repeats is not None:
+        if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+            raise config.StudyError(f"--repeats: must be a positive integer, got {repeats!r}")
+        raw = config.override(raw, "particles.repeats", repeats)
+    base_cfg = config.validate(config.override(raw, keys[0], values[0][0]) if keys else raw, base=base, name=name)
+    grid = list(itertools.product(*values))
+    cfgs = []
+    for point in grid:
+        r = raw
+        for k, v in zip(keys, point):
+            r = config.override(r, k, v)
+        cfgs.append(config.validate(r, base=base, name=name))  # every point checked before any runs
+    log.info("sweep of %s: %d tasks over %s", base_cfg["name"], len(cfgs), ", ".join(keys))
+    progress = _progress(progress)
+
+    results: list = [None] * len(cfgs)
+    interrupted = False
+    if scheduler == "serial":
+        try:
+            for i, cfg in enumerate(tqdm(cfgs, desc="sweep", disable=not progress)):
+                results[i] = _task(cfg)
+        except KeyboardInterrupt:
+            interrupted = True
+    else:
+        from distributed import as_completed
+
+        client, cluster = _client(scheduler, workers)
+        try:
+            futures = client.map(_task, cfgs, pure=False)
+            index = {f.key: i for i, f in enumerate(futures)}
+            try:
+                for fut in tqdm(as_completed(futures), total=len(futures), desc="sweep", disable=not progress):
+                    results[index[fut.key]] = fut.result()
+            except KeyboardInterrupt:
+                interrupted = True
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    ds = _gather(results, keys, values, grid)
+    from .build import build_model
+
+    ds.attrs.update({"title": f"{base_cfg['name']} sweep", "study": config.to_json(base_cfg),
+                     "domain": base_cfg["domain"], "dimension": base_cfg["dimension"],
+                     "model": f"{build_model(base_cfg)!r}, swept over {', '.join(keys)}",
+                     "sweep": json.dumps({"over": dict(zip(keys, values)), "repeats": repeats,
+                                          "scheduler": scheduler or "local", "tasks": len(cfgs)}),
+                     "sweep_dims": " ".join(dimension_name(k) for k in keys), **_versions(),
+                     "status": "interrupted" if interrupted else "success"})
+    if output is not False:
+        from .results import save
+
+        path = Path(output) if output is not None else Path(base_cfg["output"]["path"]).with_name(
+            f"{base_cfg['name']}-sweep.nc")
+        save(ds, path)
+        log.info("wrote %s", path)
+        if plot:
+            from .figures import write_figures
+
+            for f in write_figures(ds, path):
+                log.info("wrote %s", f)
+    if interrupted:
+        from .runner import StudyInterrupted
+
+        raise StudyInterrupted(ds)
+    return ds
+
+
+def _gather(results, keys, values, grid) -> xr.Dataset:
+    done = [r for r in results if r is not None]
+    if not done:
+        raise KeyboardInterrupt("the sweep was interrupted before any task finished")
+    template = done[0]
+    items = []
+    for res, point in zip(results, grid):
+        if res is None:  # not run (interrupted): NaN, status "not run"
+            res = xr.Dataset({k: xr.full_like(v, np.nan) if v.dtype.kind == "f" else v
+                              for k, v in template.data_vars.items()}, coords=template.coords)
+            res["status"] = ((), "not run")
+        for k, v in zip(keys, point):
+            if k == "particles.n":
+                continue  # the run already has the dimension n_particles, of length 1
+            res = res.expand_dims({dimension_name(k): [v]})
+        items.append(res)
+
+    def nest(flat, shape):
+        if len(shape) == 1:
+            return flat
+        step = len(flat) // shape[0]
+        return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+    nested = nest(items, [len(v) for v in values])
+    return xr.combine_nested(nested, concat_dim=[dimension_name(k) for k in keys], combine_attrs="drop")
