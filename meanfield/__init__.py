@@ -18,6 +18,7 @@ solve, Solution                     time integration and its result
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
 exact                               closed-form solutions (oracles)
 gaussian                            exact Gaussian closures in R^d
+study, load                         study files, results files (NetCDF), sweeps
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
@@ -28,6 +29,18 @@ from .grids import CircleGrid, EuclideanGrid, SphereGrid
 from .models import MultiHeadAttention, SelfAttention
 from .monitor import ResolutionError, ResolutionMonitor
 from .solve import Solution, Status, solve
+
+
+
+def load(path, lazy: bool = False):
+    """Read a results file of ``meanfield run`` / ``meanfield sweep`` as an xarray Dataset.
+
+    See :func:`meanfield.study.load` (xarray is imported on first use).
+    """
+    from .study.results import load as _load
+
+    return _load(path, lazy=lazy)
+
 
 try:
     __version__ = _version("meanfield")
@@ -48,5 +61,6 @@ __all__ = [
     "ResolutionMonitor",
     "exact",
     "gaussian",
+    "load",
     "__version__",
 ]

@@ -89,7 +89,8 @@ def main(argv) -> int:
 
 
 def _summary(ds) -> None:
-    lines = [f"study        {ds.attrs.get('title', '')}: {ds.attrs.get('model', '')} on the {ds.attrs.get('domain')}",
+    lines = [f"study        {ds.attrs.get('title', '')}: {ds.attrs.get('model', '')}",
+             f"domain       {ds.attrs.get('domain')}, d = {ds.attrs.get('dimension')}",
              f"status       {ds.attrs.get('status')}" + (f" (t reached {ds.attrs['t_reached']:g})"
                                                        if "t_reached" in ds.attrs else "")]
     if "message" in ds.attrs and ds.attrs.get("status") != "success":

@@ -106,7 +106,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "n": Key("ints", None, "particle numbers N (one or several; no particles when absent)", minimum=1),
         "repeats": Key("int", 1, "independent realisations per N", minimum=1),
         "method": Key("str", "rk4", "particle integrator", choices=PARTICLE_METHODS),
-        "dt": Key("float", None, "largest rk4 step (default 0.05 / rate scale)", positive=True),
+        "dt": Key("float", None, "largest rk4 step (default dt_factor / rate scale)", positive=True),
+        "dt_factor": Key("float", None, "rk4 step dt_factor / rate_scale(model), e.g. c/(1 + β) for SA "
+                         "(default 0.05; see meanfield.models.rate_scale)", positive=True),
         "delta": Key("float", 1e-3, "clustering tolerance: pairs with ⟨x_i, x_j⟩ >= 1 − δ", positive=True),
         "save_positions": Key("bool", True, "store the trajectories (variables positions_N)"),
     },
@@ -115,7 +117,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
                  "and [particles])", minimum=1.0),
     },
     "output": {
-        "path": Key("path", None, "results file (.nc); default <name>.nc in the working directory"),
+        "path": Key("path", None, "results file (.nc or .zarr), relative to the working directory; "
+                    "default <name>.nc"),
         "plot": Key("bool", False, "write the figures next to the results file"),
         "animation": Key("str", None, "also write an animation: 'gif' or 'mp4'", choices=("gif", "mp4")),
     },
@@ -236,7 +239,7 @@ def _check_keys(raw: dict) -> dict:
         table = {}
         for name, key in keys.items():
             where = _where(section, name)
-            if name in given:
+            if given.get(name) is not None:  # None (dicts only; TOML has no null) means "not given"
                 table[name] = _check_value(given[name], where, key)
             elif key.default is _REQUIRED:
                 raise StudyError(f"{where}: missing (one of {', '.join(key.choices)})")
@@ -262,8 +265,9 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     raw : dict
         The study's tables.
     base : path, optional
-        Directory against which relative paths ([initial] path, [output] path)
-        are resolved; default the working directory.
+        Directory against which a relative [initial] path is resolved; default
+        the working directory. A relative [output] path is taken from the
+        working directory (results go where the command runs).
     name : str, optional
         Default for the ``name`` key.
 
@@ -421,15 +425,18 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     else:
         if len(set(pt["n"])) != len(pt["n"]):
             raise StudyError(f"[particles] n: the particle numbers must differ, got {pt['n']}")
-        if pt["dt"] is not None and pt["method"] != "rk4":
-            raise StudyError(f"[particles] dt: fixes the step of rk4, not of {pt['method']!r}")
+        for key in ("dt", "dt_factor"):
+            if pt[key] is not None and pt["method"] != "rk4":
+                raise StudyError(f"[particles] {key}: sets the step of rk4, not of {pt['method']!r}")
+        if pt["dt"] is not None and pt["dt_factor"] is not None:
+            raise StudyError("[particles] dt_factor: give dt or dt_factor, not both")
     if cfg["distances"]["p"] and not (has_grid and has_particles):
         raise StudyError("[distances] p: distances compare a density with particles: give [grid] and [particles] n")
 
     # --- output
     out = cfg["output"]
     p = Path(out["path"] or f"{cfg['name']}.nc")
-    out["path"] = str(p if p.is_absolute() else base / p)
+    out["path"] = str(p if p.is_absolute() else Path.cwd() / p)  # results go where the command runs
     if not (Path(out["path"]).parent.is_dir()):
         raise StudyError(f"[output] path: the directory of {out['path']!r} does not exist")
     return cfg

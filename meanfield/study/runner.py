@@ -31,7 +31,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from ..grids import CircleGrid, EuclideanGrid, SphereGrid
-from ..models import SelfAttention
+from ..models import SelfAttention, rate_scale
 from ..monitor import ResolutionError
 from ..solve import Interrupted, Status, solve
 from . import build, config
@@ -137,7 +137,8 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
         try:
             x0 = build.initial_particles(cfg, mu0, n)
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
-            traj = pt.simulate(model, x0, t_eval, method=pc["method"], dt=pc["dt"], progress=False)
+            dt = pc["dt"] if pc["dt_factor"] is None else pc["dt_factor"] / max(rate_scale(model), 1e-300)
+            traj = pt.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False)
         except KeyboardInterrupt:
             log.warning("interrupted: keeping the particle systems finished so far")
             return True
@@ -203,7 +204,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
     t_eval = np.array(cfg["time"]["t_eval"], dtype=float)
     data, coords = {}, {"time": ("time", t_eval, {"long_name": "time t"})}
     attrs = {"title": cfg["name"], "study": config.to_json(cfg), "domain": cfg["domain"],
-             "dimension": cfg["dimension"], "model": repr(model), **_versions()}
+             "dimension": cfg["dimension"], "model": " ".join(repr(model).split()), **_versions()}
     interrupted = False
     densities = []
     status, message, t_reached = Status.SUCCESS.value, "the study ran to the end", float(t_eval[-1])

@@ -185,7 +185,7 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
 
     ds.attrs.update({"title": f"{base_cfg['name']} sweep", "study": config.to_json(base_cfg),
                      "domain": base_cfg["domain"], "dimension": base_cfg["dimension"],
-                     "model": f"{build_model(base_cfg)!r}, swept over {', '.join(keys)}",
+                     "model": " ".join(repr(build_model(base_cfg)).split()) + f", swept over {', '.join(keys)}",
                      "sweep": json.dumps({"over": dict(zip(keys, values)), "repeats": repeats,
                                           "scheduler": scheduler or "local", "tasks": len(cfgs)}),
                      "sweep_dims": " ".join(dimension_name(k) for k in keys), **_versions(),
@@ -233,4 +233,7 @@ def _gather(results, keys, values, grid) -> xr.Dataset:
         return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
     nested = nest(items, [len(v) for v in values])
-    return xr.combine_nested(nested, concat_dim=[dimension_name(k) for k in keys], combine_attrs="drop")
+    # "minimal": a sweep over particles.n concatenates the particle variables along n_particles and
+    # keeps one copy of the density variables (equal across N: same seed, same density, checked)
+    return xr.combine_nested(nested, concat_dim=[dimension_name(k) for k in keys], data_vars="minimal",
+                             coords="minimal", compat="equals", join="outer", combine_attrs="drop")
