@@ -35,7 +35,9 @@ _DROP_PREFIX = ("positions_", "step_")
 _TASK_ATTRS = ("status", "message", "t_reached", "nfev", "nsteps")
 _QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
                   "distributed.worker.memory.monitor-interval": "2s",
-                  "distributed.admin.system-monitor.interval": "5s"}
+                  "distributed.admin.system-monitor.interval": "5s",
+                  "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1,
+                                                          "OPENBLAS_NUM_THREADS": 1}}
 
 
 def dimension_name(dotted: str) -> str:
@@ -106,7 +108,9 @@ def _client(scheduler, workers):
 
     n = workers or os.cpu_count() or 1
     # the workers run long numerical tasks: no statistical profiler (it samples the task thread's
-    # stack every 10 ms, holding the GIL) and slower monitoring ticks; measured 10-15% per task
+    # stack every 10 ms, holding the GIL), slower monitoring ticks, and glibc's own malloc trimming
+    # (dask sets MALLOC_TRIM_THRESHOLD_, which also fixes the mmap threshold, so every array of more
+    # than 128 KiB is mapped and unmapped afresh: page faults on every FFT buffer)
     with dask.config.set(_QUIET_WORKERS):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR)
