@@ -16,6 +16,7 @@ time) axes — and return one number per system, shape (...).
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
@@ -43,17 +44,30 @@ def _close(x, delta):
     return G >= 1.0 - delta
 
 
+@nb.njit(parallel=True, boundscheck=False, cache=True)
+def _close_pairs(x, threshold, out):
+    """out[b] = #{i < j : ⟨x_i, x_j⟩ >= threshold} for each system b, no n×n array."""
+    B, n, d = x.shape
+    for b in nb.prange(B):
+        count = 0
+        for i in range(n):
+            for j in range(i + 1, n):
+                dot = 0.0
+                for k in range(d):
+                    dot += x[b, i, k] * x[b, j, k]
+                if dot >= threshold:
+                    count += 1
+        out[b] = count
+
+
 def pair_fraction(x, delta: float) -> np.ndarray:
     """Fraction of ordered pairs i ≠ j with ⟨x_i, x_j⟩ >= 1 − δ, shape (...)."""
     x, delta = _positions(x), _delta(delta)
     n = x.shape[-2]
-    flat = x.reshape((-1,) + x.shape[-2:])
-    out = np.empty(flat.shape[0])
-    step = max(1, (1 << 22) // (n * n))  # bound the Gram work array
-    for i in range(0, flat.shape[0], step):
-        close = _close(flat[i : i + step], delta)
-        out[i : i + step] = close.sum(axis=(-2, -1)) - np.diagonal(close, axis1=-2, axis2=-1).sum(-1)
-    return (out / (n * (n - 1))).reshape(x.shape[:-2])
+    flat = np.ascontiguousarray(x.reshape((-1,) + x.shape[-2:]))
+    counts = np.empty(flat.shape[0], dtype=np.int64)
+    _close_pairs(flat, 1.0 - delta, counts)
+    return (2.0 * counts / (n * (n - 1))).reshape(x.shape[:-2])
 
 
 def cluster_count(x, delta: float) -> np.ndarray:

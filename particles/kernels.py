@@ -239,11 +239,33 @@ def field(model, points, weights, queries) -> np.ndarray:
     return project_tangent(np.asarray(queries, dtype=float), total)
 
 
+@nb.njit(parallel=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _small_energy_sums(x, w, beta, out):
+    """out[b] = Σ_ij w_i w_j e^{β(⟨x_i,x_j⟩ − 1)} for each small system b (one pass over i <= j)."""
+    B, n, d = x.shape
+    for b in nb.prange(B):
+        s = 0.0
+        for i in range(n):
+            for j in range(i, n):
+                dot = 0.0
+                for k in range(d):
+                    dot += x[b, i, k] * x[b, j, k]
+                term = w[b, i] * w[b, j] * np.exp(beta * (dot - 1.0))
+                s += term if i == j else 2.0 * term
+        out[b] = s
+
+
+#: Systems of at most this many points take the one-pass kernel (many small systems: phase diagrams).
+_SMALL_ENERGY = 64
+
+
 def energy(points, weights, beta: float) -> np.ndarray:
     r"""E_β = (1/2β) Σ_ij w_i w_j e^{β⟨x_i,x_j⟩} by the fused kernel (no n×n array).
 
     ½|Σ w_i x_i|² at β = 0 (see :meth:`SelfAttention.energy`). Works on batches
-    (..., n, d) → (...). ``OverflowError`` where e^β overflows.
+    (..., n, d) → (...). ``OverflowError`` where e^β overflows. Batches of
+    small systems (n <= 64, points on the sphere) are summed in one pass per
+    system with the exponents shifted by β (⟨x_i, x_j⟩ <= 1).
     """
     points = np.asarray(points, dtype=float)
     weights = np.asarray(weights, dtype=float)
@@ -252,6 +274,12 @@ def energy(points, weights, beta: float) -> np.ndarray:
         return 0.5 * np.sum(m * m, axis=-1)
     if beta > _EXP_MAX:
         raise OverflowError(f"E_β overflows float64 for β = {beta:g}.")
+    n, d = points.shape[-2:]
+    if n <= _SMALL_ENERGY and weights.shape == points.shape[:-1]:
+        x = np.ascontiguousarray(points.reshape(-1, n, d))
+        sums = np.empty(x.shape[0])
+        _small_energy_sums(x, np.ascontiguousarray(weights.reshape(-1, n)), float(beta), sums)
+        return (np.exp(beta) * sums / (2.0 * beta)).reshape(points.shape[:-2])
     _, den, shift = pairwise_sums(points, weights, points, beta, V="none")
     return np.sum(weights * den * np.exp(shift), axis=-1) / (2.0 * beta)
 

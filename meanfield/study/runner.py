@@ -101,6 +101,8 @@ def _solve(cfg, model, mu0, t_eval, progress):
     try:
         return solve(model, mu0, (0.0, float(t_eval[-1])), **kwargs), False
     except ResolutionError as exc:
+        if exc.solution is None:  # the initial density itself is not resolved: a study to fix
+            raise config.StudyError(f"[grid]: {exc}") from None
         log.warning("%s", exc)
         return exc.solution, False
     except Interrupted as exc:
@@ -144,7 +146,7 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             return True
         except (ValueError, TypeError, OverflowError) as exc:
             raise config.StudyError(f"[particles]: {exc}") from None
-        x = np.moveaxis(traj.x, 0, 1)  # (R, T, N, d)
+        x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
         store[n] = {"x": x}
         if sphere:
             store[n]["pair_fraction"] = clusters.pair_fraction(x, pc["delta"])

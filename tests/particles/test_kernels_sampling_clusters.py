@@ -43,12 +43,15 @@ def test_batched_pairwise_sums(rng):
     np.testing.assert_allclose(kernels.field(model, x, w, x), model.field(x, w, x), atol=1e-15)
 
 
-def test_fused_energy(rng):
-    x = pt.uniform_sphere(80, 4, rng=rng)
-    w = rng.uniform(0, 1, 80)
-    w /= w.sum()
-    for beta in (0.0, 0.3, 7.0):
-        assert kernels.energy(x, w, beta) == pytest.approx(mf.SelfAttention(beta).energy(x, w), rel=1e-13)
+@pytest.mark.parametrize("n", [20, 80])  # the one-pass small-system kernel (n <= 64) and the fused sums
+def test_fused_energy(rng, n):
+    x = pt.uniform_sphere(n, 4, rng=rng, batch=3)
+    w = rng.uniform(0, 1, (3, n))
+    w /= w.sum(axis=1, keepdims=True)
+    for beta in (0.0, 0.3, 7.0, 300.0):
+        e = kernels.energy(x, w, beta)
+        ref = [mf.SelfAttention(beta).energy(x[b], w[b]) for b in range(3)]
+        np.testing.assert_allclose(e, ref, rtol=1e-13)
 
 
 @pytest.mark.parametrize(

@@ -96,3 +96,16 @@ def test_over_specifications():
                      ("n=1.5", "cannot read"), ("beta=1,1", "repeated")):
         with pytest.raises(StudyError, match=msg):
             parse_over(bad)
+
+
+def test_readme_documents_every_key():
+    from pathlib import Path
+
+    from meanfield.study.config import SCHEMA
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    reference = readme[readme.index("### Study file reference"):]
+    for section, keys in SCHEMA.items():
+        assert (f"**[{section}]**" if section else "**top level**") in reference
+        for key in keys:
+            assert f"| `{key}` |" in reference, (section, key)

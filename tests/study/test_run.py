@@ -182,3 +182,10 @@ def test_ctrl_c_keeps_what_was_computed(tmp_path, monkeypatch):
     ds = meanfield.load(out)
     assert ds.attrs["status"] == "interrupted"
     assert np.all(np.isfinite(ds.density.isel(time=slice(0, 5)))) and np.all(np.isnan(ds.density.isel(time=slice(5, None))))
+
+
+def test_an_unresolved_initial_density_is_a_study_error():
+    study = {"domain": "circle", "grid": {"n": 16}, "initial": {"kind": "von-mises-fisher", "angles": [0.0],
+                                                               "kappa": 200.0}}
+    with pytest.raises(meanfield.study.StudyError, match=r"\[grid\]: .*initial density is not resolved"):
+        run(study, output=False, progress=False)
