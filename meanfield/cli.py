@@ -115,7 +115,8 @@ def _initial(grid, init: str, amplitude: float, seed: int):
 
 def _logging(args):
     level = logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO
-    logging.basicConfig(level=level, format="%(message)s", force=True)
+    logging.basicConfig(level=level, format="%(message)s")  # no-op where the caller configured logging
+    logging.getLogger("meanfield").setLevel(level)
     for noisy in ("distributed", "numba", "matplotlib", "h5py", "fsspec"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
