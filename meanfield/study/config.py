@@ -78,7 +78,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "shape": Key("shape", None, "euclidean: cells per dimension (an integer or one per dimension)"),
     },
     "initial": {
-        "kind": Key("str", "uniform-noise", "the initial law", choices=INITIAL_KINDS),
+        "kind": Key("str", None, "the initial law (default uniform-noise; gaussian in R^d)", choices=INITIAL_KINDS),
         "amplitude": Key("float", 0.05, "uniform-noise: size of the perturbation (< 1 keeps it positive)", minimum=0.0),
         "modes": Key("int", 6, "uniform-noise: Fourier modes (circle) or bumps (sphere)", minimum=1),
         "centres": Key("vectors", None, "von-mises-fisher: mean directions (normalised), one row each"),
@@ -282,7 +282,9 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     domain = cfg["domain"]
     m, g, ini, tm, pt = cfg["model"], cfg["grid"], cfg["initial"], cfg["time"], cfg["particles"]
     has_grid = cfg.pop("grid?")
-    has_particles = cfg.pop("particles?") and pt["n"] is not None
+    has_particles = cfg.pop("particles?")
+    if has_particles and pt["n"] is None:
+        raise StudyError("[particles] n: missing (the particle numbers N, e.g. n = [100, 1000])")
     for s in ("model?", "initial?", "time?", "distances?", "output?"):
         cfg.pop(s)
 
@@ -348,7 +350,7 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[model] {key}: must be {d}×{d} for dimension {d}, got {size}×{size}")
 
     # --- initial condition
-    ik = ini["kind"]
+    ik = ini["kind"] = ini["kind"] or ("gaussian" if euclid else "uniform-noise")
     if euclid and ik in ("uniform", "uniform-noise", "von-mises-fisher", "poisson"):
         raise StudyError(f"[initial] kind: {ik!r} is a law on the sphere; in R^d use gaussian or file")
     if not euclid and ik == "gaussian":
