@@ -53,6 +53,8 @@ def plot_density(ds, ax=None, cmap="magma"):
         _, ax = plt.subplots(figsize=(7, 4))
     rho = ds["density"].transpose("time", s).values
     y = ds[s].values
+    if s == "theta":  # close the circle: θ = 2π is θ = 0
+        y, rho = np.append(y, 2 * np.pi), np.hstack([rho, rho[:, :1]])
     im = ax.pcolormesh(ds["time"].values, y, rho.T, shading="nearest", cmap=cmap)
     ax.figure.colorbar(im, ax=ax, label="ρ")
     over = _overlay(ds)
@@ -107,13 +109,13 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma"):
     return fig
 
 
-def _band(ax, t, values, label, color):
+def _band(ax, t, values, label, color, ls="-"):
     """Mean over repeats with a ±1 standard deviation band."""
     m = np.nanmean(values, axis=0)
     s = np.nanstd(values, axis=0)
-    ax.plot(t, m, color=color, label=label)
+    ax.plot(t, m, color=color, ls=ls, label=label)
     if values.shape[0] > 1:
-        ax.fill_between(t, m - s, m + s, color=color, alpha=0.2, lw=0)
+        ax.fill_between(t, m - s, m + s, color=color, alpha=0.15, lw=0)
 
 
 def plot_energy(ds, ax=None):
@@ -135,14 +137,15 @@ def plot_energy(ds, ax=None):
 
 
 def plot_wasserstein(ds, ax=None):
-    """W_p(μ_t, μ^N_t) against t for every N and p (mean ± sd over repeats). Returns the Axes."""
+    """W_p(μ_t, μ^N_t) against t: a colour per N, a line style per p (mean ± sd over repeats). Returns the Axes."""
     plt = _plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
+    styles = ("-", "--", ":", "-.")
     for a, p in enumerate(ds["p"].values):
         for i, n in enumerate(ds["n_particles"].values):
             vals = ds["wasserstein"].isel(p=a, n_particles=i).values
-            _band(ax, ds["time"].values, vals, f"W{p:g}, N = {n}", f"C{i + a * ds.sizes['n_particles']}")
+            _band(ax, ds["time"].values, vals, f"W{p:g}, N = {n}", f"C{i}", ls=styles[a % len(styles)])
     ax.set_yscale("log")
     ax.set_xlabel("t")
     ax.set_ylabel("W_p(density, particles)")

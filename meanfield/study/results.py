@@ -28,7 +28,7 @@ def save(ds: xr.Dataset, path) -> Path:
     """Write a results Dataset to ``path`` (``.nc``: NetCDF-4 via h5netcdf; ``.zarr``: a Zarr store)."""
     path = Path(path)
     if path.suffix == ".zarr":
-        ds.to_zarr(path, mode="w")
+        ds.to_zarr(path, mode="w", consolidated=False)
     else:
         ds.to_netcdf(path, engine="h5netcdf", encoding=_encoding(ds), invalid_netcdf=False)
     return path
@@ -49,7 +49,7 @@ def load(path, lazy: bool = False) -> xr.Dataset:
     if not path.exists():
         raise FileNotFoundError(f"no results file at {str(path)!r}")
     if path.suffix == ".zarr":
-        ds = xr.open_zarr(path)
+        ds = xr.open_zarr(path, consolidated=False)
         return ds if lazy else ds.load()
     if lazy:
         return xr.open_dataset(path, engine="h5netcdf")

@@ -55,6 +55,8 @@ p = [1, 2]
     assert np.all(w > 0) and np.all(w.sel(p=1.0) <= w.sel(p=2.0) + 1e-12)
     assert ds.rate.shape == (2, 5)
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "study.nc"))
+    with meanfield.load(tmp_path / "study.nc", lazy=True) as lazy:  # data read on use
+        xr.testing.assert_identical(ds, lazy.load())
 
 
 def test_sphere_study_follows_the_mobius_family_and_round_trips(tmp_path):
@@ -189,3 +191,12 @@ def test_an_unresolved_initial_density_is_a_study_error():
                                                                "kappa": 200.0}}
     with pytest.raises(meanfield.study.StudyError, match=r"\[grid\]: .*initial density is not resolved"):
         run(study, output=False, progress=False)
+
+
+def test_zarr_store_round_trip(tmp_path):
+    pytest.importorskip("zarr")
+    study = {"domain": "circle", "grid": {"n": 32}, "time": {"t_end": 0.5, "frames": 3},
+             "particles": {"n": [20], "repeats": 2}, "output": {"path": str(tmp_path / "r.zarr")}}
+    ds = run(study, progress=False)
+    xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.zarr"))
+    assert ds.positions_20.shape == (2, 3, 20, 2)
