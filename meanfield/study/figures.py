@@ -4,7 +4,7 @@
 results file: ``<stem>-density.png`` (circle and 1-D: space-time heat map;
 sphere and 2-D: snapshot grid; particles overlaid), ``-energy.png``,
 ``-wasserstein.png``, ``-rate.png`` (fit with its 95% band), ``-clusters.png``,
-and for sweeps ``-sweep.png`` (a heat map over the swept key and time, e.g.
+and for sweeps ``-map.png`` (a heat map over the swept key and time, e.g.
 the clustering phase diagram of GLPR Figure 3). Each ``plot_*`` function takes
 the Dataset (and optionally an Axes) and returns the Axes or Figure.
 """
@@ -207,7 +207,7 @@ def plot_sweep(ds, variable: str | None = None, ax=None):
         variable = next(v for v in ("pair_fraction", "wasserstein", "energy", "mass") if v in ds)
     key = dims[0]
     da = ds[variable]
-    da = da.mean([d for d in da.dims if d not in (key, "time")])
+    da = da.mean([d for d in da.dims if d not in (key, "time")], keep_attrs=True)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
     im = ax.pcolormesh(ds[key].values, ds["time"].values, da.transpose("time", key).values, shading="nearest",
@@ -283,7 +283,7 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
 
     if plots:
         if ds.attrs.get("sweep_dims"):
-            save(plot_sweep(ds).figure, "sweep")
+            save(plot_sweep(ds).figure, "map")
         if "density" in ds:
             if len(_spatial_dims(ds)) == 1:
                 save(plot_density(ds).figure, "density")

@@ -91,7 +91,7 @@ def test_sweep_command_and_its_figure(tmp_path, capsys):
                  "--plot", "--quiet"]) == 0
     ds = meanfield.load(out)
     assert list(ds.beta.values) == [0.0, 1.0, 2.0] and ds.sizes["repeat"] == 3
-    assert (tmp_path / "sw-sweep.png").stat().st_size > 5_000
+    assert (tmp_path / "sw-map.png").stat().st_size > 5_000
     assert main(["sweep", str(f), "--over", "colour=1", "--serial", "--quiet"]) == 2
     assert "colour" in capsys.readouterr().err
 
