@@ -154,7 +154,7 @@ def _from_file(grid, path):
             values = np.array(last.isel(time=-1).values, dtype=float)
     except StudyError:
         raise
-    except Exception as exc:  # unreadable: report the file and why, in one line
+    except Exception as exc:  # noqa: BLE001 -- any unreadable file: report it and why, in one line
         raise StudyError(f"[initial] path: cannot read {path!r}: {exc}") from None
     if values.shape != grid.shape:
         raise StudyError(f"[initial] path: values of shape {values.shape} do not fit the grid {grid!r} "
@@ -176,13 +176,13 @@ def initial_density(cfg, grid) -> Density | None:
         if kind == "uniform-noise":
             f = _noise(grid, ini, _stream(cfg, 2))
         elif kind == "von-mises-fisher":
-            f = lambda x: von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])  # noqa: E731
+            f = lambda x: von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])
         elif kind == "poisson":
             a = ini["a"]
             if isinstance(grid, CircleGrid):
-                f = lambda x: exact.wrapped_cauchy(points_to_angles(x), complex(a[0], a[1]))  # noqa: E731
+                f = lambda x: exact.wrapped_cauchy(points_to_angles(x), complex(a[0], a[1]))
             else:
-                f = lambda x: exact.mobius_density(x, np.array(a))  # noqa: E731
+                f = lambda x: exact.mobius_density(x, np.array(a))
         else:
             return gaussian_density(grid, np.array(ini["mean"]), _covariance(ini["cov"], cfg["dimension"]))
         return Density.from_function(grid, f).normalized()

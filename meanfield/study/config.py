@@ -13,6 +13,7 @@ The reference of every key is :data:`SCHEMA` (and README, "Study files").
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import tomllib
@@ -409,7 +410,7 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     # --- times
     if tm["t_eval"] is not None:
         te = tm["t_eval"]
-        if len(te) < 2 or te[0] != 0.0 or any(b <= a for a, b in zip(te, te[1:])):
+        if len(te) < 2 or te[0] != 0.0 or any(b <= a for a, b in itertools.pairwise(te)):
             raise StudyError(f"[time] t_eval: must increase strictly from 0 with at least two times, got {te}")
         tm["t_end"], tm["frames"] = te[-1], len(te)
     else:
@@ -508,7 +509,7 @@ def parse_over(spec: str) -> tuple[str, list]:
             a, b = float(start), float(stop)
             vals = [a + (b - a) * i / (num - 1) for i in range(num)] if num > 1 else [a]
             if integer:
-                vals = sorted(set(int(round(v)) for v in vals))
+                vals = sorted({round(v) for v in vals})
         else:
             vals = [int(v) if integer else float(v) for v in values.split(",")]
     except ValueError:

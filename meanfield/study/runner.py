@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..grids import CircleGrid, EuclideanGrid, SphereGrid
+from ..grids import CircleGrid, SphereGrid
 from ..models import SelfAttention, rate_scale
 from ..monitor import ResolutionError
 from ..solve import Interrupted, Status, solve

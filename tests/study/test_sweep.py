@@ -45,3 +45,13 @@ def test_bad_sweeps_are_refused_before_running():
         sweep(STUDY, ["beta=1"], repeats=0, scheduler="serial", output=False)
     with pytest.raises(StudyError, match="swept twice"):
         sweep(STUDY, ["beta=1", "model.beta=2"], scheduler="serial", output=False)
+
+
+def test_a_running_scheduler_by_address():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        remote = sweep(STUDY, ["beta=1,2"], scheduler=cluster.scheduler_address, output=False, progress=False)
+    serial = sweep(STUDY, ["beta=1,2"], scheduler="serial", output=False, progress=False)
+    xr.testing.assert_identical(serial.drop_attrs(), remote.drop_attrs())
+    assert "tcp://" in remote.attrs["sweep"]
