@@ -93,8 +93,8 @@ def test_euclidean_study_follows_the_gaussian_closure_and_round_trips(tmp_path):
         rho = ds.density.isel(time=i).values
         mean = h * np.sum(x * rho)
         var = h * np.sum((x - mean) ** 2 * rho)
-        # second order in h = 1/32: measured 1e-4 (issue 6 table); the closure is exact
-        assert abs(mean - closure.mean[i, 0]) < 2e-3 and abs(var - closure.cov[i, 0, 0]) < 2e-3
+        # second order in h = 1/32 (issue 6 table): measured 6e-5 (mean), 1.4e-4 (variance) at t = 0.5
+        assert abs(mean - closure.mean[i, 0]) < 5e-4 and abs(var - closure.cov[i, 0, 0]) < 5e-4
     assert np.max(np.abs(ds.mass - 1.0)) < 1e-12
     assert "pair_fraction" not in ds  # clustering on the sphere only
     xr.testing.assert_identical(ds, meanfield.load(out))
