@@ -75,42 +75,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _initial_sphere(grid, init: str, amplitude: float, seed: int):
-    from . import Density, exact
-
-    rng = np.random.default_rng(seed)
-    if init == "noise":
-        centres = rng.standard_normal((6, 3))
-        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-        amps = amplitude * rng.uniform(0.5, 1.0, 6)
-        return Density.from_function(grid, lambda x: 1.0 + np.exp(2.0 * (x @ centres.T - 1.0)) @ amps)
-    if init == "cauchy":
-        return Density.from_function(grid, lambda x: exact.mobius_density(x, np.array([0.0, 0.0, amplitude])))
-    a, b = np.array([0.0, 0.0, 1.0]), np.array([np.sin(2.0), 0.0, np.cos(2.0)])
-    return Density.from_function(grid, lambda x: np.exp(6 * (x @ a - 1)) + 0.6 * np.exp(5 * (x @ b - 1)))
-
-
 def _initial(grid, init: str, amplitude: float, seed: int):
     from . import Density, exact
     from .geometry import points_to_angles
+    from .study.build import uniform_noise
 
-    if grid.domain == "sphere":
-        return _initial_sphere(grid, init, amplitude, seed)
-    rng = np.random.default_rng(seed)
-    if init == "noise":
-        k = np.arange(1, 7)
-        phases = rng.uniform(0, 2 * np.pi, k.size)
-        amps = amplitude * rng.uniform(0.5, 1.0, k.size)
-        return Density.from_function(
-            grid,
-            lambda x: 1.0 + np.cos(np.multiply.outer(points_to_angles(x), k) + phases) @ amps,
-        )
-    if init == "cauchy":
-        return Density.from_function(grid, lambda x: exact.wrapped_cauchy(points_to_angles(x), amplitude))
-    return Density.from_function(
-        grid,
-        lambda x: np.exp(8 * np.cos(points_to_angles(x) - 1.0)) + 0.6 * np.exp(6 * np.cos(points_to_angles(x) - 3.5)),
-    )
+    sphere = grid.domain == "sphere"
+    if init == "noise":  # the study files' uniform-noise law, six modes (circle) or bumps (sphere)
+        f = uniform_noise(grid, amplitude, 6, np.random.default_rng(seed))
+    elif init == "cauchy" and sphere:
+        f = lambda x: exact.mobius_density(x, np.array([0.0, 0.0, amplitude]))
+    elif init == "cauchy":
+        f = lambda x: exact.wrapped_cauchy(points_to_angles(x), amplitude)
+    elif sphere:
+        a, b = np.array([0.0, 0.0, 1.0]), np.array([np.sin(2.0), 0.0, np.cos(2.0)])
+        f = lambda x: np.exp(6 * (x @ a - 1)) + 0.6 * np.exp(5 * (x @ b - 1))
+    else:
+        f = lambda x: np.exp(8 * np.cos(points_to_angles(x) - 1.0)) + 0.6 * np.exp(6 * np.cos(points_to_angles(x) - 3.5))
+    return Density.from_function(grid, f)
 
 
 def _logging(args):

@@ -35,7 +35,7 @@ from ..grids import CircleGrid, EuclideanGrid, SphereGrid
 from ..models import L2, MultiHeadAttention, SelfAttention, Sigmoid, Sinkhorn, Softmax
 from .config import StudyError
 
-__all__ = ["build_model", "build_grid", "initial_density", "initial_particles", "von_mises_fisher"]
+__all__ = ["build_model", "build_grid", "initial_density", "initial_particles", "von_mises_fisher", "uniform_noise"]
 
 
 def _stream(cfg, *keys) -> np.random.Generator:
@@ -123,8 +123,8 @@ def von_mises_fisher(x, centres, kappa, weights=None) -> np.ndarray:
     return out
 
 
-def _noise(grid, ini, rng):
-    amp, m = ini["amplitude"], ini["modes"]
+def uniform_noise(grid, amp: float, m: int, rng):
+    """The uniform-noise law (unnormalised) as a function of points: see the module docstring."""
     if isinstance(grid, CircleGrid):
         k = np.arange(1, m + 1)
         phases = rng.uniform(0.0, 2.0 * np.pi, m)
@@ -174,7 +174,7 @@ def initial_density(cfg, grid) -> Density | None:
         if kind == "file":
             return Density(grid, _from_file(grid, ini["path"])).normalized()
         if kind == "uniform-noise":
-            f = _noise(grid, ini, _stream(cfg, 2))
+            f = uniform_noise(grid, ini["amplitude"], ini["modes"], _stream(cfg, 2))
         elif kind == "von-mises-fisher":
             f = lambda x: von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])
         elif kind == "poisson":

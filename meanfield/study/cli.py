@@ -60,13 +60,8 @@ def main(argv) -> int:
             raise StudyError(f"--workers: must be a positive integer, got {args.workers}")
         if args.command == "run":
             kwargs = {"output": args.output} if args.output is not None else {}
-            ds = run(args.study, progress=progress, plot=True if args.plot else None, **kwargs)
-            if args.animation:
-                from .config import read
-                from .figures import animate
-
-                out = args.output or Path(read(args.study)["output"]["path"])
-                log.info("wrote %s", animate(ds, out.with_suffix("").as_posix() + f"-animation.{args.animation}"))
+            ds = run(args.study, progress=progress, plot=True if args.plot else None, animation=args.animation,
+                     **kwargs)
         else:
             scheduler = "serial" if args.serial else args.scheduler
             ds = sweep(args.study, args.over, repeats=args.repeats, scheduler=scheduler, workers=args.workers,

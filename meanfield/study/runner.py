@@ -262,7 +262,8 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
     return xr.Dataset(data, coords=coords, attrs=attrs), interrupted
 
 
-def run(study, *, output=None, progress: bool | None = None, plot: bool | None = None) -> xr.Dataset:
+def run(study, *, output=None, progress: bool | None = None, plot: bool | None = None,
+        animation: str | None = None) -> xr.Dataset:
     """Run a study and write its results file.
 
     Parameters
@@ -276,6 +277,8 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
         Progress bars; default on when standard error is a terminal.
     plot : bool, optional
         Write the figures next to the results file; default the study's [output] plot.
+    animation : {"gif", "mp4"}, optional
+        Also write an animation of the density; default the study's [output] animation.
 
     Returns
     -------
@@ -296,14 +299,15 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     cfg = config.read(study)
     ds, interrupted = run_config(cfg, progress=progress)
     path = cfg["output"]["path"] if output is None else output
+    plot = cfg["output"]["plot"] if plot is None else plot
+    animation = cfg["output"]["animation"] if animation is None else animation
     if path is not False:
         save(ds, path)
         log.info("wrote %s", path)
-        if (cfg["output"]["plot"] if plot is None else plot) or cfg["output"]["animation"]:
+        if plot or animation:
             from .figures import write_figures
 
-            for f in write_figures(ds, path, plots=(cfg["output"]["plot"] if plot is None else plot),
-                                   animation=cfg["output"]["animation"]):
+            for f in write_figures(ds, path, plots=plot, animation=animation):
                 log.info("wrote %s", f)
     if interrupted:
         raise StudyInterrupted(ds)

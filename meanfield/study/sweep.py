@@ -157,7 +157,6 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
         if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
             raise config.StudyError(f"--repeats: must be a positive integer, got {repeats!r}")
         raw = config.override(raw, "particles.repeats", repeats)
-    base_cfg = config.validate(config.override(raw, keys[0], values[0][0]) if keys else raw, base=base, name=name)
     grid = list(itertools.product(*values))
     cfgs = []
     for point in grid:
@@ -165,6 +164,7 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
         for k, v in zip(keys, point):
             r = config.override(r, k, v)
         cfgs.append(config.validate(r, base=base, name=name))  # every point checked before any runs
+    base_cfg = cfgs[0]
     log.info("sweep of %s: %d tasks over %s", base_cfg["name"], len(cfgs), ", ".join(keys))
     progress = _progress(progress)
 
