@@ -66,26 +66,46 @@ def _space(grid):
     return names, {k: (k, grid.axes[i].copy(), {"long_name": f"cell centre {k}"}) for i, k in enumerate(names)}
 
 
+def _on_output_times(sol, t_eval) -> int:
+    """How many leading frames of ``sol`` sit at the output times (a partial solution may end with the
+    last resolved state at a time between two of them)."""
+    k = 0
+    while k < min(sol.t.size, t_eval.size) and sol.t[k] == t_eval[k]:
+        k += 1
+    return k
+
+
 def _density_vars(sol, t_eval, grid0):
-    """Density frames on the finest grid reached, NaN after the last frame computed."""
+    """Density frames on the finest grid reached, NaN after the last output time computed.
+
+    A partial solution's last resolved state, when it falls between output times, is kept apart as
+    ``density_last_resolved`` (its time in the attribute ``time``), never put on an output time.
+    """
     dens = list(sol.densities)
+    k = _on_output_times(sol, t_eval)
     top = max((d.grid for d in dens), key=lambda g: g.n) if dens else grid0
     dims, coords = _space(top)
+
+    def on_top(d):
+        return d.values if d.grid == top else d.grid.resample(d.values, top.n)
+
     rho = np.full((t_eval.size,) + top.shape, np.nan)
-    for i, d in enumerate(dens):
-        rho[i] = d.values if d.grid == top else d.grid.resample(d.values, top.n)
-    k = len(dens)
+    for i in range(k):
+        rho[i] = on_top(dens[i])
     mass = np.full(t_eval.size, np.nan)
-    mass[:k] = sol.mass
+    mass[:k] = sol.mass[:k]
     out = {
         "density": (("time",) + dims, rho, {"long_name": "density ρ(t) against surface/Lebesgue measure"}),
         "mass": ("time", mass, {"long_name": "∫ρ"}),
         "step_time": ("step", sol.t_steps, {"long_name": "time of each accepted step"}),
         "step_mass": ("step", sol.mass_steps),
     }
+    if len(dens) > k:
+        out["density_last_resolved"] = (dims, on_top(dens[-1]), {"long_name": "last resolved density",
+                                                                 "time": float(sol.t[-1])})
     if sol.energy is not None:
         energy = np.full(t_eval.size, np.nan)
-        energy[:k] = sol.energy
+        energy[:k] = sol.energy[:k]
         out["energy"] = ("time", energy, {"long_name": "interaction energy E_β (GLPR §3.2)"})
         out["step_energy"] = ("step", sol.energy_steps)
     return out, coords
@@ -212,7 +232,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
     status, message, t_reached = Status.SUCCESS.value, "the study ran to the end", float(t_eval[-1])
     if mu0 is not None:
         sol, interrupted = _solve(cfg, model, mu0, t_eval, progress)
-        densities = list(sol.densities)
+        densities = list(sol.densities[: _on_output_times(sol, t_eval)])  # frames at the output times
         dvars, dcoords = _density_vars(sol, t_eval, grid)
         data.update(dvars)
         coords.update(dcoords)

@@ -47,7 +47,7 @@ def dimension_name(dotted: str) -> str:
 
 def _summary(ds: xr.Dataset) -> xr.Dataset:
     """Drop grid fields and trajectories; turn the per-run attributes into variables."""
-    drop = [v for v in ds.data_vars if v == "density" or v.startswith(_DROP_PREFIX)]
+    drop = [v for v in ds.data_vars if v.startswith(("density",) + _DROP_PREFIX)]
     out = ds.drop_vars(drop)
     used = {d for v in out.data_vars.values() for d in v.dims}
     out = out.drop_vars([c for c in out.coords if not set(out[c].dims) <= used])

@@ -140,13 +140,22 @@ def test_von_mises_fisher_is_normalised_and_sampled_exactly(d):
 
 
 def test_resolution_lost_keeps_the_resolved_frames(tmp_path):
-    study = {"domain": "circle", "grid": {"n": 64}, "model": {"beta": 8.0},
+    # loses resolution at t ≈ 0.68, between the output times 0.5 and 1
+    study = {"domain": "circle", "grid": {"n": 128}, "model": {"beta": 8.0},
              "initial": {"kind": "von-mises-fisher", "angles": [1.0, 3.5], "kappa": [8.0, 6.0]},
-             "time": {"t_end": 20.0, "frames": 21, "refine": False}, "output": {"path": str(tmp_path / "r.nc")}}
+             "time": {"t_end": 4.0, "frames": 9, "refine": False}, "output": {"path": str(tmp_path / "r.nc")}}
     ds = run(study, progress=False)
-    assert ds.attrs["status"] == "resolution lost" and ds.attrs["t_reached"] < 20
-    done = ds.time <= ds.attrs["t_reached"]
+    t_lost = ds.attrs["t_reached"]
+    assert ds.attrs["status"] == "resolution lost" and 0.5 < t_lost < 1.0
+    done = ds.time <= t_lost
     assert np.all(np.isfinite(ds.density.sel(time=done))) and np.all(np.isnan(ds.density.sel(time=~done)))
+    # every kept frame is the solution at its own time (the last resolved state, at t_lost, is not
+    # put on the next output time but kept apart)
+    cfg = read(study)
+    mu0 = build.initial_density(cfg, build.build_grid(cfg))
+    ref = meanfield.solve(build.build_model(cfg), mu0, (0.0, 0.5), t_eval=[0.0, 0.5])
+    np.testing.assert_array_equal(ds.density.sel(time=[0.0, 0.5]).values, np.array([d.values for d in ref.densities]))
+    assert ds.density_last_resolved.attrs["time"] == t_lost
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.nc"))
 
 
