@@ -1,7 +1,7 @@
 r"""The objects a checked study describes: model, grid, initial density, initial particles.
 
 Random draws use independent streams of one seed (NumPy ``SeedSequence``
-entropy ``[seed, stream, ...]``): 1 the random matrices, 2 the initial noise,
+entropy ``[seed, stream, ...]``): 1 the random matrices (``[model] seed`` when given), 2 the initial noise,
 3 the particles (``[seed, 3, N]`` for N particles, all repeats drawn together),
 so a study gives the same numbers wherever and in whatever order its parts run.
 
@@ -56,7 +56,7 @@ def _matrix(spec, d, rng, scale):
 def build_model(cfg):
     """The attention model of [model]: one head, or ``MultiHeadAttention`` of ``heads`` heads."""
     m, d = cfg["model"], cfg["dimension"]
-    rng = _stream(cfg, 1)
+    rng = np.random.default_rng([cfg["seed"] if m["seed"] is None else m["seed"], 1])
 
     def head():
         Q, K, V = (_matrix(m[k], d, rng, m["random_scale"]) for k in ("Q", "K", "V"))

@@ -68,6 +68,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "V": Key("matrix", None, "value matrix, as Q"),
         "heads": Key("int", 1, "number of heads; with 'random' matrices each head draws its own", minimum=1),
         "random_scale": Key("float", 1.0, "entries of 'random' matrices are N(0, random_scale²/d)", positive=True),
+        "seed": Key("int", None, "seed of the 'random' matrices (default: the top-level seed), so the "
+                    "particles' seed can change with the model fixed", minimum=0),
         "tau": Key("float", None, "temperature τ of l2 and sinkhorn (default 1)", positive=True),
         "b": Key("float", None, "bias b of sigmoid attention (default 0)"),
     },

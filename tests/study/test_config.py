@@ -106,9 +106,10 @@ def test_readme_documents_every_key():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     reference = readme[readme.index("### Study file reference"):]
     for section, keys in SCHEMA.items():
-        assert (f"**[{section}]**" if section else "**top level**") in reference
+        header = f"**[{section}]**" if section else "**top level**"
+        table = reference[reference.index(header):].split("\n\n", 2)[1]  # the table under the header
         for key in keys:
-            assert f"| `{key}` |" in reference, (section, key)
+            assert f"| `{key}` |" in table, (section, key)
 
 
 def test_domain_dependent_defaults_and_particles_without_n():
@@ -118,3 +119,18 @@ def test_domain_dependent_defaults_and_particles_without_n():
     assert read(BASE)["initial"]["kind"] == "uniform-noise"
     with pytest.raises(StudyError, match=r"\[particles\] n: missing"):
         read(with_(particles={"repeats": 4}))
+
+
+def test_random_matrices_follow_the_model_seed():
+    from meanfield.study import build
+
+    def heads(top=0, **model):
+        cfg = read({"domain": "sphere", "dimension": 4, "particles": {"n": 4}, "initial": {"kind": "uniform"},
+                    "model": {"Q": "random", "K": "random", "heads": 2, **model}, "seed": top})
+        return build.build_model(cfg).heads
+
+    a, b = heads(seed=3), heads(seed=3, top=9)  # particles' seed changed, matrices kept
+    assert all(np.array_equal(x.Q, y.Q) and np.array_equal(x.K, y.K) for x, y in zip(a, b))
+    assert not np.array_equal(a[0].Q, a[1].Q)  # each head draws its own
+    assert not np.array_equal(heads(seed=4)[0].Q, a[0].Q)
+    assert a[0].V is None and a[0].Q.shape == (4, 4)
