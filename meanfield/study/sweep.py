@@ -229,7 +229,7 @@ def _gather(results, keys, values, grid) -> xr.Dataset:
     items = []
     for res, point in zip(results, grid):
         if res is None:  # not run (interrupted): NaN, status "not run"
-            res = xr.Dataset({k: xr.full_like(v, np.nan) if v.dtype.kind == "f" else v
+            res = xr.Dataset({k: xr.full_like(v, np.nan, dtype=float) if v.dtype.kind in "fiu" else xr.full_like(v, "")
                               for k, v in template.data_vars.items()}, coords=template.coords)
             res["status"] = ((), "not run")
         for k, v in zip(keys, point):

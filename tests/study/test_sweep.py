@@ -55,3 +55,28 @@ def test_a_running_scheduler_by_address():
     serial = sweep(STUDY, ["beta=1,2"], scheduler="serial", output=False, progress=False)
     xr.testing.assert_identical(serial.drop_attrs(), remote.drop_attrs())
     assert "tcp://" in remote.attrs["sweep"]
+
+
+def test_ctrl_c_keeps_the_finished_points(tmp_path, monkeypatch):
+    import importlib
+
+    from meanfield.study import StudyInterrupted
+
+    module = importlib.import_module("meanfield.study.sweep")  # the attribute `sweep` is the function
+    task, calls = module._task, {"n": 0}
+
+    def interrupting(cfg):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return task(cfg)
+
+    monkeypatch.setattr(module, "_task", interrupting)
+    with pytest.raises(StudyInterrupted) as e:
+        sweep(STUDY, ["beta=1:4:4"], scheduler="serial", output=tmp_path / "i.nc", progress=False)
+    ds = meanfield.load(tmp_path / "i.nc")
+    xr.testing.assert_identical(ds, e.value.dataset)
+    assert ds.attrs["status"] == "interrupted"
+    assert list(ds.status.values) == ["success", "success", "not run", "not run"]
+    assert np.all(np.isfinite(ds.energy.sel(beta=[1.0, 2.0]))) and np.all(np.isnan(ds.energy.sel(beta=[3.0, 4.0])))
+    assert np.all(np.isnan(ds.nfev.sel(beta=[3.0, 4.0])))
