@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
-
-log = logging.getLogger("meanfield")
 
 
 def _common(p):
