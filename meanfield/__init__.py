@@ -31,7 +31,6 @@ from .monitor import ResolutionError, ResolutionMonitor
 from .solve import Solution, Status, solve
 
 
-
 def load(path, lazy: bool = False):
     """Read a results file of ``meanfield run`` / ``meanfield sweep`` as an xarray Dataset.
 

@@ -250,7 +250,6 @@ def _check_keys(raw: dict) -> dict:
                 table[name] = copy.deepcopy(key.default)
         if section:
             out[section] = table
-            out[section + "?"] = section in raw  # whether the section was given
         else:
             out.update(table)
     return out
@@ -284,12 +283,10 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     cfg["name"] = cfg["name"] or name or "study"
     domain = cfg["domain"]
     m, g, ini, tm, pt = cfg["model"], cfg["grid"], cfg["initial"], cfg["time"], cfg["particles"]
-    has_grid = cfg.pop("grid?")
-    has_particles = cfg.pop("particles?")
+    has_grid = raw.get("grid") is not None  # a section given (None: left out, as in a checked study)
+    has_particles = raw.get("particles") is not None
     if has_particles and pt["n"] is None:
         raise StudyError("[particles] n: missing (the particle numbers N, e.g. n = [100, 1000])")
-    for s in ("model?", "initial?", "time?", "distances?", "output?"):
-        cfg.pop(s)
 
     # --- dimension
     d = cfg["dimension"]

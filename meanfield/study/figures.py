@@ -38,6 +38,12 @@ def _overlay(ds, max_points: int = 200):
     return n, x[:, :max_points]
 
 
+def _computed_frames(ds) -> np.ndarray:
+    """Indices of the output times with a density (frames after a lost resolution are NaN)."""
+    rho = ds["density"].values
+    return np.flatnonzero(np.isfinite(rho).all(axis=tuple(range(1, rho.ndim))))
+
+
 def _spatial_dims(ds):
     return [d for d in ("theta", "colatitude", "longitude", "x", "y") if d in ds["density"].dims]
 
@@ -81,7 +87,7 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma"):
     plt = _plt()
     from ..plotting import plot_sphere
 
-    valid = np.flatnonzero(np.isfinite(ds["density"].values).all(axis=tuple(range(1, ds["density"].ndim))))
+    valid = _computed_frames(ds)
     k = valid.size
     shown = valid[np.unique(np.linspace(0, k - 1, min(k, 2 * ncols)).astype(int))] if times is None else times
     rows = -(-len(shown) // ncols)
@@ -232,7 +238,7 @@ def animate(ds, path, fps: int = 8):
         log.warning("no ffmpeg writer: writing a GIF instead of %s", path)
         path = path.with_suffix(".gif")
     writer = "ffmpeg" if path.suffix == ".mp4" else "pillow"
-    valid = np.flatnonzero(np.isfinite(ds["density"].values).all(axis=tuple(range(1, ds["density"].ndim))))
+    valid = _computed_frames(ds)
     dims = _spatial_dims(ds)
     over = _overlay(ds)
     sphere = "colatitude" in dims
