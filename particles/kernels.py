@@ -4,7 +4,7 @@ Two strategies, both optimisations of :meth:`meanfield.models.SelfAttention.fiel
 and tested against it:
 
 - :func:`pairwise_sums` — the fused pairwise sum
-  Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1) in one pass per query (numba, parallel
+  Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1) in one pass per query (numba, threads
   over queries and batch members, SIMD over j, no n×n array in memory). Each
   row is shifted by an upper bound s_i of its exponents β⟨Qx_i, Ky_j⟩ (the
   Cauchy–Schwarz bound, exact for Q = K = I on the sphere; the exact maximum
@@ -17,6 +17,12 @@ and tested against it:
   K_β*μ(θ) = Σ_{|k|<=L} I_k(β) c_k e^{ikθ} and its derivative at the queries
   (MATH.md §2.1). Cost O((n + m) L) instead of O(nm); the truncation error is
   bounded per query and returned.
+
+Reproducibility: the fast-math kernels run on :func:`particles._threads.run_tasks`
+(not numba's ``parallel=True``, whose cached and freshly compiled code differ in
+the last bits); each output is computed by one task in a fixed order, so results
+are identical bit for bit whatever the number of threads, the process, or
+whether numba compiled the kernel or loaded it from its cache.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from meanfield.geometry import project_tangent
 from meanfield.models import _EXP_MAX, SelfAttention, heads
 
 from ._exp import FASTMATH, vexp
+from ._threads import run_tasks
 
 __all__ = [
     "pairwise_sums",
@@ -66,14 +73,16 @@ def _exact_row(q, KxT, VxT, wb, out_num, b, i):
     return z, smax
 
 
-@nb.njit(parallel=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _pairwise_rows(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift):
-    """Any d: per row a work buffer (d + dv + 2 vectorised passes over j)."""
-    B, m, d = Qx.shape
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _pairwise_rows(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
+    """Any d: per row a work buffer (d + dv + 2 vectorised passes over j).
+
+    Tasks ``start..stop-1`` of the B·⌈m/_ROWS⌉ blocks of rows (see :func:`_threads.run_tasks`)."""
+    m, d = Qx.shape[1], Qx.shape[2]
     n = KxT.shape[2]
     dv = VxT.shape[1]
     nblk = (m + _ROWS - 1) // _ROWS
-    for task in nb.prange(B * nblk):
+    for task in range(start, stop):
         b = task // nblk
         i0 = (task % nblk) * _ROWS
         buf = np.empty(n)
@@ -105,11 +114,11 @@ def _pairwise_rows(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift):
 
 
 _FUSED_TEMPLATE = """
-@nb.njit(parallel=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
-def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift):
-    B, m, _ = Qx.shape
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
+def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
+    m = Qx.shape[1]
     n = KxT.shape[2]
-    for task in nb.prange(B * m):
+    for task in range(start, stop):
         b = task // m
         i = task % m
         wb = w[b]
@@ -213,8 +222,11 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None)
     # where it is loose enough to underflow are redone with their exact maximum
     bound = np.linalg.norm(Qx, axis=-1) * np.max(np.linalg.norm(Kx, axis=-1), axis=-1, keepdims=True)
     d = P.shape[-1]
-    kern = _fused_kernel(d, VxT.shape[1]) if d <= _UNROLL_MAX else _pairwise_rows
-    kern(np.ascontiguousarray(Qx), KxT, VxT, np.ascontiguousarray(W), np.ascontiguousarray(bound), num, den, shift)
+    args = (np.ascontiguousarray(Qx), KxT, VxT, np.ascontiguousarray(W), np.ascontiguousarray(bound), num, den, shift)
+    if d <= _UNROLL_MAX:
+        run_tasks(_fused_kernel(d, VxT.shape[1]), B * m, *args)
+    else:
+        run_tasks(_pairwise_rows, B * ((m + _ROWS - 1) // _ROWS), *args)
     return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
 
 
@@ -239,11 +251,11 @@ def field(model, points, weights, queries) -> np.ndarray:
     return project_tangent(np.asarray(queries, dtype=float), total)
 
 
-@nb.njit(parallel=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _small_energy_sums(x, w, beta, out):
-    """out[b] = Σ_ij w_i w_j e^{β(⟨x_i,x_j⟩ − 1)} for each small system b (one pass over i <= j)."""
-    B, n, d = x.shape
-    for b in nb.prange(B):
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _small_energy_sums(x, w, beta, out, start, stop):
+    """out[b] = Σ_ij w_i w_j e^{β(⟨x_i,x_j⟩ − 1)} for the small systems b = start..stop-1 (one pass over i <= j)."""
+    n, d = x.shape[1], x.shape[2]
+    for b in range(start, stop):
         s = 0.0
         for i in range(n):
             for j in range(i, n):
@@ -278,7 +290,7 @@ def energy(points, weights, beta: float) -> np.ndarray:
     if n <= _SMALL_ENERGY and weights.shape == points.shape[:-1]:
         x = np.ascontiguousarray(points.reshape(-1, n, d))
         sums = np.empty(x.shape[0])
-        _small_energy_sums(x, np.ascontiguousarray(weights.reshape(-1, n)), float(beta), sums)
+        run_tasks(_small_energy_sums, x.shape[0], x, np.ascontiguousarray(weights.reshape(-1, n)), float(beta), sums)
         return (np.exp(beta) * sums / (2.0 * beta)).reshape(points.shape[:-2])
     _, den, shift = pairwise_sums(points, weights, points, beta, V="none")
     return np.sum(weights * den * np.exp(shift), axis=-1) / (2.0 * beta)
@@ -460,15 +472,15 @@ def _retract_into(dst, y, k, frac):
             dst[a, j] *= nrm[j]
 
 
-@nb.njit(parallel=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _rk4_small(xT, A, V, normalized, h, nsteps, status):
-    """Advance every system xT[b] (d, n) by ``nsteps`` RK4 steps of size h, in place.
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _rk4_small(xT, A, V, normalized, h, nsteps, status, start, stop):
+    """Advance the systems xT[b] (d, n), b = start..stop-1, by ``nsteps`` RK4 steps of size h, in place.
 
     Stages are retracted to the sphere before each field evaluation (the
     0-homogeneous extension of :mod:`particles.system`); status[b] = 1 if a
     softmax row underflowed."""
-    B, d, n = xT.shape
-    for b in nb.prange(B):
+    d, n = xT.shape[1], xT.shape[2]
+    for b in range(start, stop):
         y = xT[b].copy()
         st = np.empty((d, n))
         k1 = np.empty((d, n))
@@ -501,7 +513,7 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
     """``nsteps`` RK4 steps of size h for a batch of small systems, fused in compiled code.
 
     The strategy for Monte-Carlo studies (many realisations of a few dozen
-    particles): one parallel task per realisation runs its whole step
+    particles): one task per realisation runs its whole step
     sequence, so no interpreter work is done per step. Same scheme as
     :func:`particles.simulate` with ``method="rk4"`` (stages retracted to the
     sphere) and the same field; single-head :class:`SelfAttention` only.
@@ -539,8 +551,8 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
         raise OverflowError(f"USA with ‖βQᵀK‖ = {np.linalg.norm(A, 2):.1f} overflows float64 (MATH.md §2.1).")
     status = np.zeros(x.shape[0], dtype=np.int64)
     xT = np.ascontiguousarray(np.swapaxes(x, -1, -2))
-    _rk4_small(xT, np.ascontiguousarray(A), np.ascontiguousarray(V, dtype=float), bool(model.normalized), float(h),
-               int(nsteps), status)
+    run_tasks(_rk4_small, xT.shape[0], xT, np.ascontiguousarray(A), np.ascontiguousarray(V, dtype=float),
+              bool(model.normalized), float(h), int(nsteps), status)
     if status.any():
         raise FloatingPointError(
             f"{int(status.sum())} system(s) had a softmax row underflow; use path='pairwise' (exact max-shift)."

@@ -1,0 +1,73 @@
+"""Same inputs, same bits: in the process that compiles the kernels and in one that loads them from numba's cache.
+
+Kernels compiled with fast-math flags may be reassociated differently by different
+compilations; numba's parallel gufuncs were (see ``particles/_threads.py``), which
+made the first run after an install differ in the last bits from every later run,
+and a sweep on dask workers differ from the same sweep run serially.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+
+SCRIPT = r"""
+import sys
+import numpy as np
+from meanfield.models import SelfAttention
+from particles import kernels
+
+rng = np.random.default_rng(0)
+def circle(shape):
+    th = rng.uniform(0, 2 * np.pi, shape)
+    return np.stack([np.cos(th), np.sin(th)], -1)
+x40, x80 = circle((3, 40)), circle((3, 80))
+y = rng.standard_normal((2, 30, 10))
+y /= np.linalg.norm(y, axis=-1, keepdims=True)
+m = SelfAttention(beta=1.5)
+out = {
+    "energy_small": kernels.energy(x40, np.full((3, 40), 1 / 40), 1.5),
+    "energy_pairwise": kernels.energy(x80, np.full((3, 80), 1 / 80), 1.5),
+    "rk4_small": kernels.rk4_small_systems(m, x40, 0.01, 20),
+    "field_fused": kernels.field(m, x80, np.full((3, 80), 1 / 80), x80),
+    "field_rows": kernels.field(SelfAttention(beta=2.0), y, np.full((2, 30), 1 / 30), y),  # d = 10: row kernel
+}
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_compiling_and_cached_processes_agree_bit_for_bit(tmp_path):
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"}
+    script = tmp_path / "kernels.py"
+    script.write_text(SCRIPT)
+    files = []
+    for run in ("compiles", "loads"):
+        f = tmp_path / f"{run}.npz"
+        subprocess.run([sys.executable, str(script), str(f)], env=env, check=True, timeout=600)
+        files.append(np.load(f))
+    assert any((tmp_path / "cache").rglob("*.nbc")), "the first process did not write numba's cache"
+    for key in files[0].files:
+        np.testing.assert_array_equal(files[0][key], files[1][key], err_msg=key)
+
+
+def test_thread_count_does_not_change_the_bits():
+    import numba
+
+    from meanfield.models import SelfAttention
+    from particles import kernels
+
+    rng = np.random.default_rng(1)
+    th = rng.uniform(0, 2 * np.pi, (5, 50))
+    x = np.stack([np.cos(th), np.sin(th)], -1)
+    w = np.full((5, 50), 1 / 50)
+    m = SelfAttention(beta=3.0)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for n in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(n)
+            results.append((kernels.energy(x, w, 3.0), kernels.rk4_small_systems(m, x, 0.01, 10), kernels.field(m, x, w, x)))
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(results[0], results[-1]):
+        np.testing.assert_array_equal(a, b)
