@@ -14,6 +14,7 @@ results are gathered into one Dataset with a dimension per swept key
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -93,8 +94,13 @@ def _points(over) -> tuple[list[str], list[list]]:
     return keys, values
 
 
-def _client(scheduler, workers):
-    """A distributed Client: a LocalCluster of ``workers`` processes, or one at ``scheduler``."""
+@contextlib.contextmanager
+def _connect(scheduler, workers):
+    """A distributed Client: to the scheduler at ``scheduler``, or to a LocalCluster of ``workers`` processes.
+
+    Yields ``(client, cluster)`` (``cluster`` None for a running scheduler) and
+    closes both on exit (the worker processes are stopped, running tasks with them).
+    """
     from distributed import Client, LocalCluster
 
     # distributed sets its own loggers to INFO on import; keep them to warnings unless debugging
@@ -103,7 +109,9 @@ def _client(scheduler, workers):
                      "distributed.worker", "distributed.http.proxy"):
             logging.getLogger(name).setLevel(logging.WARNING)
     if scheduler is not None:
-        return Client(scheduler), None
+        with Client(scheduler) as client:
+            yield client, None
+        return
     import dask
 
     n = workers or os.cpu_count() or 1
@@ -114,7 +122,8 @@ def _client(scheduler, workers):
     with dask.config.set(_QUIET_WORKERS):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR)
-    return Client(cluster), cluster
+    with cluster, Client(cluster) as client:
+        yield client, cluster
 
 
 def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = None, workers: int | None = None,
@@ -133,8 +142,8 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
     repeats : int, optional
         Replace ``[particles] repeats``.
     scheduler : str, optional
-        ``None``: a LocalCluster of ``workers`` processes on this machine
-        (default: one per core); ``"serial"``: no dask, one task after the
+        ``None``: a LocalCluster of ``workers`` one-thread worker processes
+        on this machine (default: one per core); ``"serial"``: no dask, one task after the
         other in this process; otherwise the address of a running scheduler
         (``tcp://host:8786``).
     workers : int, optional
@@ -179,19 +188,14 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
     else:
         from distributed import as_completed
 
-        client, cluster = _client(scheduler, workers)
         try:
-            futures = client.map(_task, cfgs, pure=False)
-            index = {f.key: i for i, f in enumerate(futures)}
-            try:
+            with _connect(scheduler, workers) as (client, _):
+                futures = client.map(_task, cfgs, pure=False)
+                index = {f.key: i for i, f in enumerate(futures)}
                 for fut in tqdm(as_completed(futures), total=len(futures), desc="sweep", disable=not progress):
                     results[index[fut.key]] = fut.result()
-            except KeyboardInterrupt:
-                interrupted = True
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        except KeyboardInterrupt:
+            interrupted = True
     ds = _gather(results, keys, values, grid)
     from .build import build_model
 

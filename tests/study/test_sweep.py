@@ -80,3 +80,21 @@ def test_ctrl_c_keeps_the_finished_points(tmp_path, monkeypatch):
     assert list(ds.status.values) == ["success", "success", "not run", "not run"]
     assert np.all(np.isfinite(ds.energy.sel(beta=[1.0, 2.0]))) and np.all(np.isnan(ds.energy.sel(beta=[3.0, 4.0])))
     assert np.all(np.isnan(ds.nfev.sel(beta=[3.0, 4.0])))
+
+
+def test_ctrl_c_stops_the_workers_without_waiting_for_their_tasks(monkeypatch):
+    import time
+
+    import distributed
+
+    def interrupted(futures, *args, **kwargs):
+        time.sleep(1.0)  # the cluster is up and computing
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(distributed, "as_completed", interrupted)
+    slow = {**STUDY, "particles": {"n": [40], "repeats": 1}, "time": {"t_end": 1e5, "frames": 2}}
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):  # no point finished: nothing to gather
+        sweep(slow, ["beta=1,2"], workers=2, output=False, progress=False)
+    assert time.perf_counter() - start < 60  # each task would run for hours
