@@ -27,10 +27,6 @@ import numba
 
 __all__ = ["run_tasks"]
 
-#: chunks per thread (the kernels here have tasks of equal cost: one chunk each)
-_CHUNKS_PER_THREAD = 1
-
-
 @functools.cache
 def _pool(nthreads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=nthreads, thread_name_prefix="particles")
@@ -58,7 +54,7 @@ def run_tasks(kernel, ntasks: int, *args, nthreads: int | None = None) -> None:
     if nthreads <= 1 or ntasks <= 1:
         kernel(*args, 0, ntasks)
         return
-    nchunks = min(ntasks, _CHUNKS_PER_THREAD * nthreads)
+    nchunks = min(ntasks, nthreads)  # one chunk per thread: the kernels' tasks cost the same
     bounds = [ntasks * c // nchunks for c in range(nchunks + 1)]
     futures = [_pool(nthreads).submit(kernel, *args, a, b) for a, b in itertools.pairwise(bounds)]
     for f in futures:

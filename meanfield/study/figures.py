@@ -124,6 +124,12 @@ def _band(ax, t, values, label, color, ls="-"):
         ax.fill_between(t, m - s, m + s, color=color, alpha=0.15, lw=0)
 
 
+def _bands_over_n(ax, ds, name):
+    """``_band`` of the particle variable ``name`` (n_particles, repeat, time), a colour per N."""
+    for i, n in enumerate(ds["n_particles"].values):
+        _band(ax, ds["time"].values, ds[name].isel(n_particles=i).values, f"N = {n}", f"C{i}")
+
+
 def plot_energy(ds, ax=None):
     """E_β of the density (every step) and of the particle systems (mean ± sd over repeats). Returns the Axes."""
     plt = _plt()
@@ -134,8 +140,7 @@ def plot_energy(ds, ax=None):
     elif "energy" in ds:
         ax.plot(ds["time"], ds["energy"], "k.-", label="density")
     if "particle_energy" in ds:
-        for i, n in enumerate(ds["n_particles"].values):
-            _band(ax, ds["time"].values, ds["particle_energy"].isel(n_particles=i).values, f"N = {n}", f"C{i}")
+        _bands_over_n(ax, ds, "particle_energy")
     ax.set_xlabel("t")
     ax.set_ylabel("E_β")
     ax.legend(fontsize=8)
@@ -190,8 +195,7 @@ def plot_clusters(ds, ax=None):
     plt = _plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
-    for i, n in enumerate(ds["n_particles"].values):
-        _band(ax, ds["time"].values, ds["pair_fraction"].isel(n_particles=i).values, f"N = {n}", f"C{i}")
+    _bands_over_n(ax, ds, "pair_fraction")
     ax.set_xlabel("t")
     ax.set_ylabel(ds["pair_fraction"].attrs.get("long_name", "pair fraction"), fontsize=8)
     ax.set_ylim(-0.02, 1.02)
