@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import scipy.fft as sfft  # noqa: E402
 
 import meanfield as mf  # noqa: E402
-from meanfield.continuity import circle_rate  # noqa: E402
+from meanfield.domains import CIRCLE  # noqa: E402
 from _timing import best  # noqa: E402
 
 
@@ -40,7 +40,7 @@ def main():
     n = 1024
     mu0 = perturbed_uniform(n)
     model = mf.SelfAttention(4.0)
-    rate = circle_rate(model, mu0.grid)
+    rate = CIRCLE.rate(model, mu0.grid)
     M = rate.M
     y = mu0.values.copy()
     yM = np.random.default_rng(1).random(M)
@@ -57,7 +57,7 @@ def main():
 
     t_fft = best(ffts, repeat=7, number=2000)
     t_rhs = best(lambda: rate.rate(y), repeat=7, number=2000)
-    quad = circle_rate(model, mu0.grid, "quadrature")
+    quad = CIRCLE.rate(model, mu0.grid, "quadrature")
     t_quad = best(lambda: quad.rate(y), repeat=3, number=5)
     print(f"n = {n}, padded M = {M}")
     print(f"  6 FFTs alone            {t_fft * 1e6:8.1f} us")

@@ -12,7 +12,7 @@ import numpy as np
 
 import meanfield as mf
 from meanfield import gaussian as G
-from meanfield.continuity_euclidean import FiniteVolume
+from meanfield.domains.euclidean import FiniteVolume
 from meanfield.models import L2, Softmax
 from _timing import best
 
@@ -20,8 +20,8 @@ from _timing import best
 def main():
     m0, S0 = np.array([0.2, -0.1]), np.array([[0.3, 0.05], [0.05, 0.2]])
     softmax = Softmax(Q=np.array([[0.5, 0.2], [0.0, 0.3]]))
-    for model, n, target, how in ((L2(Q=np.diag([1.0, 0.7]), K=np.diag([1.0, 0.7])), 256, "< 50 ms", "fft"),
-                                  (softmax, 128, "< 2 s", "direct"), (softmax, 128, "< 2 s", "separable")):
+    for model, n, target, how in ((L2(Q=np.diag([1.0, 0.7]), K=np.diag([1.0, 0.7])), 256, "< 50 ms", "spectral"),
+                                  (softmax, 128, "< 2 s", "quadrature"), (softmax, 128, "< 2 s", "separable")):
         g = mf.EuclideanGrid([(-4, 4), (-4, 4)], n)
         rho = G.gaussian_pdf(g.points, m0, S0)
         fv = FiniteVolume(g, model, how)

@@ -15,7 +15,8 @@ import numba
 import numpy as np
 
 import meanfield as mf
-from particles import kernels, uniform_sphere
+from meanfield import kernels
+from particles import uniform_sphere
 from _timing import best
 
 

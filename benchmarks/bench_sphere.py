@@ -16,7 +16,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import meanfield as mf  # noqa: E402
-from meanfield.continuity_sphere import dealiased_degree, sphere_rate  # noqa: E402
+from meanfield.domains import SPHERE  # noqa: E402
+from meanfield.domains.sphere.transforms import dealiased_degree  # noqa: E402
 from _timing import best  # noqa: E402
 
 
@@ -30,7 +31,7 @@ def run(backend):
     g = mf.SphereGrid(L, backend=backend)
     Ld = dealiased_degree(L)
     mu0 = mf.Density.from_function(g, lambda x: np.exp(2 * x[..., 2] + x[..., 0] * x[..., 1]))
-    rate = sphere_rate(mf.SelfAttention(4.0), g)
+    rate = SPHERE.rate(mf.SelfAttention(4.0), g)
     B = g.backend
     y = mu0.values
     c = B.analysis(y, L)

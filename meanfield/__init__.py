@@ -13,36 +13,34 @@ models.Softmax, L2, Sinkhorn, ...   the R^d attention variants of CACP (``field`
 CircleGrid                          n equispaced nodes on S¹ (FFT)
 SphereGrid                          Gauss–Legendre grid on S² (spherical harmonics)
 EuclideanGrid                       a box in R^d, d = 1, 2 (finite volumes)
-Density                             a density on a grid
+Density                             a density on a grid (it carries its domain)
 solve, Solution                     time integration and its result
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
+domains                             the domain layer (CIRCLE, SPHERE, EUCLIDEAN)
+kernels                             compiled sums of the attention kernel (fast strategies)
 exact                               closed-form solutions (oracles)
 gaussian                            exact Gaussian closures in R^d
-study, load                         study files, results files (NetCDF), sweeps
+load                                a results file of ``meanfield run`` / ``sweep`` (xarray)
+study                               study files, runs and sweeps (``import meanfield.study``)
+
+Layers (docs/DESIGN.md; checked by import-linter in the tests): numerics,
+checks, strategies → domains → models → kernels → density, exact, gaussian →
+monitor, integrate → solve → io; ``particles`` and ``validation`` above; the
+study layer and the command line on top. Nothing here imports the study layer.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError, version
 
-from . import exact, gaussian
+from . import domains, exact, gaussian
 from .density import Density
-from .grids import CircleGrid, EuclideanGrid, SphereGrid
+from .domains import CircleGrid, EuclideanGrid, SphereGrid
+from .io import load
 from .models import MultiHeadAttention, SelfAttention
 from .monitor import ResolutionError, ResolutionMonitor
 from .solve import Solution, Status, solve
 
-
-def load(path, lazy: bool = False):
-    """Read a results file of ``meanfield run`` / ``meanfield sweep`` as an xarray Dataset.
-
-    See :func:`meanfield.study.load` (xarray is imported on first use).
-    """
-    from .study.results import load as _load
-
-    return _load(path, lazy=lazy)
-
-
 try:
-    __version__ = _version("meanfield")
+    __version__ = version("meanfield")
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0+unknown"
 
@@ -58,6 +56,7 @@ __all__ = [
     "Status",
     "ResolutionError",
     "ResolutionMonitor",
+    "domains",
     "exact",
     "gaussian",
     "load",

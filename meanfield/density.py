@@ -5,7 +5,8 @@ to the grid's natural measure (dθ on the circle, surface area on the sphere,
 Lebesgue measure in R^d). As a measure it is the quadrature rule: points
 ``grid.points`` with weights ``ρ_j × grid.weights`` (DESIGN.md, "the one
 idea"), which is what :meth:`Density.as_measure` returns and what the models'
-``field`` consumes.
+``field`` consumes. A density carries its domain (``density.domain``, the
+grid's): sampling and plotting dispatch through it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+
+from .domains import Grid, Measure
 
 __all__ = ["Density"]
 
@@ -45,11 +48,15 @@ class Density:
 
     Parameters
     ----------
-    grid : CircleGrid
+    grid : CircleGrid, SphereGrid or EuclideanGrid
         The grid carrying the nodal values.
     values : array_like, shape grid.shape
         Non-negative, finite nodal values of positive mass. They are *not*
         renormalised (use :meth:`from_function` or :meth:`normalized`).
+    check : bool, keyword-only
+        ``False`` wraps values as they are (a private copy), for solver output
+        whose sign and finiteness the resolution monitor has already checked
+        (it allows −1e-8 × mean, this constructor 1e-13 × max).
 
     Raises
     ------
@@ -60,22 +67,18 @@ class Density:
 
     __slots__ = ("grid", "values")
 
-    def __init__(self, grid, values):
-        if not hasattr(grid, "points") or not hasattr(grid, "weights"):
+    def __init__(self, grid, values, *, check: bool = True):
+        if not isinstance(grid, Grid):
             raise TypeError(f"`grid` must be a grid object (e.g. CircleGrid), got {type(grid).__name__}.")
-        values = _check_values(grid, values)
+        values = _check_values(grid, values) if check else np.array(values, dtype=float)
         values.setflags(write=False)
         self.grid = grid
         self.values = values
 
-    @classmethod
-    def _trusted(cls, grid, values) -> "Density":
-        """Wrap solver output whose sign and finiteness the resolution monitor checked."""
-        obj = cls.__new__(cls)
-        values = np.array(values, dtype=float)
-        values.setflags(write=False)
-        obj.grid, obj.values = grid, values
-        return obj
+    @property
+    def domain(self):
+        """The :class:`~meanfield.domains.Domain` the density lives on."""
+        return self.grid.domain
 
     @classmethod
     def from_function(cls, grid, f: Callable[[np.ndarray], np.ndarray]) -> "Density":
@@ -83,7 +86,7 @@ class Density:
 
         Parameters
         ----------
-        grid : CircleGrid
+        grid : CircleGrid, SphereGrid or EuclideanGrid
         f : callable
             ``f(x)`` with x of shape grid.shape + (d,) (unit vectors) returns
             non-negative values of shape grid.shape.
@@ -113,17 +116,16 @@ class Density:
         """The same density scaled to mass 1."""
         return Density(self.grid, self.values / self.mass())
 
-    def as_measure(self) -> tuple[np.ndarray, np.ndarray]:
-        """The grid measure: ``(points, weights)`` with weights ρ_j w_j.
+    def as_measure(self) -> Measure:
+        """The grid measure Σ_j ρ_j w_j δ_{x_j}, carrying its domain; unpacks as ``points, weights``.
 
         Returns
         -------
-        points : ndarray, shape (N, d)
-            The grid nodes as unit vectors (flattened).
-        weights : ndarray, shape (N,)
+        Measure
+            ``points`` (N, d): the grid nodes (flattened); ``weights`` (N,); ``domain``.
         """
         d = self.grid.points.shape[-1]
-        return self.grid.points.reshape(-1, d), (self.values * self.grid.weights).ravel()
+        return Measure(self.grid.points.reshape(-1, d), (self.values * self.grid.weights).ravel(), self.domain)
 
     def mean(self) -> np.ndarray:
         """The first moment ∫ x dμ(x) ∈ R^d."""
@@ -136,27 +138,15 @@ class Density:
 
     def resampled(self, grid) -> "Density":
         """The interpolant on another grid of the same kind (exact when refining)."""
-        if type(grid) is not type(self.grid):
+        if not isinstance(grid, Grid) or grid.domain is not self.domain:
             raise TypeError(f"cannot resample a density on {self.grid!r} onto {grid!r}.")
-        return Density._trusted(grid, self.grid.resample(self.values, grid.n))
+        return Density(grid, self.grid.resample(self.values, grid.n), check=False)
 
     def __repr__(self) -> str:
         return f"Density({self.grid!r}, mass={self.mass():.6g})"
 
     # ------------------------------------------------------------------ plotting
     def plot(self, ax=None, **kwargs):
-        """Plot the density: against the angle on the circle, as a Mollweide map on S². Returns the Axes."""
-        import matplotlib.pyplot as plt
-
-        if self.grid.domain == "sphere":
-            from .plotting import plot_sphere
-
-            return plot_sphere(self, ax=ax, **kwargs)
-        if ax is None:
-            _, ax = plt.subplots()
-        th = np.append(self.grid.angles, 2 * np.pi)
-        ax.plot(th, np.append(self.values, self.values[0]), **kwargs)
-        ax.set_xlabel("θ")
-        ax.set_ylabel("ρ(θ)")
-        ax.set_xlim(0, 2 * np.pi)
-        return ax
+        """Plot the density (its domain's figure: against the angle on the circle, a Mollweide map on S²,
+        a curve or an image in R^d). Returns the Axes."""
+        return self.domain.plot(self, ax=ax, **kwargs)

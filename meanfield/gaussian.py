@@ -26,6 +26,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import sqrtm
 
+from .domains import EUCLIDEAN
 from .models import L2, MultiHeadAttention, Sinkhorn, Softmax
 
 __all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
@@ -48,10 +49,6 @@ def _check_gaussian(mean, cov):
     return mean, cov
 
 
-def _mats(model, d):
-    return (model._mat(model.Q, d), model._mat(model.K, d), model._mat(model.V, d))
-
-
 def affine_field(model, mean, cov):
     """(M, c) with Γ(x) = M x + c for the Gaussian N(mean, cov) (module docstring)."""
     d = mean.size
@@ -59,7 +56,7 @@ def affine_field(model, mean, cov):
     M = np.zeros((d, d))
     c = np.zeros(d)
     for h in heads:
-        Q, K, V = _mats(h, d)
+        Q, K, V = h.matrices(d)
         A = K.T @ Q
         if isinstance(h, Softmax):
             M += h.beta * V @ cov @ A
@@ -155,7 +152,7 @@ def gaussian_density(grid, mean, cov):
     from .density import Density
 
     mean, cov = _check_gaussian(mean, cov)
-    if getattr(grid, "domain", None) != "euclidean" or grid.dim != mean.size:
+    if getattr(grid, "domain", None) is not EUCLIDEAN or grid.dim != mean.size:
         raise ValueError(f"`grid` must be an EuclideanGrid in R^{mean.size}, got {grid!r}.")
     return Density.from_function(grid, lambda x: gaussian_pdf(x, mean, cov))
 

@@ -4,8 +4,10 @@ For β >= 0 the solution concentrates and clusters sharpen exponentially
 (MATH.md §2.2). After every step the solver asks :class:`ResolutionMonitor`
 whether the new state is still resolved:
 
-- spectral tail: the largest coefficient in the top 1/16 of the spectrum,
-  relative to the mean (ρ̂_0), must stay below ``tail_tol``;
+- the grid's own check (``grid.resolution``): on the circle and S² the largest
+  coefficient in the top 1/16 of the spectrum, relative to the mean (ρ̂_0), must
+  stay below ``tail_tol``; finite volumes in R^d ask for a smallest standard
+  deviation of at least two cells;
 - sign: the nodal values must not fall below ``-neg_tol × mean``;
 - energy: for zonal kernels with V = cI, E_β must be non-decreasing (c > 0)
   or non-increasing (c < 0), up to ``energy_rtol`` relative (GLPR Lemma 3.7);
@@ -74,12 +76,7 @@ class ResolutionMonitor:
         vmin = float(np.min(values))
         if vmin < -self.neg_tol * mean:
             return f"the density is negative (min {vmin:.3g}, mean {mean:.3g})"
-        if hasattr(grid, "check_resolution"):  # finite volumes: widths against cells
-            return grid.check_resolution(values)
-        tail = grid.spectral_tail(values)
-        if not tail <= self.tail_tol:
-            return f"the spectral tail {tail:.3g} exceeds tail_tol = {self.tail_tol:g} on {grid!r}"
-        return None
+        return grid.resolution(values, self.tail_tol)
 
     def check_energy(self, e_old: float, e_new: float, sign: float) -> str | None:
         """None if the energy moved in the direction ``sign`` (up to round-off)."""

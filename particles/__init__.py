@@ -1,13 +1,18 @@
 """particles: the finite-n systems whose mean-field limit ``meanfield`` solves.
 
-simulate, Trajectory   particles on the sphere moved by a ``meanfield.models`` field
-kernels                fused pairwise sums (numba) and the circle spectral path
+simulate, Trajectory   particles on S^{d-1} or in R^d moved by a ``meanfield.models`` field
+fused                  batches of small systems advanced by compiled RK4 sequences
 sampling               uniform, orthogonal and density-distributed initial points
 clusters               clustering statistics of GLPR §6.3
+
+The kernel sums the strategies use are in :mod:`meanfield.kernels`; time
+stepping is :mod:`meanfield.integrate`. May import ``meanfield``; never
+``validation`` or the study layer.
 """
 
-from . import clusters, kernels, sampling
+from . import clusters, fused, sampling
 from .sampling import orthogonal, sample, uniform_sphere
 from .system import Trajectory, rescaled, simulate
 
-__all__ = ["simulate", "Trajectory", "rescaled", "kernels", "sampling", "clusters", "uniform_sphere", "orthogonal", "sample"]
+__all__ = ["simulate", "Trajectory", "rescaled", "fused", "sampling", "clusters", "uniform_sphere", "orthogonal",
+           "sample"]

@@ -12,7 +12,7 @@ Run:  python scripts/circle_convergence.py
 import numpy as np
 
 import meanfield as mf
-from meanfield.geometry import points_to_angles
+from meanfield.domains.circle import points_to_angles
 from validation import observed_order
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 import meanfield as mf
 import particles as pt
-from meanfield.geometry import points_to_angles
+from meanfield.domains.circle import points_to_angles
 from validation.meanfield_limit import meanfield_limit
 
 

@@ -4,7 +4,7 @@ import numpy as np
 
 import meanfield as mf
 from meanfield import exact
-from meanfield.geometry import points_to_angles
+from meanfield.domains.circle import points_to_angles
 
 
 def cauchy_density(n: int, a0: complex) -> mf.Density:

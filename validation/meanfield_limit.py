@@ -16,11 +16,8 @@ import numpy as np
 from scipy import stats
 
 from meanfield import Density, solve
-from meanfield.grids.circle import CircleGrid
-from meanfield.grids.euclidean import EuclideanGrid
-from meanfield.grids.sphere import SphereGrid
 
-from .wasserstein import TWO_PI, _circle_w1, _circle_wp, _quantise_circle_density, wasserstein
+from .wasserstein import discretisation, prepare, wasserstein
 
 __all__ = ["MeanFieldLimit", "meanfield_limit", "fit_exponent"]
 
@@ -60,29 +57,6 @@ class MeanFieldLimit:
     p: float
     solution: object
     discretisation: float
-
-
-def _coarsened(density: Density):
-    """The grid measure of ``density`` at half the resolution, for the refinement estimate.
-
-    S²: the expansion resampled at lmax/2. R^d: masses of 2 × 2 blocks of cells
-    (exact sums) at the blocks' centres of mass."""
-    g = density.grid
-    if isinstance(g, SphereGrid):
-        return density.resampled(SphereGrid(max(2, g.lmax // 2))).as_measure()
-    m = density.values * g.weights
-    x = g.points
-    even = tuple(slice(0, 2 * (s // 2)) for s in g.shape)
-    m, x = m[even], x[even]
-    if g.dim == 1:
-        mb = m.reshape(-1, 2).sum(1)
-        xb = (m[:, None] * x).reshape(-1, 2, 1).sum(1)
-    else:
-        a, b = m.shape
-        mb = m.reshape(a // 2, 2, b // 2, 2).sum(axis=(1, 3)).ravel()
-        xb = (m[..., None] * x).reshape(a // 2, 2, b // 2, 2, 2).sum(axis=(1, 3)).reshape(-1, 2)
-    keep = mb > 0
-    return xb[keep] / mb[keep, None], mb[keep] / mb.sum()
 
 
 def fit_exponent(ns, distances, level: float = 0.95):
@@ -134,8 +108,8 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
         RK4 step of the particle systems (default: :func:`particles.simulate`'s).
     progress : bool
     **solve_kwargs
-        Passed to :func:`meanfield.solve` (default ``refine=True`` on the
-        spectral grids; finite volumes are not refined).
+        Passed to :func:`meanfield.solve` (its defaults: refined on the circle
+        and S², not in R^d).
 
     Returns
     -------
@@ -143,9 +117,8 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     """
     import particles
 
-    if not isinstance(mu0, Density) or not isinstance(mu0.grid, (CircleGrid, SphereGrid, EuclideanGrid)):
+    if not isinstance(mu0, Density):
         raise TypeError(f"`mu0` must be a Density on the circle, on S² or in R^d, got {mu0!r}.")
-    sphere = isinstance(mu0.grid, (SphereGrid, EuclideanGrid))  # both: exact OT against the grid measure
     ns = np.asarray(ns)
     if ns.ndim != 1 or ns.size < 2 or np.unique(ns).size != ns.size or np.any(ns < 2):
         raise ValueError(f"`ns` must hold at least two distinct particle numbers >= 2, got {ns!r}.")
@@ -153,30 +126,19 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
         raise ValueError(f"`repeats` must be a positive integer, got {repeats!r}.")
     t_eval = np.asarray(t_eval, dtype=float)
     rng = np.random.default_rng(rng)
-    solve_kwargs.setdefault("refine", not isinstance(mu0.grid, EuclideanGrid))
     sol = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, progress=progress, **solve_kwargs)
     D = np.empty((ns.size, int(repeats), t_eval.size))
-    if sphere:
-        # exact OT against the grid measure (nodes × quadrature weights)
-        targets = [d.as_measure() for d in sol.densities]
-        disc = 0.5 * wasserstein(_coarsened(mu0), mu0.as_measure(), p)
-    else:
-        # each density once, quantised with its exact CDF (see validation.wasserstein)
-        targets = [_quantise_circle_density(d, None) for d in sol.densities]
-        disc = np.pi / 2**20
+    # each density once, as the distances take it: quantised with its exact CDF on the circle, the grid
+    # measure (nodes × quadrature weights, exact OT) on S² and in R^d
+    targets = [prepare(d) for d in sol.densities]
+    disc = discretisation(mu0, p)
     for i, n in enumerate(ns):
         x0 = particles.sample(mu0, int(n), rng=rng, batch=int(repeats))
         traj = particles.simulate(model, x0, t_eval, dt=dt, progress=progress)
         w = np.full(int(n), 1.0 / n)
-        if sphere:
-            for k, target in enumerate(targets):
-                for r in range(int(repeats)):
-                    D[i, r, k] = wasserstein((traj.x[k, r], w), target, p)
-            continue
-        theta = np.mod(np.arctan2(traj.x[..., 1], traj.x[..., 0]), TWO_PI)  # (T, repeats, n)
-        for k, (tq, wq) in enumerate(targets):
+        for k, target in enumerate(targets):
             for r in range(int(repeats)):
-                D[i, r, k] = _circle_w1(theta[k, r], w, tq, wq) if p == 1 else _circle_wp(theta[k, r], w, tq, wq, p)
+                D[i, r, k] = wasserstein((traj.x[k, r], w), target, p)
     fits = [fit_exponent(ns, D[:, :, k]) for k in range(t_eval.size)]
     return MeanFieldLimit(
         t=t_eval,

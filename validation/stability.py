@@ -31,9 +31,12 @@ along a computed solution the actual minimum is known, and
 L_μ(t) = v e^{a}(1 + 2a)/min_x Z_{μ_t}(x) is still a rigorous bound
 (computed here for zonal SA on the circle, where K_β*μ_t is spectral).
 
+The constants are computed by :func:`meanfield.models.lipschitz_constants`
+(:mod:`meanfield.models.bounds`, the one place for bounds on the field).
+
 R^d: the support-radius bound R(t) <= exp(∫‖V‖) R_0 (CACP) for particle
-systems, :func:`support_radius_bound` (the R^d density solver of issue 6 is
-not implemented yet).
+systems, :func:`support_radius_bound`. (The W_1 ratio of two density solutions
+is measured on the circle only so far.)
 """
 
 from __future__ import annotations
@@ -41,14 +44,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.fft as sfft
 
 from meanfield import Density, solve
-from meanfield.continuity import _padded_size, bessel_multipliers
-from meanfield.grids.circle import CircleGrid
-from meanfield.models import head_norms, heads
+from meanfield.domains import CIRCLE
+from meanfield.domains.circle import CircleSpectral
+from meanfield.models import EUCLIDEAN_MODELS, heads, lipschitz_constants
 
-from .wasserstein import _quantise_circle_density, _circle_w1
+from .wasserstein import wasserstein
 
 __all__ = ["Stability", "stability", "lipschitz_constants", "support_radius", "support_radius_bound"]
 
@@ -87,31 +89,9 @@ class Stability:
     slack_a_posteriori: float | None
 
 
-def lipschitz_constants(model) -> tuple[float, float]:
-    """(L_x, L_μ), the a priori Lipschitz constants of the field (module docstring)."""
-    Lx = Lmu = 0.0
-    for h in heads(model):
-        a, v = head_norms(h)
-        if h.normalized:
-            Lx += v * (2.0 + a)
-            Lmu += v * (1.0 + 2.0 * a) * np.exp(2.0 * a)
-        else:
-            Lx += v * np.exp(a) * (2.0 + a)
-            Lmu += v * np.exp(a) * (1.0 + a)
-    return Lx, Lmu
-
-
 def _min_normaliser(density: Density, beta: float) -> float:
     """min_x K_β*μ(x) on the 3/2-padded grid (spectral, zonal kernels on the circle)."""
-    g = density.grid
-    M = _padded_size(g.n)
-    c = sfft.rfft(density.values) * (M / g.n)
-    P = np.zeros(M // 2 + 1, dtype=complex)
-    P[: c.size] = c
-    if g.n % 2 == 0:
-        P[g.n // 2] *= 0.5
-    D, _ = bessel_multipliers(M // 2, beta)  # 2π e^{-β} I_k
-    scaled = sfft.irfft(P * D, M)
+    scaled = CircleSpectral(density.grid, beta, 1.0, True).kernel_sum(density.values)  # e^{-β} K_β*μ
     return float(np.min(scaled)) * np.exp(beta)
 
 
@@ -129,18 +109,15 @@ def stability(model, mu0: Density, nu0: Density, t_eval, **solve_kwargs) -> Stab
         Passed to :func:`meanfield.solve` (default ``refine=True``).
     """
     for name, d in (("mu0", mu0), ("nu0", nu0)):
-        if not isinstance(d, Density) or not isinstance(d.grid, CircleGrid):
-            raise NotImplementedError(f"`{name}` must be a density on the circle (other domains: issues 5 and 6).")
+        if not isinstance(d, Density) or d.domain is not CIRCLE:
+            raise NotImplementedError(f"`{name}` must be a density on the circle (the other domains: issue 14).")
     t_eval = np.asarray(t_eval, dtype=float)
-    if _circle_w1(*_quantise_circle_density(mu0, None), *_quantise_circle_density(nu0, None)) == 0:
+    if wasserstein(mu0, nu0, 1) == 0:
         raise ValueError("the initial densities coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
     solve_kwargs.setdefault("refine", True)
     sm = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, **solve_kwargs)
     sn = solve(model, nu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, **solve_kwargs)
-    dist = np.array([
-        _circle_w1(*_quantise_circle_density(a, None), *_quantise_circle_density(b, None))
-        for a, b in zip(sm.densities, sn.densities)
-    ])
+    dist = np.array([wasserstein(a, b, 1) for a, b in zip(sm.densities, sn.densities)])
     if not dist[0] > 0:
         raise ValueError("the initial densities coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
     ratio = dist / dist[0]
@@ -178,8 +155,6 @@ def support_radius_bound(model, t, radius0: float) -> np.ndarray:
     |ẋ| <= ‖V‖ R(t) and Grönwall gives the bound. Multi-head: the sum of the
     heads' ‖V‖.
     """
-    from meanfield.models import EUCLIDEAN_MODELS
-
     total = 0.0
     for h in heads(model):
         if not isinstance(h, EUCLIDEAN_MODELS):

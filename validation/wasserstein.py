@@ -5,10 +5,15 @@ r"""Wasserstein distances between measures: densities, particle sets, weighted p
 with d the geodesic distance on the circle and on S², the Euclidean one in
 R^d. The functions return W_p itself (never W_p^p).
 
-A measure is given as a :class:`meanfield.Density`, an array of points
-(uniform weights), or a pair ``(points, weights)``. Weights must be
-non-negative and sum to 1 (within 1e-9): other weights are *refused*, not
-renormalised, since a mass defect usually signals a bug upstream.
+A measure is given as a :class:`meanfield.Density`, a
+:class:`meanfield.domains.Measure` (``density.as_measure()``,
+``trajectory.measure(k)``), an array of points (uniform weights), or a pair
+``(points, weights)``. Densities and measures carry their domain, and the
+distance is the one of that domain (a table by domain, :data:`_DISTANCES`);
+bare point sets are compared on the domain the other measure carries, or read
+by :func:`meanfield.domains.infer`. Weights must be non-negative and sum to 1
+(within 1e-9): other weights are *refused*, not renormalised, since a mass
+defect usually signals a bug upstream.
 
 Circle (exact). With F, G the cumulative distribution functions cut at
 θ = 0 and extended by F(θ + 2π) = F(θ) + 1,
@@ -39,12 +44,16 @@ Bures–Wasserstein distance between Gaussians (:func:`gaussian_w2`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba as nb
 import numpy as np
 from scipy.linalg import sqrtm
 
+from meanfield import domains
 from meanfield.density import Density
-from meanfield.grids.circle import CircleGrid
+from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
+from meanfield.domains.circle import fourier
 
 __all__ = [
     "wasserstein",
@@ -53,6 +62,9 @@ __all__ = [
     "gaussian_w2",
     "sliced_wasserstein_sphere",
     "circle_density_resolution",
+    "prepare",
+    "Prepared",
+    "discretisation",
 ]
 
 TWO_PI = 2.0 * np.pi
@@ -63,28 +75,84 @@ EXACT_OT_MAX = 5 * 10**7
 
 
 # ---------------------------------------------------------------------- measures
-def _domain_of_points(x: np.ndarray) -> str:
-    if x.shape[-1] >= 2 and np.all(np.abs(np.linalg.norm(x, axis=-1) - 1.0) <= 1e-8):
-        return "circle" if x.shape[-1] == 2 else "sphere"
-    return "euclidean"
+@dataclass(frozen=True)
+class Prepared:
+    """A probability measure in the form the distances work on.
+
+    ``coords`` are angles (n,) on the circle and points (n, d) elsewhere;
+    ``weights`` (n,) sum to 1; ``domain`` is where it lives; ``resolution``
+    bounds W_p between this measure and the density it stands for where that
+    is known (π/M for a circle density quantised into M cells), else None (a
+    grid measure: see :func:`discretisation`). Preparing a density once
+    (:func:`prepare`) and passing the result saves its quantisation when it is
+    compared with many point sets.
+    """
+
+    coords: np.ndarray
+    weights: np.ndarray
+    domain: domains.Domain
+    resolution: float | None = None
 
 
-def _measure(obj, name, domain, cells):
-    """(points or angles, weights, domain) from any accepted measure."""
-    if isinstance(obj, Density):
-        if isinstance(obj.grid, CircleGrid):
-            if domain not in (None, "circle"):
-                raise ValueError(f"`{name}` is a density on the circle but the other measure lives on {domain}.")
-            theta, w = _quantise_circle_density(obj, cells)
-            return theta, w, "circle"
-        pts, w = obj.as_measure()
-        return pts, w, "sphere" if obj.grid.dim >= 3 else "euclidean"
-    if isinstance(obj, tuple):
-        if len(obj) != 2:
-            raise TypeError(f"`{name}` as a tuple must be (points, weights), got {len(obj)} items.")
-        pts, w = np.asarray(obj[0], dtype=float), np.asarray(obj[1], dtype=float)
+def _carried(obj):
+    """The domain a measure carries, or None for bare arrays and (points, weights) tuples."""
+    if isinstance(obj, (Density, Measure, Prepared)):
+        return obj.domain
+    return None
+
+
+def _probability_weights(w, n, name):
+    if w.shape != (n,):
+        raise ValueError(f"the weights of `{name}` must have shape ({n},), got {w.shape}.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"the weights of `{name}` must be finite and non-negative.")
+    if abs(w.sum() - 1.0) > 1e-9:
+        raise ValueError(
+            f"the weights of `{name}` sum to {w.sum():.12g}, not 1: probability measures only "
+            "(they are refused rather than renormalised)."
+        )
+    return w
+
+
+def prepare(measure, domain=None, cells: int | None = None, name: str = "measure") -> Prepared:
+    """``measure`` as a :class:`Prepared` measure on ``domain`` (default: the domain it carries, else inferred).
+
+    Parameters
+    ----------
+    measure : Density, Measure, Prepared, array (n, d), or (points, weights)
+        A density on the circle enters through the exact CDF of its
+        trigonometric interpolant, its mass on each of ``cells`` equal cells
+        at the cell's midpoint (module docstring); other densities as their
+        grid measure. Bare points are read by :func:`meanfield.domains.infer`
+        unless ``domain`` is given.
+    domain : Domain or str, optional
+    cells : int, optional
+        Cells a circle density is quantised into (default 2^20).
+    name : str
+        The argument's name in error messages.
+    """
+    dom = None if domain is None else domains.get(domain)
+    carried = _carried(measure)
+    if carried is not None and dom is not None and carried is not dom:
+        where = "a density" if isinstance(measure, Density) else "a measure"
+        raise ValueError(f"`{name}` is {where} on the {carried.name} but the other measure lives on {dom.name}.")
+    if isinstance(measure, Prepared):
+        return measure
+    if isinstance(measure, Density) and measure.domain is CIRCLE:
+        theta, w = _quantise_circle_density(measure, cells)
+        return Prepared(theta, w, CIRCLE, circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)))
+    if isinstance(measure, Density):
+        pts, w = measure.as_measure()
+        return Prepared(pts, w, measure.domain)
+    if isinstance(measure, Measure):
+        pts, w = np.asarray(measure.points, dtype=float), np.asarray(measure.weights, dtype=float)
+        dom = measure.domain
+    elif isinstance(measure, tuple):
+        if len(measure) != 2:
+            raise TypeError(f"`{name}` as a tuple must be (points, weights), got {len(measure)} items.")
+        pts, w = np.asarray(measure[0], dtype=float), np.asarray(measure[1], dtype=float)
     else:
-        pts = np.asarray(obj, dtype=float)
+        pts = np.asarray(measure, dtype=float)
         w = None
     if pts.ndim == 1:
         pts = pts[:, None]
@@ -95,41 +163,47 @@ def _measure(obj, name, domain, cells):
         raise ValueError(f"`{name}` is empty: a measure needs at least one point.")
     if not np.all(np.isfinite(pts)):
         raise ValueError(f"`{name}` contains non-finite coordinates.")
-    if w is None:
-        w = np.full(n, 1.0 / n)
-    else:
-        if w.shape != (n,):
-            raise ValueError(f"the weights of `{name}` must have shape ({n},), got {w.shape}.")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError(f"the weights of `{name}` must be finite and non-negative.")
-        if abs(w.sum() - 1.0) > 1e-9:
-            raise ValueError(
-                f"the weights of `{name}` sum to {w.sum():.12g}, not 1: probability measures only "
-                "(they are refused rather than renormalised)."
-            )
-    dom = _domain_of_points(pts) if domain is None else domain
-    if dom in ("circle", "sphere") and _domain_of_points(pts) == "euclidean":
+    w = np.full(n, 1.0 / n) if w is None else _probability_weights(w, n, name)
+    dom = domains.infer(pts) if dom is None else dom
+    if dom is not EUCLIDEAN and domains.infer(pts) is EUCLIDEAN:
         raise ValueError(
-            f"`{name}` must lie on the {dom} (rows of norm 1 within 1e-8) to be compared there: "
+            f"`{name}` must lie on the {dom.name} (rows of norm 1 within 1e-8) to be compared there: "
             "the measures live on different domains."
         )
-    if dom == "circle":
+    if dom is CIRCLE:
         if pts.shape[1] != 2:
             raise ValueError(f"`{name}` must hold points in R^2 on the circle, got dimension {pts.shape[1]}.")
-        return np.mod(np.arctan2(pts[:, 1], pts[:, 0]), TWO_PI), w, "circle"
-    return pts, w, dom
+        return Prepared(CIRCLE.coordinates(pts), w, CIRCLE)
+    return Prepared(pts, w, dom)
 
 
-def _pair(a, b, domain, cells):
-    if domain not in (None, "circle", "sphere", "euclidean"):
+def _pair(a, b, domain, cells) -> tuple[Prepared, Prepared]:
+    if domain is not None and domain not in ("circle", "sphere", "euclidean") and not isinstance(domain, domains.Domain):
         raise ValueError(f"`domain` must be 'circle', 'sphere', 'euclidean' or None, got {domain!r}.")
-    xa, wa, da = _measure(a, "a", domain, cells)
-    xb, wb, db = _measure(b, "b", da if domain is None and isinstance(a, Density) else domain, cells)
-    if da != db:
-        raise ValueError(f"the measures live on different domains: `a` on {da}, `b` on {db}.")
-    if da != "circle" and xa.shape[1] != xb.shape[1]:
-        raise ValueError(f"the measures live in different dimensions: {xa.shape[1]} and {xb.shape[1]}.")
-    return xa, wa, xb, wb, da
+    ca, cb = _carried(a), _carried(b)
+    if domain is None and ca is not None and cb is not None and ca is not cb:
+        raise ValueError(f"the measures live on different domains: `a` on {ca.name}, `b` on {cb.name}.")
+    dom = domain if domain is not None else (ca if ca is not None else cb)
+    pa = prepare(a, dom, cells, "a")
+    pb = prepare(b, dom, cells, "b")
+    if pa.domain is not pb.domain:
+        raise ValueError(f"the measures live on different domains: `a` on {pa.domain.name}, `b` on {pb.domain.name}.")
+    if pa.domain is not CIRCLE and pa.coords.shape[1] != pb.coords.shape[1]:
+        raise ValueError(f"the measures live in different dimensions: {pa.coords.shape[1]} and {pb.coords.shape[1]}.")
+    return pa, pb
+
+
+def discretisation(density: Density, p: float = 1, cells: int | None = None) -> float:
+    """W_p between ``density`` and the measure it enters the distances as (a bound, or an estimate).
+
+    On the circle the bound π/cells of its quantisation; elsewhere the grid
+    measure, estimated by refinement as half of W_p between the grid measures
+    at half and at full resolution (first-order convergence assumed).
+    """
+    prepared = prepare(density, cells=cells)
+    if prepared.resolution is not None:
+        return prepared.resolution
+    return 0.5 * wasserstein(density.grid.coarsened(density.values), density.as_measure(), p)
 
 
 # ---------------------------------------------------------------------- circle
@@ -138,36 +212,11 @@ def circle_density_resolution(cells: int = CIRCLE_CELLS) -> float:
     return np.pi / cells
 
 
-def _cdf_on_equispaced(density: Density, M: int) -> np.ndarray:
-    """F(2πm/M), m = 0..M, of the trigonometric interpolant, by one inverse FFT.
-
-    F(θ) = [c_0 θ + Σ_{k>=1} f_k Re(c_k (e^{ikθ} − 1)/(ik))]/(2π c_0) with f_k = 2
-    (1 for the Nyquist mode of an even grid), the same formula as
-    :func:`particles.sampling.circle_cdf`."""
-    import scipy.fft as sfft
-
-    g = density.grid
-    c = g.coefficients(density.values)
-    if c.size > M // 2:
-        raise ValueError(f"`cells` = {M} is too few for a density on {g!r}: use at least {2 * c.size}.")
-    fac = np.full(c.size, 2.0)
-    if g.n % 2 == 0:
-        fac[-1] = 1.0
-    k = np.arange(1, c.size)
-    A = np.zeros(M // 2 + 1, dtype=complex)
-    A[1 : c.size] = fac[1:] * c[1:] / (1j * k)
-    # irfft(A, M)[m] = (1/M)(A_0 + 2 Σ_k Re(A_k e^{ikθ_m})) for modes below M/2, so
-    # Σ_k Re(A_k e^{ikθ_m}) = irfft · M/2; the "− 1" terms of the CDF sum to Σ_k Re(A_k)
-    osc = sfft.irfft(A, M) * (M / 2.0)
-    osc = np.append(osc, osc[0]) - np.sum(A.real)
-    theta = np.linspace(0.0, TWO_PI, M + 1)
-    return (c[0].real * theta + osc) / (TWO_PI * c[0].real)
-
-
 def _quantise_circle_density(density: Density, cells):
+    """Midpoints of M equal cells and the density's exact masses on them (CDF of the interpolant)."""
     M = CIRCLE_CELLS if cells is None else int(cells)
     edges = np.linspace(0.0, TWO_PI, M + 1)
-    F = _cdf_on_equispaced(density, M)
+    F = fourier.cdf_equispaced(density.values, M)
     mass = np.diff(F)
     if np.any(mass < -1e-13):
         raise ValueError("the density's interpolant is negative somewhere: it is not a probability law.")
@@ -355,19 +404,6 @@ def _exact_ot(xa, wa, xb, wb, cost, p):
     return float(max(value, 0.0) ** (1.0 / p))
 
 
-def _geodesic(xa, xb):
-    """Great-circle distance 2 atan2(|x − y|, |x + y|), accurate near 0 and π (arccos is not)."""
-    from scipy.spatial.distance import cdist
-
-    return 2.0 * np.arctan2(cdist(xa, xb), cdist(xa, -xb))
-
-
-def _euclidean(xa, xb):
-    from scipy.spatial.distance import cdist
-
-    return cdist(xa, xb)
-
-
 def _quantile_1d(xa, wa, xb, wb, p):
     xa, pa = _sorted(xa[:, 0], wa)
     xb, pb = _sorted(xb[:, 0], wb)
@@ -386,12 +422,14 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
 
     Parameters
     ----------
-    a, b : Density, array (n, d), or (points, weights)
-        Points on the unit circle/sphere (rows of norm 1 within 1e-8) are
-        taken on that manifold, others in R^d, unless ``domain`` says.
+    a, b : Density, Measure, Prepared, array (n, d), or (points, weights)
+        A density or measure carries its domain, and a bare point set is
+        compared on it; two bare point sets are read by
+        :func:`meanfield.domains.infer` (unit rows in R² on the circle, in
+        R^d, d >= 3, on the sphere, others in R^d) unless ``domain`` says.
     p : float >= 1
-    domain : {"circle", "sphere", "euclidean"}, optional
-        Overrides the inference from the points.
+    domain : {"circle", "sphere", "euclidean"} or Domain, optional
+        Where to compare (it must agree with what the measures carry).
     cells : int, optional
         Cells a circle density is quantised into (default 2^20; error
         <= π/cells, see the module docstring).
@@ -406,14 +444,31 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
         raise ValueError(f"`p` must be a finite number >= 1, got {p!r}.")
     if cells is not None and (int(cells) != cells or cells < 16):
         raise ValueError(f"`cells` must be an integer >= 16, got {cells!r}.")
-    xa, wa, xb, wb, dom = _pair(a, b, domain, cells)
-    if dom == "circle":
-        return _circle_w1(xa, wa, xb, wb) if p == 1 else _circle_wp(xa, wa, xb, wb, p)
-    if dom == "sphere":
-        return _exact_ot(xa, wa, xb, wb, _geodesic, p)
-    if xa.shape[1] == 1:
-        return _quantile_1d(xa, wa, xb, wb, p)
-    return _exact_ot(xa, wa, xb, wb, _euclidean, p)
+    pa, pb = _pair(a, b, domain, cells)
+    return _DISTANCES[pa.domain.name](pa, pb, p)
+
+
+def _circle(a: Prepared, b: Prepared, p: float) -> float:
+    """Exact on the circle: W_1 by the median-shifted CDF, W_p by the convex shift functional (module docstring)."""
+    if p == 1:
+        return _circle_w1(a.coords, a.weights, b.coords, b.weights)
+    return _circle_wp(a.coords, a.weights, b.coords, b.weights, p)
+
+
+def _sphere(a: Prepared, b: Prepared, p: float) -> float:
+    """Exact OT with the geodesic cost of S^{d-1}."""
+    return _exact_ot(a.coords, a.weights, b.coords, b.weights, SPHERE.distance, p)
+
+
+def _euclidean(a: Prepared, b: Prepared, p: float) -> float:
+    """Quantiles on the line, exact OT with the Euclidean cost in R^d, d >= 2."""
+    if a.coords.shape[1] == 1:
+        return _quantile_1d(a.coords, a.weights, b.coords, b.weights, p)
+    return _exact_ot(a.coords, a.weights, b.coords, b.weights, EUCLIDEAN.distance, p)
+
+
+#: the exact distance of each domain, by name
+_DISTANCES = {"circle": _circle, "sphere": _sphere, "euclidean": _euclidean}
 
 
 def w1(a, b, **kwargs) -> float:
@@ -462,14 +517,15 @@ def sliced_wasserstein_sphere(a, b, p: float = 2, projections: int = 200, rng=No
     but neither equal to W_p nor a bound on it: use it to compare, not to
     certify.
     """
-    xa, wa, xb, wb, dom = _pair(a, b, "sphere", None)
+    pa, pb = _pair(a, b, "sphere", None)
+    xa, wa, xb, wb = pa.coords, pa.weights, pb.coords, pb.weights
     if xa.shape[1] < 3:
         raise ValueError("sliced_wasserstein_sphere is for S^{d-1}, d >= 3; on the circle use `wasserstein` (exact).")
     rng = np.random.default_rng(rng)
     total = 0.0
     for _ in range(int(projections)):
         U, _ = np.linalg.qr(rng.standard_normal((xa.shape[1], 2)))
-        ta = np.mod(np.arctan2(xa @ U[:, 1], xa @ U[:, 0]), TWO_PI)
-        tb = np.mod(np.arctan2(xb @ U[:, 1], xb @ U[:, 0]), TWO_PI)
+        # angles of the projections on the plane of U
+        ta, tb = (CIRCLE.coordinates(np.stack([x @ U[:, 0], x @ U[:, 1]], axis=-1)) for x in (xa, xb))
         total += (_circle_w1(ta, wa, tb, wb) if p == 1 else _circle_wp(ta, wa, tb, wb, p) ** p)
     return float((total / projections) ** (1.0 / p)) if p != 1 else float(total / projections)

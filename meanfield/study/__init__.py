@@ -3,11 +3,16 @@
 ``run(path_or_dict)`` runs one study, ``sweep(study, over=...)`` runs it over a
 grid of parameters on dask.distributed, ``load(path)`` reads a results file.
 The study file reference is :data:`meanfield.study.config.SCHEMA` (and the
-README); the command line is ``meanfield run`` / ``meanfield sweep``.
+README); the command line is ``meanfield run`` / ``meanfield sweep`` /
+``meanfield demo`` (:mod:`meanfield.cli`).
+
+This is the application layer: it imports ``meanfield``, ``particles`` and
+``validation`` with plain imports, and nothing below it imports it
+(docs/DESIGN.md; checked by import-linter in the tests).
 """
 
+from ..io import load, save
 from .config import SCHEMA, StudyError, read
-from .results import load, save
 from .runner import StudyInterrupted, run, run_config
 from .sweep import sweep
 

@@ -27,11 +27,13 @@ from pathlib import Path
 import numpy as np
 from scipy import special, stats
 
+import particles
+
 from .. import exact
 from ..density import Density
+from ..domains import CIRCLE, CircleGrid, EuclideanGrid, SphereGrid
 from ..gaussian import gaussian_density
-from ..geometry import points_to_angles
-from ..grids import CircleGrid, EuclideanGrid, SphereGrid
+from ..io import load
 from ..models import L2, MultiHeadAttention, SelfAttention, Sigmoid, Sinkhorn, Softmax
 from .config import StudyError
 
@@ -79,18 +81,20 @@ def build_model(cfg):
 
 
 # -------------------------------------------------------------------- grid
+_GRIDS = {
+    "circle": lambda g: CircleGrid(g["n"]),
+    "sphere": lambda g: SphereGrid(g["lmax"], backend=g["backend"]),
+    "euclidean": lambda g: EuclideanGrid(g["bounds"], g["shape"][0] if len(g["shape"]) == 1 else g["shape"]),
+}
+
+
 def build_grid(cfg):
     """The grid of [grid], or None for a particles-only study."""
     g = cfg["grid"]
     if g is None:
         return None
     try:
-        if cfg["domain"] == "circle":
-            return CircleGrid(g["n"])
-        if cfg["domain"] == "sphere":
-            return SphereGrid(g["lmax"], backend=g["backend"])
-        shape = g["shape"][0] if len(g["shape"]) == 1 else g["shape"]
-        return EuclideanGrid(g["bounds"], shape)
+        return _GRIDS[cfg["domain"]](g)
     except (ValueError, TypeError, ImportError) as exc:
         raise StudyError(f"[grid]: {exc}") from None
 
@@ -123,17 +127,37 @@ def von_mises_fisher(x, centres, kappa, weights=None) -> np.ndarray:
     return out
 
 
-def uniform_noise(grid, amp: float, m: int, rng):
-    """The uniform-noise law (unnormalised) as a function of points: see the module docstring."""
-    if isinstance(grid, CircleGrid):
-        k = np.arange(1, m + 1)
-        phases = rng.uniform(0.0, 2.0 * np.pi, m)
-        amps = amp * rng.uniform(0.5, 1.0, m)
-        return lambda x: 1.0 + np.cos(np.multiply.outer(points_to_angles(x), k) + phases) @ amps
+def _noise_circle(amp: float, m: int, rng):
+    k = np.arange(1, m + 1)
+    phases = rng.uniform(0.0, 2.0 * np.pi, m)
+    amps = amp * rng.uniform(0.5, 1.0, m)
+    return lambda x: 1.0 + np.cos(np.multiply.outer(CIRCLE.coordinates(x), k) + phases) @ amps
+
+
+def _noise_sphere(amp: float, m: int, rng):
     centres = rng.standard_normal((m, 3))
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     amps = amp * rng.uniform(0.5, 1.0, m)
     return lambda x: 1.0 + np.exp(2.0 * (x @ centres.T - 1.0)) @ amps
+
+
+_NOISE = {"circle": _noise_circle, "sphere": _noise_sphere}
+
+
+def uniform_noise(grid, amp: float, m: int, rng):
+    """The uniform-noise law (unnormalised) as a function of points on the grid's domain (module docstring)."""
+    return _NOISE[grid.domain.name](amp, m, rng)
+
+
+def _poisson_circle(a):
+    return lambda x: exact.wrapped_cauchy(CIRCLE.coordinates(x), complex(a[0], a[1]))
+
+
+def _poisson_sphere(a):
+    return lambda x: exact.mobius_density(x, np.array(a))
+
+
+_POISSON = {"circle": _poisson_circle, "sphere": _poisson_sphere}
 
 
 def _from_file(grid, path):
@@ -145,8 +169,6 @@ def _from_file(grid, path):
                     raise StudyError(f"[initial] path: {path!r} has no array 'values' (it has {', '.join(data)})")
                 values = np.array(data["values"], dtype=float)
         else:
-            from .results import load
-
             ds = load(p)
             if "density" not in ds:
                 raise StudyError(f"[initial] path: {path!r} holds no density")
@@ -178,11 +200,7 @@ def initial_density(cfg, grid) -> Density | None:
         elif kind == "von-mises-fisher":
             f = lambda x: von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])
         elif kind == "poisson":
-            a = ini["a"]
-            if isinstance(grid, CircleGrid):
-                f = lambda x: exact.wrapped_cauchy(points_to_angles(x), complex(a[0], a[1]))
-            else:
-                f = lambda x: exact.mobius_density(x, np.array(a))
+            f = _POISSON[grid.domain.name](ini["a"])
         else:
             return gaussian_density(grid, np.array(ini["mean"]), _covariance(ini["cov"], cfg["dimension"]))
         return Density.from_function(grid, f).normalized()
@@ -200,16 +218,14 @@ def initial_particles(cfg, density, n: int) -> np.ndarray:
     From the grid density when there is one (exact for its interpolant, see
     :func:`particles.sample`), else from the law of [initial] directly.
     """
-    import particles as pt
-
     rng = _stream(cfg, 3, n)
     R, d = cfg["particles"]["repeats"], cfg["dimension"]
     ini = cfg["initial"]
     if density is not None:
-        return pt.sample(density, n, rng=rng, batch=R)
+        return particles.sample(density, n, rng=rng, batch=R)
     kind = ini["kind"]
     if kind == "uniform":
-        return pt.uniform_sphere(n, d, rng=rng, batch=R)
+        return particles.uniform_sphere(n, d, rng=rng, batch=R)
     if kind == "gaussian":
         return rng.multivariate_normal(np.array(ini["mean"]), _covariance(ini["cov"], d), size=(R, n))
     if kind == "poisson":
@@ -227,7 +243,7 @@ def initial_particles(cfg, density, n: int) -> np.ndarray:
         if m == 0:
             continue
         if k[j] == 0.0:
-            out[mask] = pt.uniform_sphere(m, d, rng=rng)
+            out[mask] = particles.uniform_sphere(m, d, rng=rng)
         else:
             out[mask] = stats.vonmises_fisher(c[j], k[j]).rvs(m, random_state=rng).reshape(m, d)
     return out

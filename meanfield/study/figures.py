@@ -16,8 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..density import Density
+from ..domains import CIRCLE, SPHERE, SphereGrid
+
 __all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_wasserstein", "plot_rate", "plot_clusters",
-           "plot_sweep", "animate", "write_figures"]
+           "plot_sweep", "plot_overview", "animate", "write_figures"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -66,7 +69,7 @@ def plot_density(ds, ax=None, cmap="magma"):
     over = _overlay(ds)
     if over is not None:
         n, x = over
-        pos = np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi) if s == "theta" else x[..., 0]
+        pos = CIRCLE.coordinates(x) if s == "theta" else x[..., 0]
         ax.plot(ds["time"].values, pos, ".", ms=1.5, color="c", alpha=0.7)
         ax.set_title(f"density, with {min(n, pos.shape[1])} of N = {n} particles (cyan)", fontsize=9)
     ax.set_xlabel("t")
@@ -75,34 +78,32 @@ def plot_density(ds, ax=None, cmap="magma"):
 
 
 def _sphere_density(ds, i):
-    from ..density import Density
-    from ..grids import SphereGrid
-
     lmax = ds.sizes["colatitude"] - 1
-    return Density._trusted(SphereGrid(lmax), ds["density"].isel(time=i).values)
+    return Density(SphereGrid(lmax), ds["density"].isel(time=i).values, check=False)
 
 
-def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma"):
-    """Snapshot grid of the density (S²: Mollweide maps; R²: images), particles overlaid. Returns the Figure."""
+def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = False):
+    """Snapshot grid of the density (S²: Mollweide maps; R²: images), particles overlaid; with ``energy``,
+    the energy curve in a last row. Returns the Figure."""
     plt = _plt()
-    from ..plotting import plot_sphere
-
     valid = _computed_frames(ds)
     k = valid.size
     shown = valid[np.unique(np.linspace(0, k - 1, min(k, 2 * ncols)).astype(int))] if times is None else times
     rows = -(-len(shown) // ncols)
     sphere = "colatitude" in ds.dims
-    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if sphere else 3.6) * rows))
+    energy = energy and ("energy" in ds or "particle_energy" in ds)
+    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if sphere else 3.6) * rows + (2.6 if energy else 0)))
     over = _overlay(ds)
+    grid_rows = rows + (1 if energy else 0)
     for j, i in enumerate(shown):
         if sphere:
-            ax = fig.add_subplot(rows, ncols, j + 1, projection="mollweide")
-            plot_sphere(_sphere_density(ds, i), ax=ax, colorbar=False, cmap=cmap)
+            ax = fig.add_subplot(grid_rows, ncols, j + 1, projection="mollweide")
+            SPHERE.plot(_sphere_density(ds, i), ax=ax, colorbar=False, cmap=cmap)
             if over is not None:
                 x = over[1][i]
                 ax.plot(np.arctan2(x[:, 1], x[:, 0]), np.arcsin(np.clip(x[:, 2], -1, 1)), ".", ms=2, color="c")
         else:
-            ax = fig.add_subplot(rows, ncols, j + 1)
+            ax = fig.add_subplot(grid_rows, ncols, j + 1)
             rho = ds["density"].isel(time=i).transpose("x", "y").values
             ax.pcolormesh(ds["x"].values, ds["y"].values, rho.T, shading="nearest", cmap=cmap)
             ax.set_aspect("equal")
@@ -110,6 +111,8 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma"):
                 x = over[1][i]
                 ax.plot(x[:, 0], x[:, 1], ".", ms=2, color="c")
         ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
+    if energy:
+        plot_energy(ds, ax=fig.add_subplot(grid_rows, 1, grid_rows))
     fig.suptitle(ds.attrs.get("model", ""), fontsize=9)
     fig.tight_layout()
     return fig
@@ -229,6 +232,22 @@ def plot_sweep(ds, variable: str | None = None, ax=None):
     return ax
 
 
+def plot_overview(ds):
+    """The density over time and its energy in one figure (the demo's): a heat map beside the energy
+    for one space dimension, snapshots above it otherwise. Returns the Figure."""
+    plt = _plt()
+    if len(_spatial_dims(ds)) != 1:
+        return plot_snapshots(ds, energy=True)
+    has_energy = "energy" in ds or "particle_energy" in ds
+    fig, axes = plt.subplots(1, 2 if has_energy else 1, figsize=(12 if has_energy else 7, 4), squeeze=False)
+    plot_density(ds, ax=axes[0, 0])
+    if has_energy:
+        plot_energy(ds, ax=axes[0, 1])
+    fig.suptitle(ds.attrs.get("model", ""), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def animate(ds, path, fps: int = 8):
     """An animation of the density over time (GIF with Pillow, MP4 with ffmpeg). Returns the path written.
 
@@ -254,9 +273,7 @@ def animate(ds, path, fps: int = 8):
         i = valid[j]
         ax.clear()
         if sphere:
-            from ..plotting import plot_sphere
-
-            plot_sphere(_sphere_density(ds, i), ax=ax, colorbar=False, vmax=vmax)
+            SPHERE.plot(_sphere_density(ds, i), ax=ax, colorbar=False, vmax=vmax)
         elif len(dims) == 1:
             s = dims[0]
             ax.plot(ds[s].values, ds["density"].isel(time=i).values, color="k")
@@ -264,7 +281,7 @@ def animate(ds, path, fps: int = 8):
             ax.set_xlabel(s)
             if over is not None:
                 x = over[1][i]
-                pos = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi) if s == "theta" else x[:, 0]
+                pos = CIRCLE.coordinates(x) if s == "theta" else x[:, 0]
                 ax.plot(pos, np.zeros_like(pos), "|", color="c", ms=10)
         else:
             ax.pcolormesh(ds["x"].values, ds["y"].values, ds["density"].isel(time=i).transpose("x", "y").values.T,

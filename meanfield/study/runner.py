@@ -21,7 +21,6 @@ attributes   the study (JSON), package versions, model, solver status and messag
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import sys
@@ -30,13 +29,20 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..grids import CircleGrid, SphereGrid
+import particles
+from particles import clusters
+from validation.meanfield_limit import fit_exponent
+from validation.wasserstein import wasserstein
+
+from ..io import save
+from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
 from ..monitor import ResolutionError
 from ..solve import Interrupted, Status, solve
 from . import build, config
+from .figures import write_figures
 
-__all__ = ["run", "run_config", "StudyInterrupted"]
+__all__ = ["run", "run_config", "StudyInterrupted", "show_progress", "versions"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -49,21 +55,16 @@ class StudyInterrupted(KeyboardInterrupt):
         self.dataset = dataset
 
 
-def _progress(progress):
+def show_progress(progress: bool | None) -> bool:
+    """Progress bars: as asked, else when standard error is a terminal."""
     return sys.stderr.isatty() if progress is None else bool(progress)
 
 
 # ------------------------------------------------------------- density
 def _space(grid):
-    if isinstance(grid, CircleGrid):
-        return ("theta",), {"theta": ("theta", grid.angles.copy(), {"long_name": "angle θ", "units": "rad"})}
-    if isinstance(grid, SphereGrid):
-        return ("colatitude", "longitude"), {
-            "colatitude": ("colatitude", grid.colatitudes.copy(), {"units": "rad", "grid": "Gauss-Legendre"}),
-            "longitude": ("longitude", grid.longitudes.copy(), {"units": "rad"}),
-        }
-    names = ("x", "y")[: grid.dim]
-    return names, {k: (k, grid.axes[i].copy(), {"long_name": f"cell centre {k}"}) for i, k in enumerate(names)}
+    """The grid's dimensions and coordinates for the Dataset (each grid names its own axes)."""
+    axes = grid.coordinates()
+    return tuple(axes), {name: (name, values, attrs) for name, (values, attrs) in axes.items()}
 
 
 def _on_output_times(sol, t_eval) -> int:
@@ -142,17 +143,12 @@ def _particle_energy(model, x):
     """E_β of the empirical measures x (R, T, N, d) → (R, T), or None (see :func:`_has_particle_energy`)."""
     if not _has_particle_energy(model):
         return None
-    from particles import kernels
-
     n = x.shape[-2]
-    return kernels.energy(x, np.full(x.shape[:-1], 1.0 / n), model.beta)
+    return kernel_energy(x, np.full(x.shape[:-1], 1.0 / n), model.beta)
 
 
 def _particles(cfg, model, mu0, t_eval, progress, store):
     """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted."""
-    import particles as pt
-    from particles import clusters
-
     pc = cfg["particles"]
     sphere = cfg["domain"] != "euclidean"
     for n in tqdm(pc["n"], desc="particles", disable=not progress, leave=False):
@@ -160,7 +156,7 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             x0 = build.initial_particles(cfg, mu0, n)
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
             dt = pc["dt"] if pc["dt_factor"] is None else pc["dt_factor"] / max(rate_scale(model), 1e-300)
-            traj = pt.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False)
+            traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False)
         except KeyboardInterrupt:
             log.warning("interrupted: keeping the particle systems finished so far")
             return True
@@ -176,7 +172,6 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
 
 def _wasserstein(cfg, densities, store, progress):
     """W_p(μ_t, μ^N_t) for every p, N, repeat and output time with a density. Ctrl-C keeps the rest NaN."""
-    W = importlib.import_module("validation.wasserstein")
     ps, ns = cfg["distances"]["p"], list(store)
     R, T = cfg["particles"]["repeats"], len(cfg["time"]["t_eval"])
     out = np.full((len(ps), len(cfg["particles"]["n"]), R, T), np.nan)
@@ -185,7 +180,7 @@ def _wasserstein(cfg, densities, store, progress):
     try:
         for a, n, t in tqdm(jobs, desc="distances", disable=not progress, leave=False):
             for r in range(R):
-                out[a, index[n], r, t] = W.wasserstein(densities[t], store[n]["x"][r, t], p=ps[a])
+                out[a, index[n], r, t] = wasserstein(densities[t], store[n]["x"][r, t], p=ps[a])
     except KeyboardInterrupt:
         log.warning("interrupted: distances not computed are NaN")
         return out, True
@@ -194,20 +189,20 @@ def _wasserstein(cfg, densities, store, progress):
 
 def _rates(ns, w):
     """Exponent of W_p ~ N^α at each (p, time), with its 95% interval; NaN where it cannot be fitted."""
-    limit = importlib.import_module("validation.meanfield_limit")
     P, _, _, T = w.shape
     rate = np.full((3, P, T), np.nan)
     for a in range(P):
         for t in range(T):
             D = w[a, :, :, t]
             if np.all(np.isfinite(D)) and np.all(D > 0):
-                s, (lo, hi) = limit.fit_exponent(ns, D)
+                s, (lo, hi) = fit_exponent(ns, D)
                 rate[:, a, t] = (s, lo, hi)
     return rate
 
 
 # ------------------------------------------------------------------ run
-def _versions():
+def versions() -> dict:
+    """Versions of meanfield, numpy, scipy and xarray, for a results file's attributes."""
     import numpy
     import scipy
 
@@ -219,14 +214,14 @@ def _versions():
 
 def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, bool]:
     """Run a checked study (:func:`meanfield.study.config.read`); return (Dataset, interrupted)."""
-    progress = _progress(progress)
+    progress = show_progress(progress)
     model = build.build_model(cfg)
     grid = build.build_grid(cfg)
     mu0 = build.initial_density(cfg, grid)
     t_eval = np.array(cfg["time"]["t_eval"], dtype=float)
     data, coords = {}, {"time": ("time", t_eval, {"long_name": "time t"})}
     attrs = {"title": cfg["name"], "study": config.to_json(cfg), "domain": cfg["domain"],
-             "dimension": cfg["dimension"], "model": " ".join(repr(model).split()), **_versions()}
+             "dimension": cfg["dimension"], "model": " ".join(repr(model).split()), **versions()}
     interrupted = False
     densities = []
     status, message, t_reached = Status.SUCCESS.value, "the study ran to the end", float(t_eval[-1])
@@ -238,7 +233,8 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         coords.update(dcoords)
         status, message = sol.status.value, sol.message
         t_reached = float(sol.t[-1]) if sol.t.size else float("nan")
-        attrs.update({"grid": repr(grid), "grid_final": repr(densities[-1].grid) if densities else repr(grid),
+        final = densities[-1].grid if densities else grid
+        attrs.update({"grid": repr(grid), "grid_final": repr(final), "resolution": grid.n, "resolution_final": final.n,
                       "solver_method": sol.method, "solver_path": sol.path, "nfev": sol.nfev, "nsteps": sol.nsteps,
                       "refinements": json.dumps([list(map(float, r)) for r in sol.refinements])})
     store = {}
@@ -314,8 +310,6 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     StudyInterrupted
         Ctrl-C: what was computed is written first, and carried by the exception.
     """
-    from .results import save
-
     cfg = config.read(study)
     ds, interrupted = run_config(cfg, progress=progress)
     path = cfg["output"]["path"] if output is None else output
@@ -325,8 +319,6 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
         save(ds, path)
         log.info("wrote %s", path)
         if plot or animation:
-            from .figures import write_figures
-
             for f in write_figures(ds, path, plots=plot, animation=animation):
                 log.info("wrote %s", f)
     if interrupted:

@@ -25,8 +25,11 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
+from ..io import save
 from . import config
-from .runner import _progress, _versions, run_config
+from .build import build_model
+from .figures import write_figures
+from .runner import StudyInterrupted, run_config, show_progress, versions
 
 __all__ = ["sweep", "dimension_name"]
 
@@ -175,7 +178,7 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
         cfgs.append(config.validate(r, base=base, name=name))  # every point checked before any runs
     base_cfg = cfgs[0]
     log.info("sweep of %s: %d tasks over %s", base_cfg["name"], len(cfgs), ", ".join(keys))
-    progress = _progress(progress)
+    progress = show_progress(progress)
 
     results: list = [None] * len(cfgs)
     interrupted = False
@@ -197,30 +200,22 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
         except KeyboardInterrupt:
             interrupted = True
     ds = _gather(results, keys, values, grid)
-    from .build import build_model
-
     ds.attrs.update({"title": f"{base_cfg['name']} sweep", "study": config.to_json(base_cfg),
                      "domain": base_cfg["domain"], "dimension": base_cfg["dimension"],
                      "model": " ".join(repr(build_model(base_cfg)).split()) + f", swept over {', '.join(keys)}",
                      "sweep": json.dumps({"over": dict(zip(keys, values)), "repeats": repeats,
                                           "scheduler": scheduler or "local", "tasks": len(cfgs)}),
-                     "sweep_dims": " ".join(dimension_name(k) for k in keys), **_versions(),
+                     "sweep_dims": " ".join(dimension_name(k) for k in keys), **versions(),
                      "status": "interrupted" if interrupted else "success"})
     if output is not False:
-        from .results import save
-
         path = Path(output) if output is not None else Path(base_cfg["output"]["path"]).with_name(
             f"{base_cfg['name']}-sweep.nc")
         save(ds, path)
         log.info("wrote %s", path)
         if plot:
-            from .figures import write_figures
-
             for f in write_figures(ds, path):
                 log.info("wrote %s", f)
     if interrupted:
-        from .runner import StudyInterrupted
-
         raise StudyInterrupted(ds)
     return ds
 

@@ -5,7 +5,7 @@ import pytest
 
 import meanfield as mf
 from meanfield import exact
-from meanfield.geometry import angles_to_points
+from meanfield.domains.circle import angles_to_points
 
 
 def trig_poly(theta):

@@ -7,7 +7,7 @@ import pytest
 
 import meanfield as mf
 from meanfield import gaussian as G
-from meanfield.continuity_euclidean import FiniteVolume
+from meanfield.domains.euclidean import FiniteVolume
 from meanfield.models import L2, Softmax
 from validation import gaussian_w2, observed_order
 
@@ -67,11 +67,11 @@ def test_fft_and_direct_sums_agree():
         m0, S0 = gaussian0(d)
         v = G.gaussian_pdf(g.points, m0, S0)
         model = L2(Q=0.8 * np.eye(d), K=0.8 * np.eye(d), V=np.eye(d), tau=0.6)
-        a = FiniteVolume(g, model, "fft").rate_and_speeds(v)[0]
-        b = FiniteVolume(g, model, "direct").rate_and_speeds(v)[0]
+        a = FiniteVolume(g, model, "spectral").rate_and_speeds(v)[0]
+        b = FiniteVolume(g, model, "quadrature").rate_and_speeds(v)[0]
         assert np.max(np.abs(a - b)) <= 1e-12 * np.max(np.abs(b))
     with pytest.raises(ValueError, match="Q = K"):
-        FiniteVolume(g, L2(Q=np.eye(2), K=2 * np.eye(2)), "fft")
+        FiniteVolume(g, L2(Q=np.eye(2), K=2 * np.eye(2)), "spectral")
 
 
 @pytest.mark.parametrize("d", [1, 2])
@@ -82,8 +82,8 @@ def test_separable_softmax_equals_direct_sum(d):
     rng = np.random.default_rng(7)
     model = Softmax(Q=rng.normal(size=(d, d)), K=rng.normal(size=(d, d)), V=rng.normal(size=(d, d)), beta=2.0)
     a = FiniteVolume(g, model, "separable")
-    b = FiniteVolume(g, model, "direct")
-    assert a.path == "separable" and b.path == "direct"
+    b = FiniteVolume(g, model, "quadrature")
+    assert a.path == "separable" and b.path == "quadrature"
     np.testing.assert_allclose(a.velocity(v), b.velocity(v), rtol=1e-11, atol=1e-13)
     with pytest.raises(ValueError, match="separable"):
         FiniteVolume(g, L2(), "separable")

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import special_ortho_group
 
 import meanfield as mf
-from meanfield.geometry import project_tangent
+from meanfield.domains.sphere import project_tangent
 
 
 def sphere_points(rng, n, d):

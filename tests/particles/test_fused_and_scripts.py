@@ -5,7 +5,7 @@ import pytest
 
 import meanfield as mf
 import particles as pt
-from particles import kernels
+from particles import fused
 
 
 @pytest.mark.parametrize("normalized", [True, False])
@@ -30,7 +30,7 @@ def test_fused_path_is_chosen_for_small_batches_and_refuses_multihead(rng):
     with pytest.raises(ValueError, match="fused"):
         pt.simulate(heads, x0, [0, 0.1], path="fused")
     with pytest.raises(TypeError, match="single-head"):
-        kernels.rk4_small_systems(heads, x0, 0.01, 1)
+        fused.rk4_small_systems(heads, x0, 0.01, 1)
 
 
 def test_phase_diagram_script_small(tmp_path):

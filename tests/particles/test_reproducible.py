@@ -16,7 +16,8 @@ SCRIPT = r"""
 import sys
 import numpy as np
 from meanfield.models import SelfAttention
-from particles import kernels
+from meanfield import kernels
+from particles.fused import rk4_small_systems
 
 rng = np.random.default_rng(0)
 def circle(shape):
@@ -29,7 +30,7 @@ m = SelfAttention(beta=1.5)
 out = {
     "energy_small": kernels.energy(x40, np.full((3, 40), 1 / 40), 1.5),
     "energy_pairwise": kernels.energy(x80, np.full((3, 80), 1 / 80), 1.5),
-    "rk4_small": kernels.rk4_small_systems(m, x40, 0.01, 20),
+    "rk4_small": rk4_small_systems(m, x40, 0.01, 20),
     "field_fused": kernels.field(m, x80, np.full((3, 80), 1 / 80), x80),
     "field_rows": kernels.field(SelfAttention(beta=2.0), y, np.full((2, 30), 1 / 30), y),  # d = 10: row kernel
 }
@@ -55,7 +56,8 @@ def test_thread_count_does_not_change_the_bits(monkeypatch):
     import numba
 
     from meanfield.models import SelfAttention
-    from particles import kernels
+    from meanfield import kernels
+    from particles.fused import rk4_small_systems
 
     rng = np.random.default_rng(1)
     th = rng.uniform(0, 2 * np.pi, (5, 50))
@@ -67,7 +69,7 @@ def test_thread_count_does_not_change_the_bits(monkeypatch):
     results = []
     for n in (1, 2, 3):  # 3: uneven chunks, whatever the cores
         monkeypatch.setattr(numba, "get_num_threads", lambda n=n: n)
-        results.append((kernels.energy(x, w, 3.0), kernels.rk4_small_systems(m, x, 0.01, 10),
+        results.append((kernels.energy(x, w, 3.0), rk4_small_systems(m, x, 0.01, 10),
                         kernels.field(m, x, w, x), kernels.field(m, y, w[:, :30] * 50 / 30, y)))
     for other in results[1:]:
         for a, b in zip(results[0], other):

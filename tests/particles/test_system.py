@@ -7,7 +7,7 @@ from scipy.stats import special_ortho_group
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact
+from meanfield import exact, kernels
 from validation import observed_order
 
 
@@ -79,7 +79,7 @@ def test_energy_non_decreasing_and_unit_norm(normalized, rng):
     t = np.linspace(0, 4, 81)
     tr = pt.simulate(mf.SelfAttention(beta, normalized=normalized), x0, t, dt=0.005)
     w = np.full((3, 40), 1 / 40)
-    E = np.array([pt.kernels.energy(x, w, beta) for x in tr.x])  # (T, 3)
+    E = np.array([kernels.energy(x, w, beta) for x in tr.x])  # (T, 3)
     assert np.all(np.diff(E, axis=0) >= -1e-12 * E[1:])
     assert np.all(E[-1] > E[0])
     assert np.max(np.abs(np.linalg.norm(tr.x, axis=-1) - 1)) <= 1e-12

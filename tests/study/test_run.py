@@ -7,7 +7,7 @@ import xarray as xr
 
 import meanfield
 from meanfield import exact, gaussian
-from meanfield.grids import CircleGrid, SphereGrid
+from meanfield.domains import CircleGrid, SphereGrid
 from meanfield.models import Softmax
 from meanfield.study import StudyInterrupted, build, read, run
 
@@ -160,11 +160,9 @@ def test_resolution_lost_keeps_the_resolved_frames(tmp_path):
 
 
 def test_ctrl_c_keeps_what_was_computed(tmp_path, monkeypatch):
-    import importlib
-
     import particles
 
-    solve_module = importlib.import_module("meanfield.solve")  # the attribute meanfield.solve is the function
+    from meanfield.integrate import Integrator
 
     out = tmp_path / "i.nc"
     study = {"domain": "circle", "grid": {"n": 64}, "time": {"t_end": 1.0, "frames": 11},
@@ -179,7 +177,7 @@ def test_ctrl_c_keeps_what_was_computed(tmp_path, monkeypatch):
     xr.testing.assert_identical(ds, e.value.dataset)
     # Ctrl-C during the density solve, after 4 output times
     calls = {"n": 0}
-    advance = solve_module._Run._advance
+    advance = Integrator._advance
 
     def interrupting(self, *args):
         calls["n"] += 1
@@ -187,7 +185,7 @@ def test_ctrl_c_keeps_what_was_computed(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return advance(self, *args)
 
-    monkeypatch.setattr(solve_module._Run, "_advance", interrupting)
+    monkeypatch.setattr(Integrator, "_advance", interrupting)
     with pytest.raises(StudyInterrupted):
         run(study, progress=False)
     ds = meanfield.load(out)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield.geometry import points_to_angles
+from meanfield.domains.circle import points_to_angles
 from validation.meanfield_limit import fit_exponent, meanfield_limit
 from validation.stability import lipschitz_constants, stability
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base import Grid, Measure, get
+
 __all__ = ["EuclideanGrid"]
 
 
-class EuclideanGrid:
+class EuclideanGrid(Grid):
     """Equal cells on the box Π_k [a_k, b_k].
 
     Parameters
@@ -32,7 +34,7 @@ class EuclideanGrid:
         Cell widths h_k.
     """
 
-    domain = "euclidean"
+    resolution_name = "n"  # cells along the first axis
 
     def __init__(self, bounds, shape):
         b = np.asarray(bounds, dtype=float)
@@ -53,6 +55,10 @@ class EuclideanGrid:
         self.weights = np.full(self._shape, float(np.prod(self.widths)))
         for a in (self.points, self.weights, self.widths):
             a.setflags(write=False)
+
+    @property
+    def domain(self):
+        return get("euclidean")
 
     @property
     def shape(self):
@@ -103,14 +109,36 @@ class EuclideanGrid:
     def resample(self, values, n):
         raise NotImplementedError("finite-volume grids are not refined by the solver (use a finer grid).")
 
+    def coordinates(self) -> dict:
+        names = ("x", "y")[: self.dim]
+        return {k: (self.axes[i].copy(), {"long_name": f"cell centre {k}"}) for i, k in enumerate(names)}
+
+    def coarsened(self, values) -> Measure:
+        """Masses of 2 × 2 blocks of cells (exact sums) at the blocks' centres of mass, normalised."""
+        m = np.asarray(values) * self.weights
+        x = self.points
+        even = tuple(slice(0, 2 * (s // 2)) for s in self.shape)
+        m, x = m[even], x[even]
+        if self.dim == 1:
+            mb = m.reshape(-1, 2).sum(1)
+            xb = (m[:, None] * x).reshape(-1, 2, 1).sum(1)
+        else:
+            a, b = m.shape
+            mb = m.reshape(a // 2, 2, b // 2, 2).sum(axis=(1, 3)).ravel()
+            xb = (m[..., None] * x).reshape(a // 2, 2, b // 2, 2, 2).sum(axis=(1, 3)).reshape(-1, 2)
+        keep = mb > 0
+        return Measure(xb[keep] / mb[keep, None], mb[keep] / mb.sum(), self.domain)
+
     def boundary_mass(self, values) -> float:
         """Mass in the cells touching the boundary of the box."""
         inner = np.asarray(values) * self.weights
         core = inner[tuple(slice(1, -1) for _ in range(self.dim))]
         return float(inner.sum() - core.sum())
 
-    def check_resolution(self, values, cells: float = 2.0) -> str | None:
-        """A reason if the density is narrower than ``cells`` cells in some direction, else None."""
+    def resolution(self, values, tail_tol: float | None = None, cells: float = 2.0) -> str | None:
+        """A reason if the density is narrower than ``cells`` cells in some direction, else None.
+
+        A heuristic, not a bound (there is no spectral tail here; ``tail_tol`` is not used)."""
         m, _, cov = self.moments(values)
         if not m > 0:
             return "the density has no mass left in the box"

@@ -1,10 +1,11 @@
 r"""Finite volumes for ∂_t ρ + div(ρ Γ[ρ]) = 0 in R^d, d = 1, 2 (CACP; MATH.md §5).
 
-- Field Γ at the cell centres for the grid measure (centres, ρ_i |cell|):
-  direct summation through ``model.field``; for L2 attention with Q = K
-  (a translation-invariant kernel e^{−|Q(x−y)|²/(2τ)}) FFT convolutions of
-  numerator and normaliser on the zero-padded grid, O(N log N); for softmax
-  the same exact sums computed *separably*: on the tensor grid
+- Field Γ at the cell centres for the grid measure (centres, ρ_i |cell|), by
+  strategy (:mod:`meanfield.strategies`): ``quadrature``, the model's own sum
+  ``model.field``; ``spectral``, for L2 attention with Q = K (a
+  translation-invariant kernel e^{−|Q(x−y)|²/(2τ)}), FFT convolutions of
+  numerator and normaliser on the zero-padded grid, O(N log N); ``separable``,
+  for softmax, the same exact sums computed on the tensor grid from
   e^{β⟨Ax,y⟩} = Π_k e^{β(Ax)_k y_k}, so Σ_y ρ(y) y e^{β⟨Ax,y⟩} is a matrix
   product with m(n_1 + n_2) exponentials instead of m n_1 n_2, each factor
   shifted by its exact row maximum.
@@ -14,6 +15,9 @@ r"""Finite volumes for ∂_t ρ + div(ρ Γ[ρ]) = 0 in R^d, d = 1, 2 (CACP; MAT
   The scheme is conservative — interior fluxes cancel, so the mass changes
   only by the boundary fluxes, i.e. by what leaves the box — and, with
   SSP-RK3 and dt Σ_k |u_k|/h_k <= 1/2, positivity preserving.
+
+The model is read through its public attributes (``kind``, ``matrices``,
+``A``, ``beta``, ``tau``, ``field``): this layer does not import the models.
 """
 
 from __future__ import annotations
@@ -21,14 +25,22 @@ from __future__ import annotations
 import numpy as np
 import scipy.fft as sfft
 
-from .grids.euclidean import EuclideanGrid
-from .models import L2, Softmax
+from ... import strategies
+from .grid import EuclideanGrid
 
 __all__ = ["FiniteVolume"]
 
 
 def _minmod(a, b):
     return np.where(a * b > 0, np.sign(a) * np.minimum(np.abs(a), np.abs(b)), 0.0)
+
+
+def _translation_invariant(model) -> bool:
+    """L2 attention with Q = K: the kernel depends on x − y only."""
+    return model.kind == "l2" and (
+        (model.Q is None and model.K is None)
+        or (model.Q is not None and model.K is not None and np.array_equal(model.Q, model.K))
+    )
 
 
 class FiniteVolume:
@@ -38,34 +50,29 @@ class FiniteVolume:
     ----------
     grid : EuclideanGrid
     model : an R^d model of :mod:`meanfield.models`
-    summation : {"auto", "direct", "separable", "fft"}
-        "fft" needs L2 attention with Q = K, "separable" softmax attention;
-        "auto" uses them there and "direct" otherwise.
+    path : {"auto", "quadrature", "spectral", "separable"}
+        "spectral" needs L2 attention with Q = K, "separable" softmax attention;
+        "auto" uses them there and "quadrature" otherwise.
     """
 
-    def __init__(self, grid: EuclideanGrid, model, summation: str = "auto"):
-        if summation not in ("auto", "direct", "separable", "fft"):
-            raise ValueError(f"`summation` must be 'auto', 'direct', 'separable' or 'fft', got {summation!r}.")
-        if summation == "separable" and not isinstance(model, Softmax):
+    def __init__(self, grid: EuclideanGrid, model, path: str = "auto"):
+        strategies.check(path, ("quadrature", "spectral", "separable"), "finite volumes in R^d")
+        if path == "separable" and model.kind != "softmax":
             raise ValueError(f"separable summation is for softmax attention; got {model!r}.")
         self.grid, self.model = grid, model
-        invariant = isinstance(model, L2) and (
-            (model.Q is None and model.K is None)
-            or (model.Q is not None and model.K is not None and np.array_equal(model.Q, model.K))
-        )
-        if summation == "fft" and not invariant:
+        invariant = _translation_invariant(model)
+        if path == "spectral" and not invariant:
             raise ValueError(f"FFT summation needs L2 attention with Q = K (a translation-invariant kernel); got {model!r}.")
-        self.fft = invariant and summation in ("auto", "fft")
-        self.separable = isinstance(model, Softmax) and summation in ("auto", "separable")
-        self.path = "fft" if self.fft else ("separable" if self.separable else "direct")
+        self.fft = invariant and path in ("auto", "spectral")
+        self.separable = model.kind == "softmax" and path in ("auto", "separable")
+        self.path = "spectral" if self.fft else ("separable" if self.separable else "quadrature")
         if self.fft:
             d = grid.dim
             offs = [np.arange(-(s - 1), s) * h for s, h in zip(grid.shape, grid.widths)]
             Z = np.stack(np.meshgrid(*offs, indexing="ij"), axis=-1)
-            Q = np.eye(d) if model.Q is None else model.Q
+            Q, _, self._V = model.matrices(d)
             QZ = Z @ Q.T
             kernel = np.exp(-np.sum(QZ * QZ, axis=-1) / (2.0 * model.tau))
-            self._V = np.eye(d) if model.V is None else model.V
             # linear convolution through one zero-padded FFT size; the kernel is transformed once
             self._fshape = tuple(sfft.next_fast_len(3 * s - 2, real=True) for s in grid.shape)
             self._axes = tuple(range(-d, 0))
@@ -97,7 +104,7 @@ class FiniteVolume:
         for k in range(d):
             s = np.outer(a[:, k], g.axes[k])  # (m, n_k)
             factors.append(np.exp(s - np.max(s, axis=1, keepdims=True)))
-        V = model._mat(model.V, d)
+        V = model.matrices(d)[2]
         if d == 1:
             E = factors[0]
             den = E @ mass
@@ -110,12 +117,31 @@ class FiniteVolume:
         num = np.stack([np.einsum("mj,mj->m", P1, E2), np.einsum("mj,mj->m", P, E2 * g.axes[1])], axis=-1)
         return ((num / den[:, None]) @ V.T).reshape(g.shape + (2,))
 
+    def _speeds(self, u):
+        """(spacing × max_i Σ_k |u_k|/h_k, max strain): the solver takes dt = cfl × spacing / speed."""
+        g = self.grid
+        inv_time = np.zeros(g.shape)
+        strain = 0.0
+        for k in range(g.dim):
+            uk = np.moveaxis(u[..., k], k, -1)
+            uf = 0.5 * (uk[..., :-1] + uk[..., 1:])  # interior faces
+            faces = np.concatenate([uk[..., :1], uf, uk[..., -1:]], axis=-1)
+            inv_time += np.moveaxis(np.maximum(np.maximum(faces[..., 1:], 0.0), np.maximum(-faces[..., :-1], 0.0)),
+                                    -1, k) / g.widths[k]
+            if uk.shape[-1] > 1:
+                strain = max(strain, float(np.max(np.abs(np.diff(uk, axis=-1))) / g.widths[k]))
+        return float(np.max(inv_time)) * g.spacing, strain
+
+    def speeds(self, values):
+        return self._speeds(self.velocity(values))
+
+    def rate(self, values):
+        return self.rate_and_speeds(values)[0]
+
     def rate_and_speeds(self, values):
         g = self.grid
         u = self.velocity(values)
         div = np.zeros(g.shape)
-        inv_time = np.zeros(g.shape)
-        strain = 0.0
         for k in range(g.dim):
             r = np.moveaxis(values, k, -1)
             uk = np.moveaxis(u[..., k], k, -1)
@@ -132,9 +158,4 @@ class FiniteVolume:
             f_hi = np.maximum(uk[..., -1:], 0.0) * left_state[..., -1:]
             F = np.concatenate([f_lo, flux, f_hi], axis=-1)
             div += np.moveaxis(np.diff(F, axis=-1) / h, -1, k)
-            faces = np.concatenate([uk[..., :1], uf, uk[..., -1:]], axis=-1)
-            inv_time += np.moveaxis(np.maximum(np.maximum(faces[..., 1:], 0.0), np.maximum(-faces[..., :-1], 0.0)), -1, k) / h
-            if uk.shape[-1] > 1:
-                strain = max(strain, float(np.max(np.abs(np.diff(uk, axis=-1))) / h))
-        # the solver takes dt = cfl × spacing / speed: report speed = spacing × max_i Σ_k |u_k|/h_k
-        return -div, float(np.max(inv_time)) * g.spacing, strain
+        return (-div,) + self._speeds(u)

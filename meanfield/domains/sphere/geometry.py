@@ -1,21 +1,16 @@
-"""Geometry of the unit sphere S^{d-1}, kept apart from the dynamics.
+"""Geometry of the unit sphere S^{d-1} ⊂ R^d, kept apart from the dynamics (STYLE.md 1).
 
-The models, integrators and fluxes use only these few pure functions
-(tangent projection, retraction, conversion between angles and unit vectors
-on the circle).  Source: MATH.md, notation; GLPR §2.
+The models, integrators and fluxes use only these few pure functions: tangent
+projection, retraction, the geodesic distance and spherical coordinates.
+Source: MATH.md, notation; GLPR §2. The circle S¹ is the case d = 2
+(:mod:`meanfield.domains.circle.geometry` adds its angle).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = [
-    "project_tangent",
-    "retract",
-    "check_on_sphere",
-    "angles_to_points",
-    "points_to_angles",
-]
+__all__ = ["project_tangent", "retract", "normalise", "check_on_sphere", "on_sphere", "geodesic", "spherical"]
 
 
 def project_tangent(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -33,10 +28,20 @@ def project_tangent(x: np.ndarray, v: np.ndarray) -> np.ndarray:
     return v - np.sum(x * v, axis=-1, keepdims=True) * x
 
 
+def normalise(y: np.ndarray) -> np.ndarray:
+    """``y/|y|`` row by row: the nearest point of the sphere."""
+    return y / np.linalg.norm(y, axis=-1, keepdims=True)
+
+
 def retract(x: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Move from ``x`` along ``v`` and return to the sphere: ``(x + v)/|x + v|``."""
-    y = x + v
-    return y / np.linalg.norm(y, axis=-1, keepdims=True)
+    return normalise(x + v)
+
+
+def on_sphere(x: np.ndarray, atol: float = 1e-8) -> bool:
+    """Whether every row of ``x`` (d >= 2 columns) has norm 1 to ``atol``."""
+    x = np.asarray(x, dtype=float)
+    return bool(x.ndim >= 1 and x.shape[-1] >= 2 and np.all(np.abs(np.linalg.norm(x, axis=-1) - 1.0) <= atol))
 
 
 def check_on_sphere(x: np.ndarray, name: str, atol: float = 1e-8) -> np.ndarray:
@@ -63,13 +68,18 @@ def check_on_sphere(x: np.ndarray, name: str, atol: float = 1e-8) -> np.ndarray:
     return x
 
 
-def angles_to_points(theta: np.ndarray) -> np.ndarray:
-    """Unit vectors ``(cos θ, sin θ)`` of shape ``theta.shape + (2,)``."""
-    theta = np.asarray(theta, dtype=float)
-    return np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+def geodesic(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
+    """Great-circle distances d(xa_i, xb_j) = 2 atan2(|x − y|, |x + y|), shape (n, m).
+
+    Accurate near 0 and π, where arccos⟨x, y⟩ loses half the digits.
+    """
+    from scipy.spatial.distance import cdist
+
+    return 2.0 * np.arctan2(cdist(xa, xb), cdist(xa, -xb))
 
 
-def points_to_angles(x: np.ndarray) -> np.ndarray:
-    """Angles θ in [0, 2π) of points ``(cos θ, sin θ)`` of shape (..., 2)."""
+def spherical(x: np.ndarray) -> np.ndarray:
+    """(colatitude θ ∈ [0, π], longitude φ ∈ [0, 2π)) of unit vectors in R³, shape (..., 2)."""
     x = np.asarray(x, dtype=float)
-    return np.mod(np.arctan2(x[..., 1], x[..., 0]), 2.0 * np.pi)
+    return np.stack([np.arccos(np.clip(x[..., 2], -1, 1)), np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi)],
+                    -1)

@@ -29,7 +29,7 @@ __all__ = ["run_tasks"]
 
 @functools.cache
 def _pool(nthreads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=nthreads, thread_name_prefix="particles")
+    return ThreadPoolExecutor(max_workers=nthreads, thread_name_prefix="meanfield-kernels")
 
 
 # a forked child inherits the executor object but not its threads

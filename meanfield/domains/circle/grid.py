@@ -1,10 +1,8 @@
-r"""The circle S¹ ⊂ R²: equispaced angles, trapezoidal quadrature and the FFT.
+r"""The circle grid: n equispaced angles, trapezoidal quadrature, spectral interpolation.
 
 Conventions (MATH.md §2.1): a density ρ(θ) integrates to 1 against dθ; its
-Fourier coefficients are ρ̂_k = (1/2π)∫ρ e^{-ikθ} dθ, which on n equispaced
-nodes θ_j = 2πj/n are ``rfft(ρ)/n`` (exact for trigonometric polynomials of
-degree < n/2). For even n the Nyquist coefficient is split evenly between
-k = ±n/2, so the interpolant is real and exact at the nodes.
+Fourier coefficients and the real series they define are those of
+:mod:`meanfield.domains.circle.fourier`.
 """
 
 from __future__ import annotations
@@ -12,14 +10,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.fft as sfft
 
-from ..geometry import angles_to_points, check_on_sphere, points_to_angles
+from ..base import Grid, Measure, get
+from ..sphere.geometry import check_on_sphere
+from . import fourier
+from .geometry import angles_to_points, points_to_angles
 
 __all__ = ["CircleGrid"]
 
-_CHUNK = 1 << 20
 
-
-class CircleGrid:
+class CircleGrid(Grid):
     """n equispaced nodes θ_j = 2πj/n on the unit circle.
 
     Parameters
@@ -40,7 +39,7 @@ class CircleGrid:
     """
 
     dim = 2  # ambient dimension: the circle sits in R²
-    domain = "circle"
+    resolution_name = "n"  # what refinement doubles
 
     def __init__(self, n: int):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
@@ -55,6 +54,10 @@ class CircleGrid:
             a.setflags(write=False)
 
     # ----------------------------------------------------------- basics
+    @property
+    def domain(self):
+        return get("circle")
+
     @property
     def shape(self) -> tuple[int]:
         return (self.n,)
@@ -86,32 +89,26 @@ class CircleGrid:
         """∫ f dθ by the trapezoidal rule over the last axis."""
         return np.asarray(values) @ self.weights
 
+    def coordinates(self) -> dict:
+        return {"theta": (self.angles.copy(), {"long_name": "angle θ", "units": "rad"})}
+
+    def coarsened(self, values) -> Measure:
+        """The interpolant truncated to n/2 nodes, as a grid measure."""
+        coarse = CircleGrid(max(4, self.n // 2))
+        return Measure(coarse.points, self.resample(values, coarse.n) * coarse.weights, self.domain)
+
     # ----------------------------------------------------------- spectra
     def coefficients(self, values: np.ndarray) -> np.ndarray:
         """ρ̂_k for k = 0..n//2 (last axis), ``rfft(values)/n``."""
-        return sfft.rfft(values, axis=-1) / self.n
+        return fourier.coefficients(values)
 
     def from_coefficients(self, coeffs: np.ndarray) -> np.ndarray:
         """Nodal values from ρ̂_k, k = 0..n//2 (inverse of :meth:`coefficients`)."""
-        return sfft.irfft(coeffs * self.n, self.n, axis=-1)
+        return fourier.from_coefficients(coeffs, self.n)
 
     def resample(self, values: np.ndarray, n: int) -> np.ndarray:
-        """Values of the trigonometric interpolant on the grid with ``n`` nodes.
-
-        Zero-padding (n > self.n) is exact; truncation (n < self.n) drops the
-        modes above n/2 (the Nyquist mode of the result is the symmetric one).
-        """
-        c = self.coefficients(values)
-        out = np.zeros(c.shape[:-1] + (n // 2 + 1,), dtype=complex)
-        if n >= self.n:
-            out[..., : c.shape[-1]] = c
-            if self.n % 2 == 0:  # split the Nyquist mode between ±n/2
-                out[..., self.n // 2] *= 0.5
-        else:
-            out[...] = c[..., : n // 2 + 1]
-            if n % 2 == 0:
-                out[..., n // 2] = 2.0 * out[..., n // 2].real
-        return sfft.irfft(out * n, n, axis=-1)
+        """Values of the trigonometric interpolant on the grid with ``n`` nodes (:func:`fourier.resample`)."""
+        return fourier.resample(values, n)
 
     def interpolate(self, values: np.ndarray, points) -> np.ndarray:
         """Evaluate the trigonometric interpolant of nodal ``values`` at unit vectors.
@@ -133,32 +130,23 @@ class CircleGrid:
 
     def interpolate_angles(self, values: np.ndarray, theta) -> np.ndarray:
         """Evaluate the trigonometric interpolant of nodal ``values`` at angles θ."""
-        theta = np.asarray(theta, dtype=float)
-        c = self.coefficients(np.asarray(values, dtype=float))
-        fac = np.full(c.shape[-1], 2.0)
-        fac[0] = 1.0
-        if self.n % 2 == 0:
-            fac[-1] = 1.0
-        c = c * fac
-        k = np.arange(c.shape[-1])
-        flat = theta.ravel()
-        out = np.empty(flat.shape)
-        step = max(1, _CHUNK // c.shape[-1])
-        for i in range(0, flat.size, step):
-            th = flat[i : i + step]
-            out[i : i + step] = (np.exp(1j * np.outer(th, k)) @ c).real
-        return out.reshape(theta.shape)
+        return fourier.evaluate(values, theta)
 
     def spectral_tail(self, values: np.ndarray) -> float:
         """max |ρ̂_k| over the top 1/16 of the wavenumbers, relative to |ρ̂_0|.
 
         The band is the highest max(2, k'/16) wavenumbers up to k' = (n − 1)//2;
         the Nyquist mode of an even grid is left out, since the solver holds it
-        fixed (its derivative is set to zero). This is the resolution indicator
-        of :class:`meanfield.monitor.ResolutionMonitor`: a resolved density has
+        fixed (its derivative is set to zero). A resolved density has
         coefficients decaying to round-off before n/2.
         """
         c = np.abs(sfft.rfft(values))
         top = (self.n - 1) // 2
         width = max(2, top // 16)
         return float(np.max(c[top - width + 1 : top + 1]) / c[0])
+
+    def resolution(self, values, tail_tol: float) -> str | None:
+        tail = self.spectral_tail(values)
+        if not tail <= tail_tol:
+            return f"the spectral tail {tail:.3g} exceeds tail_tol = {tail_tol:g} on {self!r}"
+        return None

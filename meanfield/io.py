@@ -1,4 +1,4 @@
-"""Results files: an :class:`xarray.Dataset` as NetCDF-4 (HDF5, via h5netcdf) and back.
+"""Results files: an :class:`xarray.Dataset` as NetCDF-4 (HDF5, via h5netcdf) and back (xarray imported on use).
 
 Particle trajectories (variables ``positions_<N>``) are stored in the same
 file, compressed (zlib) and chunked by repeat, so large runs stay small on disk
@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import xarray as xr
-
 __all__ = ["save", "load"]
 
 
-def _encoding(ds: xr.Dataset) -> dict:
+def _encoding(ds) -> dict:
     enc = {}
     for name, var in ds.data_vars.items():
         if name.startswith("positions_"):
@@ -24,7 +22,7 @@ def _encoding(ds: xr.Dataset) -> dict:
     return enc
 
 
-def save(ds: xr.Dataset, path) -> Path:
+def save(ds, path) -> Path:
     """Write a results Dataset to ``path`` (``.nc``: NetCDF-4 via h5netcdf; ``.zarr``: a Zarr store)."""
     path = Path(path)
     if path.suffix == ".zarr":
@@ -34,7 +32,7 @@ def save(ds: xr.Dataset, path) -> Path:
     return path
 
 
-def load(path, lazy: bool = False) -> xr.Dataset:
+def load(path, lazy: bool = False):
     """Read a results file written by ``meanfield run`` / ``meanfield sweep`` / :func:`save`.
 
     Parameters
@@ -45,6 +43,8 @@ def load(path, lazy: bool = False) -> xr.Dataset:
         Keep the data on disk until used (dask-free lazy arrays); default loads
         everything into memory and closes the file.
     """
+    import xarray as xr
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no results file at {str(path)!r}")

@@ -1,4 +1,4 @@
-"""Fused kernels against the model's definition; sampling laws; cluster statistics on known configurations."""
+"""Sampling laws; cluster statistics on known configurations (the kernels are tested in tests/meanfield/test_kernels.py)."""
 
 import numpy as np
 import pytest
@@ -7,88 +7,7 @@ from scipy import stats
 import meanfield as mf
 import particles as pt
 from meanfield import exact
-from particles import clusters, kernels, sampling
-
-
-# ------------------------------------------------------------------ kernels
-@pytest.mark.parametrize("d", [2, 3, 5, 12])
-@pytest.mark.parametrize("normalized", [True, False])
-def test_pairwise_field_matches_model_field(rng, d, normalized):
-    x, q = pt.uniform_sphere(150, d, rng=rng), pt.uniform_sphere(40, d, rng=rng)
-    w = rng.uniform(0, 1, 150)
-    w /= w.sum()
-    model = mf.SelfAttention(2.5, *(rng.standard_normal((d, d)) for _ in range(3)), normalized=normalized)
-    ref = model.field(x, w, q)
-    assert np.max(np.abs(kernels.field(model, x, w, q) - ref)) <= 1e-13 * np.max(np.abs(ref))
-
-
-def test_loose_shift_falls_back_to_exact_maximum(rng):
-    """Large β with a K that makes the Cauchy–Schwarz bound loose by far more than 708."""
-    d = 3
-    x = pt.uniform_sphere(60, d, rng=rng)
-    w = np.full(60, 1 / 60)
-    K = np.diag([1.0, 1e-3, 1e-3])
-    Q = np.diag([1e-3, 1.0, 1.0])
-    model = mf.SelfAttention(5e4, Q=Q, K=K)
-    ref = model.field(x, w, x)
-    got = kernels.field(model, x, w, x)
-    assert np.all(np.isfinite(got))
-    assert np.max(np.abs(got - ref)) <= 1e-10 * max(np.max(np.abs(ref)), 1e-300)
-
-
-def test_batched_pairwise_sums(rng):
-    x = pt.uniform_sphere(30, 3, rng=rng, batch=(2, 3))
-    w = np.full((2, 3, 30), 1 / 30)
-    model = mf.SelfAttention(1.0)
-    np.testing.assert_allclose(kernels.field(model, x, w, x), model.field(x, w, x), atol=1e-15)
-
-
-@pytest.mark.parametrize("n", [20, 80])  # the one-pass small-system kernel (n <= 64) and the fused sums
-def test_fused_energy(rng, n):
-    x = pt.uniform_sphere(n, 4, rng=rng, batch=3)
-    w = rng.uniform(0, 1, (3, n))
-    w /= w.sum(axis=1, keepdims=True)
-    for beta in (0.0, 0.3, 7.0, 300.0):
-        e = kernels.energy(x, w, beta)
-        ref = [mf.SelfAttention(beta).energy(x[b], w[b]) for b in range(3)]
-        np.testing.assert_allclose(e, ref, rtol=1e-13)
-
-
-@pytest.mark.parametrize(
-    "beta, normalized",
-    [(0.0, True), (1.0, True), (10.0, True), (100.0, True), (0.0, False), (1.0, False), (10.0, False)],
-)
-@pytest.mark.parametrize("c", [1.0, -0.5])
-def test_circle_spectral_matches_pairwise_within_its_bound(rng, beta, normalized, c):
-    th = rng.uniform(0, 2 * np.pi, 3000)
-    x = np.stack([np.cos(th), np.sin(th)], -1)
-    w = np.full(3000, 1 / 3000)
-    model = mf.SelfAttention(beta, V=c * np.eye(2), normalized=normalized)
-    v, bound = kernels.circle_spectral_field(x, w, x, beta, normalized, c)
-    ref = kernels.field(model, x, w, x)
-    scale = np.max(np.abs(ref))
-    assert np.max(np.abs(v - ref)) <= 1e-12 * max(scale, 1.0)
-    assert np.max(bound) <= 1e-14 * max(scale, 1.0)
-
-
-def test_circle_spectral_bound_is_a_bound(rng):
-    """Truncated on purpose: the reported bound must dominate the actual error."""
-    th = rng.uniform(0, 2 * np.pi, 500)
-    x = np.stack([np.cos(th), np.sin(th)], -1)
-    w = np.full(500, 1 / 500)
-    ref = kernels.field(mf.SelfAttention(10.0), x, w, x)
-    for L in (2, 4, 8, 12, 16, 20):
-        v, bound = kernels.circle_spectral_field(x, w, x, 10.0, degree=L)
-        err = np.linalg.norm(v - ref, axis=-1)
-        assert np.all(err <= bound * (1 + 1e-8) + 1e-15)
-        if L >= 8:  # once the truncation is below the denominator the bound is informative
-            assert np.all(np.isfinite(bound)) and np.max(bound) < 100 * np.max(err) + 1e-13
-
-
-def test_circle_degree_matches_math_md():
-    # multipliers below 1e-16 of λ_0 past l ≈ 15, 32, 88 for β = 1, 10, 100 (MATH.md §2.1)
-    for beta, L in ((1.0, 15), (10.0, 32), (100.0, 88)):
-        assert abs(kernels.circle_degree(beta) - L) <= 6
+from particles import clusters, sampling
 
 
 # ------------------------------------------------------------------ sampling

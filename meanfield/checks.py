@@ -1,0 +1,89 @@
+"""Argument checks shared by the public functions of every layer.
+
+Each check returns the value in its canonical type or raises ``TypeError`` /
+``ValueError`` naming the argument and what was received (STYLE.md 6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["real", "beta", "positive", "count", "square_matrix", "time_span", "output_times"]
+
+
+def real(value, name: str) -> float:
+    """A real number (``TypeError`` otherwise)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a real number, got {value!r}.") from None
+
+
+def beta(value, name: str = "beta") -> float:
+    """An inverse temperature: finite and >= 0."""
+    b = real(value, name)
+    if not np.isfinite(b) or b < 0:
+        raise ValueError(f"`{name}` must be finite and >= 0, got {value!r}.")
+    return b
+
+
+def positive(value, name: str) -> float:
+    """A finite number > 0."""
+    v = real(value, name)
+    if not (np.isfinite(v) and v > 0):
+        raise ValueError(f"`{name}` must be a positive finite number, got {value!r}.")
+    return v
+
+
+def count(value, name: str, minimum: int = 1) -> int:
+    """An integer (not a bool) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def square_matrix(M, name: str, min_dim: int = 2) -> np.ndarray | None:
+    """A finite d×d matrix, d >= ``min_dim``, as a private read-only copy; ``None`` stays ``None``."""
+    if M is None:
+        return None
+    A = np.array(M, dtype=float, ndmin=2)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < min_dim:
+        raise ValueError(f"`{name}` must be a square d×d matrix with d >= {min_dim}, got shape {np.shape(M)}.")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"`{name}` contains non-finite entries.")
+    A.setflags(write=False)
+    return A
+
+
+def time_span(t_span, t_eval=None) -> tuple[float, float, np.ndarray]:
+    """``(t0, t1, t_eval)`` for an integration over ``t_span`` with outputs ``t_eval`` (default the two ends)."""
+    try:
+        t0, t1 = (float(v) for v in t_span)
+    except (TypeError, ValueError):
+        raise ValueError(f"`t_span` must be a pair (t0, t1) of numbers, got {t_span!r}.") from None
+    if not (np.isfinite(t0) and np.isfinite(t1)) or not t1 > t0:
+        raise ValueError(f"`t_span` must be finite with t1 > t0, got {t_span!r}.")
+    if t_eval is None:
+        return t0, t1, np.array([t0, t1])
+    te = np.asarray(t_eval, dtype=float)
+    if te.ndim != 1 or te.size == 0:
+        raise ValueError(f"`t_eval` must be a non-empty 1-dimensional array, got shape {te.shape}.")
+    if not np.all(np.isfinite(te)):
+        raise ValueError("`t_eval` contains non-finite values.")
+    if np.any(np.diff(te) <= 0):
+        raise ValueError("`t_eval` must be strictly increasing.")
+    if te[0] < t0 or te[-1] > t1:
+        raise ValueError(f"`t_eval` must lie within `t_span` = ({t0:g}, {t1:g}), got [{te[0]:g}, {te[-1]:g}].")
+    return t0, t1, te
+
+
+def output_times(t_eval) -> np.ndarray:
+    """Output times that also give the start: 1-D, at least two, finite, strictly increasing."""
+    t = np.asarray(t_eval, dtype=float)
+    if t.ndim != 1 or t.size < 2:
+        raise ValueError(f"`t_eval` must be 1-dimensional with at least 2 times (start and end), got shape {t.shape}.")
+    if not np.all(np.isfinite(t)):
+        raise ValueError("`t_eval` contains non-finite values.")
+    if np.any(np.diff(t) <= 0):
+        raise ValueError("`t_eval` must be strictly increasing.")
+    return t

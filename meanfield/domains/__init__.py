@@ -1,0 +1,26 @@
+"""The domain layer: one package per domain, one protocol everything above dispatches through.
+
+=============  ==========================  =====================================================
+domain         package                     grid
+=============  ==========================  =====================================================
+``CIRCLE``     :mod:`.circle`              :class:`CircleGrid` (n nodes, FFT)
+``SPHERE``     :mod:`.sphere`              :class:`SphereGrid` (Gauss–Legendre, harmonics)
+``EUCLIDEAN``  :mod:`.euclidean`           :class:`EuclideanGrid` (a box, finite volumes)
+=============  ==========================  =====================================================
+
+The protocol is :class:`Domain` and :class:`Grid` (:mod:`.base`); ``get(name)``
+returns a domain by name, ``infer(points)`` reads the domain of a bare array of
+points (the documented convention for arrays that carry none). May import:
+numpy, scipy, numba, pyshtools/ducc0, :mod:`meanfield.numerics`,
+:mod:`meanfield.checks`, :mod:`meanfield.strategies`; nothing above.
+"""
+
+from .base import Domain, Grid, Measure, get, infer
+from .circle import CIRCLE, CircleGrid
+from .euclidean import EUCLIDEAN, EuclideanGrid
+from .sphere import SPHERE, SphereGrid
+
+DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN)
+
+__all__ = ["Domain", "Grid", "Measure", "get", "infer", "CIRCLE", "SPHERE", "EUCLIDEAN", "DOMAINS", "CircleGrid",
+           "SphereGrid", "EuclideanGrid"]

@@ -1,0 +1,230 @@
+"""The protocol every domain implements, the measure type that carries its domain, and the registry.
+
+A *domain* is where tokens live — the circle S¹, the sphere S² (S^{d-1} for
+particles) or R^d — and owns everything that differs between them: the geometry
+of points (tangent projection, retraction, geodesic distance, coordinates), its
+grids and their transforms, the right-hand sides of the continuity equation on
+those grids, the interaction energy, refinement and the resolution check,
+sampling and plotting. Everything above this layer (``solve``, the resolution
+monitor, ``particles.simulate``, ``validation.wasserstein``, the study runner and
+its figures) asks the domain of the object it holds and never tests a class.
+
+Two small interfaces: :class:`Domain` (one instance per domain, stateless) and
+:class:`Grid` (a discretisation of it). Measures carry their domain:
+``Density.domain``, ``Measure.domain``, ``particles.Trajectory.domain``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Domain", "Grid", "Measure", "register", "get", "infer"]
+
+
+class Grid(abc.ABC):
+    """A discretisation of a domain: nodes, quadrature weights and what the solver needs of them.
+
+    Attributes every grid has: ``domain`` (its :class:`Domain`), ``dim`` (the
+    ambient dimension d of its points), ``shape``, ``points`` (``shape + (d,)``),
+    ``weights`` (``shape``; the grid measure of a density ρ is Σ ρ_j w_j δ_{x_j}),
+    ``n`` (the resolution parameter refinement doubles, called
+    ``resolution_name``: n on the circle, lmax on S²) and ``spacing`` (the
+    length the CFL step compares speeds with).
+    """
+
+    domain: "Domain"
+    dim: int
+
+    @property
+    @abc.abstractmethod
+    def shape(self) -> tuple[int, ...]: ...
+
+    @abc.abstractmethod
+    def integrate(self, values): ...
+
+    @abc.abstractmethod
+    def refined(self, factor: int = 2) -> "Grid":
+        """The grid of ``factor`` times the resolution (``ValueError`` where a grid is not refined)."""
+
+    @abc.abstractmethod
+    def resample(self, values, n: int) -> np.ndarray:
+        """Values on the grid of resolution ``n`` of the same kind."""
+
+    @abc.abstractmethod
+    def interpolate(self, values, points) -> np.ndarray:
+        """The density represented by ``values`` at points of the domain."""
+
+    @abc.abstractmethod
+    def resolution(self, values, tail_tol: float) -> str | None:
+        """None if ``values`` are resolved on this grid, else the reason (MATH.md §2.2)."""
+
+    @abc.abstractmethod
+    def coordinates(self) -> dict[str, tuple[np.ndarray, dict]]:
+        """The grid's axes by name, ``{name: (values, attributes)}``, in the order of ``shape``."""
+
+    @abc.abstractmethod
+    def coarsened(self, values) -> "Measure":
+        """The grid measure of ``values`` at half the resolution (for estimates of the discretisation error)."""
+
+
+class Domain(abc.ABC):
+    """Geometry, grids and dynamics of one domain (module docstring).
+
+    Attributes
+    ----------
+    name : str
+        "circle", "sphere" or "euclidean".
+    grid_type : type
+        Its :class:`Grid` class.
+    model_family : str
+        ``model.domain`` of the models that move it: "sphere" (S^{d-1}, the circle included) or "euclidean".
+    default_method : str
+        The time integrator ``solve`` uses by default.
+    default_max_n : int or None
+        Largest resolution refinement reaches by default (None: not refined).
+    conserves_mass : bool
+        False where mass may leave (a box in R^d): the solver then accounts for the outflow.
+    strain_capped : bool
+        Whether the default step is also capped by 1/rate_scale(model), a bound on the
+        strain of the field for any state (the spectral grids); finite volumes use their own CFL number.
+    """
+
+    name: str
+    grid_type: type
+    model_family: str = "sphere"  # the models that move it: "sphere" (S^{d-1}) or "euclidean" (R^d)
+    default_method: str = "rk4"
+    default_max_n: int | None = None
+    conserves_mass: bool = True
+    strain_capped: bool = True
+
+    def __repr__(self) -> str:
+        return f"<domain {self.name}>"
+
+    # ------------------------------------------------------------------ geometry of points (..., d)
+    @abc.abstractmethod
+    def check_points(self, x, name: str) -> np.ndarray:
+        """``x`` as a float array of finite points of the domain (``ValueError`` naming ``name`` otherwise)."""
+
+    @abc.abstractmethod
+    def contains(self, x, atol: float = 1e-8) -> bool:
+        """Whether every row of ``x`` is a point of the domain (to ``atol``)."""
+
+    @abc.abstractmethod
+    def project(self, x, v) -> np.ndarray:
+        """The tangent part of ``v`` at ``x`` (P_x^⊥ v on spheres, v in R^d)."""
+
+    @abc.abstractmethod
+    def retract(self, y) -> np.ndarray:
+        """Back onto the domain after a step in the ambient space (y/|y| on spheres, y in R^d)."""
+
+    @abc.abstractmethod
+    def distance(self, xa, xb) -> np.ndarray:
+        """Geodesic distances d(xa_i, xb_j), shape (n, m)."""
+
+    @abc.abstractmethod
+    def coordinates(self, x) -> np.ndarray:
+        """Intrinsic coordinates: θ ∈ [0, 2π) on the circle, (colatitude, longitude) on S², x in R^d."""
+
+    def default_cfl(self, adaptive: bool) -> float:
+        """The CFL factor ``solve`` uses by default: 0.1 for fixed steps (an accuracy choice), 0.8 for the
+        adaptive methods (a stability cap)."""
+        return 0.8 if adaptive else 0.1
+
+    # ------------------------------------------------------------------ densities and the continuity equation
+    def check_model(self, model, grid) -> None:
+        """``ValueError`` unless ``model`` moves densities on ``grid`` (its family of domains, its dimension)."""
+        if model.dim is not None and model.dim != grid.dim:
+            raise ValueError(
+                f"the model's matrices are {model.dim}×{model.dim} but the density lives on {grid!r} in R^{grid.dim}."
+            )
+        if model.domain != self.model_family:
+            raise ValueError(f"{model!r} lives on the {model.domain}, but the density is on {grid!r}.")
+
+    @abc.abstractmethod
+    def rate(self, model, grid, path: str = "auto"):
+        """The right-hand side ∂_t ρ = −div(ρ X[ρ]) on ``grid`` for ``path`` (:mod:`meanfield.strategies`).
+
+        Returns an object with ``rate(values)``, ``rate_and_speeds(values) ->
+        (rate, max |X|, max strain)``, ``speeds(values)`` and ``path`` (the
+        strategy resolved)."""
+
+    def energy_beta(self, model) -> float | None:
+        """β_eff of the interaction energy E_β monitored along ``model`` on this domain, or None."""
+        return None
+
+    def excess_energy(self, grid, values, beta: float) -> float:
+        """e^{-β}(E_β − m²/2β), finite for every β (well conditioned as β → 0)."""
+        raise NotImplementedError(f"no interaction energy on the {self.name}")
+
+    def energy(self, grid, values, beta: float) -> float:
+        """E_β of the density (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
+        raise NotImplementedError(f"no interaction energy on the {self.name}")
+
+    def check_initial(self, density) -> None:
+        """``ValueError`` if ``density`` cannot start a solve on this domain (nothing by default)."""
+
+    @abc.abstractmethod
+    def sample(self, density, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        """Points drawn iid from ``density``, shape ``shape + (d,)``."""
+
+    @abc.abstractmethod
+    def plot(self, density, ax=None, **kwargs):
+        """A figure of one density. Returns the Axes."""
+
+    @abc.abstractmethod
+    def plot_solution(self, solution, title: str | None = None):
+        """A figure of a solution over time (with its energy where there is one). Returns the Figure."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Σ_j w_j δ_{x_j} on a domain: points (n, d), weights (n,), and the domain they live on.
+
+    Unpacks as ``points, weights = measure``.
+    """
+
+    points: np.ndarray
+    weights: np.ndarray
+    domain: Domain
+
+    def __iter__(self):
+        return iter((self.points, self.weights))
+
+    def mass(self) -> float:
+        return float(np.sum(self.weights))
+
+
+_DOMAINS: dict[str, Domain] = {}
+
+
+def register(domain: Domain) -> Domain:
+    """Add a domain to the registry (each domain package registers its one instance)."""
+    _DOMAINS[domain.name] = domain
+    return domain
+
+
+def get(name) -> Domain:
+    """The domain called ``name`` ("circle", "sphere", "euclidean"), or ``name`` itself if it is a Domain."""
+    if isinstance(name, Domain):
+        return name
+    try:
+        return _DOMAINS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"`domain` must be one of {sorted(_DOMAINS)}, got {name!r}.") from None
+
+
+def infer(points) -> Domain:
+    """The domain of a bare array of points that carries none: the convention of the public functions.
+
+    Rows of norm 1 (to 1e-8) in R² are on the circle, in R^d (d >= 3) on the
+    sphere S^{d-1}; anything else is in R^d. Objects that carry a domain
+    (densities, :class:`Measure`, trajectories) are never inferred.
+    """
+    x = np.asarray(points, dtype=float)
+    for name in ("circle", "sphere"):
+        if _DOMAINS[name].contains(x):
+            return _DOMAINS[name]
+    return _DOMAINS["euclidean"]

@@ -1,0 +1,54 @@
+r"""The interaction energy E_β(ρ) = (1/2β)∬ e^{β cos(θ − θ')} ρ ρ of a circle density, by Parseval (MATH.md §2)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ive
+
+from ...numerics import EXP_MAX
+from ..zonal import energy_from_excess
+from . import fourier
+from .grid import CircleGrid
+
+__all__ = ["excess_energy", "energy"]
+
+
+def _i0m1(beta: float) -> float:
+    """I_0(β) − 1 without cancellation."""
+    if beta > 0.5:
+        return float(ive(0, beta) * np.exp(beta) - 1.0) if beta < EXP_MAX else np.inf
+    term, total, j = 1.0, 0.0, 0
+    q = beta * beta / 4.0
+    while True:
+        j += 1
+        term *= q / (j * j)
+        total += term
+        if term < 1e-17 * total:
+            return total
+
+
+def excess_energy(grid: CircleGrid, values, beta: float) -> float:
+    r"""e^{-β}(E_β − m²/2β) of the trigonometric interpolant, m its mass, by Parseval.
+
+    E_β = (1/2β)∫ρ (K_β*ρ) dθ = (2π²/β) Σ_{k∈Z} I_k(β)|ρ̂_k|² and m = 2πρ̂_0, so
+    E_β − m²/2β = (2π²/β)[(I_0(β) − 1)|ρ̂_0|² + Σ_{k≠0} I_k(β)|ρ̂_k|²]; the sum over ±k
+    weighs |ρ̂_k|² by m_k²/2 (2, and ½ for the split Nyquist mode; :func:`fourier.multiplicity`).
+    Mass is conserved, so this is monotone exactly when E_β is, and it stays well
+    conditioned as β → 0, where it tends to ½|∫x dμ|² = 2π²|ρ̂_1|² (the value
+    :meth:`SelfAttention.energy` gives at β = 0).
+    """
+    c = grid.coefficients(values)
+    weight = 0.5 * fourier.multiplicity(grid.n) ** 2
+    weight[0] = 1.0
+    a2 = np.abs(c) ** 2 * weight
+    if beta == 0.0:
+        return float(np.pi**2 * a2[1])
+    # e^{-β}(I_0(β) − 1); past the overflow threshold e^{-β} is below round-off
+    i0m1 = np.exp(-beta) * _i0m1(beta) if beta < EXP_MAX else ive(0, beta)
+    s = ive(np.arange(1, c.size), beta) @ a2[1:] + i0m1 * a2[0]
+    return float(2.0 * np.pi**2 / beta * s)
+
+
+def energy(grid: CircleGrid, values, beta: float) -> float:
+    """E_β of the interpolant (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
+    return energy_from_excess(excess_energy(grid, values, beta), float(grid.integrate(values)), beta)

@@ -1,0 +1,168 @@
+r"""The circle's Fourier conventions, each written once (MATH.md §2.1).
+
+A density on n equispaced nodes θ_j = 2πj/n is the trigonometric polynomial with
+coefficients ρ̂_k = (1/2π)∫ρ e^{-ikθ} dθ, which on the nodes are ``rfft(ρ)/n``
+(k = 0..n//2; exact for degree < n/2). For even n the Nyquist coefficient is
+split evenly between k = ±n/2, so the interpolant is real and exact at the
+nodes:
+
+    ρ(θ) = Σ_{k=0}^{n//2} m_k Re(ρ̂_k e^{ikθ}),   m_0 = 1, m_k = 2, m_{n/2} = 1 (even n)
+
+(:func:`multiplicity`). Everything on the circle that pads, truncates,
+evaluates or integrates this series goes through this module:
+
+- :func:`pad` — zero-padding with the Nyquist split (refinement, dealiased products);
+- :func:`resample` — the interpolant on another number of nodes;
+- :func:`series` — Σ_{k>=1} 2Re(A_k z^k) and D_0 + Σ_{k>=1} 2Re(D_k z^k) at points z = e^{iθ}
+  (power recurrence, compiled): the interpolant (:func:`evaluate`) and its CDF;
+- :func:`cdf_coefficients` — F(θ) = ∫_0^θ ρ / mass of the interpolant,
+  F(θ) = [ρ̂_0 θ + Σ_{k>=1} m_k Re(ρ̂_k (e^{ikθ} − 1)/(ik))] / (2π ρ̂_0),
+  evaluated at any angles (:func:`cdf_and_density`) or, by one inverse FFT, on
+  an equispaced grid (:func:`cdf_equispaced`).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+import scipy.fft as sfft
+
+__all__ = ["coefficients", "from_coefficients", "multiplicity", "padded_size", "pad", "resample", "series",
+           "interpolant_coefficients", "evaluate", "cdf_coefficients", "cdf_and_density", "cdf_equispaced"]
+
+TWO_PI = 2.0 * np.pi
+
+
+def coefficients(values: np.ndarray) -> np.ndarray:
+    """ρ̂_k for k = 0..n//2 (last axis), ``rfft(values)/n``."""
+    n = np.shape(values)[-1]
+    return sfft.rfft(values, axis=-1) / n
+
+
+def from_coefficients(coeffs: np.ndarray, n: int) -> np.ndarray:
+    """Nodal values on n nodes from ρ̂_k, k = 0..n//2 (inverse of :func:`coefficients`)."""
+    return sfft.irfft(coeffs * n, n, axis=-1)
+
+
+def multiplicity(n: int) -> np.ndarray:
+    """m_k, k = 0..n//2: how often ρ̂_k counts in the real series (1, 2, ..., 2[, 1 at n/2 for even n])."""
+    m = np.full(n // 2 + 1, 2.0)
+    m[0] = 1.0
+    if n % 2 == 0:
+        m[-1] = 1.0
+    return m
+
+
+def padded_size(n: int) -> int:
+    """Smallest even FFT-friendly size M >= 3n/2: products of two degree-n/2 series on M nodes are exact."""
+    m = sfft.next_fast_len(-(-3 * n // 2), real=True)
+    return m + (m % 2)
+
+
+def pad(c: np.ndarray, n: int, size: int) -> np.ndarray:
+    """The rfft coefficients ``c`` of an n-node grid in a complex array of ``size`` >= n//2 + 1 (last axis).
+
+    Modes above n//2 are zero; for even n the Nyquist coefficient is halved (split between ±n/2).
+    """
+    out = np.zeros(np.shape(c)[:-1] + (size,), dtype=complex)
+    out[..., : np.shape(c)[-1]] = c
+    if n % 2 == 0:
+        out[..., n // 2] *= 0.5
+    return out
+
+
+def resample(values: np.ndarray, n: int) -> np.ndarray:
+    """Values of the trigonometric interpolant on ``n`` nodes (last axis).
+
+    Zero-padding (n > current) is exact; truncation drops the modes above n/2
+    (the Nyquist mode of the result is the symmetric one).
+    """
+    old = np.shape(values)[-1]
+    c = coefficients(values)
+    if n >= old:
+        out = pad(c, old, n // 2 + 1)
+    else:
+        out = np.array(c[..., : n // 2 + 1], dtype=complex)
+        if n % 2 == 0:
+            out[..., n // 2] = 2.0 * out[..., n // 2].real
+    return sfft.irfft(out * n, n, axis=-1)
+
+
+@nb.njit(parallel=True, cache=True)
+def series(x, A, D):
+    """Σ_{k>=1} 2Re(A_k z^k) and D_0 + Σ_{k>=1} 2Re(D_k z^k) at z = x_0 + i x_1, for points x of shape (m, 2)."""
+    m = x.shape[0]
+    L = A.size - 1
+    num = np.empty(m)
+    den = np.empty(m)
+    for i in nb.prange(m):
+        z = complex(x[i, 0], x[i, 1])
+        p = z
+        sn = 0.0
+        sd = D[0].real
+        for k in range(1, L + 1):
+            sn += 2.0 * (A[k] * p).real
+            sd += 2.0 * (D[k] * p).real
+            p *= z
+        num[i] = sn
+        den[i] = sd
+    return num, den
+
+
+def _series_at_angles(theta, A, D):
+    theta = np.ascontiguousarray(np.asarray(theta, dtype=float).ravel())
+    return series(np.stack([np.cos(theta), np.sin(theta)], axis=-1), A, D)
+
+
+def interpolant_coefficients(c: np.ndarray, n: int) -> np.ndarray:
+    """D with D_0 + Σ_{k>=1} 2Re(D_k e^{ikθ}) the interpolant: D_k = m_k ρ̂_k / 2, D_0 = ρ̂_0."""
+    D = multiplicity(n) * c / 2.0
+    D[0] = c[0]
+    return D
+
+
+def evaluate(values: np.ndarray, theta) -> np.ndarray:
+    """The trigonometric interpolant of nodal ``values`` (shape (n,)) at angles θ (any shape)."""
+    values = np.asarray(values, dtype=float)
+    D = interpolant_coefficients(coefficients(values), values.shape[-1])
+    return _series_at_angles(theta, np.zeros_like(D), D)[1].reshape(np.shape(theta))
+
+
+def cdf_coefficients(c: np.ndarray, n: int) -> tuple[np.ndarray, float, float]:
+    """(A, ρ̂_0, offset) with F(θ) = (ρ̂_0 θ + Σ_{k>=1} 2Re(A_k e^{ikθ}) − offset) / (2π ρ̂_0).
+
+    A_k = m_k ρ̂_k / (2ik) and offset = 2 Σ_k Re A_k (the "− 1" terms)."""
+    m = multiplicity(n)
+    k = np.arange(c.size)
+    A = np.zeros(c.size, dtype=complex)
+    A[1:] = m[1:] * c[1:] / (2j * k[1:])
+    return A, float(c[0].real), float(2.0 * np.sum(A.real))
+
+
+def cdf_and_density(values: np.ndarray, theta) -> tuple[np.ndarray, np.ndarray]:
+    """(F(θ), ρ(θ)/mass) of the interpolant of nodal ``values`` at angles θ (:func:`cdf_coefficients`)."""
+    values = np.asarray(values, dtype=float)
+    c = coefficients(values)
+    A, c0, offset = cdf_coefficients(c, values.shape[-1])
+    D = interpolant_coefficients(c, values.shape[-1])
+    flat = np.ascontiguousarray(np.asarray(theta, dtype=float).ravel())
+    osc, rho = _series_at_angles(flat, A, D)
+    F = (c0 * flat + osc - offset) / (TWO_PI * c0)
+    return F.reshape(np.shape(theta)), (rho / (TWO_PI * c0)).reshape(np.shape(theta))
+
+
+def cdf_equispaced(values: np.ndarray, M: int) -> np.ndarray:
+    """F(2πm/M), m = 0..M, of the interpolant of nodal ``values``, by one inverse FFT.
+
+    ``irfft(2A, M)[m] (M/2) = Σ_k 2Re(A_k e^{ikθ_m})`` for modes below M/2 (``ValueError`` otherwise)."""
+    values = np.asarray(values, dtype=float)
+    c = coefficients(values)
+    if c.size > M // 2:
+        raise ValueError(f"`cells` = {M} is too few for a density on {values.shape[-1]} nodes: use at least {2 * c.size}.")
+    A, c0, _ = cdf_coefficients(c, values.shape[-1])
+    full = np.zeros(M // 2 + 1, dtype=complex)
+    full[1 : c.size] = 2.0 * A[1:]
+    osc = sfft.irfft(full, M) * (M / 2.0)
+    osc = np.append(osc, osc[0]) - np.sum(full.real)
+    theta = np.linspace(0.0, TWO_PI, M + 1)
+    return (c0 * theta + osc) / (TWO_PI * c0)

@@ -1,0 +1,77 @@
+"""Figures on the circle (matplotlib only): a density against θ, the space-time heat map of a solution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..plotting import plot_energy
+from . import fourier
+from .grid import CircleGrid
+
+__all__ = ["plot", "spacetime", "plot_spacetime", "plot_solution"]
+
+
+def plot(density, ax=None, **kwargs):
+    """ρ(θ) on [0, 2π]. Returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots()
+    th = np.append(density.grid.angles, 2 * np.pi)
+    ax.plot(th, np.append(density.values, density.values[0]), **kwargs)
+    ax.set_xlabel("θ")
+    ax.set_ylabel("ρ(θ)")
+    ax.set_xlim(0, 2 * np.pi)
+    return ax
+
+
+def spacetime(solution) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The circle solution on one grid: ``(t, theta, rho)`` with rho of shape (len(t), n).
+
+    Snapshots on coarser grids (before a refinement) are zero-padded to the
+    finest grid, which is exact for their trigonometric interpolants.
+    """
+    grids = [d.grid for d in solution.densities]
+    if not all(g.domain.name == "circle" for g in grids):
+        raise TypeError("spacetime needs a solution on the circle.")
+    n = max(g.n for g in grids)
+    rho = np.array([fourier.resample(d.values, n) if d.grid.n != n else d.values for d in solution.densities])
+    return np.asarray(solution.t), CircleGrid(n).angles, rho
+
+
+def plot_spacetime(solution, ax=None, cmap="magma", log=False):
+    """Heat map of ρ(t, θ) for a circle solution. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    t, theta, rho = spacetime(solution)
+    if ax is None:
+        _, ax = plt.subplots()
+    norm = None
+    if log:
+        pos = rho[rho > 0]
+        norm = LogNorm(vmin=max(pos.min(), pos.max() * 1e-6), vmax=pos.max())
+        rho = np.where(rho > 0, rho, np.nan)
+    im = ax.pcolormesh(t, np.append(theta, 2 * np.pi), np.vstack([rho.T, rho[:, :1].T]),
+                       shading="nearest", cmap=cmap, norm=norm)
+    ax.set_xlabel("t")
+    ax.set_ylabel("θ")
+    ax.set_yticks([0, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi], ["0", "π/2", "π", "3π/2", "2π"])
+    ax.figure.colorbar(im, ax=ax, label="ρ(t, θ)")
+    return ax
+
+
+def plot_solution(solution, title: str | None = None):
+    """Heat map and energy curve side by side. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    has_energy = solution.energy_steps is not None
+    fig, axes = plt.subplots(1, 2 if has_energy else 1, figsize=(11 if has_energy else 6, 4), squeeze=False)
+    plot_spacetime(solution, ax=axes[0, 0])
+    if has_energy:
+        plot_energy(solution, ax=axes[0, 1], color="k")
+        axes[0, 1].set_title("interaction energy (refinements dashed)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,73 @@
+"""R^d (d = 1, 2 for densities, any d for particles): geometry, the finite-volume grid and scheme, sampling, plots.
+
+:data:`EUCLIDEAN` is the :class:`~meanfield.domains.base.Domain` everything above
+this layer dispatches through.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import Domain, register
+from . import geometry, plotting as _plotting, sampling as _sampling
+from .continuity import FiniteVolume
+from .grid import EuclideanGrid
+
+__all__ = ["EUCLIDEAN", "Euclidean", "EuclideanGrid", "FiniteVolume"]
+
+
+class Euclidean(Domain):
+    """R^d with the attention variants of CACP (MATH.md §5): no projection, mass may leave a box."""
+
+    name = "euclidean"
+    grid_type = EuclideanGrid
+    model_family = "euclidean"
+    default_method = "ssprk3"  # positivity preserving with the finite-volume CFL step
+    default_max_n = None  # finite-volume grids are not refined
+    conserves_mass = False
+    strain_capped = False
+
+    def default_cfl(self, adaptive):
+        return 0.4  # SSP-RK3 keeps ρ >= 0 up to 0.5
+
+    def check_points(self, x, name):
+        return geometry.check_points(x, name)
+
+    def contains(self, x, atol=1e-8):
+        x = np.asarray(x, dtype=float)
+        return bool(x.ndim >= 1 and np.all(np.isfinite(x)))
+
+    def project(self, x, v):
+        return v
+
+    def retract(self, y):
+        return y
+
+    def distance(self, xa, xb):
+        return geometry.distance(xa, xb)
+
+    def coordinates(self, x):
+        return np.asarray(x, dtype=float)
+
+    def rate(self, model, grid, path="auto"):
+        return FiniteVolume(grid, model, path)
+
+    def check_initial(self, density):
+        edge = density.grid.boundary_mass(density.values) / density.mass()
+        if edge > 1e-6:
+            raise ValueError(
+                f"the box of {density.grid!r} is too small for the data: its boundary cells hold {edge:.2e} of the "
+                "mass (more than 1e-6), which would leave at once; enlarge the box."
+            )
+
+    def sample(self, density, shape, rng):
+        return _sampling.sample(density, shape, rng)
+
+    def plot(self, density, ax=None, **kwargs):
+        return _plotting.plot(density, ax=ax, **kwargs)
+
+    def plot_solution(self, solution, title=None):
+        return _plotting.plot_solution(solution, title=title)
+
+
+EUCLIDEAN = register(Euclidean())

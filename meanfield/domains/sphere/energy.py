@@ -1,0 +1,41 @@
+r"""The interaction energy E_β(ρ) = (1/2β)∬ e^{β⟨x,y⟩} ρ ρ of a density on S², by Parseval (MATH.md §2.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..zonal import energy_from_excess
+from .continuity import funk_hecke
+from .grid import SphereGrid
+
+__all__ = ["excess_energy", "energy"]
+
+
+def _i0m1_scaled(beta: float) -> float:
+    """e^{-β}(i_0(β) − 1) with i_0(β) = sinh(β)/β, without cancellation."""
+    if beta < 0.5:
+        s, term, k = 0.0, 1.0, 0
+        while True:  # sinh(β)/β − 1 = Σ_{k>=1} β^{2k}/(2k+1)!
+            k += 1
+            term *= beta * beta / ((2 * k) * (2 * k + 1))
+            s += term
+            if term < 1e-17 * s:
+                return np.exp(-beta) * s
+    return (1.0 - np.exp(-2.0 * beta)) / (2.0 * beta) - np.exp(-beta)
+
+
+def excess_energy(grid: SphereGrid, values, beta: float) -> float:
+    r"""e^{-β}(E_β − m²/2β) by Parseval: E_β = (1/2β) Σ λ_l c_lm², m = √(4π) c_00.
+
+    At β = 0 the limit ½|∫x dμ|² = (2π/3) Σ_m c_1m².
+    """
+    p = np.sum(grid.coefficients(values) ** 2, axis=(0, 2))
+    if beta == 0.0:
+        return float(2.0 * np.pi / 3.0 * p[1])
+    D, _ = funk_hecke(grid.lmax, beta)
+    return float((D[1:] @ p[1:] + 4.0 * np.pi * _i0m1_scaled(beta) * p[0]) / (2.0 * beta))
+
+
+def energy(grid: SphereGrid, values, beta: float) -> float:
+    """E_β (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
+    return energy_from_excess(excess_energy(grid, values, beta), grid.integrate(values), beta)

@@ -1,0 +1,126 @@
+"""The Gauss–Legendre grid of S² (conventions of :mod:`meanfield.domains.sphere.transforms`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import Grid, Measure, get
+from .geometry import check_on_sphere
+from .transforms import BACKENDS, default_backend, degree_power, evaluate, glq, nodes
+
+__all__ = ["SphereGrid"]
+
+
+class SphereGrid(Grid):
+    """Gauss–Legendre grid of degree lmax on S².
+
+    Parameters
+    ----------
+    lmax : int
+        Spherical-harmonic degree, >= 2.
+    backend : {"ducc0", "pyshtools"}, optional
+        Transform library; default ducc0 where importable (:func:`default_backend`).
+
+    Attributes
+    ----------
+    lmax : int
+    colatitudes, longitudes : ndarray, shapes (lmax + 1,) and (2 lmax + 1,)
+    points : ndarray, shape (lmax + 1, 2 lmax + 1, 3)
+        Unit vectors of the nodes.
+    weights : ndarray, shape (lmax + 1, 2 lmax + 1)
+        Quadrature weights w_i 2π/(2 lmax + 1), exact for degree <= 2 lmax.
+    """
+
+    dim = 3
+    resolution_name = "lmax"  # what refinement doubles
+
+    def __init__(self, lmax: int, backend: str | None = None):
+        if isinstance(lmax, bool) or not isinstance(lmax, (int, np.integer)):
+            raise TypeError(f"`lmax` must be an integer, got {lmax!r}.")
+        if lmax < 2:
+            raise ValueError(f"`lmax` must be at least 2, got {lmax}.")
+        name = default_backend() if backend is None else backend
+        if name not in BACKENDS:
+            raise ValueError(f"`backend` must be one of {sorted(BACKENDS)}, got {backend!r}.")
+        self.backend = BACKENDS[name]
+        self.lmax = int(lmax)
+        _, w = glq(self.lmax)
+        nlon = 2 * self.lmax + 1
+        self.colatitudes, self.longitudes, self.points = nodes(self.lmax)
+        self.weights = np.outer(w, np.full(nlon, 2.0 * np.pi / nlon))
+        for a in (self.colatitudes, self.longitudes, self.points, self.weights):
+            a.setflags(write=False)
+
+    @property
+    def domain(self):
+        return get("sphere")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.lmax + 1, 2 * self.lmax + 1)
+
+    @property
+    def n(self) -> int:
+        """The resolution parameter refinement doubles (here lmax)."""
+        return self.lmax
+
+    @property
+    def spacing(self) -> float:
+        """π / lmax, the shortest resolved half-wavelength (for the CFL step)."""
+        return np.pi / self.lmax
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SphereGrid) and other.lmax == self.lmax
+
+    def __hash__(self) -> int:
+        return hash(("sphere", self.lmax))
+
+    def __repr__(self) -> str:
+        return f"SphereGrid(lmax={self.lmax})"
+
+    def refined(self, factor: int = 2) -> "SphereGrid":
+        return SphereGrid(self.lmax * int(factor), backend=self.backend.name)
+
+    def integrate(self, values: np.ndarray) -> float:
+        return float(np.sum(np.asarray(values) * self.weights))
+
+    def coordinates(self) -> dict:
+        return {"colatitude": (self.colatitudes.copy(), {"units": "rad", "grid": "Gauss-Legendre"}),
+                "longitude": (self.longitudes.copy(), {"units": "rad"})}
+
+    def coarsened(self, values) -> Measure:
+        """The expansion resampled at lmax/2, as a grid measure."""
+        coarse = SphereGrid(max(2, self.lmax // 2), backend=self.backend.name)
+        weights = (self.resample(values, coarse.lmax) * coarse.weights).ravel()
+        return Measure(coarse.points.reshape(-1, 3), weights, self.domain)
+
+    # ----------------------------------------------------------- spectra
+    def coefficients(self, values: np.ndarray) -> np.ndarray:
+        """Orthonormal coefficients c_lm, shape (2, lmax + 1, lmax + 1)."""
+        return self.backend.analysis(values, self.lmax)
+
+    def from_coefficients(self, cilm: np.ndarray) -> np.ndarray:
+        return self.backend.synthesis(cilm, self.lmax)
+
+    def resample(self, values: np.ndarray, lmax: int) -> np.ndarray:
+        """The expansion on the grid of degree lmax (zero-padding is exact)."""
+        return self.backend.synthesis(self.coefficients(values), int(lmax))
+
+    def interpolate(self, values: np.ndarray, points) -> np.ndarray:
+        """Evaluate the spherical-harmonic expansion at unit vectors of shape (..., 3)."""
+        x = check_on_sphere(points, "points")
+        if x.shape[-1] != 3:
+            raise ValueError(f"`points` must be unit vectors in R^3 for a sphere grid, got shape {x.shape}.")
+        return evaluate(self.coefficients(values), x)
+
+    def spectral_tail(self, values: np.ndarray) -> float:
+        """sqrt(max power per degree) over the top 1/16 of degrees, relative to |c_00|."""
+        p = degree_power(self.coefficients(values))
+        width = max(2, self.lmax // 16)
+        return float(np.sqrt(np.max(p[-width:])) / abs(np.sqrt(p[0])))
+
+    def resolution(self, values, tail_tol: float) -> str | None:
+        tail = self.spectral_tail(values)
+        if not tail <= tail_tol:
+            return f"the spectral tail {tail:.3g} exceeds tail_tol = {tail_tol:g} on {self!r}"
+        return None

@@ -1,0 +1,184 @@
+r"""Time steppers for autonomous systems y' = f(y): one table, one ``step`` that does the bookkeeping.
+
+Modelled on ``scipy.integrate``'s ``OdeSolver``: a stepper is created at (t, y)
+with a bound ``t_bound``, and its public :meth:`Stepper.step` advances by one
+step towards it, counts the right-hand-side evaluations and sets ``t``, ``y``
+and ``status``; subclasses implement only ``_step_impl``.
+
+=========  =========================================================================
+method     stepper
+=========  =========================================================================
+"rk4"      classical fourth-order Runge–Kutta (:func:`rk4`), fixed steps
+"ssprk3"   the strong-stability-preserving third-order scheme of Shu & Osher
+           (:func:`ssprk3`), fixed steps; positivity preserving for finite volumes
+"rk45"     Dormand–Prince 5(4) (``scipy.integrate.RK45``), adaptive
+"dop853"   Dormand–Prince 8(5,3) (``scipy.integrate.DOP853``), adaptive
+=========  =========================================================================
+
+Fixed-step rules (:class:`FixedStepper`): steps of ``h`` (a number, or a
+callable giving the next step) with the last one shortened to land on
+``t_bound``; or, with ``subdivide=True``, the interval cut into the fewest equal
+steps not exceeding ``h`` (:func:`equal_steps`).
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+import scipy.integrate as si
+
+__all__ = ["rk4", "ssprk3", "equal_steps", "Stepper", "FixedStepper", "AdaptiveStepper", "STEPPERS", "METHODS",
+           "FIXED", "ADAPTIVE", "make_stepper"]
+
+
+def rk4(f, y, h):
+    """One classical RK4 step of size h for y' = f(y)."""
+    k1 = f(y)
+    k2 = f(y + 0.5 * h * k1)
+    k3 = f(y + 0.5 * h * k2)
+    k4 = f(y + h * k3)
+    return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+def ssprk3(f, y, h):
+    """One SSP-RK3 step (Shu & Osher 1988): convex combinations of forward Euler steps."""
+    y1 = y + h * f(y)
+    y2 = 0.75 * y + 0.25 * (y1 + h * f(y1))
+    return y / 3.0 + (2.0 / 3.0) * (y2 + h * f(y2))
+
+
+def equal_steps(interval: float, h: float) -> tuple[int, float]:
+    """The fewest equal steps of size <= h covering ``interval``: (number, size)."""
+    nsteps = max(1, int(np.ceil(interval / h * (1.0 - 1e-12))))
+    return nsteps, interval / nsteps
+
+
+class Stepper(abc.ABC):
+    """Advance y' = f(y) from (t, y) towards ``t_bound`` one step at a time.
+
+    Attributes
+    ----------
+    t, y : float, ndarray
+        The current time and state.
+    status : {"running", "finished", "failed"}
+    nfev : int
+        Right-hand-side evaluations so far.
+    substeps : int
+        Steps of the scheme one call of :meth:`step` takes (1, except for compiled steppers that
+        advance a whole interval at once).
+    message : str or None
+        Why the last step failed.
+    """
+
+    adaptive = False
+    substeps = 1
+
+    def __init__(self, f, t: float, y: np.ndarray, t_bound: float):
+        self.f, self.t, self.y, self.t_bound = f, float(t), y, float(t_bound)
+        self.status = "running" if self.t < self.t_bound else "finished"
+        self.message = None
+        self.nfev = 0
+
+    def _f(self, y):
+        self.nfev += 1
+        return self.f(y)
+
+    def step(self) -> float:
+        """Advance one step; returns its size (0 if the stepper had finished or failed)."""
+        if self.status != "running":
+            return 0.0
+        t_old = self.t
+        t, y, message = self._step_impl()
+        if message is not None:
+            self.status, self.message = "failed", message
+            return 0.0
+        self.t, self.y = t, y
+        if self.t >= self.t_bound:
+            self.status = "finished"
+        return self.t - t_old
+
+    @abc.abstractmethod
+    def _step_impl(self) -> tuple[float, np.ndarray, str | None]:
+        """(t_new, y_new, None) or (t, y, message) on failure."""
+
+
+class FixedStepper(Stepper):
+    """RK4 or SSP-RK3 with the fixed-step rules of the module docstring.
+
+    Parameters
+    ----------
+    method : {"rk4", "ssprk3"}
+    h : float or callable
+        The step (or a function returning the next one, e.g. a CFL step).
+    subdivide : bool
+        Cut [t, t_bound] into the fewest equal steps <= h instead of shortening the last one.
+    """
+
+    def __init__(self, f, t, y, t_bound, method: str = "rk4", h=None, subdivide: bool = False):
+        super().__init__(f, t, y, t_bound)
+        self.method, self._scheme = method, FIXED[method]
+        self._h = h
+        self._equal = equal_steps(self.t_bound - self.t, h) if subdivide and self.t < self.t_bound else None
+        self._taken = 0
+
+    def _step_impl(self):
+        if self._equal is not None:
+            nsteps, h = self._equal
+            last = self._taken == nsteps - 1
+        else:
+            h = self._h() if callable(self._h) else self._h
+            last = self.t + h >= self.t_bound * (1 - 1e-14) - 1e-300
+            if last:
+                h = self.t_bound - self.t
+        self._taken += 1
+        y = self._scheme(self._f, self.y, h)
+        return (self.t_bound if last else self.t + h), y, None
+
+
+class AdaptiveStepper(Stepper):
+    """scipy's embedded pairs (RK45, DOP853) step by step, on the flattened state.
+
+    ``max_step`` may be changed between steps (a CFL cap); ``dense_output()``
+    interpolates the last step.
+    """
+
+    adaptive = True
+
+    def __init__(self, f, t, y, t_bound, method: str = "rk45", rtol: float = 1e-10, atol: float = 1e-12,
+                 max_step: float = np.inf):
+        super().__init__(f, t, y, t_bound)
+        self.method = method
+        self._shape = np.shape(y)
+        self._solver = ADAPTIVE[method](lambda _t, v: self._f(v.reshape(self._shape)).ravel(), t,
+                                        np.asarray(y).ravel(), t_bound, max_step=max_step, rtol=rtol, atol=atol)
+
+    @property
+    def max_step(self) -> float:
+        return self._solver.max_step
+
+    @max_step.setter
+    def max_step(self, value: float) -> None:
+        self._solver.max_step = value
+
+    def _step_impl(self):
+        message = self._solver.step()
+        if self._solver.status == "failed":
+            return self.t, self.y, message
+        return self._solver.t, self._solver.y.reshape(self._shape), None
+
+    def dense_output(self):
+        """The interpolant of the last step, t ↦ y(t) (shaped)."""
+        dense = self._solver.dense_output()
+        return lambda t: dense(t).reshape(self._shape)
+
+
+FIXED = {"rk4": rk4, "ssprk3": ssprk3}
+ADAPTIVE = {"rk45": si.RK45, "dop853": si.DOP853}
+STEPPERS = {**{name: FixedStepper for name in FIXED}, **{name: AdaptiveStepper for name in ADAPTIVE}}
+METHODS = tuple(STEPPERS)
+
+
+def make_stepper(method: str, f, t, y, t_bound, **options) -> Stepper:
+    """The stepper of ``method`` (:data:`STEPPERS`) at (t, y) bound for ``t_bound``."""
+    return STEPPERS[method](f, t, y, t_bound, method=method, **options)

@@ -1,0 +1,96 @@
+"""Trackers: everything an integration does besides stepping (py-pde's trackers are the model).
+
+The :class:`~meanfield.integrate.Integrator` calls, for each tracker in order,
+
+- ``initialize(t, y)`` once at the start;
+- ``check(t, y)`` on every candidate step, before it is accepted: a reason
+  (a string) rejects the step, and the problem decides what follows (refine
+  and redo it, or stop);
+- ``handle(t, y, h)`` after every accepted step of size h;
+- ``reset(t, y)`` when the state was replaced (a refined grid);
+- ``output(t, y)`` at every output time;
+- ``finalize(t, y, status)`` once at the end, whatever ended it
+  (:class:`Status`: success, resolution lost, interrupted).
+
+Generic trackers live here: :class:`ProgressTracker` (a tqdm bar over simulated
+time), :class:`OutputTracker` (the states at the output times),
+:class:`FiniteTracker` (non-finite states are rejected). The trackers of
+densities — the resolution monitor, the histories of mass and energy, the
+outflow account — are in :mod:`meanfield.solve`, where the grid is known.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+__all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTracker"]
+
+
+class Status(enum.Enum):
+    """How an integration ended."""
+
+    SUCCESS = "success"
+    RESOLUTION_LOST = "resolution lost"
+    INTERRUPTED = "interrupted"
+
+
+class Tracker:
+    """Base class: every hook does nothing (see the module docstring for when each is called)."""
+
+    def initialize(self, t: float, y) -> None:
+        pass
+
+    def check(self, t: float, y) -> str | None:
+        return None
+
+    def handle(self, t: float, y, h: float) -> None:
+        pass
+
+    def reset(self, t: float, y) -> None:
+        pass
+
+    def output(self, t: float, y) -> None:
+        pass
+
+    def finalize(self, t: float, y, status: Status) -> None:
+        pass
+
+
+class ProgressTracker(Tracker):
+    """A tqdm bar over simulated time (off unless ``enabled``), closed at the end whatever happens."""
+
+    def __init__(self, total: float, enabled: bool = True):
+        self.total, self.enabled = float(total), bool(enabled)
+        self.bar = None
+
+    def initialize(self, t, y):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.total, disable=not self.enabled, unit="t", leave=False)
+
+    def handle(self, t, y, h):
+        self.bar.update(h)
+
+    def finalize(self, t, y, status):
+        if self.bar is not None:
+            self.bar.close()
+
+
+class OutputTracker(Tracker):
+    """The states at the output times: ``times`` and ``states`` (copies), in order."""
+
+    def __init__(self):
+        self.times, self.states = [], []
+
+    def output(self, t, y):
+        self.times.append(float(t))
+        self.states.append(np.array(y, copy=True))
+
+
+class FiniteTracker(Tracker):
+    """Rejects a step whose state has a non-finite entry."""
+
+    def check(self, t, y):
+        return None if np.all(np.isfinite(y)) else "the state became non-finite"

@@ -1,0 +1,236 @@
+r"""Fused pairwise sums of the attention kernel: Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), compiled.
+
+The ``pairwise`` strategy (:mod:`meanfield.strategies`), an optimisation of
+:meth:`meanfield.models.SelfAttention.field` tested against it: one pass per
+query (numba, threads over queries and batch members, SIMD over j, no n×n array
+in memory). Each row is shifted by an upper bound s_i of its exponents
+β⟨Qx_i, Ky_j⟩ (the Cauchy–Schwarz bound, exact for Q = K = I on the sphere; the
+exact maximum for rows where the bound is loose enough to underflow) and the
+shift is returned, so SA is safe for any β and USA overflows only where its
+true value does.
+
+Reproducibility: the fast-math kernels run on :func:`meanfield.kernels.threads.run_tasks`
+(not numba's ``parallel=True``, whose cached and freshly compiled code differ in
+the last bits); each output is computed by one task in a fixed order, so results
+are identical bit for bit whatever the number of threads, the process, or
+whether numba compiled the kernel or loaded it from its cache.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..domains.sphere.geometry import project_tangent
+from ..models.base import heads
+from ..numerics import EXP_MAX
+from .fastexp import FASTMATH, vexp
+from .threads import run_tasks
+
+__all__ = ["pairwise_sums", "field", "exact_row", "UNDERFLOW"]
+
+_ROWS = 8  # queries per parallel task (they share one work buffer)
+
+
+#: Rows whose shifted sum falls below this are recomputed with their exact maximum.
+UNDERFLOW = 1e-200
+
+
+@nb.njit(fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def exact_row(q, KxT, VxT, wb, out_num, b, i):
+    """One row with the exact max-shift (the rare fallback); returns (den, shift)."""
+    n, d, dv = KxT.shape[2], KxT.shape[1], VxT.shape[1]
+    s = np.zeros(n)
+    for a in range(d):
+        for j in range(n):
+            s[j] += q[a] * KxT[b, a, j]
+    smax = np.max(s)
+    z = 0.0
+    for a in range(dv):
+        out_num[b, i, a] = 0.0
+    for j in range(n):
+        e = wb[j] * vexp(s[j] - smax)
+        z += e
+        for a in range(dv):
+            out_num[b, i, a] += e * VxT[b, a, j]
+    return z, smax
+
+
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _pairwise_rows(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
+    """Any d: per row a work buffer (d + dv + 2 vectorised passes over j).
+
+    Tasks ``start..stop-1`` of the B·⌈m/_ROWS⌉ blocks of rows (see :func:`_threads.run_tasks`)."""
+    m, d = Qx.shape[1], Qx.shape[2]
+    n = KxT.shape[2]
+    dv = VxT.shape[1]
+    nblk = (m + _ROWS - 1) // _ROWS
+    for task in range(start, stop):
+        b = task // nblk
+        i0 = (task % nblk) * _ROWS
+        buf = np.empty(n)
+        wb = w[b]
+        for i in range(i0, min(m, i0 + _ROWS)):
+            sh = bound[b, i]
+            for j in range(n):
+                buf[j] = -sh
+            for a in range(d):
+                qa = Qx[b, i, a]
+                row = KxT[b, a]
+                for j in range(n):
+                    buf[j] += qa * row[j]
+            z = 0.0
+            for j in range(n):
+                e = wb[j] * vexp(buf[j])
+                buf[j] = e
+                z += e
+            for a in range(dv):
+                row = VxT[b, a]
+                acc = 0.0
+                for j in range(n):
+                    acc += buf[j] * row[j]
+                out_num[b, i, a] = acc
+            out_den[b, i] = z
+            out_shift[b, i] = sh
+            if z < UNDERFLOW:
+                out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i)
+
+
+_FUSED_TEMPLATE = """
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
+def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
+    m = Qx.shape[1]
+    n = KxT.shape[2]
+    for task in range(start, stop):
+        b = task // m
+        i = task % m
+        wb = w[b]
+        sh = bound[b, i]
+{loads}
+        z = 0.0
+{zeros}
+        for j in range(n):
+            e = wb[j] * vexp({dot} - sh)
+            z += e
+{accumulate}
+{stores}
+        out_den[b, i] = z
+        out_shift[b, i] = sh
+        if z < UNDERFLOW:
+            out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i)
+"""
+_FUSED = {}
+
+
+def _fused_kernel(d: int, dv: int):
+    """A single-pass kernel with the dot product unrolled for dimension d (compiled once per (d, dv))."""
+    key = (d, dv)
+    if key not in _FUSED:
+        ind = " " * 8
+        src = _FUSED_TEMPLATE.format(
+            loads="\n".join(
+                [f"{ind}q{a} = Qx[b, i, {a}]\n{ind}k{a} = KxT[b, {a}]" for a in range(d)]
+                + [f"{ind}v{a} = VxT[b, {a}]" for a in range(dv)]
+            ),
+            zeros="\n".join(f"{ind}s{a} = 0.0" for a in range(dv)) or f"{ind}pass",
+            dot=" + ".join(f"q{a} * k{a}[j]" for a in range(d)),
+            accumulate="\n".join(f"{ind}    s{a} += e * v{a}[j]" for a in range(dv)) or f"{ind}    pass",
+            stores="\n".join(f"{ind}out_num[b, i, {a}] = s{a}" for a in range(dv)) or f"{ind}pass",
+        )
+        scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "exact_row": exact_row,
+                 "UNDERFLOW": UNDERFLOW}
+        exec(compile(src, f"<fused kernel d={d} dv={dv}>", "exec"), scope)
+        _FUSED[key] = scope["kernel"]
+    return _FUSED[key]
+
+
+#: dimensions up to which the unrolled single-pass kernel is used
+_UNROLL_MAX = 8
+
+
+def _as_batch(x, name):
+    x = np.asarray(x, dtype=float)
+    if x.ndim < 2:
+        raise ValueError(f"`{name}` must have shape (..., n, d), got {x.shape}.")
+    return x.reshape((-1,) + x.shape[-2:])
+
+
+def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None):
+    r"""Fused sums Σ_j w_j e^{β⟨Q q_i, K x_j⟩} (V x_j, 1), returned with their row shift.
+
+    Parameters
+    ----------
+    points : array_like, shape (..., n, d)
+    weights : array_like, shape (..., n)
+    queries : array_like, shape (..., m, d)
+        Same leading (batch) shape as ``points``.
+    beta : float
+    Q, K, V : array_like (d, d) or None (identity). ``V`` may also be the
+        string ``"none"`` to skip the vector sum (energy only).
+
+    Returns
+    -------
+    num : ndarray, shape (..., m, d)
+        e^{-s_i} Σ_j w_j e^{β⟨Qq_i, Kx_j⟩} V x_j.
+    den : ndarray, shape (..., m)
+        e^{-s_i} Σ_j w_j e^{β⟨Qq_i, Kx_j⟩}.
+    shift : ndarray, shape (..., m)
+        The row shift s_i, an upper bound of max_j β⟨Qq_i, Kx_j⟩ (the
+        Cauchy–Schwarz bound, or the exact maximum where the bound is loose
+        enough to underflow), so the sums are e^{s_i}(num, den).
+
+    Notes
+    -----
+    Inputs must be finite (the public callers check). The exponential is the
+    vectorised :func:`particles._exp.vexp`, exact to 1 ulp.
+    """
+    P, Xq = _as_batch(points, "points"), _as_batch(queries, "queries")
+    lead = np.shape(points)[:-2]
+    if np.shape(queries)[:-2] != lead:
+        raise ValueError(f"`points` and `queries` must share their batch shape, got {lead} and {np.shape(queries)[:-2]}.")
+    W = np.asarray(weights, dtype=float).reshape(P.shape[0], P.shape[1])
+    Kx = P if K is None else P @ np.asarray(K, dtype=float).T
+    Qx = beta * (Xq if Q is None else Xq @ np.asarray(Q, dtype=float).T)
+    if isinstance(V, str):
+        VxT = np.empty((P.shape[0], 0, P.shape[1]))
+    else:
+        VxT = np.ascontiguousarray(np.swapaxes(P if V is None else P @ np.asarray(V, dtype=float).T, 1, 2))
+    KxT = np.ascontiguousarray(np.swapaxes(Kx, 1, 2))
+    B, m = Xq.shape[0], Xq.shape[1]
+    num = np.empty((B, m, VxT.shape[1]))
+    den = np.empty((B, m))
+    shift = np.empty((B, m))
+    # shift each row by the Cauchy–Schwarz bound max_j β⟨Qq_i, Kx_j⟩ <= |βQq_i| max_j |Kx_j|:
+    # exact (attained) for Q = K = I on the sphere with queries among the points; rows
+    # where it is loose enough to underflow are redone with their exact maximum
+    bound = np.linalg.norm(Qx, axis=-1) * np.max(np.linalg.norm(Kx, axis=-1), axis=-1, keepdims=True)
+    d = P.shape[-1]
+    args = (np.ascontiguousarray(Qx), KxT, VxT, np.ascontiguousarray(W), np.ascontiguousarray(bound), num, den, shift)
+    if d <= _UNROLL_MAX:
+        run_tasks(_fused_kernel(d, VxT.shape[1]), B * m, *args)
+    else:
+        run_tasks(_pairwise_rows, B * ((m + _ROWS - 1) // _ROWS), *args)
+    return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
+
+
+def field(model, points, weights, queries) -> np.ndarray:
+    """X[μ](queries) through :func:`pairwise_sums`; same contract as ``model.field``.
+
+    No input checks beyond shapes: this is the inner loop of
+    :func:`particles.simulate`, which checks its inputs once.
+    """
+    total = 0.0
+    for h in heads(model):
+        num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V)
+        if h.normalized:
+            total = total + num / den[..., None]
+        else:
+            if np.max(shift, initial=-np.inf) > EXP_MAX:
+                raise OverflowError(
+                    f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(shift):.1f} > {EXP_MAX:.1f}; "
+                    "USA keeps the unscaled kernel (MATH.md §2.1), so use a smaller β or SA."
+                )
+            total = total + num * np.exp(shift)[..., None]
+    return project_tangent(np.asarray(queries, dtype=float), total)
+
+

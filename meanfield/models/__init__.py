@@ -1,0 +1,23 @@
+"""Attention models: the velocity field X[μ] shared by particles and grids (MATH.md §1–2, §5).
+
+=======================  ===========================================================
+:class:`SelfAttention`   SA / USA on the sphere S^{d-1} (GLPR (2.3), (USA))
+:class:`MultiHeadAttention`  sums of heads (GLPR (2.7))
+:class:`Softmax`, :class:`L2`, :class:`Sinkhorn`, :class:`Sigmoid`, :class:`Masked`
+                         the R^d variants of CACP
+=======================  ===========================================================
+
+Each model has ``field(points, weights, queries)`` (the reference sum),
+``heads``, ``dim``, ``domain`` and ``kind``; :mod:`.bounds` holds the bounds
+on the field used by step sizes and stability estimates. May import the
+domain layer's geometry, :mod:`meanfield.checks` and :mod:`meanfield.numerics`.
+"""
+
+from .base import Head, heads
+from .bounds import head_norms, lipschitz_constants, rate_scale
+from .euclidean import EUCLIDEAN_MODELS, L2, EuclideanAttention, Masked, Sigmoid, Sinkhorn, Softmax
+from .multihead import MultiHeadAttention
+from .sphere import SelfAttention
+
+__all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EuclideanAttention",
+           "EUCLIDEAN_MODELS", "Head", "heads", "head_norms", "rate_scale", "lipschitz_constants"]

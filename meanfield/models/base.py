@@ -1,0 +1,101 @@
+"""What every attention head shares: Q, K, V checked once, the measure checks, row chunks.
+
+A *head* is an immutable dataclass with matrices Q, K, V (``None`` means the
+identity of any dimension). Every model — one head or a sum of heads — has
+``heads`` (a tuple of heads), ``dim`` (the d its matrices fix, or None),
+``domain`` ("sphere": S^{d-1}, the circle included; "euclidean": R^d),
+``kind`` (its name in study files) and ``field(points, weights, queries)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import checks
+
+__all__ = ["Head", "heads", "check_weights", "row_chunks", "identity_multiple", "CHUNK"]
+
+#: Work arrays of the pairwise sums are chunked to at most this many entries.
+CHUNK = 1 << 21
+
+
+class Head:
+    """Mixin of the dataclass heads: validates ``Q``, ``K``, ``V`` in ``__post_init__``.
+
+    ``min_dim`` is the smallest d allowed (2 on the sphere, 1 in R^d).
+    """
+
+    min_dim = 2
+    Q: np.ndarray | None
+    K: np.ndarray | None
+    V: np.ndarray | None
+
+    def _check_matrices(self) -> None:
+        dims = set()
+        for name in ("Q", "K", "V"):
+            M = checks.square_matrix(getattr(self, name), name, self.min_dim)
+            object.__setattr__(self, name, M)
+            if M is not None:
+                dims.add(M.shape[0])
+        if len(dims) > 1:
+            raise ValueError(f"`Q`, `K`, `V` must share one dimension d, got sizes {sorted(dims)}.")
+
+    @property
+    def dim(self) -> int | None:
+        """The ambient dimension d fixed by the matrices, or None if all are identities."""
+        for M in (self.Q, self.K, self.V):
+            if M is not None:
+                return M.shape[0]
+        return None
+
+    @property
+    def heads(self) -> tuple:
+        """``(self,)``: a single head (see :class:`MultiHeadAttention` for sums of heads)."""
+        return (self,)
+
+    def matrices(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Q, K, V) as d×d arrays (the identity where ``None``)."""
+        eye = np.eye(d)
+        return tuple(eye if M is None else M for M in (self.Q, self.K, self.V))
+
+    def A(self, d: int) -> np.ndarray:
+        """A = KᵀQ, so that ⟨Qx, Ky⟩ = ⟨Ax, y⟩."""
+        Q, K, _ = self.matrices(d)
+        return K.T @ Q
+
+    def check_dim(self, d: int) -> None:
+        """``ValueError`` if the matrices do not act on R^d."""
+        if self.dim is not None and self.dim != d:
+            raise ValueError(f"the model's matrices are {self.dim}×{self.dim} but the points live in R^{d}.")
+
+
+def heads(model) -> tuple:
+    """The heads of a model: its own tuple for multi-head, ``(model,)`` for one head."""
+    h = getattr(model, "heads", None)
+    if not isinstance(h, tuple) or not all(isinstance(x, Head) for x in h):
+        raise TypeError(f"`model` must be an attention model from meanfield.models, got {type(model).__name__}.")
+    return h
+
+
+def check_weights(weights, points) -> np.ndarray:
+    """One finite weight per point."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.shape != points.shape[:-1]:
+        raise ValueError(f"`weights` must have shape {points.shape[:-1]} (one per point), got {weights.shape}.")
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("`weights` contains non-finite values (NaN or inf).")
+    return weights
+
+
+def row_chunks(m: int, n: int) -> list[slice]:
+    """Slices of the m query rows such that a chunk of rows × n points has at most :data:`CHUNK` entries."""
+    step = max(1, CHUNK // max(n, 1))
+    return [slice(i, min(m, i + step)) for i in range(0, m, step)]
+
+
+def identity_multiple(M: np.ndarray | None) -> float | None:
+    """c if ``M`` is c·I (``None`` counts as I), else None."""
+    if M is None:
+        return 1.0
+    c = M[0, 0]
+    return float(c) if np.array_equal(M, c * np.eye(M.shape[0])) else None

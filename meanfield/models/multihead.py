@@ -1,0 +1,71 @@
+"""Multi-head attention: the sum over heads of their fields (GLPR (2.7); CACP for R^d)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Sequence
+
+import numpy as np
+
+from ..domains.sphere.geometry import project_tangent
+from .base import Head
+from .sphere import check_measure
+
+__all__ = ["MultiHeadAttention"]
+
+
+@dataclass(frozen=True, eq=False)
+class MultiHeadAttention:
+    """Multi-head attention: the sum over heads of their fields (GLPR (2.7); CACP for R^d).
+
+    Parameters
+    ----------
+    heads : sequence of SelfAttention, or of R^d models (Softmax, L2, ...)
+        At least one head, all on the sphere or all in R^d; each carries its
+        own parameters.
+    """
+
+    heads: tuple = dc_field(default_factory=tuple)
+
+    kind = "multi-head"
+
+    def __post_init__(self):
+        heads = tuple(self.heads) if isinstance(self.heads, Sequence) else self.heads
+        if not isinstance(heads, tuple) or len(heads) == 0:
+            raise ValueError(f"`heads` must be a non-empty sequence of SelfAttention, got {self.heads!r}.")
+        for i, h in enumerate(heads):
+            if not isinstance(h, Head):
+                raise TypeError(f"`heads[{i}]` must be an attention model, got {type(h).__name__}.")
+        if len({h.domain for h in heads}) > 1:
+            raise ValueError("`heads` mixes sphere (SelfAttention) and R^d heads.")
+        dims = {h.dim for h in heads if h.dim is not None}
+        if len(dims) > 1:
+            raise ValueError(f"the heads live in different dimensions: {sorted(dims)}.")
+        object.__setattr__(self, "heads", heads)
+
+    @property
+    def dim(self) -> int | None:
+        for h in self.heads:
+            if h.dim is not None:
+                return h.dim
+        return None
+
+    @property
+    def zonal(self) -> None:
+        """Multi-head models always use the generic (quadrature) path."""
+        return None
+
+    @property
+    def domain(self) -> str:
+        return self.heads[0].domain
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        """Σ_h X_h[μ](queries), shape (..., m, d); see :meth:`SelfAttention.field`."""
+        if self.domain == "euclidean":
+            return sum(h.field(points, weights, queries) for h in self.heads)
+        points, weights, queries = check_measure(points, weights, queries)
+        for h in self.heads:
+            h.check_dim(points.shape[-1])
+        total = sum(h.average(points, weights, queries) for h in self.heads)
+        return project_tangent(queries, total)
+

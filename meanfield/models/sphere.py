@@ -1,0 +1,210 @@
+r"""Self-attention on the sphere S^{d-1}: the velocity field X[μ] shared by particles and grids.
+
+A model is an immutable object with one job: given a weighted point set
+(an empirical measure, or grid nodes with density × quadrature weight) it
+evaluates the velocity field at arbitrary query points,
+
+.. math::
+
+    X[\mu](x) = P_x^\perp u_\mu(x),\qquad
+    u_\mu(x) = \frac{1}{Z_\mu(x)}\int e^{\beta\langle Qx, Ky\rangle}\,Vy\,d\mu(y),
+    \qquad Z_\mu(x) = \int e^{\beta\langle Qx, Ky\rangle}\,d\mu(y)\ \ (\text{SA}),
+    \quad Z_\mu \equiv 1\ \ (\text{USA}),
+
+(GLPR (2.3), (USA) and (3.4); MATH.md §1–2). For an empirical measure with
+weights 1/n this is exactly the particle system of GLPR; the USA convention
+``Z ≡ 1`` with weights 1/n is the paper's ``Z_i = n``.
+
+This is the single definition of the dynamics on spheres (the reference
+strategy ``quadrature``); the fast strategies of the grids and the particles
+are optimisations of it and are tested against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import checks
+from ..domains.sphere.geometry import check_on_sphere, project_tangent
+from ..numerics import EXP_MAX
+from .base import Head, check_weights, identity_multiple, row_chunks
+
+__all__ = ["SelfAttention", "check_measure"]
+
+
+def check_measure(points, weights, queries):
+    """Unit vectors ``points`` (..., n, d) with one finite weight each, and unit-vector ``queries`` (..., m, d)."""
+    points = check_on_sphere(points, "points")
+    queries = check_on_sphere(queries, "queries")
+    if points.ndim < 2 or queries.ndim < 2:
+        raise ValueError(
+            f"`points` and `queries` must have shape (..., n, d); got {points.shape} and {queries.shape}."
+        )
+    if points.shape[-1] != queries.shape[-1]:
+        raise ValueError(
+            f"`points` and `queries` live in different dimensions: d = {points.shape[-1]} and {queries.shape[-1]}."
+        )
+    return points, check_weights(weights, points), queries
+
+
+@dataclass(frozen=True, eq=False)
+class SelfAttention(Head):
+    r"""Self-attention dynamics on the sphere S^{d-1} (GLPR (2.3) and (USA)).
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature β >= 0.
+    Q, K, V : array_like, shape (d, d), optional
+        Query, key and value matrices; ``None`` means the identity (of any d).
+    normalized : bool, default True
+        ``True`` for SA (softmax normalisation by Z_μ(x)), ``False`` for USA
+        (Z ≡ 1, i.e. Z_i = n for n particles of weight 1/n).
+
+    Notes
+    -----
+    With Q = K = I and V = ±I the field is a gradient (MATH.md §2.1):
+    USA: X = (1/β)∇(K_β*μ); SA: X = (1/β)∇ log(K_β*μ), with
+    K_β*μ(x) = ∫ e^{β⟨x,y⟩} dμ(y). The interaction energy
+    E_β(μ) = (1/2β)∬ e^{β⟨x,y⟩} dμ dμ is then non-decreasing for V = I
+    and non-increasing for V = -I (GLPR Lemma 3.7).
+    """
+
+    beta: float
+    Q: np.ndarray | None = None
+    K: np.ndarray | None = None
+    V: np.ndarray | None = None
+    normalized: bool = True
+
+    domain = "sphere"  # where the tokens live: S^{d-1} (class constants, not fields)
+    kind = "self-attention"
+
+    def __post_init__(self):
+        object.__setattr__(self, "beta", checks.beta(self.beta))
+        self._check_matrices()
+        if not isinstance(self.normalized, (bool, np.bool_)):
+            raise TypeError(f"`normalized` must be a bool, got {self.normalized!r}.")
+
+    # ------------------------------------------------------------------ info
+    @property
+    def zonal(self) -> tuple[float, float] | None:
+        """``(β_eff, c)`` when Q = qI, K = kI, V = cI with qk >= 0, else None.
+
+        Then ⟨Qx, Ky⟩ = qk⟨x, y⟩, the kernel is zonal with inverse temperature
+        β_eff = β q k, and the field is c times the Q = K = V = I field with
+        β_eff. This is when the fast spectral paths apply.
+        """
+        q, k, c = (identity_multiple(M) for M in (self.Q, self.K, self.V))
+        if q is None or k is None or c is None or q * k < 0:
+            return None
+        return self.beta * q * k, c
+
+    def __repr__(self) -> str:
+        mats = ", ".join(
+            f"{n}={'I' if M is None else np.array2string(M, precision=3)}"
+            for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V))
+        )
+        kind = "SA" if self.normalized else "USA"
+        return f"SelfAttention({kind}, beta={self.beta:g}, {mats})"
+
+    # ------------------------------------------------------------------ field
+    def average(self, points, weights, queries) -> np.ndarray:
+        r"""u_μ(x) = ∫ e^{β⟨Qx,Ky⟩} V y dμ(y) / Z_μ(x), before the tangent projection, shape (..., m, d).
+
+        No input checks (:meth:`field` checks); exponents are shifted by their
+        row maximum, so SA is safe for any β; USA raises ``OverflowError``
+        where e^{β⟨Qx,Ky⟩} overflows.
+        """
+        Kx = points if self.K is None else points @ self.K.T
+        Qx = queries if self.Q is None else queries @ self.Q.T
+        Vx = points if self.V is None else points @ self.V.T
+        wV = weights[..., :, None] * Vx
+        m, n = queries.shape[-2], points.shape[-2]
+        out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (m, Vx.shape[-1]))
+        for sl in row_chunks(m, n):
+            s = self.beta * (Qx[..., sl, :] @ np.swapaxes(Kx, -1, -2))  # (..., mc, n)
+            smax = np.max(s, axis=-1, keepdims=True)
+            e = np.exp(s - smax)
+            num = e @ wV
+            if self.normalized:
+                Z = e @ weights[..., :, None]
+                if np.any(Z <= 0):
+                    raise ValueError(
+                        "the softmax normaliser Z_μ(x) is not positive: the weights must "
+                        "describe a non-negative measure of positive mass."
+                    )
+                out[..., sl, :] = num / Z
+            else:
+                if np.max(smax) > EXP_MAX:
+                    raise OverflowError(
+                        f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(smax):.1f} > "
+                        f"{EXP_MAX:.1f}; USA keeps the unscaled kernel e^(β⟨Qx,Ky⟩) (MATH.md §2.1), "
+                        "so use a smaller β or the normalised model (SA)."
+                    )
+                out[..., sl, :] = num * np.exp(smax)
+        return out
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        r"""Velocity field X[μ] at ``queries`` for μ = Σ_j w_j δ_{points_j}.
+
+        Parameters
+        ----------
+        points : array_like, shape (..., n, d)
+            Unit vectors carrying the measure.
+        weights : array_like, shape (..., n)
+            Their weights (1/n for particles; density × quadrature weight for grids).
+        queries : array_like, shape (..., m, d)
+            Unit vectors where the field is evaluated.
+
+        Returns
+        -------
+        ndarray, shape (..., m, d)
+            Tangent vectors X[μ](queries) (MATH.md §2). For SA the exponents are
+            shifted by their maximum, so any β is safe; for USA an
+            ``OverflowError`` is raised where e^{β⟨Qx,Ky⟩} overflows.
+        """
+        points, weights, queries = check_measure(points, weights, queries)
+        self.check_dim(points.shape[-1])
+        return project_tangent(queries, self.average(points, weights, queries))
+
+    # ------------------------------------------------------------------ energy
+    def _energy_beta(self) -> float:
+        z = self.zonal
+        if z is None:
+            raise ValueError(
+                "the interaction energy E_β is defined here for zonal kernels only "
+                f"(Q = qI, K = kI with qk >= 0); this model is {self!r}."
+            )
+        return z[0]
+
+    def scaled_energy(self, points, weights) -> float:
+        r"""e^{-β} E_β(μ), finite for every β (see :meth:`energy`)."""
+        points = check_on_sphere(points, "points")
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != points.shape[:-1] or points.ndim != 2:
+            raise ValueError(
+                f"`points` must have shape (n, d) and `weights` shape (n,), got {points.shape} and {weights.shape}."
+            )
+        self.check_dim(points.shape[-1])
+        beta = self._energy_beta()
+        if beta == 0.0:
+            m = weights @ points
+            return 0.5 * float(m @ m)
+        G = points @ points.T
+        return float(weights @ np.exp(beta * (G - 1.0)) @ weights) / (2.0 * beta)
+
+    def energy(self, points, weights) -> float:
+        r"""Interaction energy E_β(μ) = (1/2β) ∬ e^{β⟨x,y⟩} dμ(x) dμ(y) (GLPR §3.2).
+
+        Defined for zonal kernels (Q = qI, K = kI, β_eff = βqk; V plays no role).
+        At β = 0 this returns ½|∫x dμ|², the limit of E_β − μ(S)²/(2β), which is
+        the Lyapunov function of the β = 0 dynamics. ``OverflowError`` where
+        e^β overflows (β > 709); use :meth:`scaled_energy` there.
+        """
+        s = self.scaled_energy(points, weights)
+        beta = self._energy_beta()
+        if beta > EXP_MAX:
+            raise OverflowError(f"E_β overflows float64 for β = {beta:g}; use `scaled_energy`.")
+        return s * np.exp(beta)
