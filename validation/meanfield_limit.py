@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+import particles
 from meanfield import Density, solve
 
 from .wasserstein import discretisation, prepare, wasserstein
@@ -115,8 +116,6 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     -------
     MeanFieldLimit
     """
-    import particles
-
     if not isinstance(mu0, Density):
         raise TypeError(f"`mu0` must be a Density on the circle, on S² or in R^d, got {mu0!r}.")
     ns = np.asarray(ns)
