@@ -229,16 +229,14 @@ def _two_bumps(sphere: bool) -> dict:
 
 
 def _demo(args) -> int:
-    from .study import StudyError, read, run_config
+    from .study import read, run_config
     from .study.build import build_grid
     from .study.figures import plot_overview
     from .io import save
 
-    cfg = read(demo_study(args))
-    if not cfg["time"]["t_end"] > 0:
-        raise StudyError(f"--t-end must be positive, got {cfg['time']['t_end']}")
-    grid0 = build_grid(cfg)
     args.output.mkdir(parents=True, exist_ok=True)
+    cfg = read(demo_study(args))
+    grid0 = build_grid(cfg)
     log.info("solving %s on %r, t in [0, %g] ...", cfg["model"], grid0, cfg["time"]["t_end"])
     start = time.perf_counter()
     ds, interrupted = run_config(cfg, progress=not args.quiet and sys.stderr.isatty())

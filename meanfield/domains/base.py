@@ -65,6 +65,11 @@ class Grid(abc.ABC):
     def coordinates(self) -> dict[str, tuple[np.ndarray, dict]]:
         """The grid's axes by name, ``{name: (values, attributes)}``, in the order of ``shape``."""
 
+    @classmethod
+    @abc.abstractmethod
+    def from_coordinates(cls, coordinates: dict[str, np.ndarray]) -> "Grid":
+        """The grid whose :meth:`coordinates` these are (e.g. rebuilt from a results file)."""
+
     @abc.abstractmethod
     def coarsened(self, values) -> "Measure":
         """The grid measure of ``values`` at half the resolution (for estimates of the discretisation error)."""
@@ -94,6 +99,7 @@ class Domain(abc.ABC):
 
     name: str
     grid_type: type
+    projection: str | None = None  # the matplotlib projection of its density plots
     model_family: str = "sphere"  # the models that move it: "sphere" (S^{d-1}) or "euclidean" (R^d)
     default_method: str = "rk4"
     default_max_n: int | None = None
@@ -171,8 +177,13 @@ class Domain(abc.ABC):
         """Points drawn iid from ``density``, shape ``shape + (d,)``."""
 
     @abc.abstractmethod
-    def plot(self, density, ax=None, **kwargs):
-        """A figure of one density. Returns the Axes."""
+    def plot(self, density, ax=None, *, colorbar: bool = True, vmax: float | None = None, cmap: str = "magma",
+             **kwargs):
+        """A figure of one density (on axes of ``projection``). Returns the Axes."""
+
+    @abc.abstractmethod
+    def plot_points(self, x, ax, **kwargs):
+        """Points of the domain drawn over its :meth:`plot` (particles over a density). Returns the Axes."""
 
     @abc.abstractmethod
     def plot_solution(self, solution, title: str | None = None):

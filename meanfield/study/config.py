@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import domains
+
 __all__ = ["StudyError", "SCHEMA", "read", "read_raw", "validate", "override", "parse_over", "to_json"]
 
 DOMAINS = ("circle", "sphere", "euclidean")
@@ -102,8 +104,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "dt": Key("float", None, "fixed step of rk4/ssprk3 (default: CFL step)", positive=True),
         "refine": Key("bool", None, "refine the grid when resolution is lost (default true; false in R^d)"),
         "max_n": Key("int", None, "largest n (circle) or lmax (sphere) refinement may reach", minimum=4),
-        "rtol": Key("float", 1e-8, "rk45/dop853 relative tolerance", positive=True),
-        "atol": Key("float", 1e-10, "rk45/dop853 absolute tolerance", positive=True),
+        "rtol": Key("float", 1e-10, "rk45/dop853 relative tolerance (meanfield.solve's default)", positive=True),
+        "atol": Key("float", 1e-12, "rk45/dop853 absolute tolerance (meanfield.solve's default)", positive=True),
     },
     "particles": {
         "n": Key("ints", None, "particle numbers N (one or several; no particles when absent)", minimum=1),
@@ -414,9 +416,10 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
         tm["t_end"], tm["frames"] = te[-1], len(te)
     else:
         tm["t_eval"] = [tm["t_end"] * i / (tm["frames"] - 1) for i in range(tm["frames"])]
+    refinable = domains.get(domain).default_max_n is not None  # the domain says whether its grids refine
     if tm["refine"] is None:
-        tm["refine"] = not euclid
-    if euclid and tm["refine"]:
+        tm["refine"] = refinable
+    if tm["refine"] and not refinable:
         raise StudyError("[time] refine: finite-volume grids are not refined; use a finer [grid] shape")
     if tm["dt"] is not None and tm["method"] in ("rk45", "dop853"):
         raise StudyError(f"[time] dt: fixes the step of rk4/ssprk3, not of {tm['method']!r}")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import domains
 from ..density import Density
-from ..domains import CIRCLE, SPHERE, SphereGrid
 
 __all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_wasserstein", "plot_rate", "plot_clusters",
            "plot_sweep", "plot_overview", "animate", "write_figures"]
@@ -48,7 +48,8 @@ def _computed_frames(ds) -> np.ndarray:
 
 
 def _spatial_dims(ds):
-    return [d for d in ("theta", "colatitude", "longitude", "x", "y") if d in ds["density"].dims]
+    """The density's space dimensions (all but time), as its grid names them."""
+    return list(ds["density"].dims[1:])
 
 
 def plot_density(ds, ax=None, cmap="magma"):
@@ -69,7 +70,7 @@ def plot_density(ds, ax=None, cmap="magma"):
     over = _overlay(ds)
     if over is not None:
         n, x = over
-        pos = CIRCLE.coordinates(x) if s == "theta" else x[..., 0]
+        pos = np.reshape(domains.get(ds.attrs["domain"]).coordinates(x), x.shape[:-1])  # θ, or x in R¹
         ax.plot(ds["time"].values, pos, ".", ms=1.5, color="c", alpha=0.7)
         ax.set_title(f"density, with {min(n, pos.shape[1])} of N = {n} particles (cyan)", fontsize=9)
     ax.set_xlabel("t")
@@ -77,9 +78,12 @@ def plot_density(ds, ax=None, cmap="magma"):
     return ax
 
 
-def _sphere_density(ds, i):
-    lmax = ds.sizes["colatitude"] - 1
-    return Density(SphereGrid(lmax), ds["density"].isel(time=i).values, check=False)
+def _densities(ds):
+    """(domain, frame i ↦ Density): the results' densities on the grid their coordinates describe."""
+    domain = domains.get(ds.attrs["domain"])
+    dims = _spatial_dims(ds)
+    grid = domain.grid_type.from_coordinates({d: ds[d].values for d in dims})
+    return domain, lambda i: Density(grid, ds["density"].isel(time=i).transpose(*dims).values, check=False)
 
 
 def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = False):
@@ -90,26 +94,16 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = 
     k = valid.size
     shown = valid[np.unique(np.linspace(0, k - 1, min(k, 2 * ncols)).astype(int))] if times is None else times
     rows = -(-len(shown) // ncols)
-    sphere = "colatitude" in ds.dims
+    domain, density = _densities(ds)
     energy = energy and ("energy" in ds or "particle_energy" in ds)
-    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if sphere else 3.6) * rows + (2.6 if energy else 0)))
+    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if domain.projection else 3.6) * rows + (2.6 if energy else 0)))
     over = _overlay(ds)
     grid_rows = rows + (1 if energy else 0)
     for j, i in enumerate(shown):
-        if sphere:
-            ax = fig.add_subplot(grid_rows, ncols, j + 1, projection="mollweide")
-            SPHERE.plot(_sphere_density(ds, i), ax=ax, colorbar=False, cmap=cmap)
-            if over is not None:
-                x = over[1][i]
-                ax.plot(np.arctan2(x[:, 1], x[:, 0]), np.arcsin(np.clip(x[:, 2], -1, 1)), ".", ms=2, color="c")
-        else:
-            ax = fig.add_subplot(grid_rows, ncols, j + 1)
-            rho = ds["density"].isel(time=i).transpose("x", "y").values
-            ax.pcolormesh(ds["x"].values, ds["y"].values, rho.T, shading="nearest", cmap=cmap)
-            ax.set_aspect("equal")
-            if over is not None:
-                x = over[1][i]
-                ax.plot(x[:, 0], x[:, 1], ".", ms=2, color="c")
+        ax = fig.add_subplot(grid_rows, ncols, j + 1, projection=domain.projection)
+        domain.plot(density(i), ax=ax, colorbar=False, cmap=cmap)
+        if over is not None:
+            domain.plot_points(over[1][i], ax)
         ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
     if energy:
         plot_energy(ds, ax=fig.add_subplot(grid_rows, 1, grid_rows))
@@ -262,30 +256,20 @@ def animate(ds, path, fps: int = 8):
         path = path.with_suffix(".gif")
     writer = "ffmpeg" if path.suffix == ".mp4" else "pillow"
     valid = _computed_frames(ds)
-    dims = _spatial_dims(ds)
+    domain, density = _densities(ds)
     over = _overlay(ds)
-    sphere = "colatitude" in dims
     fig = plt.figure(figsize=(6, 3.6))
-    ax = fig.add_subplot(projection="mollweide" if sphere else None)
-    vmax = float(np.nanmax(ds["density"].values))
+    ax = fig.add_subplot(projection=domain.projection)
+    curve = len(_spatial_dims(ds)) == 1  # a curve (circle, R¹): black, with room above its peak
+    vmax = float(np.nanmax(ds["density"].values)) * (1.05 if curve else 1.0)
+    style = {"color": "k"} if curve else {}
 
     def frame(j):
         i = valid[j]
         ax.clear()
-        if sphere:
-            SPHERE.plot(_sphere_density(ds, i), ax=ax, colorbar=False, vmax=vmax)
-        elif len(dims) == 1:
-            s = dims[0]
-            ax.plot(ds[s].values, ds["density"].isel(time=i).values, color="k")
-            ax.set_ylim(0, 1.05 * vmax)
-            ax.set_xlabel(s)
-            if over is not None:
-                x = over[1][i]
-                pos = CIRCLE.coordinates(x) if s == "theta" else x[:, 0]
-                ax.plot(pos, np.zeros_like(pos), "|", color="c", ms=10)
-        else:
-            ax.pcolormesh(ds["x"].values, ds["y"].values, ds["density"].isel(time=i).transpose("x", "y").values.T,
-                          shading="nearest", cmap="magma", vmin=0, vmax=vmax)
+        domain.plot(density(i), ax=ax, colorbar=False, vmax=vmax, **style)
+        if over is not None:
+            domain.plot_points(over[1][i], ax)
         ax.set_title(f"t = {float(ds['time'][i]):.3g}")
         return []
 

@@ -92,6 +92,10 @@ class CircleGrid(Grid):
     def coordinates(self) -> dict:
         return {"theta": (self.angles.copy(), {"long_name": "angle θ", "units": "rad"})}
 
+    @classmethod
+    def from_coordinates(cls, coordinates) -> "CircleGrid":
+        return cls(len(coordinates["theta"]))
+
     def coarsened(self, values) -> Measure:
         """The interpolant truncated to n/2 nodes, as a grid measure."""
         coarse = CircleGrid(max(4, self.n // 2))

@@ -6,13 +6,14 @@ import numpy as np
 
 from ..plotting import plot_energy
 from . import fourier
+from .geometry import points_to_angles
 from .grid import CircleGrid
 
-__all__ = ["plot", "spacetime", "plot_spacetime", "plot_solution"]
+__all__ = ["plot", "plot_points", "spacetime", "plot_spacetime", "plot_solution"]
 
 
-def plot(density, ax=None, **kwargs):
-    """ρ(θ) on [0, 2π]. Returns the Axes."""
+def plot(density, ax=None, *, colorbar=True, vmax=None, cmap="magma", **kwargs):
+    """ρ(θ) on [0, 2π] (``colorbar`` and ``cmap`` do not apply to a curve). Returns the Axes."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -22,6 +23,15 @@ def plot(density, ax=None, **kwargs):
     ax.set_xlabel("θ")
     ax.set_ylabel("ρ(θ)")
     ax.set_xlim(0, 2 * np.pi)
+    if vmax is not None:
+        ax.set_ylim(0, vmax)
+    return ax
+
+
+def plot_points(x, ax, **kwargs):
+    """Points of the circle as ticks at their angles on the θ axis. Returns the Axes."""
+    theta = points_to_angles(x)
+    ax.plot(theta, np.zeros_like(theta), "|", **({"color": "c", "ms": 10} | kwargs))
     return ax
 
 

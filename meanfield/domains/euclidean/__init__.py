@@ -66,6 +66,9 @@ class Euclidean(Domain):
     def plot(self, density, ax=None, **kwargs):
         return _plotting.plot(density, ax=ax, **kwargs)
 
+    def plot_points(self, x, ax, **kwargs):
+        return _plotting.plot_points(x, ax, **kwargs)
+
     def plot_solution(self, solution, title=None):
         return _plotting.plot_solution(solution, title=title)
 

@@ -113,6 +113,13 @@ class EuclideanGrid(Grid):
         names = ("x", "y")[: self.dim]
         return {k: (self.axes[i].copy(), {"long_name": f"cell centre {k}"}) for i, k in enumerate(names)}
 
+    @classmethod
+    def from_coordinates(cls, coordinates) -> "EuclideanGrid":
+        """From the cell centres of each axis (equal cells): the box extends half a cell beyond them."""
+        axes = [np.asarray(coordinates[k], dtype=float) for k in ("x", "y") if k in coordinates]
+        bounds = [(a[0] - 0.5 * (a[1] - a[0]), a[-1] + 0.5 * (a[1] - a[0])) for a in axes]
+        return cls(bounds, tuple(a.size for a in axes))
+
     def coarsened(self, values) -> Measure:
         """Masses of 2 × 2 blocks of cells (exact sums) at the blocks' centres of mass, normalised."""
         m = np.asarray(values) * self.weights

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot", "plot_solution", "plot_particles_2d"]
+__all__ = ["plot", "plot_points", "plot_solution", "plot_particles_2d"]
 
 
-def plot(density, ax=None, cmap="magma", **kwargs):
+def plot(density, ax=None, *, colorbar=True, vmax=None, cmap="magma", **kwargs):
     """ρ(x) (d = 1) or an image of ρ (d = 2). Returns the Axes."""
     import matplotlib.pyplot as plt
 
@@ -18,12 +18,26 @@ def plot(density, ax=None, cmap="magma", **kwargs):
         ax.plot(g.axes[0], density.values, **kwargs)
         ax.set_xlabel("x")
         ax.set_ylabel("ρ(x)")
+        if vmax is not None:
+            ax.set_ylim(0, vmax)
         return ax
-    im = ax.pcolormesh(g.axes[0], g.axes[1], density.values.T, shading="nearest", cmap=cmap, **kwargs)
+    im = ax.pcolormesh(g.axes[0], g.axes[1], density.values.T, shading="nearest", cmap=cmap, vmin=0.0, vmax=vmax,
+                       **kwargs)
     ax.set_aspect("equal")
     ax.set_xlabel("x₁")
     ax.set_ylabel("x₂")
-    ax.figure.colorbar(im, ax=ax, label="ρ")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label="ρ")
+    return ax
+
+
+def plot_points(x, ax, **kwargs):
+    """Points of R^d over a density plot: ticks on the x axis (d = 1), dots (d = 2). Returns the Axes."""
+    x = np.asarray(x, dtype=float)
+    if x.shape[-1] == 1:
+        ax.plot(x[:, 0], np.zeros(x.shape[0]), "|", **({"color": "c", "ms": 10} | kwargs))
+    else:
+        ax.plot(x[:, 0], x[:, 1], ".", **({"ms": 2, "color": "c"} | kwargs))
     return ax
 
 

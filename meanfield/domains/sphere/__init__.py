@@ -26,6 +26,7 @@ class Sphere(Domain):
 
     name = "sphere"
     grid_type = SphereGrid
+    projection = "mollweide"
     default_max_n = 256
 
     def check_points(self, x, name):
@@ -68,6 +69,9 @@ class Sphere(Domain):
 
     def plot(self, density, ax=None, **kwargs):
         return _plotting.plot(density, ax=ax, **kwargs)
+
+    def plot_points(self, x, ax, **kwargs):
+        return _plotting.plot_points(x, ax, **kwargs)
 
     def plot_solution(self, solution, title=None):
         return _plotting.plot_solution(solution, title=title)

@@ -88,6 +88,10 @@ class SphereGrid(Grid):
         return {"colatitude": (self.colatitudes.copy(), {"units": "rad", "grid": "Gauss-Legendre"}),
                 "longitude": (self.longitudes.copy(), {"units": "rad"})}
 
+    @classmethod
+    def from_coordinates(cls, coordinates) -> "SphereGrid":
+        return cls(len(coordinates["colatitude"]) - 1)
+
     def coarsened(self, values) -> Measure:
         """The expansion resampled at lmax/2, as a grid measure."""
         coarse = SphereGrid(max(2, self.lmax // 2), backend=self.backend.name)

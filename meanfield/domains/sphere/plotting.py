@@ -7,7 +7,7 @@ import numpy as np
 from ..plotting import plot_energy
 from .transforms import evaluate
 
-__all__ = ["sphere_map", "plot", "plot_solution"]
+__all__ = ["sphere_map", "plot", "plot_points", "plot_solution"]
 
 
 def sphere_map(density, nlat: int = 90, nlon: int = 180):
@@ -19,7 +19,7 @@ def sphere_map(density, nlat: int = 90, nlon: int = 180):
     return lon, lat, evaluate(density.grid.coefficients(density.values), x)
 
 
-def plot(density, ax=None, cmap="magma", vmax=None, colorbar=True):
+def plot(density, ax=None, *, colorbar=True, vmax=None, cmap="magma"):
     """A density on S² as a Mollweide map. Returns the Axes."""
     import matplotlib.pyplot as plt
 
@@ -31,6 +31,13 @@ def plot(density, ax=None, cmap="magma", vmax=None, colorbar=True):
     ax.grid(True, color="0.6", lw=0.3)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, orientation="horizontal", fraction=0.05, pad=0.04, label="ρ")
+    return ax
+
+
+def plot_points(x, ax, **kwargs):
+    """Points of S² on a Mollweide map (longitude in (−π, π], latitude). Returns the Axes."""
+    x = np.asarray(x, dtype=float)
+    ax.plot(np.arctan2(x[:, 1], x[:, 0]), np.arcsin(np.clip(x[:, 2], -1, 1)), ".", **({"ms": 2, "color": "c"} | kwargs))
     return ax
 
 
