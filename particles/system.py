@@ -120,7 +120,7 @@ class FusedStepper(Stepper):
         batch = self.y if self.y.ndim == 3 else self.y[None]
         out = rk4_small_systems(self.model, batch, self._h, self.substeps)
         self.nfev += 4 * self.substeps
-        return self.t_bound, (out if self.y.ndim == 3 else out[0]), None
+        return self.t_bound, (out if self.y.ndim == 3 else out[0]), self.t_bound - self.t, None
 
 
 def simulate(

@@ -85,22 +85,21 @@ class Stepper(abc.ABC):
         return self.f(y)
 
     def step(self) -> float:
-        """Advance one step; returns its size (0 if the stepper had finished or failed)."""
+        """Advance one step; returns its size h (0 if the stepper had finished or failed)."""
         if self.status != "running":
             return 0.0
-        t_old = self.t
-        t, y, message = self._step_impl()
+        t, y, h, message = self._step_impl()
         if message is not None:
             self.status, self.message = "failed", message
             return 0.0
         self.t, self.y = t, y
         if self.t >= self.t_bound:
             self.status = "finished"
-        return self.t - t_old
+        return h
 
     @abc.abstractmethod
-    def _step_impl(self) -> tuple[float, np.ndarray, str | None]:
-        """(t_new, y_new, None) or (t, y, message) on failure."""
+    def _step_impl(self) -> tuple[float, np.ndarray, float, str | None]:
+        """(t_new, y_new, h, None), or (t, y, 0, message) on failure."""
 
 
 class FixedStepper(Stepper):
@@ -133,7 +132,7 @@ class FixedStepper(Stepper):
                 h = self.t_bound - self.t
         self._taken += 1
         y = self._scheme(self._f, self.y, h)
-        return (self.t_bound if last else self.t + h), y, None
+        return (self.t_bound if last else self.t + h), y, h, None
 
 
 class AdaptiveStepper(Stepper):
@@ -164,8 +163,8 @@ class AdaptiveStepper(Stepper):
     def _step_impl(self):
         message = self._solver.step()
         if self._solver.status == "failed":
-            return self.t, self.y, message
-        return self._solver.t, self._solver.y.reshape(self._shape), None
+            return self.t, self.y, 0.0, message
+        return self._solver.t, self._solver.y.reshape(self._shape), self._solver.t - self.t, None
 
     def dense_output(self):
         """The interpolant of the last step, t ↦ y(t) (shaped)."""

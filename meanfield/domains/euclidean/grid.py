@@ -117,7 +117,8 @@ class EuclideanGrid(Grid):
     def from_coordinates(cls, coordinates) -> "EuclideanGrid":
         """From the cell centres of each axis (equal cells): the box extends half a cell beyond them."""
         axes = [np.asarray(coordinates[k], dtype=float) for k in ("x", "y") if k in coordinates]
-        bounds = [(a[0] - 0.5 * (a[1] - a[0]), a[-1] + 0.5 * (a[1] - a[0])) for a in axes]
+        widths = [(a[-1] - a[0]) / (a.size - 1) for a in axes]
+        bounds = [(a[0] - 0.5 * h, a[-1] + 0.5 * h) for a, h in zip(axes, widths)]
         return cls(bounds, tuple(a.size for a in axes))
 
     def coarsened(self, values) -> Measure:

@@ -1,0 +1,161 @@
+"""The time-integration layer on an exact solution: orders, landing on outputs, rejection and restart, trackers."""
+
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from meanfield.integrate import (FiniteTracker, Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker,
+                                 equal_steps)
+from meanfield.integrate.steppers import FixedStepper
+from validation import observed_order
+
+A = np.array([[-0.3, 1.0], [-1.0, -0.2]])
+Y0 = np.array([1.0, 0.5])
+
+
+class Linear(Problem):
+    """y' = A y: y(t) = e^{tA} y0."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def rate(self, y):
+        self.calls += 1
+        return A @ y
+
+
+def exact(t):
+    return expm(t * A) @ Y0
+
+
+class Recorder(Tracker):
+    def __init__(self):
+        self.events = []
+
+    def initialize(self, t, y):
+        self.events.append(("initialize", t))
+
+    def handle(self, t, y, h):
+        self.events.append(("handle", t, h))
+
+    def output(self, t, y):
+        self.events.append(("output", t))
+
+    def reset(self, t, y):
+        self.events.append(("reset", t))
+
+    def finalize(self, t, y, status):
+        self.events.append(("finalize", status))
+
+
+@pytest.mark.parametrize("method, order", [("rk4", 4), ("ssprk3", 3)])
+def test_fixed_steppers_have_their_order(method, order):
+    hs = np.array([0.1, 0.05, 0.025, 0.0125])
+    errs = []
+    for h in hs:
+        out = OutputTracker()
+        Integrator(Linear(), method, dt=h, trackers=[out]).run(0.0, Y0, [0.0, 1.0])
+        errs.append(np.max(np.abs(out.states[-1] - exact(1.0))))
+    assert abs(observed_order(hs, errs).order - order) < 0.1
+
+
+@pytest.mark.parametrize("method", ["rk45", "dop853"])
+@pytest.mark.parametrize("dense", [False, True])
+def test_adaptive_steppers_meet_their_tolerance_landing_or_dense(method, dense):
+    t = np.linspace(0.0, 3.0, 7)
+    out = OutputTracker()
+    problem = Linear()
+    it = Integrator(problem, method, rtol=1e-10, atol=1e-12, dense=dense, trackers=[out])
+    it.run(0.0, Y0, t)
+    np.testing.assert_array_equal(out.times, t)
+    assert max(np.max(np.abs(y - exact(tk))) for tk, y in zip(t, out.states)) < 1e-8
+    assert it.nfev == problem.calls and it.nsteps > 0
+
+
+def test_landing_shortens_the_last_step_and_subdividing_cuts_equal_steps():
+    rec = Recorder()
+    it = Integrator(Linear(), "rk4", dt=0.3, trackers=[rec])
+    it.run(0.0, Y0, [0.0, 1.0])
+    steps = [e[2] for e in rec.events if e[0] == "handle"]
+    assert steps[:3] == [0.3, 0.3, 0.3] and steps[3] == pytest.approx(0.1, abs=1e-15) and it.nsteps == 4
+    assert [e[1] for e in rec.events if e[0] == "handle"][-1] == 1.0  # lands exactly
+    rec = Recorder()
+    it = Integrator(Linear(), "rk4", dt=0.3, subdivide=True, trackers=[rec])
+    it.run(0.0, Y0, [0.0, 1.0])
+    steps = [e[2] for e in rec.events if e[0] == "handle"]
+    assert len(steps) == equal_steps(1.0, 0.3)[0] == 4 and np.allclose(steps, 0.25, rtol=1e-15)
+    assert it.nfev == 16  # four RK4 stages per step
+
+
+def test_tracker_hooks_in_order():
+    rec = Recorder()
+    Integrator(Linear(), "rk4", dt=0.5, trackers=[rec]).run(0.0, Y0, [0.0, 1.0])
+    kinds = [e[0] for e in rec.events]
+    assert kinds == ["initialize", "output", "handle", "handle", "output", "finalize"]
+    assert rec.events[-1] == ("finalize", Status.SUCCESS)
+
+
+class Doubling(Linear):
+    """Rejects any state with |y| above a threshold once: the restart halves y (a stand-in for a refinement)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rejected = []
+
+    def reject(self, t, y, reason):
+        self.rejected.append((t, reason))
+        if len(self.rejected) > 1:
+            raise StopIntegration(t, y, reason)
+        return 0.5 * y
+
+
+class Guard(Tracker):
+    def check(self, t, y):
+        return "too large" if t > 0.45 and np.linalg.norm(y) > 0.4 else None
+
+
+@pytest.mark.parametrize("method", ["rk4", "rk45"])
+def test_a_rejected_step_restarts_from_the_state_the_problem_gives(method):
+    problem, rec = Doubling(), Recorder()
+    it = Integrator(problem, method, dt=0.1 if method == "rk4" else None, trackers=[Guard(), rec])
+    with pytest.raises(StopIntegration) as info:
+        it.run(0.0, Y0, [0.0, 2.0])
+    # the first rejection restarted from half the last accepted state, the second stopped the run
+    assert len(problem.rejected) == 2 and problem.rejected[0][1] == "too large"
+    assert ("reset", problem.rejected[0][0]) in rec.events
+    assert rec.events[-1] == ("finalize", Status.RESOLUTION_LOST)
+    assert info.value.t == problem.rejected[1][0]
+
+
+def test_interrupts_finalize_the_trackers_and_propagate():
+    class Interrupting(Linear):
+        def rate(self, y):
+            if self.calls > 10:
+                raise KeyboardInterrupt
+            return super().rate(y)
+
+    rec = Recorder()
+    with pytest.raises(KeyboardInterrupt):
+        Integrator(Interrupting(), "rk4", dt=0.1, trackers=[rec]).run(0.0, Y0, [0.0, 1.0])
+    assert rec.events[-1] == ("finalize", Status.INTERRUPTED)
+
+
+def test_non_finite_states_are_rejected():
+    class Blowup(Linear):
+        def rate(self, y):
+            return y * np.inf
+
+    with pytest.raises(StopIntegration, match="non-finite"):
+        Integrator(Blowup(), "rk4", dt=0.1, trackers=[FiniteTracker()]).run(0.0, Y0, [0.0, 1.0])
+
+
+def test_fixed_stepper_bookkeeping():
+    s = FixedStepper(lambda y: A @ y, 0.0, Y0, 0.25, method="rk4", h=0.1)
+    sizes = []
+    while s.status == "running":
+        sizes.append(s.step())
+    assert s.status == "finished" and s.t == 0.25 and s.nfev == 12 and len(sizes) == 3
+    assert sizes[-1] == pytest.approx(0.05, abs=1e-16)
+    assert s.step() == 0.0  # a finished stepper does not move
+    with pytest.raises(ValueError, match="method"):
+        Integrator(Linear(), "euler")
