@@ -64,8 +64,14 @@ def pad(c: np.ndarray, n: int, size: int) -> np.ndarray:
 
     Modes above n//2 are zero; for even n the Nyquist coefficient is halved (split between ±n/2).
     """
-    out = np.zeros(np.shape(c)[:-1] + (size,), dtype=complex)
-    out[..., : np.shape(c)[-1]] = c
+    c = np.asarray(c)
+    out = np.zeros(c.shape[:-1] + (size,), dtype=complex)
+    if c.ndim == 1:  # the right-hand sides' hot path: plain indices (an Ellipsis index costs ~5 µs at n = 1024)
+        out[: c.size] = c
+        if n % 2 == 0:
+            out[n // 2] *= 0.5
+        return out
+    out[..., : c.shape[-1]] = c
     if n % 2 == 0:
         out[..., n // 2] *= 0.5
     return out
