@@ -52,7 +52,8 @@ import numpy as np
 from . import checks
 from .density import Density
 from .domains.zonal import energy_from_excess
-from .integrate import METHODS, Integrator, Problem, ProgressTracker, Status, StopIntegration, Tracker
+from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
+                        Tracker)
 from .integrate.steppers import ADAPTIVE
 from .models import heads, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
@@ -391,7 +392,8 @@ def solve(
         When the state is no longer resolved and refinement is off or capped
         at ``max_n``; its ``solution`` holds what was computed up to its ``t``.
     Interrupted
-        On Ctrl-C; its ``solution`` holds the output times reached.
+        On Ctrl-C (or SIGTERM, where no handler of the application's is set); its
+        ``solution`` holds the output times reached.
 
     Warns
     -----
@@ -437,7 +439,7 @@ def solve(
     trackers = [resolution, history]
     if not domain.conserves_mass:
         trackers.append(OutflowTracker(problem))
-    trackers.append(ProgressTracker(t1 - t0, enabled=progress))
+    trackers += [ProgressTracker(t1 - t0, enabled=progress), InterruptTracker()]
     integrator = Integrator(problem, method, dt=dt, cfl=cfl, rtol=rtol, atol=atol, trackers=trackers)
 
     def result(status, message):

@@ -30,8 +30,8 @@ from meanfield import checks, kernels, strategies
 from meanfield.density import Density
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
 from meanfield.domains.sphere.geometry import check_on_sphere
-from meanfield.integrate import (FiniteTracker, Integrator, OutputTracker, Problem, ProgressTracker, Stepper,
-                                 equal_steps)
+from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
+                                 Stepper, equal_steps)
 from meanfield.models import SelfAttention, heads, rate_scale
 
 from .fused import rk4_small_systems
@@ -228,7 +228,8 @@ def simulate(
         if not h > 0:
             raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
     outputs = OutputTracker()
-    trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=progress)]
+    trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=progress),
+                InterruptTracker()]
     problem = ParticleProblem(velocity, domain, retract=path != "fused")
     stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if path == "fused" else None
     integrator = Integrator(problem, method, dt=h, subdivide=True, dense=method != "rk4", rtol=rtol, atol=atol,

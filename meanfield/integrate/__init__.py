@@ -3,8 +3,8 @@ Lagrangian measure use it).
 
 - :mod:`.steppers` — ``rk4``, ``ssprk3`` (fixed steps), ``rk45``, ``dop853`` (scipy's
   embedded pairs), each a :class:`Stepper` whose ``step()`` does the bookkeeping;
-- :mod:`.trackers` — progress, outputs, finiteness (the density trackers are in
-  :mod:`meanfield.solve`), and the :class:`Status` an integration ends with;
+- :mod:`.trackers` — progress, outputs, finiteness, interrupts (the density
+  trackers are in :mod:`meanfield.solve`), and the :class:`Status` an integration ends with;
 - :mod:`.integrator` — :class:`Integrator` and the :class:`Problem` protocol.
 
 May import numpy, scipy and tqdm only.
@@ -12,8 +12,8 @@ May import numpy, scipy and tqdm only.
 
 from .integrator import Integrator, Problem, StopIntegration
 from .steppers import ADAPTIVE, FIXED, METHODS, STEPPERS, AdaptiveStepper, FixedStepper, Stepper, equal_steps, rk4, ssprk3
-from .trackers import FiniteTracker, OutputTracker, ProgressTracker, Status, Tracker
+from .trackers import FiniteTracker, InterruptTracker, OutputTracker, ProgressTracker, Status, Tracker
 
 __all__ = ["Integrator", "Problem", "StopIntegration", "Stepper", "FixedStepper", "AdaptiveStepper", "STEPPERS",
            "METHODS", "FIXED", "ADAPTIVE", "equal_steps", "rk4", "ssprk3", "Tracker", "ProgressTracker",
-           "OutputTracker", "FiniteTracker", "Status"]
+           "OutputTracker", "FiniteTracker", "InterruptTracker", "Status"]

@@ -14,7 +14,8 @@ The :class:`~meanfield.integrate.Integrator` calls, for each tracker in order,
 
 Generic trackers live here: :class:`ProgressTracker` (a tqdm bar over simulated
 time), :class:`OutputTracker` (the states at the output times),
-:class:`FiniteTracker` (non-finite states are rejected). The trackers of
+:class:`FiniteTracker` (non-finite states are rejected), :class:`InterruptTracker`
+(SIGTERM ends the integration as Ctrl-C does, so what was computed is kept). The trackers of
 densities — the resolution monitor, the histories of mass and energy, the
 outflow account — are in :mod:`meanfield.solve`, where the grid is known.
 """
@@ -22,10 +23,12 @@ outflow account — are in :mod:`meanfield.solve`, where the grid is known.
 from __future__ import annotations
 
 import enum
+import signal
+import threading
 
 import numpy as np
 
-__all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTracker"]
+__all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTracker", "InterruptTracker"]
 
 
 class Status(enum.Enum):
@@ -94,3 +97,31 @@ class FiniteTracker(Tracker):
 
     def check(self, t, y):
         return None if np.all(np.isfinite(y)) else "the state became non-finite"
+
+
+class InterruptTracker(Tracker):
+    """SIGTERM raises ``KeyboardInterrupt`` while the integration runs: it ends as Ctrl-C does.
+
+    The integrator then finalizes every tracker with ``Status.INTERRUPTED`` and
+    the caller keeps what was computed (``solve`` raises ``Interrupted`` carrying
+    the partial solution). Installed only from the main thread and only over the
+    default handler (an application's own handler is left alone); the previous
+    handler is restored at the end.
+    """
+
+    def __init__(self):
+        self._previous = None
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    def initialize(self, t, y):
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            self._previous = signal.signal(signal.SIGTERM, self._raise)
+
+    def finalize(self, t, y, status):
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._previous = None

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from meanfield.integrate import (FiniteTracker, Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker,
-                                 equal_steps)
+from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Status,
+                                 StopIntegration, Tracker, equal_steps)
 from meanfield.integrate.steppers import FixedStepper
 from validation import observed_order
 
@@ -159,3 +159,45 @@ def test_fixed_stepper_bookkeeping():
     assert s.step() == 0.0  # a finished stepper does not move
     with pytest.raises(ValueError, match="method"):
         Integrator(Linear(), "euler")
+
+
+def test_sigterm_ends_an_integration_as_ctrl_c_does_and_the_handler_is_restored():
+    import os
+    import signal
+
+    class Terminated(Linear):
+        def rate(self, y):
+            if self.calls == 20:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return super().rate(y)
+
+    rec = Recorder()
+    with pytest.raises(KeyboardInterrupt):
+        Integrator(Terminated(), "rk4", dt=0.01, trackers=[InterruptTracker(), rec]).run(0.0, Y0, [0.0, 1.0])
+    assert rec.events[-1] == ("finalize", Status.INTERRUPTED)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_sigterm_during_solve_keeps_the_partial_solution(monkeypatch):
+    import importlib
+    import os
+    import signal
+
+    import meanfield as mf
+
+    solve_module = importlib.import_module("meanfield.solve")  # the attribute meanfield.solve is the function
+
+    class TerminatingProgress(solve_module.ProgressTracker):  # SIGTERM after 30 accepted steps
+        def handle(self, t, y, h):
+            super().handle(t, y, h)
+            self.steps = getattr(self, "steps", 0) + 1
+            if self.steps == 30:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(solve_module, "ProgressTracker", TerminatingProgress)
+    d = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(np.cos(2 * np.arctan2(x[..., 1], x[..., 0]))))
+    with pytest.raises(solve_module.Interrupted) as info:
+        mf.solve(mf.SelfAttention(2.0), d, (0, 1), t_eval=np.linspace(0, 1, 11), dt=0.01)
+    sol = info.value.solution
+    assert sol.status is Status.INTERRUPTED and sol.t[-1] == pytest.approx(0.2) and len(sol.t_steps) == 31
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
