@@ -44,15 +44,9 @@ import json, os, sys, time
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 import numpy as np
 
-def best(fn, repeat=3, number=1):
-    fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        out.append((time.perf_counter() - t0) / number)
-    return min(out)
+sys.path.insert(0, "benchmarks")  # each tree's own helpers: the timing rule and the perturbed uniform density
+from _timing import best
+from bench_circle import perturbed_uniform
 
 import numba
 import meanfield as mf
@@ -83,13 +77,6 @@ def op(name):
             res[name] = fn()
         return fn
     return deco
-
-def perturbed_uniform(n, seed=0, eps=1e-3):
-    rng = np.random.default_rng(seed)
-    g = mf.CircleGrid(n)
-    k = np.arange(1, 6)
-    v = 1 + eps * np.cos(np.multiply.outer(g.angles, k) + rng.uniform(0, 2 * np.pi, k.size)).sum(-1)
-    return mf.Density(g, v / g.integrate(v))
 
 numba.set_num_threads(1)
 mu0 = perturbed_uniform(1024)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Domain, register
-from ..sphere.geometry import check_on_sphere, geodesic, normalise, on_sphere, project_tangent
+from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, on_sphere
 from ..zonal import choose_rate, energy_beta
 from . import energy as _energy, plotting as _plotting, sampling as _sampling
 from .continuity import CircleQuadrature, CircleSpectral, bessel_multipliers
@@ -21,7 +21,7 @@ __all__ = ["CIRCLE", "Circle", "CircleGrid", "CircleSpectral", "CircleQuadrature
            "angles_to_points", "points_to_angles", "tangents", "cdf"]
 
 
-class Circle(Domain):
+class Circle(UnitSphereGeometry, Domain):
     """The circle S¹ ⊂ R² (MATH.md §2.1): SA/USA and any Q, K, V in d = 2."""
 
     name = "circle"
@@ -38,41 +38,18 @@ class Circle(Domain):
         x = np.asarray(x, dtype=float)
         return x.ndim >= 1 and x.shape[-1] == 2 and on_sphere(x, atol)
 
-    def project(self, x, v):
-        return project_tangent(x, v)
-
-    def retract(self, y):
-        return normalise(y)
-
-    def distance(self, xa, xb):
-        return geodesic(xa, xb)
-
-    def coordinates(self, x):
-        return points_to_angles(x)
-
     def rate(self, model, grid, path="auto"):
         return choose_rate(model, grid, path, CircleSpectral, CircleQuadrature, "the circle")
 
-    def energy_beta(self, model):
-        return energy_beta(model)
-
-    def excess_energy(self, grid, values, beta):
-        return _energy.excess_energy(grid, values, beta)
-
-    def energy(self, grid, values, beta):
-        return _energy.energy(grid, values, beta)
-
-    def sample(self, density, shape, rng):
-        return _sampling.sample(density, shape, rng)
-
-    def plot(self, density, ax=None, **kwargs):
-        return _plotting.plot(density, ax=ax, **kwargs)
-
-    def plot_points(self, x, ax, **kwargs):
-        return _plotting.plot_points(x, ax, **kwargs)
-
-    def plot_solution(self, solution, title=None):
-        return _plotting.plot_solution(solution, title=title)
+    # the sphere's geometry in d = 2 (the mixin), the angle as coordinate; its own energy, sampling, figures
+    coordinates = staticmethod(points_to_angles)
+    energy_beta = staticmethod(energy_beta)
+    excess_energy = staticmethod(_energy.excess_energy)
+    energy = staticmethod(_energy.energy)
+    sample = staticmethod(_sampling.sample)
+    plot = staticmethod(_plotting.plot)
+    plot_points = staticmethod(_plotting.plot_points)
+    plot_solution = staticmethod(_plotting.plot_solution)
 
 
 CIRCLE = register(Circle())

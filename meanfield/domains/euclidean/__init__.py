@@ -30,23 +30,20 @@ class Euclidean(Domain):
     def default_cfl(self, adaptive):
         return 0.4  # SSP-RK3 keeps ρ >= 0 up to 0.5
 
-    def check_points(self, x, name):
-        return geometry.check_points(x, name)
-
     def contains(self, x, atol=1e-8):
         x = np.asarray(x, dtype=float)
         return bool(x.ndim >= 1 and np.all(np.isfinite(x)))
 
-    def project(self, x, v):
+    @staticmethod
+    def project(x, v):
         return v
 
-    def retract(self, y):
+    @staticmethod
+    def retract(y):
         return y
 
-    def distance(self, xa, xb):
-        return geometry.distance(xa, xb)
-
-    def coordinates(self, x):
+    @staticmethod
+    def coordinates(x):
         return np.asarray(x, dtype=float)
 
     def rate(self, model, grid, path="auto"):
@@ -60,17 +57,12 @@ class Euclidean(Domain):
                 "mass (more than 1e-6), which would leave at once; enlarge the box."
             )
 
-    def sample(self, density, shape, rng):
-        return _sampling.sample(density, shape, rng)
-
-    def plot(self, density, ax=None, **kwargs):
-        return _plotting.plot(density, ax=ax, **kwargs)
-
-    def plot_points(self, x, ax, **kwargs):
-        return _plotting.plot_points(x, ax, **kwargs)
-
-    def plot_solution(self, solution, title=None):
-        return _plotting.plot_solution(solution, title=title)
+    check_points = staticmethod(geometry.check_points)
+    distance = staticmethod(geometry.distance)
+    sample = staticmethod(_sampling.sample)
+    plot = staticmethod(_plotting.plot)
+    plot_points = staticmethod(_plotting.plot_points)
+    plot_solution = staticmethod(_plotting.plot_solution)
 
 
 EUCLIDEAN = register(Euclidean())

@@ -12,7 +12,8 @@ from ..base import Domain, register
 from ..zonal import choose_rate, energy_beta
 from . import energy as _energy, plotting as _plotting, sampling as _sampling
 from .continuity import SphereQuadrature, SphereSpectral, funk_hecke
-from .geometry import check_on_sphere, geodesic, normalise, on_sphere, project_tangent, retract, spherical
+from .geometry import (UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent, retract,
+                       spherical)
 from .grid import SphereGrid
 from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, default_backend
 
@@ -21,7 +22,7 @@ __all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature
            "PyshtoolsBackend", "default_backend"]
 
 
-class Sphere(Domain):
+class Sphere(UnitSphereGeometry, Domain):
     """The unit sphere S^{d-1} ⊂ R^d, d >= 3 (MATH.md §1–2): densities on S², particles in any d."""
 
     name = "sphere"
@@ -40,41 +41,17 @@ class Sphere(Domain):
         x = np.asarray(x, dtype=float)
         return x.ndim >= 1 and x.shape[-1] >= 3 and on_sphere(x, atol)
 
-    def project(self, x, v):
-        return project_tangent(x, v)
-
-    def retract(self, y):
-        return normalise(y)
-
-    def distance(self, xa, xb):
-        return geodesic(xa, xb)
-
-    def coordinates(self, x):
-        return spherical(x)
-
     def rate(self, model, grid, path="auto"):
         return choose_rate(model, grid, path, SphereSpectral, SphereQuadrature, "S²")
 
-    def energy_beta(self, model):
-        return energy_beta(model)
-
-    def excess_energy(self, grid, values, beta):
-        return _energy.excess_energy(grid, values, beta)
-
-    def energy(self, grid, values, beta):
-        return _energy.energy(grid, values, beta)
-
-    def sample(self, density, shape, rng):
-        return _sampling.sample(density, shape, rng)
-
-    def plot(self, density, ax=None, **kwargs):
-        return _plotting.plot(density, ax=ax, **kwargs)
-
-    def plot_points(self, x, ax, **kwargs):
-        return _plotting.plot_points(x, ax, **kwargs)
-
-    def plot_solution(self, solution, title=None):
-        return _plotting.plot_solution(solution, title=title)
+    coordinates = staticmethod(spherical)
+    energy_beta = staticmethod(energy_beta)
+    excess_energy = staticmethod(_energy.excess_energy)
+    energy = staticmethod(_energy.energy)
+    sample = staticmethod(_sampling.sample)
+    plot = staticmethod(_plotting.plot)
+    plot_points = staticmethod(_plotting.plot_points)
+    plot_solution = staticmethod(_plotting.plot_solution)
 
 
 SPHERE = register(Sphere())

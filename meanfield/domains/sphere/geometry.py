@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_tangent", "retract", "normalise", "check_on_sphere", "on_sphere", "geodesic", "spherical"]
+__all__ = ["project_tangent", "retract", "normalise", "check_on_sphere", "on_sphere", "geodesic", "spherical",
+           "UnitSphereGeometry"]
 
 
 def project_tangent(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -83,3 +84,12 @@ def spherical(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     return np.stack([np.arccos(np.clip(x[..., 2], -1, 1)), np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi)],
                     -1)
+
+
+class UnitSphereGeometry:
+    """The geometry operations of a domain that is a unit sphere S^{d-1} (the circle is d = 2): a mixin of the
+    :class:`~meanfield.domains.base.Domain` classes of S¹ and S^{d-1}."""
+
+    project = staticmethod(project_tangent)
+    retract = staticmethod(normalise)
+    distance = staticmethod(geodesic)
