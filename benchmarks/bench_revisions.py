@@ -217,10 +217,12 @@ def worktree(revision: str) -> Path:
     return path
 
 
-def measure(tree: Path, only: str) -> dict:
+def measure(tree: Path, only: str, cpu: int | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-c", RUNNER, only], cwd=tree, env=env, capture_output=True, text=True)
+    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+    r = subprocess.run([sys.executable, "-c", RUNNER, only], cwd=tree, env=env, capture_output=True, text=True,
+                       preexec_fn=pin)
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
         raise RuntimeError(f"the benchmark failed in {tree}:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
@@ -233,6 +235,8 @@ def main(argv=None):
                                                           "before the domain layer)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default="", help="comma-separated operation names")
+    ap.add_argument("--cpu", type=int, default=None, help="pin every process to this core (less noise; the "
+                                                           "two-thread operation then runs on one core)")
     args = ap.parse_args(argv)
     before = worktree(args.revision)
     try:
@@ -243,7 +247,7 @@ def main(argv=None):
         for r in range(args.rounds):
             order = list(trees) if r % 2 == 0 else list(trees)[::-1]
             for name in order:
-                runs[name].append(measure(trees[name], args.only))
+                runs[name].append(measure(trees[name], args.only, args.cpu))
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
         ops = list(runs["this tree"][0])
         print(f"medians of {args.rounds} rounds (seconds); ratio = this tree / {args.revision}")
