@@ -34,6 +34,7 @@ from particles import clusters
 from validation.meanfield_limit import fit_exponent
 from validation.wasserstein import wasserstein
 
+from .. import domains
 from ..io import save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
@@ -134,6 +135,12 @@ def _solve(cfg, model, mu0, t_eval, progress):
 
 
 # ------------------------------------------------------------ particles
+def _unit_vectors(cfg) -> bool:
+    """Whether the study's points are unit vectors (circle, S^{d-1}): the clustering statistics ⟨x_i, x_j⟩ >= 1 − δ
+    and E_β of point sets are defined there."""
+    return domains.get(cfg["domain"]).model_family == "sphere"
+
+
 def _has_particle_energy(model) -> bool:
     """E_β of point sets by the fused kernel: SA/USA with Q = K = I, β where e^β is finite."""
     return isinstance(model, SelfAttention) and model.Q is None and model.K is None and model.beta <= 700
@@ -150,7 +157,7 @@ def _particle_energy(model, x):
 def _particles(cfg, model, mu0, t_eval, progress, store):
     """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted."""
     pc = cfg["particles"]
-    sphere = cfg["domain"] != "euclidean"
+    sphere = _unit_vectors(cfg)
     for n in tqdm(pc["n"], desc="particles", disable=not progress, leave=False):
         try:
             x0 = build.initial_particles(cfg, mu0, n)
@@ -249,7 +256,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         for key, name, doc in (("pair_fraction", "pair_fraction",
                                 f"fraction of ordered pairs with ⟨x_i, x_j⟩ >= 1 − δ, δ = {cfg['particles']['delta']:g}"),
                                ("energy", "particle_energy", "E_β of the empirical measure")):
-            if cfg["domain"] == "euclidean" or (key == "energy" and not _has_particle_energy(model)):
+            if not _unit_vectors(cfg) or (key == "energy" and not _has_particle_energy(model)):
                 continue
             arr = np.full((len(ns), R, T), np.nan)
             for i, n in enumerate(ns):
