@@ -18,7 +18,13 @@ S² OT of 4000 points against a 64 × 128 grid measure (``bench_wasserstein``);
 the phase diagram at 10 β × 1024 systems, serially (``scripts/phase_diagram``);
 the quick-start study (``examples/circle_clusters.toml``).
 
-Run:  python benchmarks/bench_revisions.py [--revision REV] [--rounds 5] [--only NAME,...]
+With ``--numbers`` it compares results instead of times: ``benchmarks/_numbers.py``
+(solves on every domain and strategy, particles on every strategy, kernels, sampling,
+distances, stability, the mean-field limit, studies) runs in both trees and every array is
+compared bit for bit.
+
+Run:  python benchmarks/bench_revisions.py [--revision REV] [--rounds 5] [--only NAME,...] [--cpu N]
+      python benchmarks/bench_revisions.py --numbers [--revision REV]
 """
 
 from __future__ import annotations
@@ -229,18 +235,47 @@ def measure(tree: Path, only: str, cpu: int | None = None) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
+def numbers(trees: dict) -> None:
+    """Run benchmarks/_numbers.py (this tree's) in each tree and compare every array bit for bit."""
+    out = {}
+    for name, tree in trees.items():
+        f = Path(tempfile.mkdtemp()) / "numbers.npz"
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "_numbers.py"), str(f)], cwd=tree, env=env,
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"_numbers.py failed in {tree}:\n{r.stderr[-4000:]}")
+        out[name] = np.load(f)
+    a, b = out["revision"], out["this tree"]
+    same = 0
+    for key in sorted(set(a.files) | set(b.files)):
+        if key not in a.files or key not in b.files:
+            print(f"{key}: only in {'this tree' if key in b.files else 'the revision'}")
+        elif a[key].shape != b[key].shape:
+            print(f"{key}: shapes {a[key].shape} and {b[key].shape}")
+        elif np.array_equal(a[key], b[key], equal_nan=True):
+            same += 1
+        else:
+            print(f"{key}: differs by up to {np.nanmax(np.abs(a[key] - b[key])):.3g} (values up to "
+                  f"{np.nanmax(np.abs(a[key])):.3g})")
+    print(f"{same} of {len(set(a.files) | set(b.files))} arrays identical bit for bit")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--revision", default="f073e3b", help="the git revision to compare with (default: the commit "
                                                           "before the domain layer)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default="", help="comma-separated operation names")
+    ap.add_argument("--numbers", action="store_true", help="compare results bit for bit instead of times")
     ap.add_argument("--cpu", type=int, default=None, help="pin every process to this core (less noise; the "
                                                            "two-thread operation then runs on one core)")
     args = ap.parse_args(argv)
     before = worktree(args.revision)
     try:
         trees = {"revision": before, "this tree": ROOT}
+        if args.numbers:
+            return numbers(trees)
         for name, tree in trees.items():  # compile every kernel into each tree's numba cache first
             measure(tree, "circle_rhs_n1024,pairwise_field_n4096_1thread,w1_circle_1e6")
         runs = {name: [] for name in trees}
