@@ -16,16 +16,20 @@ import numpy as np
 from scipy.special import ive
 
 from ..domains.circle import bessel_multipliers, tangents
+from ..domains.circle.energy import i0_minus_one
 from ..domains.circle.fourier import series
 from ..numerics import EXP_MAX
 
-__all__ = ["circle_degree", "moments", "circle_spectral_field"]
+__all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy"]
 
 
-def circle_degree(beta: float, tol: float = 1e-17) -> int:
-    """Smallest L with 2 Σ_{k>L} (1 + k/β) I_k(β) <= tol · I_0(β) (L >= 1)."""
+def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
+    """Smallest L with 2 Σ_{k>L} (1 + k/β)^order I_k(β) <= tol · I_0(β) (L >= 1).
+
+    ``order = 1`` bounds the truncation of K_β*μ and its first derivative, ``order = 2`` also the second
+    (the divergence of the field)."""
     k = np.arange(0, 4 * int(beta) + 80)
-    s = ive(k, beta) / ive(0, beta) * (1.0 + (k / beta if beta > 0 else 0.0))
+    s = ive(k, beta) / ive(0, beta) * (1.0 + (k / beta if beta > 0 else 0.0)) ** order
     tail = 2.0 * (np.cumsum(s[::-1])[::-1] - s)  # tail[L] = 2 Σ_{k>L}
     return int(max(1, np.argmax(tail <= tol)))
 
@@ -98,3 +102,62 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
         bound = np.full(num.shape, abs(c) * np.exp(beta) * TN)
     tangent = tangents(q)
     return v[:, None] * tangent, bound
+
+
+def circle_spectral_divergence(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
+                               degree: int | None = None):
+    r"""The Q = K = I, V = cI field on the circle and its divergence ∂_θ v, in O((n + m)L) operations.
+
+    With S = K_β*μ (scaled by e^{-β}) and v = c S'/(βS) (SA) or c e^β S'/β (USA),
+
+    .. math:: \partial_\theta v = c\Big(\frac{S''}{\beta S} - \beta\Big(\frac{S'}{\beta S}\Big)^2\Big)
+        \ \ (\text{SA}),\qquad \partial_\theta v = c\,e^\beta S''/\beta\ \ (\text{USA}),
+
+    S'' having the multipliers −k² e^{-β}I_k(β) (docs/MATH.md §6); at β = 0 the
+    Kuramoto limits v = c Im(z e^{-iθ}), ∂_θ v = −c Re(z e^{-iθ}). The degree
+    defaults to :func:`circle_degree` with ``order = 2``.
+
+    Returns
+    -------
+    velocity : ndarray, shape (m, 2)
+        The tangent vectors v(θ) (−sin θ, cos θ).
+    divergence : ndarray, shape (m,)
+        ∂_θ v at the queries.
+    """
+    x = np.ascontiguousarray(points, dtype=float)
+    q = np.ascontiguousarray(queries, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    L = circle_degree(beta, order=2) if degree is None else int(degree)
+    ck = moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1))) / (2 * np.pi)
+    Dm, Nm = bessel_multipliers(L, beta)
+    N2 = 1j * np.arange(L + 1) * Nm  # (1/β) ∂²_θ multipliers
+    num, den = series(q, Nm * ck, Dm * ck)
+    num2, _ = series(q, N2 * ck, Dm * ck)
+    if normalized:
+        r = num / den
+        v = c * r
+        div = c * (num2 / den - beta * r * r)
+    else:
+        if beta > EXP_MAX:
+            raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
+        v = c * np.exp(beta) * num
+        div = c * np.exp(beta) * num2
+    return v[:, None] * tangents(q), div
+
+
+def circle_excess_energy(points, weights, beta: float) -> float:
+    r"""e^{-β}(E_β − m²/2β) of Σ_j w_j δ_{θ_j} on the circle from its Fourier moments, O(nL).
+
+    E_β = (1/2β) Σ_{k∈Z} I_k(β)|c_k|² with c_k = Σ_j w_j e^{-ikθ_j} and m = c_0, so the
+    excess is (1/2β)[(e^{-β}I_0(β) − e^{-β})|c_0|² + 2Σ_{k>=1} e^{-β}I_k(β)|c_k|²] (½|c_1|² at β = 0);
+    the degree L is :func:`circle_degree` (multipliers below 1e-17).
+    """
+    x = np.ascontiguousarray(points, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if beta == 0.0:
+        c1 = moments(x, w, 1, 1)[1]
+        return 0.5 * abs(c1) ** 2
+    L = circle_degree(beta)
+    a2 = np.abs(moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))) ** 2
+    head = np.exp(-beta) * i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)  # e^{-β}(I_0(β) − 1)
+    return float((head * a2[0] + 2.0 * ive(np.arange(1, L + 1), beta) @ a2[1:]) / (2.0 * beta))

@@ -58,6 +58,32 @@ class EuclideanAttention(Head):
             out[..., sl, :] = self._softmax_average(Ax[..., sl, :] @ np.swapaxes(points, -1, -2), weights, Vy)
         return out
 
+    def _softmax_field_and_divergence(self, points, weights, queries, scale, offsets=None):
+        r"""Γ and div Γ for the softmax law π_x ∝ w_j e^{scale⟨Ax, y_j⟩ + offset_j} (MATH.md §6).
+
+        DΓ = Cov_{π_x}(Vy, scale·Aᵀy) = scale·V C_x A, so
+        div Γ = scale (E_π[⟨Aᵀy, Vy⟩] − ⟨Aᵀm, Vm⟩) with m = E_π[y]: besides the
+        field's sums, one sum of the per-point constant ⟨Aᵀy, Vy⟩ = yᵀAVy and one of y.
+        """
+        d = points.shape[-1]
+        A, V = self.A(d), self.matrices(d)[2]
+        Vy = points @ V.T
+        Ax = scale * queries @ A.T
+        c = np.sum((points @ A) * Vy, axis=-1)  # ⟨Aᵀy, Vy⟩ = yᵀAVy
+        cols = np.concatenate([Vy, points, c[..., None]], axis=-1)  # one product for the three averages
+        batch = np.broadcast_shapes(queries.shape[:-2], points.shape[:-2])
+        out = np.empty(batch + (queries.shape[-2], d))
+        div = np.empty(batch + (queries.shape[-2],))
+        for sl in row_chunks(queries.shape[-2], points.shape[-2]):
+            logits = Ax[..., sl, :] @ np.swapaxes(points, -1, -2)
+            if offsets is not None:
+                logits += offsets[..., None, :]
+            avg = self._softmax_average(logits, weights, cols)
+            G, m, Ec = avg[..., :d], avg[..., d:2 * d], avg[..., 2 * d]
+            out[..., sl, :] = G
+            div[..., sl] = scale * (Ec - np.sum((m @ A) * G, axis=-1))
+        return out, div
+
     @staticmethod
     def _softmax_average(logits, weights, Vy):
         """Σ_j w_j e^{s_ij} V y_j / Σ_j w_j e^{s_ij}, max-shifted (weights may carry log-scalings).
@@ -95,6 +121,11 @@ class Softmax(EuclideanAttention):
         points, weights, queries = check_points(points, weights, queries, self.dim)
         return self._softmax_field(points, weights, queries, self.beta)
 
+    def field_and_divergence(self, points, weights, queries):
+        """Γ and div Γ = β(E_π[⟨Aᵀy, Vy⟩] − ⟨Aᵀm, Vm⟩) at ``queries`` (MATH.md §6)."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        return self._softmax_field_and_divergence(points, weights, queries, self.beta)
+
 
 @dataclass(frozen=True, eq=False)
 class L2(EuclideanAttention):
@@ -127,6 +158,15 @@ class L2(EuclideanAttention):
             logits = (2.0 * q @ np.swapaxes(Ky, -1, -2) - Ky2[..., None, :]) / (2.0 * self.tau)
             out[..., sl, :] = self._softmax_average(logits, weights, Vy)
         return out
+
+    def field_and_divergence(self, points, weights, queries):
+        """Γ and div Γ: the logits are ⟨Ax, y⟩/τ − |Ky|²/(2τ) (up to |Qx|²), so the softmax formula with
+        scale 1/τ and offsets −|Ky|²/(2τ) (MATH.md §6)."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        K = self.matrices(points.shape[-1])[1]
+        Ky = points @ K.T
+        return self._softmax_field_and_divergence(points, weights, queries, 1.0 / self.tau,
+                                                  -np.sum(Ky * Ky, axis=-1) / (2.0 * self.tau))
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,6 +219,13 @@ class Sinkhorn(EuclideanAttention):
         w_eff = weights * np.exp(g - np.max(g, axis=-1, keepdims=True))
         return self._softmax_field(points, w_eff, queries, 1.0 / self.tau)
 
+    def field_and_divergence(self, points, weights, queries):
+        """Γ and div Γ at fixed μ: the softmax formula with scale 1/τ and the potentials g as offsets (MATH.md §6)."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        g = self.potentials(points, weights)
+        w_eff = weights * np.exp(g - np.max(g, axis=-1, keepdims=True))
+        return self._softmax_field_and_divergence(points, w_eff, queries, 1.0 / self.tau)
+
 
 @dataclass(frozen=True, eq=False)
 class Sigmoid(EuclideanAttention):
@@ -200,6 +247,25 @@ class Sigmoid(EuclideanAttention):
             s = expit(Ax[..., sl, :] @ np.swapaxes(points, -1, -2) + self.b) * weights[..., None, :]
             out[..., sl, :] = s @ Vy
         return out
+
+    def field_and_divergence(self, points, weights, queries):
+        """Γ and div Γ = Σ_j w_j σ'(⟨Ax, y_j⟩ + b)⟨Aᵀy_j, Vy_j⟩, σ' = σ(1 − σ) (MATH.md §6)."""
+        from scipy.special import expit
+
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        d = points.shape[-1]
+        A, V = self.A(d), self.matrices(d)[2]
+        Vy = points @ V.T
+        c = np.sum((points @ A) * Vy, axis=-1)
+        Ax = queries @ A.T
+        batch = np.broadcast_shapes(queries.shape[:-2], points.shape[:-2])
+        out = np.empty(batch + (queries.shape[-2], d))
+        div = np.empty(batch + (queries.shape[-2],))
+        for sl in row_chunks(queries.shape[-2], points.shape[-2]):
+            sig = expit(Ax[..., sl, :] @ np.swapaxes(points, -1, -2) + self.b)
+            out[..., sl, :] = (sig * weights[..., None, :]) @ Vy
+            div[..., sl] = np.sum(sig * (1.0 - sig) * (weights * c)[..., None, :], axis=-1)
+        return out, div
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,13 +291,26 @@ class Masked(EuclideanAttention):
         return None if d is None else d + 1
 
     def field(self, points, weights, queries) -> np.ndarray:
+        return self._masked(points, weights, queries, False)[0]
+
+    def field_and_divergence(self, points, weights, queries):
+        """Γ and its divergence in (s, x): the s-component is 0, the x-part the softmax formula over the
+        points with τ <= s, β(E_π[⟨Aᵀy, Vy⟩] − ⟨Aᵀm, Vm⟩) (0 where no point is allowed; MATH.md §6)."""
+        return self._masked(points, weights, queries, True)
+
+    def _masked(self, points, weights, queries, divergence: bool):
         points, weights, queries = check_points(points, weights, queries, self.dim)
         d = points.shape[-1] - 1
         tau, y = points[..., 0], points[..., 1:]
         s, x = queries[..., 0], queries[..., 1:]
-        Vy = y @ self.matrices(d)[2].T
-        Ax = self.beta * x @ self.A(d).T
-        out = np.zeros(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (queries.shape[-2], d + 1))
+        A, V = self.A(d), self.matrices(d)[2]
+        Vy = y @ V.T
+        Ax = self.beta * x @ A.T
+        batch = np.broadcast_shapes(queries.shape[:-2], points.shape[:-2])
+        out = np.zeros(batch + (queries.shape[-2], d + 1))
+        div = np.zeros(batch + (queries.shape[-2],)) if divergence else None
+        if divergence:
+            cols = np.concatenate([y, np.sum((y @ A) * Vy, axis=-1)[..., None]], axis=-1)
         for sl in row_chunks(queries.shape[-2], points.shape[-2]):
             logits = Ax[..., sl, :] @ np.swapaxes(y, -1, -2)
             allowed = tau[..., None, :] <= s[..., sl, None]
@@ -240,8 +319,14 @@ class Masked(EuclideanAttention):
             smax = np.where(np.isfinite(smax), smax, 0.0)
             e = np.exp(logits - smax) * weights[..., None, :]
             Z = np.sum(e, axis=-1, keepdims=True)
-            out[..., sl, 1:] = np.where(Z > 0, (e @ Vy) / np.where(Z > 0, Z, 1.0), 0.0)
-        return out
+            safe = np.where(Z > 0, Z, 1.0)
+            G = np.where(Z > 0, (e @ Vy) / safe, 0.0)
+            out[..., sl, 1:] = G
+            if divergence:
+                avg = np.where(Z > 0, (e @ cols) / safe, 0.0)
+                m, Ec = avg[..., :d], avg[..., d]
+                div[..., sl] = self.beta * (Ec - np.sum((m @ A) * G, axis=-1))
+        return out, div
 
 
 EUCLIDEAN_MODELS = (Softmax, L2, Sinkhorn, Sigmoid, Masked)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..domains.sphere.geometry import project_tangent
 from .base import Head
-from .sphere import check_measure
+from .sphere import check_measure, divergence_from_average
 
 __all__ = ["MultiHeadAttention"]
 
@@ -69,3 +69,14 @@ class MultiHeadAttention:
         total = sum(h.average(points, weights, queries) for h in self.heads)
         return project_tangent(queries, total)
 
+    def field_and_divergence(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
+        """Σ_h X_h[μ] and its divergence Σ_h div X_h[μ] (the divergence is linear; MATH.md §6)."""
+        if self.domain == "euclidean":
+            parts = [h.field_and_divergence(points, weights, queries) for h in self.heads]
+            return sum(p[0] for p in parts), sum(p[1] for p in parts)
+        points, weights, queries = check_measure(points, weights, queries)
+        for h in self.heads:
+            h.check_dim(points.shape[-1])
+        parts = [h.average_and_strain(points, weights, queries) for h in self.heads]
+        u, strain = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        return project_tangent(queries, u), divergence_from_average(queries, u, strain)

@@ -31,7 +31,7 @@ from ..domains.sphere.geometry import check_on_sphere, project_tangent
 from ..numerics import EXP_MAX
 from .base import Head, check_weights, identity_multiple, row_chunks
 
-__all__ = ["SelfAttention", "check_measure"]
+__all__ = ["SelfAttention", "check_measure", "divergence_from_average"]
 
 
 def check_measure(points, weights, queries):
@@ -47,6 +47,14 @@ def check_measure(points, weights, queries):
             f"`points` and `queries` live in different dimensions: d = {points.shape[-1]} and {queries.shape[-1]}."
         )
     return points, check_weights(weights, points), queries
+
+
+def divergence_from_average(queries, u, strain):
+    r"""div_S(P_x u) = tr(P_x Du) − (d − 1)⟨x, u⟩ on S^{d-1}, from u and ``strain`` = tr(P_x Du) (MATH.md §6).
+
+    (div_S of the normal part ⟨x, u⟩x is ⟨x, u⟩ div_S x = (d − 1)⟨x, u⟩.)
+    """
+    return strain - (queries.shape[-1] - 1) * np.sum(queries * u, axis=-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,6 +176,85 @@ class SelfAttention(Head):
         points, weights, queries = check_measure(points, weights, queries)
         self.check_dim(points.shape[-1])
         return project_tangent(queries, self.average(points, weights, queries))
+
+    def average_and_strain(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
+        r"""u_μ(x) (as :meth:`average`) and tr(P_x Du_μ(x)), the tangential trace of its Jacobian in x.
+
+        With a(y) = β QᵀK y and the softmax law π_x(dy) ∝ e^{⟨x, a(y)⟩} μ(dy),
+        Du = Cov_{π_x}(Vy, a(y)) = β V C_x A (SA; A = KᵀQ, C_x the covariance of y under π_x), so
+
+        .. math::
+
+            \operatorname{tr}(P_x Du) = \beta\big(E_{\pi_x}[\langle Ky, QP_xVy\rangle]
+                - \langle Km, QP_xVm\rangle\big),\qquad m = E_{\pi_x}[y],
+
+        with ⟨Ky, QP_xVy⟩ = ⟨Ky, QVy⟩ − ⟨Qx, Ky⟩⟨x, Vy⟩: besides the field's
+        sums, one sum of the per-point constant ⟨Ky, QVy⟩ and one of
+        ⟨Qx, Ky⟩⟨x, Vy⟩ (docs/MATH.md §6). USA: Du = β Σ_j w_j e_j Vy_j (Aᵀy_j)ᵀ, no
+        covariance. No input checks; exponents shifted by their row maximum.
+        """
+        d = points.shape[-1]
+        Q, K, V = self.matrices(d)
+        Ky = points @ K.T
+        Qx = queries @ Q.T
+        Vy = points @ V.T
+        c = np.sum(Ky * (Vy @ Q.T), axis=-1)  # ⟨Ky, QVy⟩
+        wV = weights[..., :, None] * Vy
+        wy = weights[..., :, None] * points
+        wc = weights * c
+        m, n = queries.shape[-2], points.shape[-2]
+        batch = np.broadcast_shapes(queries.shape[:-2], points.shape[:-2])
+        u = np.empty(batch + (m, d))
+        strain = np.empty(batch + (m,))
+        for sl in row_chunks(m, n):
+            x = queries[..., sl, :]
+            g = Qx[..., sl, :] @ np.swapaxes(Ky, -1, -2)  # ⟨Qx, Ky⟩, (..., mc, n)
+            s = self.beta * g
+            smax = np.max(s, axis=-1, keepdims=True)
+            e = np.exp(s - smax)
+            num = e @ wV  # Σ w e Vy
+            ec = e @ wc  # Σ w e ⟨Ky, QVy⟩
+            exv = np.sum(((e * g) @ wV) * x, axis=-1)  # Σ w e ⟨Qx,Ky⟩⟨x,Vy⟩
+            if self.normalized:
+                Z = e @ weights[..., :, None]
+                if np.any(Z <= 0):
+                    raise ValueError(
+                        "the softmax normaliser Z_μ(x) is not positive: the weights must "
+                        "describe a non-negative measure of positive mass."
+                    )
+                uu = num / Z
+                my = (e @ wy) / Z  # E_π[y]
+                Km, QVm = my @ K.T, uu @ Q.T
+                mean = np.sum(Km * QVm, -1) - np.sum(Km * (x @ Q.T), -1) * np.sum(x * uu, -1)
+                tr = self.beta * ((ec - exv) / Z[..., 0] - mean)
+            else:
+                if np.max(smax) > EXP_MAX:
+                    raise OverflowError(
+                        f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(smax):.1f} > {EXP_MAX:.1f}."
+                    )
+                scale = np.exp(smax)
+                uu = num * scale
+                tr = self.beta * (ec - exv) * scale[..., 0]
+            u[..., sl, :] = uu
+            strain[..., sl] = tr
+        return u, strain
+
+    def field_and_divergence(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
+        r"""X[μ] at ``queries`` and its surface divergence div_S X[μ] there.
+
+        For X = P_x u with u the ambient average (:meth:`average_and_strain`),
+        div_S X = tr(P_x Du) − (d − 1)⟨x, u⟩ (docs/MATH.md §6): the Lagrangian
+        measure's log-Jacobian rate. Same inputs and checks as :meth:`field`.
+
+        Returns
+        -------
+        field : ndarray, shape (..., m, d)
+        divergence : ndarray, shape (..., m)
+        """
+        points, weights, queries = check_measure(points, weights, queries)
+        self.check_dim(points.shape[-1])
+        u, tr = self.average_and_strain(points, weights, queries)
+        return project_tangent(queries, u), divergence_from_average(queries, u, tr)
 
     # ------------------------------------------------------------------ energy
     def _energy_beta(self) -> float:

@@ -10,10 +10,10 @@ from ..zonal import energy_from_excess
 from . import fourier
 from .grid import CircleGrid
 
-__all__ = ["excess_energy", "energy"]
+__all__ = ["excess_energy", "energy", "i0_minus_one"]
 
 
-def _i0m1(beta: float) -> float:
+def i0_minus_one(beta: float) -> float:
     """I_0(β) − 1 without cancellation."""
     if beta > 0.5:
         return float(ive(0, beta) * np.exp(beta) - 1.0) if beta < EXP_MAX else np.inf
@@ -44,7 +44,7 @@ def excess_energy(grid: CircleGrid, values, beta: float) -> float:
     if beta == 0.0:
         return float(np.pi**2 * a2[1])
     # e^{-β}(I_0(β) − 1); past the overflow threshold e^{-β} is below round-off
-    i0m1 = np.exp(-beta) * _i0m1(beta) if beta < EXP_MAX else ive(0, beta)
+    i0m1 = np.exp(-beta) * i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)
     s = ive(np.arange(1, c.size), beta) @ a2[1:] + i0m1 * a2[0]
     return float(2.0 * np.pi**2 / beta * s)
 
