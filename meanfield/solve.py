@@ -45,7 +45,7 @@ for a fixed step.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from .domains.zonal import energy_from_excess
 from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
                         Tracker)
 from .integrate.steppers import ADAPTIVE
+from .lagrangian import LagrangianMeasure, start as lagrangian_start, transport
 from .models import heads, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import EXP_MAX
@@ -99,7 +100,15 @@ class Solution:
     status : Status
     message : str
     method, path : str
-        The time integrator and the field strategy (:mod:`meanfield.strategies`).
+        The time integrator and the field strategy (:mod:`meanfield.strategies`) of the grid
+        (of the Lagrangian measure when it ran from the start).
+    representation : tuple of str
+        "grid" or "lagrangian" for each frame of ``densities``: a frame is a
+        :class:`~meanfield.Density` or a :class:`~meanfield.lagrangian.LagrangianMeasure`.
+    handover : float or None
+        The time the grid handed its last resolved state over to the Lagrangian measure
+        (``t_span[0]`` when it ran from the start; None: grid only). The step histories
+        (``t_steps``, ``mass_steps``, ``energy_steps``) cover the grid's part.
     """
 
     t: np.ndarray
@@ -116,6 +125,8 @@ class Solution:
     message: str
     method: str
     path: str
+    representation: tuple = ()
+    handover: float | None = None
 
     @property
     def success(self) -> bool:
@@ -181,8 +192,9 @@ class GridProblem(Problem):
             raise StopIntegration(
                 t, y, f"{reason}; refinement stopped at max_n = {self.max_n}",
                 hint="Raise max_n to go on refining (clusters sharpen exponentially in time, "
-                "so each doubling buys a bounded time), or use the particle system, which is "
-                "the reference in the collapse regime (MATH.md §2.2).",
+                "so each doubling buys a bounded time), hand over to the Lagrangian measure "
+                "(representation='auto'; see its accuracy caveat in docs/MATH.md §6), or use the "
+                "particle system, which is the reference in the collapse regime (MATH.md §2.2).",
             )
         old = self.grid
         self._use(old.refined())
@@ -248,8 +260,8 @@ class HistoryTracker(Tracker):
     (at its own time). :meth:`solution` gathers a :class:`Solution`.
     """
 
-    def __init__(self, problem: GridProblem, resolution: ResolutionTracker):
-        self.problem, self.resolution = problem, resolution
+    def __init__(self, problem: GridProblem, resolution: ResolutionTracker, keep_last: bool = True):
+        self.problem, self.resolution, self.keep_last = problem, resolution, keep_last
         self.out_t, self.out_d = [], []
         self.t_steps, self.mass_steps, self.energy_steps = [], [], []
 
@@ -272,7 +284,7 @@ class HistoryTracker(Tracker):
         self.out_d.append(Density(self.problem.grid, y, check=False))
 
     def finalize(self, t, y, status):
-        if status is Status.RESOLUTION_LOST and (not self.out_t or self.out_t[-1] < t):
+        if self.keep_last and status is Status.RESOLUTION_LOST and (not self.out_t or self.out_t[-1] < t):
             self.output(t, y)
 
     def solution(self, status: Status, message: str, nfev: int, nsteps: int, method: str) -> Solution:
@@ -293,6 +305,7 @@ class HistoryTracker(Tracker):
             message=message,
             method=method,
             path=p.path,
+            representation=("grid",) * len(dens),
         )
 
 
@@ -335,6 +348,7 @@ def solve(
     atol: float = 1e-12,
     path: str = "auto",
     monitor: ResolutionMonitor | None = None,
+    representation: str = "grid",
 ) -> Solution:
     r"""Advance a density by the continuity equation ∂_t μ + div(μ X[μ]) = 0.
 
@@ -381,6 +395,18 @@ def solve(
         R^d), separable for softmax in R^d, else quadrature (``model.field``).
     monitor : ResolutionMonitor, optional
         Thresholds of the resolution checks.
+    representation : {"grid", "auto", "lagrangian"}
+        "grid" (default): the grid only, a :class:`ResolutionError` where it
+        cannot go on. "auto": the grid while it resolves the solution (refining
+        as ``refine`` says); where it cannot go on, its last resolved state
+        (nodes, ρ_j × quadrature weights) is handed over to the Lagrangian
+        measure (:mod:`meanfield.lagrangian`, docs/MATH.md §6), which goes on to
+        ``t_span[1]``. "lagrangian": the Lagrangian measure from ``t_span[0]``
+        (adaptive DOP853 with ``rtol``/``atol``, or ``method``/``dt`` when given).
+        The Lagrangian measure never loses its representation, but its accuracy
+        is that of the initial grid's quadrature of the flow map: once the map is
+        steeper than the node spacing (clusters sharpening), its error grows like
+        that of an unrefined grid (docs/MATH.md §6) — not yet the default for that reason.
 
     Returns
     -------
@@ -389,8 +415,9 @@ def solve(
     Raises
     ------
     ResolutionError
-        When the state is no longer resolved and refinement is off or capped
-        at ``max_n``; its ``solution`` holds what was computed up to its ``t``.
+        With ``representation="grid"`` (the default), when the state is no longer
+        resolved and refinement is off or capped at ``max_n``; its ``solution``
+        holds what was computed up to its ``t``.
     Interrupted
         On Ctrl-C (or SIGTERM, where no handler of the application's is set); its
         ``solution`` holds the output times reached.
@@ -406,7 +433,7 @@ def solve(
         raise TypeError(f"`mu0` must be a Density, got {type(mu0).__name__}.")
     domain = mu0.domain
     domain.check_model(model, mu0.grid)
-    method = domain.default_method if method is None else method
+    method_given, method = method, domain.default_method if method is None else method
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     refinable = domain.default_max_n is not None
@@ -425,6 +452,17 @@ def solve(
         raise ValueError(f"`max_n` must be an integer >= the initial resolution {mu0.grid.n}, got {max_n!r}.")
     monitor = ResolutionMonitor() if monitor is None else monitor
 
+    if representation not in ("auto", "grid", "lagrangian"):
+        raise ValueError(f"`representation` must be 'auto', 'grid' or 'lagrangian', got {representation!r}.")
+    if representation == "lagrangian":
+        lmethod = "dop853" if method_given is None else method
+        run = transport(model, lagrangian_start(mu0), (t0, t1), t_eval, method=lmethod, dt=dt, rtol=rtol, atol=atol,
+                        path=path, progress=progress)
+        sol = _lagrangian_solution(model, domain, run, lmethod, t0)
+        if run.status is Status.INTERRUPTED:
+            raise Interrupted(sol)
+        return sol
+
     problem = GridProblem(model, mu0.grid, path, refine, int(max_n))
     reason = monitor.check_state(mu0.grid, mu0.values)
     if reason is not None:
@@ -435,7 +473,7 @@ def solve(
             "data that was never sampled.",
         )
     resolution = ResolutionTracker(problem, monitor)
-    history = HistoryTracker(problem, resolution)
+    history = HistoryTracker(problem, resolution, keep_last=representation == "grid")
     trackers = [resolution, history]
     if not domain.conserves_mass:
         trackers.append(OutflowTracker(problem))
@@ -448,8 +486,56 @@ def solve(
     try:
         integrator.run(t0, np.array(mu0.values), t_eval, t1)
     except StopIntegration as stop:
-        raise ResolutionError(stop.t, stop.reason, result(Status.RESOLUTION_LOST, stop.reason), hint=stop.hint) from None
+        if representation == "grid":
+            raise ResolutionError(stop.t, stop.reason, result(Status.RESOLUTION_LOST, stop.reason),
+                                  hint=stop.hint) from None
+        return _hand_over(model, problem, stop, result(Status.SUCCESS, ""), t_eval, t1, rtol, atol, path, progress)
     except KeyboardInterrupt:
         last = f"t = {history.out_t[-1]:.6g}" if history.out_t else "no output time"
         raise Interrupted(result(Status.INTERRUPTED, f"interrupted (Ctrl-C); kept up to {last}")) from None
     return result(Status.SUCCESS, "the solver reached the end of the interval")
+
+
+# --------------------------------------------------------------------- the Lagrangian measure
+def _lagrangian_solution(model, domain, run, method: str, handover: float, grid_part: Solution | None = None,
+                         energy_beta: float | None = None):
+    """A :class:`Solution` of the Lagrangian frames of ``run``, after the grid's frames of ``grid_part``."""
+    beta = domain.energy_beta(model) if energy_beta is None else energy_beta
+    frames = run.frames
+    has_energy = beta is not None and beta <= EXP_MAX
+    lag_energy = np.array([f.energy(beta) for f in frames]) if has_energy else None
+    lag_mass = np.array([f.mass() for f in frames])
+    if grid_part is None:
+        return Solution(
+            t=np.array([f.t for f in frames]), densities=frames, mass=lag_mass, energy=lag_energy,
+            t_steps=np.array([]), mass_steps=np.array([]), energy_steps=np.array([]) if has_energy else None,
+            refinements=(), nfev=run.nfev, nsteps=run.nsteps, status=run.status, message=run.message,
+            method=method, path=run.path, representation=("lagrangian",) * len(frames), handover=float(handover),
+        )
+    g = grid_part
+    message = (f"the grid handed over to the Lagrangian measure at t = {handover:.6g} ({g.message}); "
+               f"{run.message}")
+    return Solution(
+        t=np.concatenate([g.t, [f.t for f in frames]]), densities=g.densities + frames,
+        mass=np.concatenate([g.mass, lag_mass]),
+        energy=None if g.energy is None or lag_energy is None else np.concatenate([g.energy, lag_energy]),
+        t_steps=g.t_steps, mass_steps=g.mass_steps, energy_steps=g.energy_steps, refinements=g.refinements,
+        nfev=g.nfev + run.nfev, nsteps=g.nsteps + run.nsteps, status=run.status, message=message, method=g.method,
+        path=g.path, representation=g.representation + ("lagrangian",) * len(frames), handover=float(handover),
+    )
+
+
+def _hand_over(model, problem: GridProblem, stop: StopIntegration, grid_part: Solution, t_eval, t1, rtol, atol, path,
+               progress):
+    """Go on from the grid's last resolved state (``stop.y`` at ``stop.t``) with the Lagrangian measure."""
+    last = Density(problem.grid, stop.y, check=False)
+    frame = lagrangian_start(last)
+    frame = LagrangianMeasure(frame.state, frame.weights, frame.log_density, frame.domain, frame.mesh, stop.t,
+                              check=False)
+    rest = [t for t in t_eval if t > stop.t]
+    run = transport(model, frame, (stop.t, t1), rest if rest else [t1], rtol=rtol, atol=atol,
+                    path="auto" if path in ("spectral", "separable") else path, progress=progress)
+    sol = _lagrangian_solution(model, problem.domain, run, problem.path, stop.t, replace(grid_part, message=stop.reason))
+    if run.status is Status.INTERRUPTED:
+        raise Interrupted(sol)
+    return sol

@@ -189,6 +189,12 @@ class Domain(abc.ABC):
     def plot_solution(self, solution, title: str | None = None):
         """A figure of a solution over time (with its energy where there is one). Returns the Figure."""
 
+    #: The Lagrangian measure's chart (a module of the domain package): ``check_state(state)``, ``mesh(grid)``,
+    #: ``to_state(points)``,
+    #: ``to_points(state)``, ``state_rate(state, points, velocity)``, ``retract(state)`` and
+    #: ``interpolate_log(state, mesh, log_density, queries)``.
+    chart = None
+
 
 @dataclass(frozen=True)
 class Measure:

@@ -15,9 +15,8 @@ import numba as nb
 import numpy as np
 from scipy.special import ive
 
-from ..domains.circle import bessel_multipliers, tangents
-from ..domains.circle.energy import i0_minus_one
-from ..domains.circle.fourier import series
+# modules, not names: the kernels are imported while the domain package may still be initialising
+from ..domains.circle import continuity, energy as circle_energy, fourier, geometry
 from ..numerics import EXP_MAX
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy"]
@@ -82,8 +81,8 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     w = np.asarray(weights, dtype=float)
     L = circle_degree(beta) if degree is None else int(degree)
     ck = moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
-    Dm, Nm = bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
-    num, den = series(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
+    Dm, Nm = continuity.bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
+    num, den = fourier.series(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
     # truncation bounds
     k = np.arange(L + 1, L + 200)
     Ik = ive(k, beta)
@@ -100,7 +99,7 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
             raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
         v = c * np.exp(beta) * num
         bound = np.full(num.shape, abs(c) * np.exp(beta) * TN)
-    tangent = tangents(q)
+    tangent = geometry.tangents(q)
     return v[:, None] * tangent, bound
 
 
@@ -129,10 +128,10 @@ def circle_spectral_divergence(points, weights, queries, beta: float, normalized
     w = np.asarray(weights, dtype=float)
     L = circle_degree(beta, order=2) if degree is None else int(degree)
     ck = moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1))) / (2 * np.pi)
-    Dm, Nm = bessel_multipliers(L, beta)
+    Dm, Nm = continuity.bessel_multipliers(L, beta)
     N2 = 1j * np.arange(L + 1) * Nm  # (1/β) ∂²_θ multipliers
-    num, den = series(q, Nm * ck, Dm * ck)
-    num2, _ = series(q, N2 * ck, Dm * ck)
+    num, den = fourier.series(q, Nm * ck, Dm * ck)
+    num2, _ = fourier.series(q, N2 * ck, Dm * ck)
     if normalized:
         r = num / den
         v = c * r
@@ -142,7 +141,7 @@ def circle_spectral_divergence(points, weights, queries, beta: float, normalized
             raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
         v = c * np.exp(beta) * num
         div = c * np.exp(beta) * num2
-    return v[:, None] * tangents(q), div
+    return v[:, None] * geometry.tangents(q), div
 
 
 def circle_excess_energy(points, weights, beta: float) -> float:
@@ -159,5 +158,5 @@ def circle_excess_energy(points, weights, beta: float) -> float:
         return 0.5 * abs(c1) ** 2
     L = circle_degree(beta)
     a2 = np.abs(moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))) ** 2
-    head = np.exp(-beta) * i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)  # e^{-β}(I_0(β) − 1)
+    head = np.exp(-beta) * circle_energy.i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)  # e^{-β}(I_0(β) − 1)
     return float((head * a2[0] + 2.0 * ive(np.arange(1, L + 1), beta) @ a2[1:]) / (2.0 * beta))

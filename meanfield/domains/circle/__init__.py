@@ -11,7 +11,7 @@ import numpy as np
 from ..base import Domain, register
 from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, on_sphere
 from ..zonal import choose_rate, energy_beta
-from . import energy as _energy, plotting as _plotting, sampling as _sampling
+from . import energy as _energy, lagrangian, plotting as _plotting, sampling as _sampling
 from .continuity import CircleQuadrature, CircleSpectral, bessel_multipliers
 from .geometry import angles_to_points, points_to_angles, tangents
 from .grid import CircleGrid
@@ -50,6 +50,7 @@ class Circle(UnitSphereGeometry, Domain):
     plot = staticmethod(_plotting.plot)
     plot_points = staticmethod(_plotting.plot_points)
     plot_solution = staticmethod(_plotting.plot_solution)
+    chart = lagrangian  # how points of the Lagrangian measure move and carry the density (docs/MATH.md §6)
 
 
 CIRCLE = register(Circle())

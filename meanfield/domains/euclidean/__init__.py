@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Domain, register
-from . import geometry, plotting as _plotting, sampling as _sampling
+from . import geometry, lagrangian, plotting as _plotting, sampling as _sampling
 from .continuity import FiniteVolume
 from .grid import EuclideanGrid
 
@@ -63,6 +63,7 @@ class Euclidean(Domain):
     plot = staticmethod(_plotting.plot)
     plot_points = staticmethod(_plotting.plot_points)
     plot_solution = staticmethod(_plotting.plot_solution)
+    chart = lagrangian  # how points of the Lagrangian measure move and carry the density (docs/MATH.md §6)
 
 
 EUCLIDEAN = register(Euclidean())

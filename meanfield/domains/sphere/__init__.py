@@ -10,7 +10,7 @@ import numpy as np
 
 from ..base import Domain, register
 from ..zonal import choose_rate, energy_beta
-from . import energy as _energy, plotting as _plotting, sampling as _sampling
+from . import energy as _energy, lagrangian, plotting as _plotting, sampling as _sampling
 from .continuity import SphereQuadrature, SphereSpectral, funk_hecke
 from .geometry import (UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent, retract,
                        spherical)
@@ -52,6 +52,7 @@ class Sphere(UnitSphereGeometry, Domain):
     plot = staticmethod(_plotting.plot)
     plot_points = staticmethod(_plotting.plot_points)
     plot_solution = staticmethod(_plotting.plot_solution)
+    chart = lagrangian  # how points of the Lagrangian measure move and carry the density (docs/MATH.md §6)
 
 
 SPHERE = register(Sphere())

@@ -1,0 +1,20 @@
+r"""The Lagrangian measure: the continuity equation solved by characteristics, through collapse.
+
+A second representation of the solution of ∂_t μ + div(μ X[μ]) = 0 that never loses
+resolution (docs/MATH.md §6): points with fixed weights move with the field of the
+measure they carry and the log-density is carried exactly along them.
+
+=========================  ==========================================================
+:class:`LagrangianMeasure` one frame: points, weights, log ρ at the points, ρ anywhere
+:func:`start`              the Lagrangian measure of a grid density (nodes, ρ_j w_j)
+:func:`transport`          advance it (``solve(..., representation=...)`` is the front)
+:func:`clusters`           the clusters of a frame; :func:`cluster_history` over a solution
+=========================  ==========================================================
+"""
+
+from .clusters import Cluster, cluster_history, clusters
+from .measure import LagrangianMeasure
+from .transport import LagrangianProblem, Transport, start, transport
+
+__all__ = ["LagrangianMeasure", "LagrangianProblem", "Transport", "start", "transport", "clusters",
+           "cluster_history", "Cluster"]

@@ -1,0 +1,166 @@
+r"""One frame of the Lagrangian measure: moving points with fixed weights and the log-density they carry.
+
+The continuity equation ∂_t μ + div(μ X[μ]) = 0 solved by characteristics
+(docs/MATH.md §6): from the grid measure Σ_i w_i δ_{x_i} of the initial density
+(w_i = ρ_0(x_i) × quadrature weight), the points follow dX_i/dt = X[μ_t](X_i) with
+μ_t = Σ_i w_i δ_{X_i(t)} — an exact weak solution — and each carries its
+log-Jacobian ℓ_i, dℓ_i/dt = div X[μ_t](X_i), so log ρ(X_i(t), t) = log ρ_0(x_i) − ℓ_i(t)
+exactly along the characteristic, however sharp the density becomes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..domains import Measure
+from ..kernels import energy as pairwise_energy
+from ..kernels.circle import circle_excess_energy
+from ..numerics import EXP_MAX
+
+__all__ = ["LagrangianMeasure"]
+
+#: Excess energies e^{-β}(E_β − m²/2β) by domain: the circle's O(nL) Fourier moments; pairwise elsewhere.
+_EXCESS = {"circle": circle_excess_energy}
+
+
+def _pairwise_excess(points, weights, beta):
+    if beta == 0.0:
+        m = weights @ points
+        return 0.5 * float(m @ m)
+    mass = float(np.sum(weights))
+    return float(np.exp(-beta) * (pairwise_energy(points, weights, beta) - mass * mass / (2.0 * beta))) \
+        if beta <= EXP_MAX else np.nan
+
+
+class LagrangianMeasure:
+    """Σ_i w_i δ_{X_i} with log ρ at the points: a frame of the Lagrangian solution.
+
+    Parameters
+    ----------
+    state : ndarray, shape (n, k)
+        The points in the domain's chart (angles on the circle, points of S² or R^d).
+    weights : ndarray, shape (n,)
+        Fixed masses, non-negative, summing to one (to 1e-12).
+    log_density : ndarray, shape (n,)
+        log ρ at the points (−inf where the initial density was 0).
+    domain : Domain
+    mesh : object
+        The initial grid's connectivity (``domain.chart.mesh``), moved with the points.
+    t : float
+    check : bool, keyword-only
+        False for frames the solver builds (weights of any positive total, as the initial density's mass).
+
+    Raises
+    ------
+    ValueError
+        Weights of the wrong shape, negative, non-finite or not summing to one; points off the domain;
+        log-densities that are NaN or +inf.
+    """
+
+    __slots__ = ("state", "weights", "log_density", "domain", "mesh", "t")
+
+    def __init__(self, state, weights, log_density, domain, mesh=None, t: float = 0.0, *, check: bool = True):
+        state = np.array(state, dtype=float)
+        weights = np.array(weights, dtype=float)
+        log_density = np.array(log_density, dtype=float)
+        if check:
+            n = state.shape[0] if state.ndim == 2 else -1
+            if state.ndim != 2 or weights.shape != (n,) or log_density.shape != (n,):
+                raise ValueError(f"`state` must have shape (n, k), `weights` and `log_density` shape (n,); got "
+                                 f"{state.shape}, {weights.shape}, {log_density.shape}.")
+            if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+                raise ValueError("`weights` must be finite and non-negative.")
+            if abs(weights.sum() - 1.0) > 1e-12:
+                raise ValueError(f"`weights` must sum to one (a probability measure), got {weights.sum():.17g}.")
+            if np.any(np.isnan(log_density)) or np.any(log_density == np.inf):
+                raise ValueError("`log_density` must be finite or −inf (where the density is 0), not NaN or +inf.")
+            domain.chart.check_state(state)
+        for a in (state, weights, log_density):
+            a.setflags(write=False)
+        self.state, self.weights, self.log_density = state, weights, log_density
+        self.domain, self.mesh, self.t = domain, mesh, float(t)
+
+    # ------------------------------------------------------------------ as a measure
+    @property
+    def points(self) -> np.ndarray:
+        """The points X_i(t), shape (n, d)."""
+        return self.domain.chart.to_points(self.state)
+
+    @property
+    def density(self) -> np.ndarray:
+        """ρ(X_i(t), t) = exp(log ρ_0(x_i) − ℓ_i(t)) (may overflow to inf past 1e308; use ``log_density``)."""
+        with np.errstate(over="ignore"):
+            return np.exp(self.log_density)
+
+    def as_measure(self) -> Measure:
+        """Σ_i w_i δ_{X_i} carrying its domain (``validation.wasserstein`` takes it as it is)."""
+        return Measure(self.points, self.weights, self.domain)
+
+    def mass(self) -> float:
+        """Σ_i w_i: fixed in time, the mass of the initial grid measure."""
+        return float(np.sum(self.weights))
+
+    def mean(self) -> np.ndarray:
+        """∫ x dμ = Σ_i w_i X_i."""
+        return self.weights @ self.points
+
+    def excess_energy(self, beta: float) -> float:
+        """e^{-β}(E_β − m²/2β), finite for every β (½|∫x dμ|² at β = 0)."""
+        return _EXCESS.get(self.domain.name, _pairwise_excess)(self.points, self.weights, float(beta))
+
+    def energy(self, beta: float) -> float:
+        """E_β = (1/2β) Σ_ij w_i w_j e^{β⟨X_i, X_j⟩} (½|Σ w_i X_i|² at β = 0; GLPR §3.2)."""
+        from ..domains.zonal import energy_from_excess
+
+        return energy_from_excess(self.excess_energy(beta), self.mass(), float(beta))
+
+    # ------------------------------------------------------------------ as a density
+    def log_density_at(self, queries) -> np.ndarray:
+        """log ρ at points of the domain, interpolated on the moved mesh (−inf where the density is 0)."""
+        q = self.domain.check_points(queries, "queries")
+        return self.domain.chart.interpolate_log(self.state, self.mesh, self.log_density, q)
+
+    def __call__(self, queries) -> np.ndarray:
+        """ρ at points of the domain (shape (..., d) → (...)): the log-density interpolated on the moved mesh
+        (periodic cubic spline in the angle on the circle, linear on the moved triangles of the initial grid
+        on S² and in R², linear in R¹), then exponentiated."""
+        with np.errstate(over="ignore"):
+            return np.exp(self.log_density_at(queries))
+
+    def __len__(self) -> int:
+        return self.weights.size
+
+    def __repr__(self) -> str:
+        return (f"LagrangianMeasure({self.domain.name}, n={len(self)}, t={self.t:g}, "
+                f"max log10 ρ={np.max(self.log_density) / np.log(10):.3g})")
+
+    # ------------------------------------------------------------------ figure
+    def plot(self, ax=None, **kwargs):
+        """log10 ρ at the points: against the angle (circle) or the coordinate (R¹), coloured points on a
+        Mollweide map (S²) or in the plane (R²). Returns the Axes."""
+        import matplotlib.pyplot as plt
+
+        coords = np.asarray(self.domain.coordinates(self.points))
+        logr = self.log_density / np.log(10.0)
+        if coords.ndim == 1 or coords.shape[-1] == 1:
+            c = coords.reshape(-1)
+            order = np.argsort(c)
+            if ax is None:
+                _, ax = plt.subplots()
+            ax.plot(c[order], logr[order], **({"lw": 1} | kwargs))
+            ax.set_xlabel("θ" if self.domain.name == "circle" else "x")
+            ax.set_ylabel("log₁₀ ρ")
+            return ax
+        if self.domain.projection == "mollweide":
+            if ax is None:
+                _, ax = plt.subplots(subplot_kw={"projection": "mollweide"})
+            x = self.points
+            lon, lat = np.arctan2(x[:, 1], x[:, 0]), np.arcsin(np.clip(x[:, 2], -1, 1))
+        else:
+            if ax is None:
+                _, ax = plt.subplots()
+            lon, lat = coords[:, 0], coords[:, 1]
+        sc = ax.scatter(lon, lat, c=logr, s=kwargs.pop("s", 3), cmap=kwargs.pop("cmap", "magma"), **kwargs)
+        ax.figure.colorbar(sc, ax=ax, label="log₁₀ ρ", shrink=0.7)
+        ax.set_title(f"t = {self.t:g}")
+        return ax

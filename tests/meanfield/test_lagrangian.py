@@ -1,0 +1,217 @@
+"""The Lagrangian measure: divergences of every model, exact solutions, agreement with the grid, bad input."""
+
+import numpy as np
+import pytest
+
+import meanfield as mf
+from meanfield import exact, gaussian
+from meanfield.kernels.circle import circle_spectral_divergence
+from meanfield.lagrangian import LagrangianMeasure, cluster_history, clusters, start
+from meanfield.models import L2, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax
+
+
+def _unit(rng, shape):
+    x = rng.normal(size=shape)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _surface_divergence_fd(model, P, w, x, h=1e-5):
+    """div_S X = Σ_b d/ds ⟨X(γ_b(s)), γ_b'(s)⟩ at s = 0 along great circles γ_b through x (central differences)."""
+    d = x.shape[-1]
+    out = np.zeros(len(x))
+    for i, xi in enumerate(x):
+        basis = np.linalg.svd(np.eye(d) - np.outer(xi, xi))[0][:, : d - 1]
+        for b in basis.T:
+            f = [model.field(P, w, (np.cos(s) * xi + np.sin(s) * b)[None])[0] @ (-np.sin(s) * xi + np.cos(s) * b)
+                 for s in (h, -h)]
+            out[i] += (f[0] - f[1]) / (2 * h)
+    return out
+
+
+def _divergence_fd(model, P, w, x, h=1e-5):
+    out = np.zeros(len(x))
+    for a in range(x.shape[-1]):
+        e = np.zeros(x.shape[-1])
+        e[a] = h
+        out += (model.field(P, w, x + e)[:, a] - model.field(P, w, x - e)[:, a]) / (2 * h)
+    return out
+
+
+# ------------------------------------------------------------------ divergences (docs/MATH.md §6)
+@pytest.mark.parametrize("d", [2, 3, 5])
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("general", [False, True])
+def test_sphere_divergence_matches_finite_differences(d, normalized, general):
+    rng = np.random.default_rng(d + 10 * normalized + 100 * general)
+    P, x = _unit(rng, (40, d)), _unit(rng, (5, d))
+    w = rng.random(40)
+    mats = dict(Q=rng.normal(size=(d, d)), K=rng.normal(size=(d, d)), V=rng.normal(size=(d, d))) if general else {}
+    model = mf.SelfAttention(1.3, normalized=normalized, **mats)
+    X, div = model.field_and_divergence(P, w / w.sum(), x)
+    np.testing.assert_allclose(X, model.field(P, w / w.sum(), x), rtol=0, atol=1e-14)
+    fd = _surface_divergence_fd(model, P, w / w.sum(), x)
+    assert np.max(np.abs(div - fd)) <= 1e-7 * max(1.0, np.max(np.abs(div)))
+
+
+def test_multihead_sphere_divergence_is_the_sum_and_matches_finite_differences():
+    rng = np.random.default_rng(5)
+    P, x, w = _unit(rng, (30, 3)), _unit(rng, (4, 3)), np.full(30, 1 / 30)
+    heads = [mf.SelfAttention(1.0, Q=rng.normal(size=(3, 3))), mf.SelfAttention(2.0, V=rng.normal(size=(3, 3)))]
+    X, div = MultiHeadAttention(heads).field_and_divergence(P, w, x)
+    parts = [h.field_and_divergence(P, w, x) for h in heads]
+    np.testing.assert_allclose(div, parts[0][1] + parts[1][1], rtol=1e-12, atol=1e-14)
+    assert np.max(np.abs(div - _surface_divergence_fd(MultiHeadAttention(heads), P, w, x))) <= 1e-7
+
+
+@pytest.mark.parametrize("d", [1, 2, 4])
+def test_euclidean_divergences_match_finite_differences(d):
+    rng = np.random.default_rng(d)
+
+    def M():
+        return 0.7 * rng.normal(size=(d, d))
+
+    P, x = rng.normal(size=(30, d)), rng.normal(size=(5, d))
+    w = rng.random(30)
+    w /= w.sum()
+    models = [Softmax(Q=M(), K=M(), V=M(), beta=1.2), L2(Q=M(), K=M(), V=M(), tau=0.7),
+              Sinkhorn(Q=M(), K=M(), V=M(), tau=1.5), Sigmoid(Q=M(), K=M(), V=M(), b=0.3),
+              MultiHeadAttention([Softmax(Q=M(), K=M(), V=M()), L2(Q=M(), K=M(), V=M())])]
+    for model in models:
+        G, div = model.field_and_divergence(P, w, x)
+        np.testing.assert_allclose(G, model.field(P, w, x), rtol=0, atol=1e-13)
+        assert np.max(np.abs(div - _divergence_fd(model, P, w, x))) <= 1e-7 * max(1.0, np.max(np.abs(div))), model
+    Pm, xm = np.c_[rng.random(30), P], np.c_[rng.random(5), x]
+    masked = Masked(Q=M(), K=M(), V=M(), beta=0.8)
+    G, div = masked.field_and_divergence(Pm, w, xm)
+    np.testing.assert_allclose(G, masked.field(Pm, w, xm), rtol=0, atol=1e-14)
+    assert np.max(np.abs(div - _divergence_fd(masked, Pm, w, xm))) <= 1e-7 * max(1.0, np.max(np.abs(div)))
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.7, 5.0, 40.0])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_circle_spectral_divergence_equals_the_quadrature(beta, normalized):
+    rng = np.random.default_rng(int(beta))
+    P, q = _unit(rng, (300, 2)), _unit(rng, (20, 2))
+    w = rng.random(300)
+    w /= w.sum()
+    model = mf.SelfAttention(beta, normalized=normalized, V=-1.5 * np.eye(2))
+    X, div = model.field_and_divergence(P, w, q)
+    X2, div2 = circle_spectral_divergence(P, w, q, beta, normalized, -1.5)
+    assert np.max(np.abs(X - X2)) <= 1e-13 * np.max(np.abs(X))
+    assert np.max(np.abs(div - div2)) <= 1e-12 * np.max(np.abs(div))
+
+
+# ------------------------------------------------------------------ exact solutions
+def test_circle_beta0_follows_ott_antonsen_while_the_map_is_resolved():
+    a0, n = 0.3 + 0.2j, 256
+    theta = np.arange(n) * 2 * np.pi / n
+    mu0 = mf.Density(mf.CircleGrid(n), exact.wrapped_cauchy(theta, a0))
+    sol = mf.solve(mf.SelfAttention(0.0), mu0, (0, 4), t_eval=[1, 2, 4], representation="lagrangian")
+    assert sol.representation == ("lagrangian",) * 3 and sol.handover == 0.0
+    for f in sol.densities:
+        a = exact.ott_antonsen(f.t, a0)
+        th = np.arctan2(f.points[:, 1], f.points[:, 0])
+        rel = np.abs(np.expm1(f.log_density - np.log(exact.wrapped_cauchy(th, a))))
+        assert np.max(rel) <= 1e-8, (f.t, np.max(rel))
+        assert abs(f.mass() - mu0.mass()) <= 1e-15  # fixed weights
+        assert f.energy(0.0) == pytest.approx(0.5 * abs(a) ** 2, abs=1e-12)
+
+
+def test_sphere_beta0_follows_the_mobius_family():
+    w0 = np.array([0.1, -0.2, 0.3])
+    grid = mf.SphereGrid(16)
+    mu0 = mf.Density(grid, exact.mobius_density(grid.points, w0))
+    sol = mf.solve(mf.SelfAttention(0.0), mu0, (0, 1), t_eval=[0.5, 1.0], representation="lagrangian")
+    for f in sol.densities:
+        s = exact.mobius_radius(f.t, np.linalg.norm(w0))[0]
+        ref = exact.mobius_density(f.points, s * w0 / np.linalg.norm(w0))
+        assert np.max(np.abs(np.expm1(f.log_density - np.log(ref)))) <= 1e-8
+        assert np.max(np.abs(np.linalg.norm(f.points, axis=1) - 1)) <= 1e-14
+
+
+def test_l2_gaussian_closure_in_the_plane():
+    A, V = np.array([[0.5, 0.2], [-0.1, 0.3]]), np.array([[1, 0.3], [0, 0.8]])
+    m0, C0 = np.array([0.5, -0.3]), np.array([[0.5, 0.1], [0.1, 0.3]])
+    grid = mf.EuclideanGrid(((-5, 6), (-5, 5)), (24, 24))
+    mu0 = gaussian.gaussian_density(grid, m0, C0).normalized()
+    model = L2(Q=A, V=V, tau=2.0)
+    f = mf.solve(model, mu0, (0, 1), representation="lagrangian", rtol=1e-13, atol=1e-14).densities[-1]
+    ref = gaussian.solve_gaussian(model, m0, C0, [0, 1.0])
+    mean = f.mean()
+    cov = (f.weights[:, None] * (f.points - mean)).T @ (f.points - mean)
+    assert np.max(np.abs(mean - ref.mean[-1])) <= 1e-10
+    assert np.max(np.abs(cov - ref.cov[-1])) <= 1e-10
+
+
+# ------------------------------------------------------------------ against the grid; energy
+def test_circle_agrees_with_the_refined_grid_and_energy_increases():
+    n = 256
+    theta = np.arange(n) * 2 * np.pi / n
+    mu0 = mf.Density(mf.CircleGrid(n), (1 + 0.05 * np.cos(2 * theta) + 0.03 * np.sin(3 * theta)) / (2 * np.pi))
+    model = mf.SelfAttention(4.0)
+    t_eval = [1.0, 2.0, 3.0]
+    grid = mf.solve(model, mu0, (0, 3), t_eval=t_eval)
+    lag = mf.solve(model, mu0, (0, 3), t_eval=np.linspace(0.25, 3, 12), representation="lagrangian")
+    frames = {f.t: f for f in lag.densities}
+    for d, t in zip(grid.densities, t_eval):
+        f = frames[t]
+        assert np.max(np.abs(d(f.points) / f.density - 1)) <= 1e-8
+        assert f.energy(4.0) == pytest.approx(grid.energy[list(grid.t).index(t)], rel=1e-10)
+        np.testing.assert_allclose(f(f.points), f.density, rtol=1e-12)  # the interpolant passes through the points
+    assert np.all(np.diff(lag.energy) > 0)
+
+
+def test_hand_over_is_recorded_and_keeps_the_mass():
+    mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(2 * x[..., 0]))
+    sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), t_eval=[1, 4, 8], max_n=128, representation="auto")
+    assert sol.success and sol.handover is not None and 0 < sol.handover < 8
+    assert sol.representation[-1] == "lagrangian" and isinstance(sol.densities[-1], LagrangianMeasure)
+    assert all(isinstance(d, mf.Density) for d, r in zip(sol.densities, sol.representation) if r == "grid")
+    assert sol.mass[-1] == pytest.approx(1.0, abs=1e-8)
+    assert np.all(np.diff(sol.energy) > 0)
+    with pytest.raises(mf.ResolutionError):
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), max_n=128)  # grid only (the default) still refuses
+
+
+# ------------------------------------------------------------------ clusters, zero density, bad input
+def test_clusters_of_two_bumps():
+    n = 512
+    theta = np.arange(n) * 2 * np.pi / n
+    rho = 0.7 * exact.wrapped_cauchy(theta, 0.97) + 0.3 * exact.wrapped_cauchy(theta, -0.97j)
+    frame = start(mf.Density(mf.CircleGrid(n), rho))
+    cl = clusters(frame)
+    assert len(cl) == 2 and cl[0].mass > cl[1].mass
+    np.testing.assert_allclose(cl[0].centre, [1, 0], atol=1e-3)
+    np.testing.assert_allclose(cl[1].centre, [0, -1], atol=1e-3)
+    assert cluster_history([frame]).count.tolist() == [2]
+
+
+def test_zero_density_points_carry_no_mass():
+    grid = mf.EuclideanGrid(((-3, 3),), (60,))
+    values = np.where(np.abs(grid.points[..., 0]) < 1.5, 1.0, 0.0)
+    mu0 = mf.Density(grid, values).normalized()
+    f = start(mu0)
+    assert np.all(f.weights[values == 0] == 0) and np.all(np.isneginf(f.log_density[values == 0]))
+    f1 = mf.solve(Softmax(), mu0, (0, 0.5), representation="lagrangian").densities[-1]
+    assert np.all(np.isneginf(f1.log_density[values == 0])) and f1.mass() == pytest.approx(1.0, abs=1e-14)
+
+
+def test_bad_input_is_refused():
+    circle = mf.domains.CIRCLE
+    state = np.linspace(0, 6, 4)[:, None]
+    with pytest.raises(ValueError, match="sum to one"):
+        LagrangianMeasure(state, [0.3, 0.3, 0.3, 0.3], np.zeros(4), circle)
+    with pytest.raises(ValueError, match="non-negative"):
+        LagrangianMeasure(state, [0.5, 0.5, 0.5, -0.5], np.zeros(4), circle)
+    with pytest.raises(ValueError, match="NaN"):
+        LagrangianMeasure(state, [0.25] * 4, [0, 0, np.nan, 0], circle)
+    with pytest.raises(ValueError, match="unit vectors"):
+        LagrangianMeasure(np.ones((4, 3)), [0.25] * 4, np.zeros(4), mf.domains.SPHERE)
+    mu0 = mf.Density.uniform(mf.CircleGrid(16))
+    with pytest.raises(ValueError, match="representation"):
+        mf.solve(mf.SelfAttention(1.0), mu0, (0, 1), representation="particles")
+    with pytest.raises(ValueError, match="spectral"):
+        mf.solve(mf.SelfAttention(1.0, Q=2 * np.eye(2) + 0.1), mu0, (0, 1), representation="lagrangian",
+                 path="spectral")
+    with pytest.raises(TypeError, match="LagrangianMeasure"):
+        clusters(mu0)
