@@ -455,7 +455,7 @@ def solve(
     if representation not in ("auto", "grid", "lagrangian"):
         raise ValueError(f"`representation` must be 'auto', 'grid' or 'lagrangian', got {representation!r}.")
     if representation == "lagrangian":
-        lmethod = "dop853" if method_given is None else method
+        lmethod = method if method_given is not None or dt is not None else "dop853"  # a given dt means rk4
         run = transport(model, lagrangian_start(mu0), (t0, t1), t_eval, method=lmethod, dt=dt, rtol=rtol, atol=atol,
                         path=path, progress=progress)
         sol = _lagrangian_solution(model, domain, run, lmethod, t0)
