@@ -49,6 +49,27 @@ def check_measure(points, weights, queries):
     return points, check_weights(weights, points), queries
 
 
+def _normaliser(e, weights):
+    """Z = Σ_j w_j e_ij (shape (..., m, 1)); ``ValueError`` where it is not positive."""
+    Z = e @ weights[..., :, None]
+    if np.any(Z <= 0):
+        raise ValueError(
+            "the softmax normaliser Z_μ(x) is not positive: the weights must "
+            "describe a non-negative measure of positive mass."
+        )
+    return Z
+
+
+def _check_usa_exponent(smax):
+    """``OverflowError`` where the row maxima of β⟨Qx,Ky⟩ make the unscaled USA kernel overflow."""
+    if np.max(smax) > EXP_MAX:
+        raise OverflowError(
+            f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(smax):.1f} > "
+            f"{EXP_MAX:.1f}; USA keeps the unscaled kernel e^(β⟨Qx,Ky⟩) (MATH.md §2.1), "
+            "so use a smaller β or the normalised model (SA)."
+        )
+
+
 def divergence_from_average(queries, u, strain):
     r"""div_S(P_x u) = tr(P_x Du) − (d − 1)⟨x, u⟩ on S^{d-1}, from u and ``strain`` = tr(P_x Du) (MATH.md §6).
 
@@ -137,20 +158,10 @@ class SelfAttention(Head):
             e = np.exp(s - smax)
             num = e @ wV
             if self.normalized:
-                Z = e @ weights[..., :, None]
-                if np.any(Z <= 0):
-                    raise ValueError(
-                        "the softmax normaliser Z_μ(x) is not positive: the weights must "
-                        "describe a non-negative measure of positive mass."
-                    )
+                Z = _normaliser(e, weights)
                 out[..., sl, :] = num / Z
             else:
-                if np.max(smax) > EXP_MAX:
-                    raise OverflowError(
-                        f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(smax):.1f} > "
-                        f"{EXP_MAX:.1f}; USA keeps the unscaled kernel e^(β⟨Qx,Ky⟩) (MATH.md §2.1), "
-                        "so use a smaller β or the normalised model (SA)."
-                    )
+                _check_usa_exponent(smax)
                 out[..., sl, :] = num * np.exp(smax)
         return out
 
@@ -216,22 +227,14 @@ class SelfAttention(Head):
             ec = e @ wc  # Σ w e ⟨Ky, QVy⟩
             exv = np.sum(((e * g) @ wV) * x, axis=-1)  # Σ w e ⟨Qx,Ky⟩⟨x,Vy⟩
             if self.normalized:
-                Z = e @ weights[..., :, None]
-                if np.any(Z <= 0):
-                    raise ValueError(
-                        "the softmax normaliser Z_μ(x) is not positive: the weights must "
-                        "describe a non-negative measure of positive mass."
-                    )
+                Z = _normaliser(e, weights)
                 uu = num / Z
                 my = (e @ wy) / Z  # E_π[y]
                 Km, QVm = my @ K.T, uu @ Q.T
                 mean = np.sum(Km * QVm, -1) - np.sum(Km * (x @ Q.T), -1) * np.sum(x * uu, -1)
                 tr = self.beta * ((ec - exv) / Z[..., 0] - mean)
             else:
-                if np.max(smax) > EXP_MAX:
-                    raise OverflowError(
-                        f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(smax):.1f} > {EXP_MAX:.1f}."
-                    )
+                _check_usa_exponent(smax)
                 scale = np.exp(smax)
                 uu = num * scale
                 tr = self.beta * (ec - exv) * scale[..., 0]
