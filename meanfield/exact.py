@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-__all__ = ["wrapped_cauchy", "ott_antonsen", "wrapped_cauchy_sample", "equiangular", "mobius_density",
+__all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius"]
 
 
@@ -54,6 +54,42 @@ def ott_antonsen(t, a0) -> np.ndarray:
         return np.zeros(t.shape, dtype=complex)
     mod2 = r2 / (r2 + (1.0 - r2) * np.exp(-t))
     return (a0 / abs(a0)) * np.sqrt(mod2)
+
+
+def ott_antonsen_characteristics(theta0, t, a0) -> tuple[np.ndarray, np.ndarray]:
+    r"""Where the wrapped Cauchy solution carries the point θ_0 by time t, and the log-Jacobian of its flow map.
+
+    With a(t) of :func:`ott_antonsen` the field is X(θ) = Im(a e^{-iθ}) = −|a| sin ψ, ψ = θ − arg a_0, so
+    tan(ψ/2) = tan(ψ_0/2) e^{-R(t)} with
+
+    .. math:: R(t) = \int_0^t |a(s)|\,ds = 2\big[\operatorname{asinh}\sqrt{r_0^2e^t/(1-r_0^2)}
+              - \operatorname{asinh}\sqrt{r_0^2/(1-r_0^2)}\big],\qquad r_0 = |a_0|,
+
+    and the Jacobian of θ_0 ↦ θ(t) is ∂θ/∂θ_0 = e^{-R}/(cos²(ψ_0/2) + sin²(ψ_0/2)e^{-2R}), so that
+    log ρ(θ(t), t) = log ρ_0(θ_0) − log ∂θ/∂θ_0 exactly (docs/MATH.md §6): an oracle for the Lagrangian
+    measure that does not depend on where a computed point lies inside a cluster narrower than float64's
+    resolution of the angle.
+
+    Returns
+    -------
+    theta : ndarray
+        θ(t), continuous in t from θ_0 (not wrapped).
+    log_jacobian : ndarray
+        log ∂θ/∂θ_0.
+    """
+    a0 = _check_a(a0)
+    theta0 = np.asarray(theta0, dtype=float)
+    r2 = abs(a0) ** 2
+    if r2 == 0.0:
+        return theta0.copy(), np.zeros_like(theta0)
+    R = 2.0 * (np.arcsinh(np.sqrt(r2 * np.exp(float(t)) / (1.0 - r2))) - np.arcsinh(np.sqrt(r2 / (1.0 - r2))))
+    phase = np.angle(a0)
+    psi0 = theta0 - phase
+    turns = np.round(psi0 / (2.0 * np.pi))
+    half = 0.5 * (psi0 - 2.0 * np.pi * turns)  # in [−π/2, π/2]: tan is monotone there
+    psi = 2.0 * np.arctan(np.tan(half) * np.exp(-R))
+    log_jacobian = -R - np.log(np.cos(half) ** 2 + np.sin(half) ** 2 * np.exp(-2.0 * R))
+    return psi + 2.0 * np.pi * turns + phase, log_jacobian
 
 
 def wrapped_cauchy_sample(phi, a) -> np.ndarray:

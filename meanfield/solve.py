@@ -55,7 +55,7 @@ from .domains.zonal import energy_from_excess
 from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
                         Tracker)
 from .integrate.steppers import ADAPTIVE
-from .lagrangian import LagrangianMeasure, start as lagrangian_start, transport
+from .lagrangian import transport_density
 from .models import heads, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import EXP_MAX
@@ -456,8 +456,8 @@ def solve(
         raise ValueError(f"`representation` must be 'auto', 'grid' or 'lagrangian', got {representation!r}.")
     if representation == "lagrangian":
         lmethod = method if method_given is not None or dt is not None else "dop853"  # a given dt means rk4
-        run = transport(model, lagrangian_start(mu0), (t0, t1), t_eval, method=lmethod, dt=dt, rtol=rtol, atol=atol,
-                        path=path, progress=progress)
+        run = transport_density(model, mu0, (t0, t1), t_eval, method=lmethod, dt=dt, rtol=rtol, atol=atol,
+                                path=path, progress=progress)
         sol = _lagrangian_solution(model, domain, run, lmethod, t0)
         if run.status is Status.INTERRUPTED:
             raise Interrupted(sol)
@@ -529,12 +529,9 @@ def _hand_over(model, problem: GridProblem, stop: StopIntegration, grid_part: So
                progress):
     """Go on from the grid's last resolved state (``stop.y`` at ``stop.t``) with the Lagrangian measure."""
     last = Density(problem.grid, stop.y, check=False)
-    frame = lagrangian_start(last)
-    frame = LagrangianMeasure(frame.state, frame.weights, frame.log_density, frame.domain, frame.mesh, stop.t,
-                              check=False)
     rest = [t for t in t_eval if t > stop.t]
-    run = transport(model, frame, (stop.t, t1), rest if rest else [t1], rtol=rtol, atol=atol,
-                    path="auto" if path in ("spectral", "separable") else path, progress=progress)
+    run = transport_density(model, last, (stop.t, t1), rest if rest else [t1], rtol=rtol, atol=atol,
+                            path="auto" if path in ("spectral", "separable") else path, progress=progress)
     sol = _lagrangian_solution(model, problem.domain, run, problem.path, stop.t, replace(grid_part, message=stop.reason))
     if run.status is Status.INTERRUPTED:
         raise Interrupted(sol)

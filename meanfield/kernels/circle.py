@@ -19,7 +19,8 @@ from scipy.special import ive
 from ..domains.circle import continuity, energy as circle_energy, fourier, geometry
 from ..numerics import EXP_MAX
 
-__all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy"]
+__all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
+           "spectral_coefficients", "zonal_rate", "zonal_rates", "zonal_scale"]
 
 
 def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
@@ -103,6 +104,54 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     return v[:, None] * tangent, bound
 
 
+def spectral_coefficients(ck, beta: float):
+    """(A, D, A2): the series coefficients of (1/β)S', S and (1/β)S'' for moments ``ck`` = c_k/2π, k = 0..L."""
+    Dm, Nm = continuity.bessel_multipliers(ck.size - 1, beta)
+    return Nm * ck, Dm * ck, 1j * np.arange(ck.size) * Nm * ck
+
+
+@nb.njit(cache=True)
+def zonal_rate(z, A, D, A2, beta, normalized, scale):
+    r"""(v, ∂_θ v) at one point z = e^{iθ} from the series coefficients of :func:`spectral_coefficients`.
+
+    SA: v = scale·S'/(βS), ∂_θ v = scale·(S''/(βS) − β(S'/(βS))²); USA: v = scale·S'/β, ∂_θ v = scale·S''/β
+    (``scale`` = c for SA, c e^β for USA; docs/MATH.md §6).
+    """
+    p = z
+    num = 0.0
+    den = D[0].real
+    num2 = 0.0
+    for k in range(1, A.size):
+        num += 2.0 * (A[k] * p).real
+        den += 2.0 * (D[k] * p).real
+        num2 += 2.0 * (A2[k] * p).real
+        p *= z
+    if normalized:
+        r = num / den
+        return scale * r, scale * (num2 / den - beta * r * r)
+    return scale * num, scale * num2
+
+
+@nb.njit(parallel=True, cache=True)
+def zonal_rates(x, A, D, A2, beta, normalized, scale):
+    """:func:`zonal_rate` at points x of shape (m, 2): arrays v and ∂_θ v."""
+    m = x.shape[0]
+    v = np.empty(m)
+    div = np.empty(m)
+    for i in nb.prange(m):
+        v[i], div[i] = zonal_rate(complex(x[i, 0], x[i, 1]), A, D, A2, beta, normalized, scale)
+    return v, div
+
+
+def zonal_scale(beta: float, normalized: bool, c: float) -> float:
+    """c (SA) or c e^β (USA), refusing β past float64's exponent range."""
+    if normalized:
+        return float(c)
+    if beta > EXP_MAX:
+        raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
+    return float(c * np.exp(beta))
+
+
 def circle_spectral_divergence(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
                                degree: int | None = None):
     r"""The Q = K = I, V = cI field on the circle and its divergence ∂_θ v, in O((n + m)L) operations.
@@ -128,19 +177,8 @@ def circle_spectral_divergence(points, weights, queries, beta: float, normalized
     w = np.asarray(weights, dtype=float)
     L = circle_degree(beta, order=2) if degree is None else int(degree)
     ck = moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1))) / (2 * np.pi)
-    Dm, Nm = continuity.bessel_multipliers(L, beta)
-    N2 = 1j * np.arange(L + 1) * Nm  # (1/β) ∂²_θ multipliers
-    num, den = fourier.series(q, Nm * ck, Dm * ck)
-    num2, _ = fourier.series(q, N2 * ck, Dm * ck)
-    if normalized:
-        r = num / den
-        v = c * r
-        div = c * (num2 / den - beta * r * r)
-    else:
-        if beta > EXP_MAX:
-            raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
-        v = c * np.exp(beta) * num
-        div = c * np.exp(beta) * num2
+    A, D, A2 = spectral_coefficients(ck, beta)
+    v, div = zonal_rates(q, A, D, A2, float(beta), bool(normalized), zonal_scale(beta, normalized, c))
     return v[:, None] * geometry.tangents(q), div
 
 

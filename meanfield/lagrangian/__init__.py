@@ -7,14 +7,17 @@ measure they carry and the log-density is carried exactly along them.
 =========================  ==========================================================
 :class:`LagrangianMeasure` one frame: points, weights, log ρ at the points, ρ anywhere
 :func:`start`              the Lagrangian measure of a grid density (nodes, ρ_j w_j)
-:func:`transport`          advance it (``solve(..., representation=...)`` is the front)
+:func:`transport`          advance it with fixed nodes (``solve(..., representation=...)`` is the front)
+:func:`transport_panels`   the circle's adaptive Gauss panels: nodes inserted where the map steepens
+:func:`transport_density`  from a grid density: panels where they apply, fixed nodes elsewhere
 :func:`clusters`           the clusters of a frame; :func:`cluster_history` over a solution
 =========================  ==========================================================
 """
 
 from .clusters import Cluster, cluster_history, clusters
 from .measure import LagrangianMeasure
-from .transport import LagrangianProblem, Transport, start, transport
+from .panels import PanelTransport, transport_panels
+from .transport import LagrangianProblem, Transport, start, transport, transport_density
 
-__all__ = ["LagrangianMeasure", "LagrangianProblem", "Transport", "start", "transport", "clusters",
-           "cluster_history", "Cluster"]
+__all__ = ["LagrangianMeasure", "LagrangianProblem", "Transport", "start", "transport", "transport_density",
+           "transport_panels", "PanelTransport", "clusters", "cluster_history", "Cluster"]

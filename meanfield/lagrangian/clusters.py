@@ -1,9 +1,13 @@
 r"""Clusters of a Lagrangian frame and their history: where the mass gathers, how much, how wide, when they merge.
 
-A cluster is a connected set of points (along the moved mesh: the cyclic order on the
-circle, the moved triangles' edges on S² and in R²) where the density exceeds
+A cluster is a connected set of points holding a point where the density exceeds
 ``threshold`` times the uniform density of the domain's volume (1/2π on the circle,
-1/4π on S²; in R^d the mean density over the points' bounding box). Its mass is the
+1/4π on S²; in R^d the mean density over the points' bounding box). On S² and in R²
+the points are connected along the moved triangles' edges whose ends both exceed it.
+On the circle and in R¹ neighbours in the physical order are connected where the gap
+between them is short enough to hold that density with their mass (gap × level <=
+the larger weight, or a gap below float64's resolution of the coordinate): inside a collapsed cluster float64 cannot order the points, and
+points that arrived from a repelling region may still carry a low density there. Its mass is the
 sum of its weights, its centre the normalised mean (on spheres) or the mean, its
 width the root-mean-square geodesic distance of its points to the centre.
 """
@@ -31,17 +35,30 @@ class Cluster:
     size: int
 
 
-def _edges(frame: LagrangianMeasure) -> np.ndarray:
-    if frame.mesh is None:  # circle and R¹: neighbours in the (cyclic) order
+def _edges(frame: LagrangianMeasure, dense: np.ndarray, level: float) -> np.ndarray:
+    """The edges along which a cluster is connected (module docstring)."""
+    pts, w = frame.points, frame.weights
+    if frame.mesh is None:  # circle and R¹: neighbours in the physical (cyclic) order, joined across short gaps
         key = np.mod(frame.state[:, 0], 2 * np.pi) if frame.domain.name == "circle" else frame.state[:, 0]
         order = np.argsort(key, kind="stable")
         nxt = np.roll(order, -1) if frame.domain.name == "circle" else order[1:]
-        return np.stack([order[: nxt.size], nxt], axis=1)
+        e = np.stack([order[: nxt.size], nxt], axis=1)
+        chord = np.linalg.norm(pts[e[:, 0]] - pts[e[:, 1]], axis=-1)
+        gap = 2.0 * np.arcsin(np.minimum(1.0, 0.5 * chord)) if frame.domain.name in _VOLUME else chord
+        resolution = 256.0 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(key))))  # float64 cannot part them
+        return e[(gap * level <= np.maximum(w[e[:, 0]], w[e[:, 1]])) | (gap <= resolution)]
     tri = np.asarray(frame.mesh)
-    return np.concatenate([tri[:, [a, b]] for a in range(tri.shape[1]) for b in range(a + 1, tri.shape[1])])
+    e = np.concatenate([tri[:, [a, b]] for a in range(tri.shape[1]) for b in range(a + 1, tri.shape[1])])
+    return e[dense[e[:, 0]] & dense[e[:, 1]]]
 
 
-def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float = 1e-6) -> list[Cluster]:
+def _centre(frame, pts, w):
+    c = w @ pts / np.sum(w)
+    return c / np.linalg.norm(c) if frame.domain.name in _VOLUME else c
+
+
+def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float = 1e-6,
+             separation: float = 1e-3) -> list[Cluster]:
     """The clusters of a frame, heaviest first (module docstring).
 
     Parameters
@@ -51,6 +68,9 @@ def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float 
         A point belongs to a cluster where ρ >= threshold × the uniform density.
     min_mass : float
         Clusters lighter than this are dropped.
+    separation : float
+        Clusters whose centres are closer than this (geodesic distance) count as one: two clusters that merge
+        approach each other exponentially and never meet, so their merge time is when they come this close.
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -63,21 +83,27 @@ def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float 
     volume = _VOLUME.get(frame.domain.name)
     if volume is None:
         volume = float(np.prod(np.ptp(pts, axis=0)))
-    dense = frame.log_density >= np.log(threshold * frame.mass() / volume)
-    e = _edges(frame)
-    e = e[dense[e[:, 0]] & dense[e[:, 1]]]
+    level = threshold * frame.mass() / volume
+    dense = frame.log_density >= np.log(level)
+    e = _edges(frame, dense, level)
     n = len(frame)
     graph = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n, n))
     _, label = connected_components(graph, directed=False)
+    groups = [np.flatnonzero((label == lab) & (dense | (frame.mesh is None))) for lab in np.unique(label[dense])]
+    groups = [g for g in groups if np.sum(w[g]) > 0]
+    # components whose centres are closer than `separation` are one cluster
+    if len(groups) > 1:
+        centres = np.array([_centre(frame, pts[g], w[g]) for g in groups])
+        near = frame.domain.distance(centres, centres) < separation if frame.domain.name in _VOLUME else \
+            np.linalg.norm(centres[:, None] - centres[None], axis=-1) < separation
+        _, joined = connected_components(coo_matrix(near), directed=False)
+        groups = [np.concatenate([g for g, j in zip(groups, joined) if j == lab]) for lab in np.unique(joined)]
     out = []
-    for lab in np.unique(label[dense]):
-        idx = np.flatnonzero((label == lab) & dense)
+    for idx in groups:
         m = float(np.sum(w[idx]))
         if m < min_mass:
             continue
-        c = w[idx] @ pts[idx] / m
-        if frame.domain.name in _VOLUME:
-            c = c / np.linalg.norm(c)
+        c = _centre(frame, pts[idx], w[idx])
         dist = frame.domain.distance(pts[idx], c[None])[:, 0]
         out.append(Cluster(m, c, float(np.sqrt(w[idx] @ dist**2 / m)), idx.size))
     return sorted(out, key=lambda cl: -cl.mass)
@@ -94,13 +120,14 @@ class ClusterHistory:
     events: tuple
 
 
-def cluster_history(frames, threshold: float = 10.0, min_mass: float = 1e-6) -> ClusterHistory:
+def cluster_history(frames, threshold: float = 10.0, min_mass: float = 1e-6,
+                    separation: float = 1e-3) -> ClusterHistory:
     """The clusters of each Lagrangian frame of a solution (or a sequence of frames), and where their count
     changes (the time of the first frame with the new count)."""
     frames = [f for f in getattr(frames, "densities", frames) if isinstance(f, LagrangianMeasure)]
     if not frames:
         raise ValueError("no Lagrangian frames: solve with representation='lagrangian' or let the grid hand over.")
-    cl = [clusters(f, threshold, min_mass) for f in frames]
+    cl = [clusters(f, threshold, min_mass, separation) for f in frames]
     t = np.array([f.t for f in frames])
     count = np.array([len(c) for c in cl])
     events = tuple((float(t[i]), int(count[i - 1]), int(count[i])) for i in range(1, len(t)) if count[i] != count[i - 1])

@@ -49,6 +49,11 @@ class LagrangianMeasure:
     t : float
     check : bool, keyword-only
         False for frames the solver builds (weights of any positive total, as the initial density's mass).
+    log_condition : ndarray, shape (n,), optional, keyword-only
+        log κ_i, the largest expansion ∂X_i(t)/∂X_i(s') (s' <= t) of the flow along each characteristic, where
+        the solver tracks it (the circle's adaptive panels). A perturbation of size ε (round-off) of a point is
+        amplified by κ_i, so float64 gives log ρ at the point to about 10³ ε κ_i at best (docs/MATH.md §6):
+        near a repelling point κ_i grows like e^{ct}. None where not tracked.
 
     Raises
     ------
@@ -57,9 +62,10 @@ class LagrangianMeasure:
         log-densities that are NaN or +inf.
     """
 
-    __slots__ = ("state", "weights", "log_density", "domain", "mesh", "t")
+    __slots__ = ("state", "weights", "log_density", "domain", "mesh", "t", "log_condition")
 
-    def __init__(self, state, weights, log_density, domain, mesh=None, t: float = 0.0, *, check: bool = True):
+    def __init__(self, state, weights, log_density, domain, mesh=None, t: float = 0.0, *, check: bool = True,
+                 log_condition=None):
         state = np.array(state, dtype=float)
         weights = np.array(weights, dtype=float)
         log_density = np.array(log_density, dtype=float)
@@ -79,6 +85,12 @@ class LagrangianMeasure:
             a.setflags(write=False)
         self.state, self.weights, self.log_density = state, weights, log_density
         self.domain, self.mesh, self.t = domain, mesh, float(t)
+        if log_condition is not None:
+            log_condition = np.array(log_condition, dtype=float)
+            if log_condition.shape != weights.shape:
+                raise ValueError(f"`log_condition` must have shape {weights.shape}, got {log_condition.shape}.")
+            log_condition.setflags(write=False)
+        self.log_condition = log_condition
 
     # ------------------------------------------------------------------ as a measure
     @property

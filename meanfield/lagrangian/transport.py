@@ -23,7 +23,7 @@ from ..integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTrac
 from ..kernels.circle import circle_spectral_divergence
 from .measure import LagrangianMeasure
 
-__all__ = ["LagrangianProblem", "transport", "start", "Transport"]
+__all__ = ["LagrangianProblem", "transport", "start", "Transport", "transport_density"]
 
 #: Compiled field-and-divergence sums of zonal models by domain (the ``spectral`` strategy).
 _SPECTRAL = {"circle": circle_spectral_divergence}
@@ -123,3 +123,25 @@ def transport(model, frame: LagrangianMeasure, t_span, t_eval, *, method: str = 
         for t, y in zip(outputs.times, outputs.states)
     )
     return Transport(frames, integrator.nfev, integrator.nsteps, status, message, problem.path)
+
+
+def transport_density(model, density, t_span, t_eval, *, method: str = "dop853", dt: float | None = None,
+                      rtol: float = 1e-10, atol: float = 1e-12, path: str = "auto", progress: bool = False):
+    """The Lagrangian solution from a grid density at time ``t_span[0]``: adaptive Gauss panels
+    (:func:`~meanfield.lagrangian.panels.transport_panels`) for zonal models on the circle with the adaptive
+    default method, else the grid's nodes as fixed characteristics (:func:`start`, :func:`transport`).
+
+    Returns a :class:`Transport` or a :class:`~meanfield.lagrangian.panels.PanelTransport` (the same fields).
+    """
+    from .panels import transport_panels
+
+    zonal = getattr(model, "zonal", None)
+    if density.domain.name == "circle" and zonal is not None and method == "dop853" and dt is None \
+            and path in ("auto", "spectral"):
+        return transport_panels(model, density, t_span, t_eval, rtol=rtol, atol=atol, progress=progress)
+    frame = start(density)
+    if float(t_span[0]) != 0.0:
+        frame = LagrangianMeasure(frame.state, frame.weights, frame.log_density, frame.domain, frame.mesh,
+                                  float(t_span[0]), check=False)
+    return transport(model, frame, t_span, t_eval, method=method, dt=dt, rtol=rtol, atol=atol, path=path,
+                     progress=progress)

@@ -6,7 +6,8 @@ import pytest
 import meanfield as mf
 from meanfield import exact, gaussian
 from meanfield.kernels.circle import circle_spectral_divergence
-from meanfield.lagrangian import LagrangianMeasure, cluster_history, clusters, start
+from meanfield.integrate import Status
+from meanfield.lagrangian import LagrangianMeasure, cluster_history, clusters, start, transport_panels
 from meanfield.models import L2, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax
 
 
@@ -215,3 +216,81 @@ def test_bad_input_is_refused():
                  path="spectral")
     with pytest.raises(TypeError, match="LagrangianMeasure"):
         clusters(mu0)
+
+
+# ------------------------------------------------------------------ adaptive panels on the circle (through collapse)
+def test_circle_beta0_is_exact_through_collapse_to_the_conditioning():
+    """Ott–Antonsen to t = 40 (peak density ~1e16): every point's log-density is exact to 10³ ε κ_i, κ_i the
+    largest expansion along its characteristic (no float64 method does better); 1e-8 wherever κ_i <= 1e4;
+    the mass is fixed and the mean exact to round-off."""
+    a0, n = 0.3 + 0.2j, 256
+    theta = np.arange(n) * 2 * np.pi / n
+    mu0 = mf.Density(mf.CircleGrid(n), exact.wrapped_cauchy(theta, a0))
+    run = transport_panels(mf.SelfAttention(0.0), mu0, (0, 40), [10, 20, 40])
+    assert run.status is Status.SUCCESS, run.message
+    assert run.points[-1] > run.points[0]  # points were inserted where the map steepened
+    for f, x0 in zip(run.frames, run.origins):
+        th, log_jacobian = exact.ott_antonsen_characteristics(x0, f.t, a0)
+        err = np.abs(np.expm1(f.log_density - (np.log(exact.wrapped_cauchy(x0, a0)) - log_jacobian)))
+        kappa = np.exp(f.log_condition)
+        assert np.all(err <= 1e3 * np.finfo(float).eps * kappa), (f.t, np.max(err / kappa))
+        assert np.max(err[kappa <= 1e4]) <= 1e-8
+        assert abs(f.mass() - 1.0) <= 1e-13
+        assert abs(f.weights @ np.exp(1j * f.state[:, 0]) - exact.ott_antonsen(f.t, a0)) <= 1e-12
+    assert np.max(run.frames[-1].log_density) > np.log(1e15)
+
+
+def test_circle_panels_agree_with_the_grid_and_hand_over_continues_the_same_solution():
+    """β = 4 from smooth data, against the refined grid while it is resolved: density at the points, energy, and
+    the mass between characteristics (the grid's CDF at X_i(t) against ρ_0's at x_i: the W1 distance of the two
+    solutions is at most 2π × its spread; W1 between the point set and the density is its quadrature error)."""
+    from meanfield.domains.circle.sampling import cdf
+
+    n = 256
+    theta = np.arange(n) * 2 * np.pi / n
+    mu0 = mf.Density(mf.CircleGrid(n), (1 + 0.05 * np.cos(2 * theta) + 0.03 * np.sin(3 * theta)) / (2 * np.pi))
+    model = mf.SelfAttention(4.0)
+    grid = mf.solve(model, mu0, (0, 3), t_eval=[1.0, 2.0, 3.0])
+    run = transport_panels(model, mu0, (0, 8), [1.0, 2.0, 3.0, 7.0, 8.0], rtol=1e-10)
+    for d, f, x0 in zip(grid.densities, run.frames, run.origins):
+        assert np.max(np.abs(d(f.points) / f.density - 1)) <= 1e-7
+        shift = cdf(d, np.mod(f.state[:, 0], 2 * np.pi)) - cdf(mu0, np.mod(x0, 2 * np.pi))
+        shift = np.mod(shift - shift[0] + 0.5, 1.0) - 0.5
+        assert 2 * np.pi * np.ptp(shift) <= 1e-8
+        assert f.energy(4.0) == pytest.approx(grid.energy[list(grid.t).index(f.t)], rel=1e-10)
+    # handed over at t ≈ 6.6 (max_n = 512): the same solution later on, in its Fourier moments up to k = 40 (the
+    # kernel's band) and its density (the hand-over run's interpolant at the from-0 run's points)
+    auto = mf.solve(model, mu0, (0, 8), t_eval=[1.0, 2.0, 3.0, 7.0, 8.0], max_n=512, representation="auto")
+    assert 3 < auto.handover < 7 and auto.representation[-2:] == ("lagrangian", "lagrangian")
+    k = np.arange(41)
+    for a, b in zip(auto.densities[-2:], run.frames[-2:]):
+        moments = [f.weights @ np.exp(1j * np.outer(f.state[:, 0], k)) for f in (a, b)]
+        assert np.max(np.abs(moments[0] - moments[1])) <= 1e-8
+        assert np.max(np.abs(a(b.points) / b.density - 1)) <= 1e-6
+    energy = [f.energy(4.0) for f in run.frames]
+    assert np.all(np.diff(energy) > 0)
+
+
+def test_metastable_clusters_converge_in_the_number_of_points():
+    """β = 5 from a perturbed uniform law: three clusters, then two after a merge; the history, the cluster
+    masses and the energy agree between 256 and 512 initial nodes."""
+    runs = []
+    for n in (256, 512):
+        g = mf.CircleGrid(n)
+        k = np.arange(1, 6)
+        phase = np.random.default_rng(0).uniform(0, 2 * np.pi, k.size)
+        v = 1 + 0.01 * np.cos(np.multiply.outer(g.angles, k) + phase).sum(-1)
+        runs.append(transport_panels(mf.SelfAttention(5.0), mf.Density(g, v / g.integrate(v)), (0, 80),
+                                     np.arange(0, 81, 2.0), rtol=1e-10))
+    hist = [cluster_history(r.frames) for r in runs]
+    assert hist[0].events == hist[1].events and hist[0].count[-1] == 2 and max(hist[0].count) == 3
+    np.testing.assert_allclose(hist[0].masses[-1], hist[1].masses[-1], atol=1e-9)
+    e = [np.array([f.energy(5.0) for f in r.frames]) for r in runs]
+    np.testing.assert_allclose(e[0], e[1], rtol=1e-9)
+    assert np.all(np.diff(e[0]) >= -1e-12)
+
+
+def test_panels_refuse_a_model_they_cannot_record():
+    mu0 = mf.Density(mf.CircleGrid(32), np.full(32, 1 / (2 * np.pi)))
+    with pytest.raises(ValueError, match="zonal"):
+        transport_panels(mf.SelfAttention(1.0, V=np.array([[1.0, 0.5], [0.0, 1.0]])), mu0, (0, 1), [1.0])
