@@ -348,7 +348,7 @@ def solve(
     atol: float = 1e-12,
     path: str = "auto",
     monitor: ResolutionMonitor | None = None,
-    representation: str = "grid",
+    representation: str | None = None,
 ) -> Solution:
     r"""Advance a density by the continuity equation ∂_t μ + div(μ X[μ]) = 0.
 
@@ -395,18 +395,18 @@ def solve(
         R^d), separable for softmax in R^d, else quadrature (``model.field``).
     monitor : ResolutionMonitor, optional
         Thresholds of the resolution checks.
-    representation : {"grid", "auto", "lagrangian"}
-        "grid" (default): the grid only, a :class:`ResolutionError` where it
-        cannot go on. "auto": the grid while it resolves the solution (refining
-        as ``refine`` says); where it cannot go on, its last resolved state
-        (nodes, ρ_j × quadrature weights) is handed over to the Lagrangian
-        measure (:mod:`meanfield.lagrangian`, docs/MATH.md §6), which goes on to
-        ``t_span[1]``. "lagrangian": the Lagrangian measure from ``t_span[0]``
-        (adaptive DOP853 with ``rtol``/``atol``, or ``method``/``dt`` when given).
-        The Lagrangian measure never loses its representation, but its accuracy
-        is that of the initial grid's quadrature of the flow map: once the map is
-        steeper than the node spacing (clusters sharpening), its error grows like
-        that of an unrefined grid (docs/MATH.md §6) — not yet the default for that reason.
+    representation : {"grid", "auto", "lagrangian"}, optional
+        "grid": the grid only, a :class:`ResolutionError` where it cannot go on.
+        "auto": the grid while it resolves the solution (refining as ``refine``
+        says); where it cannot go on, its last resolved state is handed over to
+        the Lagrangian measure (:mod:`meanfield.lagrangian`, docs/MATH.md §6),
+        which goes on to ``t_span[1]``. "lagrangian": the Lagrangian measure from
+        ``t_span[0]`` (adaptive DOP853 with ``rtol``/``atol``, or ``method``/``dt``
+        when given). Default: "auto" where the Lagrangian measure refines itself
+        (zonal models on the circle: adaptive Gauss panels, exact through collapse
+        to the problem's conditioning), "grid" elsewhere — on S² and in R^d the
+        Lagrangian nodes are the grid's, fixed, and accurate only while the flow
+        map is resolved by them (docs/MATH.md §6), so it is asked for explicitly.
 
     Returns
     -------
@@ -452,6 +452,8 @@ def solve(
         raise ValueError(f"`max_n` must be an integer >= the initial resolution {mu0.grid.n}, got {max_n!r}.")
     monitor = ResolutionMonitor() if monitor is None else monitor
 
+    if representation is None:
+        representation = "auto" if domain.name == "circle" and getattr(model, "zonal", None) is not None else "grid"
     if representation not in ("auto", "grid", "lagrangian"):
         raise ValueError(f"`representation` must be 'auto', 'grid' or 'lagrangian', got {representation!r}.")
     if representation == "lagrangian":

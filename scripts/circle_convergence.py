@@ -36,7 +36,7 @@ def main():
             d = mf.solve(model, initial(n), (0, 1), monitor=off, **kw).densities[-1]
             err = np.max(np.abs(d.grid.resample(d.values, 512) - ref.values)) / ref.values.max()
             try:
-                mf.solve(model, initial(n), (0, 1), refine=False, **kw)  # the fixed grid: would the monitor refuse it?
+                mf.solve(model, initial(n), (0, 1), refine=False, representation="grid", **kw)  # the fixed grid: would the monitor refuse it?
                 flag = " "
             except mf.ResolutionError:
                 flag = "*"

@@ -115,6 +115,7 @@ def stability(model, mu0: Density, nu0: Density, t_eval, **solve_kwargs) -> Stab
     if wasserstein(mu0, nu0, 1) == 0:
         raise ValueError("the initial densities coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
     solve_kwargs.setdefault("refine", True)
+    solve_kwargs.setdefault("representation", "grid")  # the distances below are between grid densities
     sm = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, **solve_kwargs)
     sn = solve(model, nu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, **solve_kwargs)
     dist = np.array([wasserstein(a, b, 1) for a, b in zip(sm.densities, sn.densities)])

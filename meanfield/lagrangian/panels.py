@@ -102,7 +102,7 @@ class _Panels:
             bad = (tail > tol) & (self.hi - self.lo > min_width)
             if not np.any(bad):
                 break
-            self._bisect(np.flatnonzero(bad), None)
+            self.bisect(np.flatnonzero(bad), None)
         self.y = np.stack([self.x, np.zeros_like(self.x)], axis=-1)
         self.cond = np.zeros_like(self.y)
 
@@ -126,7 +126,7 @@ class _Panels:
         narrow = (self.hi - self.lo) <= self.min_width
         return np.flatnonzero(bad & ~narrow), float(self.w[bad & narrow].sum())
 
-    def _bisect(self, idx, replay):
+    def bisect(self, idx, replay):
         mid = 0.5 * (self.lo[idx] + self.hi[idx])
         lo = np.stack([self.lo[idx], mid], axis=1).ravel()
         hi = np.stack([mid, self.hi[idx]], axis=1).ravel()
@@ -222,6 +222,13 @@ def transport_panels(model, density, t_span, t_eval, *, order: int = 16, panels:
         raise ValueError(f"adaptive panels are built on the circle; got a density on the {density.domain.name}.")
     if int(order) < 4:
         raise ValueError(f"`order` must be at least 4, got {order!r}.")
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"`tol` must be positive, got {tol!r}.")
+    if not float(t_span[1]) > float(t_span[0]):
+        raise ValueError(f"`t_span` must increase, got {t_span!r}.")
+    if np.any(np.diff(np.asarray(t_eval, dtype=float)) <= 0) or np.any(np.asarray(t_eval) < t_span[0]) \
+            or np.any(np.asarray(t_eval) > t_span[1]):
+        raise ValueError(f"`t_eval` must increase strictly inside `t_span` = {tuple(t_span)!r}, got {t_eval!r}.")
     beta, c = float(zonal[0]), float(zonal[1])
     normalized = bool(model.normalized)
     scale = zonal_scale(beta, normalized, c)
@@ -289,7 +296,7 @@ def transport_panels(model, density, t_span, t_eval, *, order: int = 16, panels:
                     message = (f"at t = {t:.6g} resolving the flow map needs more than max_points = {max_points} "
                                f"points; stopped rather than lose accuracy")
                     break
-                P._bisect(split, replay)
+                P.bisect(split, replay)
                 K0 = None
             if status is not Status.SUCCESS:
                 break

@@ -104,6 +104,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "dt": Key("float", None, "fixed step of rk4/ssprk3 (default: CFL step)", positive=True),
         "refine": Key("bool", None, "refine the grid when resolution is lost (default true; false in R^d)"),
         "max_n": Key("int", None, "largest n (circle) or lmax (sphere) refinement may reach", minimum=4),
+        "representation": Key("str", None, "grid: stop where the grid's cap is reached; auto: hand over to the "
+                              "Lagrangian measure there; lagrangian: the Lagrangian measure from t = 0 "
+                              "(default: meanfield.solve's, auto for zonal models on the circle, else grid)",
+                              choices=("grid", "auto", "lagrangian")),
         "rtol": Key("float", 1e-10, "rk45/dop853 relative tolerance (meanfield.solve's default)", positive=True),
         "atol": Key("float", 1e-12, "rk45/dop853 absolute tolerance (meanfield.solve's default)", positive=True),
     },

@@ -132,7 +132,7 @@ def plot_energy(ds, ax=None):
     plt = _plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
-    if "step_energy" in ds:
+    if "step_energy" in ds and ds["step_energy"].size and "lagrangian_points" not in ds:
         ax.plot(ds["step_time"], ds["step_energy"], color="k", label="density")
     elif "energy" in ds:
         ax.plot(ds["time"], ds["energy"], "k.-", label="density")
@@ -142,6 +142,39 @@ def plot_energy(ds, ax=None):
     ax.set_ylabel("E_β")
     ax.legend(fontsize=8)
     return ax
+
+
+def plot_lagrangian(ds):
+    """The Lagrangian measure through collapse: its points in space-time coloured by log₁₀ ρ (left), and the
+    cluster count with E_β of the density and of the particle systems (right). Returns the Figure."""
+    plt = _plt()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    t = ds["time"].values
+    x = ds["lagrangian_points"].values
+    logr = ds["lagrangian_log_density"].values / np.log(10.0)
+    ok = np.isfinite(logr)
+    tt = np.broadcast_to(t[:, None], logr.shape)[ok]
+    if x.shape[-1] == 2:  # the circle: the angle
+        y, ylabel = np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi)[ok], "θ"
+    else:
+        y, ylabel = x[..., 0][ok], "x₁"
+    order = np.argsort(logr[ok])  # the densest points on top
+    sc = ax.scatter(tt[order], y[order], c=logr[ok][order], s=1, cmap="magma", rasterized=True)
+    fig.colorbar(sc, ax=ax, label="log₁₀ ρ at the points")
+    ax.set_xlabel("t")
+    ax.set_ylabel(ylabel)
+    if ylabel == "θ":
+        ax.set_yticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
+    ax.set_title("Lagrangian measure (points carry exact log ρ)")
+    bx.step(t, ds["cluster_count"], where="post", color="C3", label="clusters (mean field)")
+    bx.set_xlabel("t")
+    bx.set_ylabel("clusters", color="C3")
+    if "energy" in ds or "particle_energy" in ds:
+        ex = bx.twinx()
+        plot_energy(ds, ax=ex)
+        ex.set_xlabel("t")
+    bx.set_title("cluster count and energy: plateaus are metastable states")
+    return fig
 
 
 def plot_wasserstein(ds, ax=None):
@@ -302,6 +335,8 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
                 save(plot_snapshots(ds), "density")
         if ("energy" in ds or "particle_energy" in ds) and not ds.attrs.get("sweep_dims"):
             save(plot_energy(ds).figure, "energy")
+        if "lagrangian_points" in ds and not ds.attrs.get("sweep_dims"):
+            save(plot_lagrangian(ds), "lagrangian")
         if "wasserstein" in ds and not ds.attrs.get("sweep_dims"):
             save(plot_wasserstein(ds).figure, "wasserstein")
         if "rate" in ds and not ds.attrs.get("sweep_dims") and np.isfinite(ds["rate"].isel(p=0, time=-1)):

@@ -34,7 +34,8 @@ from particles import clusters
 from validation.meanfield_limit import fit_exponent
 from validation.wasserstein import wasserstein
 
-from .. import domains
+from .. import domains, lagrangian
+from ..lagrangian import LagrangianMeasure
 from ..io import save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
@@ -82,13 +83,19 @@ def _density_vars(sol, t_eval, grid0):
 
     A partial solution's last resolved state, when it falls between output times, is kept apart as
     ``density_last_resolved`` (its time in the attribute ``time``), never put on an output time.
+    Lagrangian frames (after a hand-over, or from t = 0) are written as they are — points, weights and
+    log-density, padded with NaN to the most points (``lagrangian_*``) — with their clusters, and on the
+    circle also as cell averages (mass in each cell / its width) on that grid.
     """
     dens = list(sol.densities)
     k = _on_output_times(sol, t_eval)
-    top = max((d.grid for d in dens), key=lambda g: g.n) if dens else grid0
+    grids = [d.grid for d in dens if not isinstance(d, LagrangianMeasure)]
+    top = max(grids, key=lambda g: g.n) if grids else grid0
     dims, coords = _space(top)
 
     def on_top(d):
+        if isinstance(d, LagrangianMeasure):
+            return _cell_averages(d, top)
         return d.values if d.grid == top else d.grid.resample(d.values, top.n)
 
     rho = np.full((t_eval.size,) + top.shape, np.nan)
@@ -110,13 +117,62 @@ def _density_vars(sol, t_eval, grid0):
         energy[:k] = sol.energy[:k]
         out["energy"] = ("time", energy, {"long_name": "interaction energy E_β (GLPR §3.2)"})
         out["step_energy"] = ("step", sol.energy_steps)
+    frames = [(i, d) for i, d in enumerate(dens[:k]) if isinstance(d, LagrangianMeasure)]
+    if frames:
+        out.update(_lagrangian_vars(frames, t_eval))
     return out, coords
+
+
+def tm_representation(sol) -> str:
+    """'grid', 'lagrangian', or 'grid+lagrangian' (handed over at attrs['handover'])."""
+    kinds = list(dict.fromkeys(sol.representation)) if sol.representation else ["grid"]
+    return "+".join(kinds)
+
+
+def _cell_averages(frame, grid):
+    """The circle's cell averages of a Lagrangian frame on ``grid``: mass in each cell around a node / its width
+    (NaN off the circle, where no such binning is defined here)."""
+    if frame.domain.name != "circle":
+        return np.full(grid.shape, np.nan)
+    h = 2.0 * np.pi / grid.n
+    cell = np.mod(np.round(np.mod(frame.state[:, 0], 2.0 * np.pi) / h), grid.n).astype(int)
+    return np.bincount(cell, weights=frame.weights, minlength=grid.n) / h
+
+
+def _lagrangian_vars(frames, t_eval):
+    """Points, weights, log-densities of the Lagrangian frames (padded), their clusters and the cluster count."""
+    n = max(len(f) for _, f in frames)
+    d = frames[0][1].points.shape[-1]
+    pts = np.full((t_eval.size, n, d), np.nan)
+    w = np.full((t_eval.size, n), np.nan)
+    logr = np.full((t_eval.size, n), np.nan)
+    found = {}
+    for i, f in frames:
+        m = len(f)
+        pts[i, :m], w[i, :m], logr[i, :m] = f.points, f.weights, f.log_density
+        found[i] = lagrangian.clusters(f)
+    most = max(1, max(len(c) for c in found.values()))
+    count = np.full(t_eval.size, np.nan)
+    masses = np.full((t_eval.size, most), np.nan)
+    for i, cl in found.items():
+        count[i] = len(cl)
+        masses[i, : len(cl)] = [c.mass for c in cl]
+    return {
+        "lagrangian_points": (("time", "lagrangian_point", "component"), pts,
+                              {"long_name": "points X_i(t) of the Lagrangian measure (NaN: padding)"}),
+        "lagrangian_weight": (("time", "lagrangian_point"), w, {"long_name": "fixed weights w_i"}),
+        "lagrangian_log_density": (("time", "lagrangian_point"), logr,
+                                   {"long_name": "log ρ(X_i(t), t), exact along characteristics"}),
+        "cluster_count": ("time", count, {"long_name": "clusters of the Lagrangian measure "
+                                                       "(meanfield.lagrangian.clusters, threshold 10)"}),
+        "cluster_mass": (("time", "cluster"), masses, {"long_name": "cluster masses, heaviest first"}),
+    }
 
 
 def _solve(cfg, model, mu0, t_eval, progress):
     tm = cfg["time"]
     kwargs = dict(t_eval=t_eval, method=tm["method"], dt=tm["dt"], refine=tm["refine"], rtol=tm["rtol"],
-                  atol=tm["atol"], progress=progress)
+                  atol=tm["atol"], progress=progress, representation=tm["representation"])
     if tm["max_n"] is not None:
         kwargs["max_n"] = tm["max_n"]
     log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
@@ -187,7 +243,9 @@ def _wasserstein(cfg, densities, store, progress):
     try:
         for a, n, t in tqdm(jobs, desc="distances", disable=not progress, leave=False):
             for r in range(R):
-                out[a, index[n], r, t] = wasserstein(densities[t], store[n]["x"][r, t], p=ps[a])
+                d = densities[t]
+                d = d.as_measure() if isinstance(d, LagrangianMeasure) else d
+                out[a, index[n], r, t] = wasserstein(d, store[n]["x"][r, t], p=ps[a])
     except KeyboardInterrupt:
         log.warning("interrupted: distances not computed are NaN")
         return out, True
@@ -240,10 +298,13 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         coords.update(dcoords)
         status, message = sol.status.value, sol.message
         t_reached = float(sol.t[-1]) if sol.t.size else float("nan")
-        final = densities[-1].grid if densities else grid
+        grids = [d.grid for d in densities if not isinstance(d, LagrangianMeasure)]
+        final = grids[-1] if grids else grid
         attrs.update({"grid": repr(grid), "grid_final": repr(final), "resolution": grid.n, "resolution_final": final.n,
                       "solver_method": sol.method, "solver_path": sol.path, "nfev": sol.nfev, "nsteps": sol.nsteps,
-                      "refinements": json.dumps([list(map(float, r)) for r in sol.refinements])})
+                      "refinements": json.dumps([list(map(float, r)) for r in sol.refinements]),
+                      "representation": tm_representation(sol), "handover": -1.0 if sol.handover is None
+                      else float(sol.handover)})
     store = {}
     if cfg["particles"] is not None and not interrupted:
         interrupted = _particles(cfg, model, mu0, t_eval, progress, store)

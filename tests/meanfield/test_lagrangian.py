@@ -171,7 +171,7 @@ def test_hand_over_is_recorded_and_keeps_the_mass():
     assert sol.mass[-1] == pytest.approx(1.0, abs=1e-8)
     assert np.all(np.diff(sol.energy) > 0)
     with pytest.raises(mf.ResolutionError):
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), max_n=128)  # grid only (the default) still refuses
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), max_n=128, representation="grid")  # grid only still refuses
 
 
 # ------------------------------------------------------------------ clusters, zero density, bad input
@@ -294,3 +294,7 @@ def test_panels_refuse_a_model_they_cannot_record():
     mu0 = mf.Density(mf.CircleGrid(32), np.full(32, 1 / (2 * np.pi)))
     with pytest.raises(ValueError, match="zonal"):
         transport_panels(mf.SelfAttention(1.0, V=np.array([[1.0, 0.5], [0.0, 1.0]])), mu0, (0, 1), [1.0])
+    with pytest.raises(ValueError, match="tol"):
+        transport_panels(mf.SelfAttention(1.0), mu0, (0, 1), [1.0], tol=-1.0)
+    with pytest.raises(ValueError, match="t_eval"):
+        transport_panels(mf.SelfAttention(1.0), mu0, (0, 1), [2.0])

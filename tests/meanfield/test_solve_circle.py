@@ -198,7 +198,8 @@ def test_outputs_land_on_t_eval():
 def test_collapse_raises_resolution_error_with_time_never_nan():
     mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]))
     with pytest.raises(mf.ResolutionError) as info:
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), t_eval=np.linspace(0, 30, 31), refine=False)
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), t_eval=np.linspace(0, 30, 31), refine=False,
+                 representation="grid")
     err = info.value
     assert 0 < err.t < 30 and f"t = {err.t:.6g}" in str(err)
     partial = err.solution
@@ -212,7 +213,7 @@ def test_collapse_raises_resolution_error_with_time_never_nan():
 def test_refinement_stops_at_max_n():
     mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]))
     with pytest.raises(mf.ResolutionError, match="max_n = 256"):
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), refine=True, max_n=256)
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), refine=True, max_n=256, representation="grid")
 
 
 def test_unresolved_initial_density_is_refused():

@@ -99,7 +99,8 @@ def test_sweep_command_and_its_figure(tmp_path, capsys):
 def test_lost_resolution_exits_1(tmp_path):
     f = tmp_path / "lost.toml"
     f.write_text('domain = "circle"\n[grid]\nn = 64\n[model]\nbeta = 8.0\n[initial]\nkind = "von-mises-fisher"\n'
-                 'angles = [1.0, 3.5]\nkappa = [8.0, 6.0]\n[time]\nt_end = 20.0\nframes = 5\nrefine = false\n')
+                 'angles = [1.0, 3.5]\nkappa = [8.0, 6.0]\n[time]\nt_end = 20.0\nframes = 5\nrefine = false\n'
+                 'representation = "grid"\n')
     assert main(["run", str(f), "--output", str(tmp_path / "lost.nc"), "--quiet"]) == 1
     ds = meanfield.load(tmp_path / "lost.nc")
     assert ds.attrs["status"] == "resolution lost" and np.isnan(ds.density.isel(time=-1)).all()

@@ -143,7 +143,8 @@ def test_resolution_lost_keeps_the_resolved_frames(tmp_path):
     # loses resolution at t ≈ 0.68, between the output times 0.5 and 1
     study = {"domain": "circle", "grid": {"n": 128}, "model": {"beta": 8.0},
              "initial": {"kind": "von-mises-fisher", "angles": [1.0, 3.5], "kappa": [8.0, 6.0]},
-             "time": {"t_end": 4.0, "frames": 9, "refine": False}, "output": {"path": str(tmp_path / "r.nc")}}
+             "time": {"t_end": 4.0, "frames": 9, "refine": False, "representation": "grid"},
+             "output": {"path": str(tmp_path / "r.nc")}}
     ds = run(study, progress=False)
     t_lost = ds.attrs["t_reached"]
     assert ds.attrs["status"] == "resolution lost" and 0.5 < t_lost < 1.0
@@ -156,6 +157,27 @@ def test_resolution_lost_keeps_the_resolved_frames(tmp_path):
     ref = meanfield.solve(build.build_model(cfg), mu0, (0.0, 0.5), t_eval=[0.0, 0.5])
     np.testing.assert_array_equal(ds.density.sel(time=[0.0, 0.5]).values, np.array([d.values for d in ref.densities]))
     assert ds.density_last_resolved.attrs["time"] == t_lost
+    xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.nc"))
+
+
+def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tmp_path):
+    """The same study as above with representation = 'auto': past the grid's cap the Lagrangian measure goes on
+    to t_end; its frames conserve the mass (cell averages, weights), its clusters are the two bumps, and the
+    written file loads back identical."""
+    study = {"domain": "circle", "grid": {"n": 128}, "model": {"beta": 8.0},
+             "initial": {"kind": "von-mises-fisher", "angles": [1.0, 3.5], "kappa": [8.0, 6.0]},
+             "time": {"t_end": 4.0, "frames": 9, "refine": False, "method": "dop853", "representation": "auto"},
+             "output": {"path": str(tmp_path / "r.nc"), "plot": True}}
+    ds = run(study, progress=False)
+    assert ds.attrs["status"] == "success" and ds.attrs["representation"] == "grid+lagrangian"
+    assert 0.5 < ds.attrs["handover"] < 1.0
+    late = ds.time > ds.attrs["handover"]
+    np.testing.assert_allclose(ds.density.sel(time=late).sum("theta") * 2 * np.pi / 128, 1.0, atol=1e-12)
+    np.testing.assert_allclose(ds.lagrangian_weight.sel(time=late).sum("lagrangian_point"), 1.0, atol=1e-12)
+    count = ds.cluster_count.sel(time=late).values  # the bumps pass 10× the uniform density by t = 2
+    assert count[-1] == 2 and np.all(np.diff(count) >= 0) and np.all(np.isnan(ds.cluster_count.sel(time=~late)))
+    assert np.all(np.diff(ds.energy.values) > 0)
+    assert (tmp_path / "r-lagrangian.png").exists()
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.nc"))
 
 
