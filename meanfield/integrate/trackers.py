@@ -71,7 +71,8 @@ class ProgressTracker(Tracker):
     def initialize(self, t, y):
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=self.total, disable=not self.enabled, unit="t", leave=False)
+        self.bar = tqdm(total=self.total, disable=not self.enabled, unit="t", leave=False,
+                        bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
 
     def handle(self, t, y, h):
         self.bar.update(h)

@@ -201,3 +201,15 @@ def test_sigterm_during_solve_keeps_the_partial_solution(monkeypatch):
     sol = info.value.solution
     assert sol.status is Status.INTERRUPTED and sol.t[-1] == pytest.approx(0.2) and len(sol.t_steps) == 31
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_the_progress_bar_shows_rounded_times(capsys):
+    from meanfield.integrate import ProgressTracker
+
+    bar = ProgressTracker(1.0, enabled=True)
+    bar.initialize(0.0, None)
+    bar.handle(0.08103095921703266, None, 0.08103095921703266)
+    bar.bar.refresh()
+    bar.finalize(0.08103095921703266, None, None)
+    err = capsys.readouterr().err
+    assert "t = 0.08103/1" in err and "0.0810309592" not in err

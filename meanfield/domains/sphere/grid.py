@@ -126,5 +126,5 @@ class SphereGrid(Grid):
     def resolution(self, values, tail_tol: float) -> str | None:
         tail = self.spectral_tail(values)
         if not tail <= tail_tol:
-            return f"the spectral tail {tail:.3g} exceeds tail_tol = {tail_tol:g} on {self!r}"
+            return f"the spectral tail {tail:.6g} exceeds tail_tol = {tail_tol:.6g} on {self!r}"
         return None
