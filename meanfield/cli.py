@@ -90,8 +90,24 @@ def _demo_options(p):
     _common(p)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with "did you mean …?" after an invalid choice (a mistyped command or option value)."""
+
+    def error(self, message):
+        import difflib
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(2))
+            close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.5)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
+        super().error(message)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="meanfield",
         description=(
             "The mean-field dynamics of self-attention, d/dt mu + div(mu X[mu]) = 0. Commands: 'run' a study "
@@ -101,7 +117,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done, 1 resolution lost (results written), 2 bad input, 130 interrupted.",
     )
     _demo_options(p)
-    sub = p.add_subparsers(dest="command", metavar="{run,sweep,demo}")
+    sub = p.add_subparsers(dest="command", metavar="{run,sweep,demo}", parser_class=_Parser)
     r = sub.add_parser("run", help="run one study file", description="Run a study file: NetCDF results, figures.")
     _study_options(r)
     r.add_argument("--animation", choices=("gif", "mp4"), default=None, help="also write an animation")

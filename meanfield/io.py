@@ -8,9 +8,32 @@ written instead when the path ends in ``.zarr`` (needs the ``zarr`` package).
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "check_writable"]
+
+
+def check_writable(path) -> Path:
+    """Refuse, before any work, a results path whose directory does not exist or cannot be written.
+
+    Raises
+    ------
+    ValueError
+        Naming the path and what is wrong with it.
+    """
+    path = Path(path)
+    if path.suffix not in (".nc", ".zarr"):
+        raise ValueError(f"results path {str(path)!r}: must end in .nc (NetCDF) or .zarr (Zarr store).")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"results path {str(path)!r}: the directory {str(parent)!r} does not exist.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"results path {str(path)!r}: the directory {str(parent)!r} is not writable.")
+    if path.exists() and path.suffix == ".nc" and not os.access(path, os.W_OK):
+        raise ValueError(f"results path {str(path)!r}: the file exists and is not writable.")
+    return path
 
 
 def _encoding(ds) -> dict:
@@ -23,12 +46,27 @@ def _encoding(ds) -> dict:
 
 
 def save(ds, path) -> Path:
-    """Write a results Dataset to ``path`` (``.nc``: NetCDF-4 via h5netcdf; ``.zarr``: a Zarr store)."""
+    """Write a results Dataset to ``path`` (``.nc``: NetCDF-4 via h5netcdf; ``.zarr``: a Zarr store).
+
+    The file is written beside the target under a temporary name and then renamed onto it
+    (``os.replace``, atomic on one file system), so an interrupted or failed write never leaves a
+    truncated file and never destroys the file that was there (a Zarr store, a directory, replaces
+    the old one only once the new one is complete).
+    """
     path = Path(path)
-    if path.suffix == ".zarr":
-        ds.to_zarr(path, mode="w", consolidated=False)
-    else:
-        ds.to_netcdf(path, engine="h5netcdf", encoding=_encoding(ds), invalid_netcdf=False)
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        if path.suffix == ".zarr":
+            ds.to_zarr(tmp, mode="w", consolidated=False)
+            if path.exists():
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+        else:
+            ds.to_netcdf(tmp, engine="h5netcdf", encoding=_encoding(ds), invalid_netcdf=False)
+            os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
     return path
 
 

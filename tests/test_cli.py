@@ -56,3 +56,9 @@ def test_density_plots():
     ratio = v[-1, 0] / v[15, 0]
     assert ratio == pytest.approx(np.exp(2.0), rel=1e-10)
     assert d.plot() is not None and mf.Density.uniform(mf.CircleGrid(8)).plot() is not None
+
+
+def test_a_mistyped_command_gets_a_suggestion(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["rnu"])
+    assert e.value.code == 2 and "did you mean 'run'?" in capsys.readouterr().err

@@ -36,7 +36,7 @@ from validation.wasserstein import wasserstein
 
 from .. import domains, lagrangian
 from ..lagrangian import LagrangianMeasure
-from ..io import save
+from ..io import check_writable, save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
 from ..monitor import ResolutionError
@@ -379,8 +379,13 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
         Ctrl-C: what was computed is written first, and carried by the exception.
     """
     cfg = config.read(study)
-    ds, interrupted = run_config(cfg, progress=progress)
     path = cfg["output"]["path"] if output is None else output
+    if path is not False:
+        try:
+            check_writable(path)
+        except ValueError as exc:
+            raise config.StudyError(f"[output] path: {exc}") from None
+    ds, interrupted = run_config(cfg, progress=progress)
     plot = cfg["output"]["plot"] if plot is None else plot
     animation = cfg["output"]["animation"] if animation is None else animation
     if path is not False:

@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..io import save
+from ..io import check_writable, save
 from . import config
 from .build import build_model
 from .figures import write_figures
@@ -177,6 +177,14 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
             r = config.override(r, k, v)
         cfgs.append(config.validate(r, base=base, name=name))  # every point checked before any runs
     base_cfg = cfgs[0]
+    path = None
+    if output is not False:
+        path = Path(output) if output is not None else Path(base_cfg["output"]["path"]).with_name(
+            f"{base_cfg['name']}-sweep.nc")
+        try:
+            check_writable(path)
+        except ValueError as exc:
+            raise config.StudyError(f"--output: {exc}") from None
     log.info("sweep of %s: %d tasks over %s", base_cfg["name"], len(cfgs), ", ".join(keys))
     progress = show_progress(progress)
 
@@ -207,9 +215,7 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
                                           "scheduler": scheduler or "local", "tasks": len(cfgs)}),
                      "sweep_dims": " ".join(dimension_name(k) for k in keys), **versions(),
                      "status": "interrupted" if interrupted else "success"})
-    if output is not False:
-        path = Path(output) if output is not None else Path(base_cfg["output"]["path"]).with_name(
-            f"{base_cfg['name']}-sweep.nc")
+    if path is not None:
         save(ds, path)
         log.info("wrote %s", path)
         if plot:

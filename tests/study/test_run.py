@@ -229,3 +229,38 @@ def test_zarr_store_round_trip(tmp_path):
     ds = run(study, progress=False)
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.zarr"))
     assert ds.positions_20.shape == (2, 3, 20, 2)
+
+
+def test_a_bad_output_path_is_refused_before_any_work(tmp_path, monkeypatch):
+    from meanfield.study import StudyError, runner
+
+    def never(*args, **kwargs):
+        raise AssertionError("the study ran before its output path was checked")
+
+    monkeypatch.setattr(runner, "run_config", never)
+    study = {"domain": "circle", "grid": {"n": 32}, "time": {"t_end": 0.1, "frames": 2}}
+    with pytest.raises(StudyError, match="does not exist"):
+        run(study, output=tmp_path / "missing" / "r.nc", progress=False)
+    with pytest.raises(StudyError, match=r"\.nc"):
+        run(study, output=tmp_path / "r.txt", progress=False)
+
+
+def test_writes_are_atomic_and_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    import xarray as xr
+
+    from meanfield.io import save
+
+    path = tmp_path / "r.nc"
+    old = xr.Dataset({"a": ("x", np.arange(3.0))})
+    save(old, path)
+
+    def broken(self, target, *args, **kwargs):
+        open(target, "wb").write(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", broken)
+    with pytest.raises(OSError, match="disk full"):
+        save(xr.Dataset({"a": ("x", np.zeros(3))}), path)
+    monkeypatch.undo()
+    xr.testing.assert_identical(meanfield.load(path), old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.nc"]  # no partial file left behind
