@@ -220,16 +220,17 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
             dt = pc["dt"] if pc["dt_factor"] is None else pc["dt_factor"] / max(rate_scale(model), 1e-300)
             traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False)
+            x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
+            stats = {"x": x}
+            if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
+                stats["pair_fraction"] = clusters.pair_fraction(x, pc["delta"])
+                stats["energy"] = _particle_energy(model, x)
         except KeyboardInterrupt:
             log.warning("interrupted: keeping the particle systems finished so far")
             return True
         except (ValueError, TypeError, OverflowError) as exc:
             raise config.StudyError(f"[particles]: {exc}") from None
-        x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
-        store[n] = {"x": x}
-        if sphere:
-            store[n]["pair_fraction"] = clusters.pair_fraction(x, pc["delta"])
-            store[n]["energy"] = _particle_energy(model, x)
+        store[n] = stats
     return False
 
 

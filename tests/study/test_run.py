@@ -215,6 +215,29 @@ def test_ctrl_c_keeps_what_was_computed(tmp_path, monkeypatch):
     assert np.all(np.isfinite(ds.density.isel(time=slice(0, 5)))) and np.all(np.isnan(ds.density.isel(time=slice(5, None))))
 
 
+def test_ctrl_c_during_the_particle_statistics_keeps_what_was_computed(tmp_path, monkeypatch):
+    from particles import clusters as particle_clusters
+
+    study = {"domain": "circle", "grid": {"n": 64}, "time": {"t_end": 1.0, "frames": 11},
+             "particles": {"n": [20, 40]}, "output": {"path": str(tmp_path / "i.nc")}}
+    pair_fraction = particle_clusters.pair_fraction
+    calls = {"n": 0}
+
+    def interrupting(*args):
+        calls["n"] += 1
+        if calls["n"] > 1:  # the second N's statistics
+            raise KeyboardInterrupt
+        return pair_fraction(*args)
+
+    monkeypatch.setattr(particle_clusters, "pair_fraction", interrupting)
+    with pytest.raises(StudyInterrupted):
+        run(study, progress=False)
+    ds = meanfield.load(tmp_path / "i.nc")
+    assert ds.attrs["status"] == "interrupted" and np.all(np.isfinite(ds.density))
+    assert np.all(np.isfinite(ds.pair_fraction.sel(n_particles=20)))
+    assert np.all(np.isnan(ds.pair_fraction.sel(n_particles=40)))
+
+
 def test_an_unresolved_initial_density_is_a_study_error():
     study = {"domain": "circle", "grid": {"n": 16}, "initial": {"kind": "von-mises-fisher", "angles": [0.0],
                                                                "kappa": 200.0}}
