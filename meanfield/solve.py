@@ -461,8 +461,7 @@ def solve(
         run = transport_density(model, mu0, (t0, t1), t_eval, method=lmethod, dt=dt, rtol=rtol, atol=atol,
                                 path=path, progress=progress)
         sol = _lagrangian_solution(model, domain, run, lmethod, t0)
-        if run.status is Status.INTERRUPTED:
-            raise Interrupted(sol)
+        _raise_on_stop(run, sol)
         return sol
 
     problem = GridProblem(model, mu0.grid, path, refine, int(max_n))
@@ -535,6 +534,16 @@ def _hand_over(model, problem: GridProblem, stop: StopIntegration, grid_part: So
     run = transport_density(model, last, (stop.t, t1), rest if rest else [t1], rtol=rtol, atol=atol,
                             path="auto" if path in ("spectral", "separable") else path, progress=progress)
     sol = _lagrangian_solution(model, problem.domain, run, problem.path, stop.t, replace(grid_part, message=stop.reason))
+    _raise_on_stop(run, sol)
+    return sol
+
+
+def _raise_on_stop(run, sol: Solution) -> None:
+    """Interrupted → :class:`Interrupted`; a Lagrangian run that stopped rather than lose accuracy (the panels'
+    point cap, a map steeper than float64 resolves) → :class:`ResolutionError`, each carrying ``sol``."""
     if run.status is Status.INTERRUPTED:
         raise Interrupted(sol)
-    return sol
+    if run.status is Status.RESOLUTION_LOST:
+        t = getattr(run, "t", float(sol.t[-1]) if sol.t.size else float("nan"))
+        raise ResolutionError(t, run.message, sol, hint="Raise max_points or loosen tol of "
+                              "meanfield.lagrangian.transport_panels, or end earlier.")

@@ -171,15 +171,17 @@ class PanelTransport:
         The number of panels at each frame.
     origins : tuple of ndarray
         The initial angle x_i of each point of each frame (the flow map is x_i ↦ θ_i(t)).
+    t : float
+        The time reached (where the run stopped, if it did).
     unresolved_mass : float
         The largest mass on panels that failed the criterion but were too narrow (2π·2⁻⁴⁴) to bisect: the
         moments may err by 2·max(1, L) times it (the run stops before that exceeds 1000·tol).
     """
 
-    def __init__(self, frames, nfev, nsteps, status, message, points, panels, origins, unresolved_mass):
+    def __init__(self, frames, nfev, nsteps, status, message, points, panels, origins, unresolved_mass, t):
         self.frames, self.nfev, self.nsteps, self.status, self.message = tuple(frames), nfev, nsteps, status, message
         self.path, self.points, self.panels = "spectral", np.asarray(points), np.asarray(panels)
-        self.origins, self.unresolved_mass = tuple(origins), float(unresolved_mass)
+        self.origins, self.unresolved_mass, self.t = tuple(origins), float(unresolved_mass), float(t)
 
 
 def transport_panels(model, density, t_span, t_eval, *, order: int = 16, panels: int | None = None,
@@ -352,4 +354,4 @@ def transport_panels(model, density, t_span, t_eval, *, order: int = 16, panels:
     finally:
         for tracker in trackers:
             tracker.finalize(t, None, status)
-    return PanelTransport(frames, nfev, nsteps, status, message, npts, npan, origins, unresolved_mass)
+    return PanelTransport(frames, nfev, nsteps, status, message, npts, npan, origins, unresolved_mass, t)

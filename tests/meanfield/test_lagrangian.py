@@ -298,3 +298,18 @@ def test_panels_refuse_a_model_they_cannot_record():
         transport_panels(mf.SelfAttention(1.0), mu0, (0, 1), [1.0], tol=-1.0)
     with pytest.raises(ValueError, match="t_eval"):
         transport_panels(mf.SelfAttention(1.0), mu0, (0, 1), [2.0])
+
+
+def test_the_panels_stop_with_a_message_rather_than_lose_accuracy(monkeypatch):
+    from meanfield.lagrangian import panels
+
+    a0, n = 0.3 + 0.2j, 128
+    theta = np.arange(n) * 2 * np.pi / n
+    mu0 = mf.Density(mf.CircleGrid(n), exact.wrapped_cauchy(theta, a0))
+    run = transport_panels(mf.SelfAttention(0.0), mu0, (0, 20), [2.0, 5.0, 10.0, 20.0], max_points=400)
+    assert run.status is Status.RESOLUTION_LOST and "max_points = 400" in run.message
+    assert [f.t for f in run.frames] == [2.0] and len(run.frames[0]) <= 400 and 2.0 < run.t < 5.0
+    monkeypatch.setitem(panels.transport_panels.__kwdefaults__, "max_points", 400)
+    with pytest.raises(mf.ResolutionError) as e:
+        mf.solve(mf.SelfAttention(0.0), mu0, (0, 20), t_eval=[2.0, 5.0, 10.0, 20.0], representation="lagrangian")
+    assert e.value.solution.t.tolist() == [2.0] and 2.0 < e.value.t < 5.0  # where the cap was met
