@@ -19,6 +19,7 @@ ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
 domains                             the domain layer (CIRCLE, SPHERE, EUCLIDEAN)
 kernels                             compiled sums of the attention kernel (fast strategies)
 exact                               closed-form solutions (oracles)
+laws                                initial laws: von Mises–Fisher mixtures (density, exact samples)
 gaussian                            exact Gaussian closures in R^d
 load                                a results file of ``meanfield run`` / ``sweep`` (xarray)
 study                               study files, runs and sweeps (``import meanfield.study``)
@@ -31,7 +32,7 @@ study layer and the command line on top. Nothing here imports the study layer.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import domains, exact, gaussian
+from . import domains, exact, gaussian, laws
 from .density import Density
 from .domains import CircleGrid, EuclideanGrid, SphereGrid
 from .io import load
@@ -59,6 +60,7 @@ __all__ = [
     "domains",
     "exact",
     "gaussian",
+    "laws",
     "load",
     "__version__",
 ]

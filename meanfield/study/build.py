@@ -25,7 +25,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-from scipy import special, stats
 
 import particles
 
@@ -34,10 +33,11 @@ from ..density import Density
 from ..domains import CIRCLE, CircleGrid, EuclideanGrid, SphereGrid
 from ..gaussian import gaussian_density
 from ..io import load
+from ..laws import sample_von_mises_fisher, von_mises_fisher
 from ..models import L2, MultiHeadAttention, SelfAttention, Sigmoid, Sinkhorn, Softmax
 from .config import StudyError
 
-__all__ = ["build_model", "build_grid", "initial_density", "initial_particles", "von_mises_fisher", "uniform_noise"]
+__all__ = ["build_model", "build_grid", "initial_density", "initial_particles", "uniform_noise"]
 
 
 def _stream(cfg, *keys) -> np.random.Generator:
@@ -100,33 +100,6 @@ def build_grid(cfg):
 
 
 # --------------------------------------------------------- initial laws
-def von_mises_fisher(x, centres, kappa, weights=None) -> np.ndarray:
-    r"""Mixture of von Mises–Fisher densities on S^{d-1} against surface measure.
-
-    f(x) = Σ_j w_j C_d(κ_j) e^{κ_j⟨x, c_j⟩},  C_d(κ) = κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ)),
-
-    evaluated as e^{κ(⟨x,c⟩−1)} κ^{ν} / ((2π)^{d/2} I_ν^e(κ)) with ν = d/2 − 1 and the
-    exponentially scaled Bessel function I^e (no overflow for large κ);
-    C_d(0) = Γ(d/2)/(2π^{d/2}) = 1/|S^{d-1}|. Weights are normalised to sum 1.
-    """
-    x = np.asarray(x, dtype=float)
-    c = np.atleast_2d(np.asarray(centres, dtype=float))
-    k = np.broadcast_to(np.asarray(kappa, dtype=float), (c.shape[0],))
-    w = np.full(c.shape[0], 1.0) if weights is None else np.broadcast_to(np.asarray(weights, float), (c.shape[0],))
-    w = w / w.sum()
-    d = x.shape[-1]
-    nu = d / 2.0 - 1.0
-    area = 2.0 * math.pi ** (d / 2.0) / math.gamma(d / 2.0)
-    out = np.zeros(x.shape[:-1])
-    for cj, kj, wj in zip(c, k, w):
-        if kj == 0.0:
-            out += wj / area
-        else:
-            norm = kj**nu / ((2.0 * math.pi) ** (d / 2.0) * special.ive(nu, kj))
-            out += wj * norm * np.exp(kj * (x @ cj - 1.0))
-    return out
-
-
 def _noise_circle(amp: float, m: int, rng):
     k = np.arange(1, m + 1)
     phases = rng.uniform(0.0, 2.0 * np.pi, m)
@@ -232,18 +205,4 @@ def initial_particles(cfg, density, n: int) -> np.ndarray:
         theta = exact.wrapped_cauchy_sample(rng.uniform(0.0, 2.0 * np.pi, (R, n)), complex(*ini["a"]))
         return np.stack([np.cos(theta), np.sin(theta)], axis=-1)
     # von Mises–Fisher mixture: a component by weight, then scipy's exact sampler (Wood 1994)
-    c = np.array(ini["centres"])
-    k = np.broadcast_to(np.array(ini["kappa"]), (c.shape[0],))
-    w = np.ones(c.shape[0]) if ini["weights"] is None else np.broadcast_to(np.array(ini["weights"]), (c.shape[0],))
-    comp = rng.choice(c.shape[0], size=(R, n), p=w / w.sum())
-    out = np.empty((R, n, d))
-    for j in range(c.shape[0]):
-        mask = comp == j
-        m = int(mask.sum())
-        if m == 0:
-            continue
-        if k[j] == 0.0:
-            out[mask] = particles.uniform_sphere(m, d, rng=rng)
-        else:
-            out[mask] = stats.vonmises_fisher(c[j], k[j]).rvs(m, random_state=rng).reshape(m, d)
-    return out
+    return sample_von_mises_fisher(n, ini["centres"], ini["kappa"], ini["weights"], rng=rng, batch=R)

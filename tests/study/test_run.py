@@ -120,13 +120,14 @@ def test_von_mises_fisher_is_normalised_and_sampled_exactly(d):
     if d == 2:
         g = CircleGrid(256)
         for k in kappas:
-            f = build.von_mises_fisher(g.points, [[1.0, 0.0]], k)
+            f = meanfield.laws.von_mises_fisher(g.points, [[1.0, 0.0]], k)
             assert g.integrate(f) == pytest.approx(1.0, abs=1e-12)
             assert np.allclose(f, np.exp(k * np.cos(g.angles)) / (2 * np.pi * special.i0(k)), rtol=1e-12)
     if d == 3:
         g = SphereGrid(96)
         for k in kappas:
-            assert g.integrate(build.von_mises_fisher(g.points, [[0.0, 0.0, 1.0]], k)) == pytest.approx(1, abs=1e-12)
+            assert g.integrate(meanfield.laws.von_mises_fisher(g.points, [[0.0, 0.0, 1.0]], k)) == pytest.approx(1,
+                                                                                                       abs=1e-12)
     # particles without a grid: E⟨x, c⟩ = A_d(κ) = I_{d/2}(κ)/I_{d/2−1}(κ) (Mardia & Jupp (9.3.9))
     c = np.zeros(d)
     c[0] = 1.0
@@ -137,6 +138,14 @@ def test_von_mises_fisher_is_normalised_and_sampled_exactly(d):
     u = x @ c
     A = special.ive(d / 2, 4.0) / special.ive(d / 2 - 1, 4.0)
     assert abs(u.mean() - A) < 5 * u.std() / np.sqrt(u.size)
+    # the public sampler: a mixture's component masses and each component's mean resultant length
+    c2 = -c
+    y = meanfield.laws.sample_von_mises_fisher(20000, [c, c2], [4.0, 0.0], [0.7, 0.3], rng=2)
+    assert y.shape == (20000, d) and np.allclose(np.linalg.norm(y, axis=1), 1.0)
+    v = y @ c  # E⟨y, c⟩ = 0.7 A_d(4) + 0.3 · 0 (the κ = 0 component is uniform)
+    assert abs(v.mean() - 0.7 * A) < 5 * v.std() / np.sqrt(v.size)
+    with pytest.raises(ValueError, match="unit vectors"):
+        meanfield.laws.sample_von_mises_fisher(10, [2 * c], 1.0, rng=0)
 
 
 def test_resolution_lost_keeps_the_resolved_frames(tmp_path):
