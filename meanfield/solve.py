@@ -55,7 +55,7 @@ from .domains.zonal import energy_from_excess
 from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
                         Tracker)
 from .integrate.steppers import ADAPTIVE
-from .lagrangian import transport_density
+from .lagrangian import refines, transport_density
 from .models import heads, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import EXP_MAX
@@ -453,7 +453,7 @@ def solve(
     monitor = ResolutionMonitor() if monitor is None else monitor
 
     if representation is None:
-        representation = "auto" if domain.name == "circle" and getattr(model, "zonal", None) is not None else "grid"
+        representation = "auto" if refines(model, domain) else "grid"
     if representation not in ("auto", "grid", "lagrangian"):
         raise ValueError(f"`representation` must be 'auto', 'grid' or 'lagrangian', got {representation!r}.")
     if representation == "lagrangian":

@@ -20,7 +20,8 @@ from ..domains.circle import continuity, energy as circle_energy, fourier, geome
 from ..numerics import EXP_MAX
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
-           "spectral_coefficients", "zonal_rate", "zonal_rates", "zonal_scale"]
+           "spectral_coefficients", "series_multipliers", "fourier_moments", "zonal_rate", "zonal_rates",
+           "zonal_scale"]
 
 
 def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
@@ -48,6 +49,11 @@ def moments(x, w, L, nchunk):
                 acc[c, k] += p
                 p *= z
     return acc.sum(axis=0)
+
+
+def fourier_moments(x, w, L: int):
+    """:func:`moments` of the points x (n, 2) with weights w, in chunks of about 4096 points (at most 64)."""
+    return moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
 
 
 def circle_spectral_field(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
@@ -81,7 +87,7 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     q = np.ascontiguousarray(queries, dtype=float)
     w = np.asarray(weights, dtype=float)
     L = circle_degree(beta) if degree is None else int(degree)
-    ck = moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
+    ck = fourier_moments(x, w, L)
     Dm, Nm = continuity.bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
     num, den = fourier.series(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
     # truncation bounds
@@ -104,10 +110,17 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     return v[:, None] * tangent, bound
 
 
+def series_multipliers(L: int, beta: float):
+    """(N, D, N2): the multipliers taking moments c_k/2π (k = 0..L) to the series coefficients of (1/β)S', S and
+    (1/β)S'' — 2πik e^{-β}I_k/β, 2π e^{-β}I_k and −2πk² e^{-β}I_k/β (:func:`continuity.bessel_multipliers`)."""
+    Dm, Nm = continuity.bessel_multipliers(L, beta)
+    return Nm, Dm, 1j * np.arange(L + 1) * Nm
+
+
 def spectral_coefficients(ck, beta: float):
     """(A, D, A2): the series coefficients of (1/β)S', S and (1/β)S'' for moments ``ck`` = c_k/2π, k = 0..L."""
-    Dm, Nm = continuity.bessel_multipliers(ck.size - 1, beta)
-    return Nm * ck, Dm * ck, 1j * np.arange(ck.size) * Nm * ck
+    Nm, Dm, N2 = series_multipliers(ck.size - 1, beta)
+    return Nm * ck, Dm * ck, N2 * ck
 
 
 @nb.njit(cache=True)
@@ -176,7 +189,7 @@ def circle_spectral_divergence(points, weights, queries, beta: float, normalized
     q = np.ascontiguousarray(queries, dtype=float)
     w = np.asarray(weights, dtype=float)
     L = circle_degree(beta, order=2) if degree is None else int(degree)
-    ck = moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1))) / (2 * np.pi)
+    ck = fourier_moments(x, w, L) / (2 * np.pi)
     A, D, A2 = spectral_coefficients(ck, beta)
     v, div = zonal_rates(q, A, D, A2, float(beta), bool(normalized), zonal_scale(beta, normalized, c))
     return v[:, None] * geometry.tangents(q), div
@@ -195,6 +208,6 @@ def circle_excess_energy(points, weights, beta: float) -> float:
         c1 = moments(x, w, 1, 1)[1]
         return 0.5 * abs(c1) ** 2
     L = circle_degree(beta)
-    a2 = np.abs(moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))) ** 2
+    a2 = np.abs(fourier_moments(x, w, L)) ** 2
     head = np.exp(-beta) * circle_energy.i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)  # e^{-β}(I_0(β) − 1)
     return float((head * a2[0] + 2.0 * ive(np.arange(1, L + 1), beta) @ a2[1:]) / (2.0 * beta))

@@ -17,7 +17,7 @@ measure they carry and the log-density is carried exactly along them.
 from .clusters import Cluster, cluster_history, clusters
 from .measure import LagrangianMeasure
 from .panels import PanelTransport, transport_panels
-from .transport import LagrangianProblem, Transport, start, transport, transport_density
+from .transport import LagrangianProblem, Transport, refines, start, transport, transport_density
 
-__all__ = ["LagrangianMeasure", "LagrangianProblem", "Transport", "start", "transport", "transport_density",
+__all__ = ["LagrangianMeasure", "LagrangianProblem", "Transport", "start", "transport", "transport_density", "refines",
            "transport_panels", "PanelTransport", "clusters", "cluster_history", "Cluster"]

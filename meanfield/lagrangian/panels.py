@@ -31,10 +31,10 @@ import numpy as np
 import scipy.integrate as si
 from numpy.polynomial import legendre
 
-from ..domains.circle import continuity  # a module, not names: imported while the domains may still initialise
 from ..integrate import Status
 from ..integrate import InterruptTracker, ProgressTracker
-from ..kernels.circle import circle_degree, moments, spectral_coefficients, zonal_rate, zonal_rates, zonal_scale
+from ..kernels.circle import (circle_degree, fourier_moments, series_multipliers, spectral_coefficients, zonal_rate,
+                              zonal_rates, zonal_scale)
 from .measure import LagrangianMeasure
 
 __all__ = ["PanelTransport", "transport_panels"]
@@ -44,10 +44,11 @@ _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
 
 
 @nb.njit(cache=True)
-def _replay(y, cond, hs, M, A_rk, B_rk, Dm, Nm, beta, normalized, scale):
+def _replay(y, cond, hs, M, A_rk, B_rk, Nm, Dm, N2, beta, normalized, scale):
     """Advance the points ``y`` (m, 2) = (θ, ℓ) through the recorded steps ``hs`` with the recorded stage moments
     ``M`` (S, stages, L+1) — the same Runge–Kutta stages the measure took, with its field — and their
-    conditioning ``cond`` (m, 2) = (min ℓ so far, log κ) as :func:`_condition` does."""
+    conditioning ``cond`` (m, 2) = (min ℓ so far, log κ) as :func:`_condition` does; the multipliers are
+    :func:`~meanfield.kernels.circle.series_multipliers`."""
     m = y.shape[0]
     ns = B_rk.size
     L1 = Dm.size
@@ -61,7 +62,7 @@ def _replay(y, cond, hs, M, A_rk, B_rk, Dm, Nm, beta, normalized, scale):
             for k in range(L1):
                 A[k] = Nm[k] * M[s, i, k]
                 D[k] = Dm[k] * M[s, i, k]
-                A2[k] = 1j * k * Nm[k] * M[s, i, k]
+                A2[k] = N2[k] * M[s, i, k]
             for q in range(m):
                 th = y[q, 0]
                 for j in range(i):
@@ -235,7 +236,7 @@ def transport_panels(model, density, t_span, t_eval, *, order: int = 16, panels:
     normalized = bool(model.normalized)
     scale = zonal_scale(beta, normalized, c)
     L = circle_degree(beta, order=2)
-    Dm, Nm = continuity.bessel_multipliers(L, beta)
+    Nm, Dm, N2 = series_multipliers(L, beta)
     t0, t1 = float(t_span[0]), float(t_span[1])
     outputs = np.asarray(t_eval, dtype=float)
     count = panels if panels is not None else max(8, int(np.ceil(density.grid.n / order)))
@@ -249,12 +250,12 @@ def transport_panels(model, density, t_span, t_eval, *, order: int = 16, panels:
     nrec = 0
 
     def replay(y, cond):
-        _replay(y, cond, hs[:nrec], M[:nrec], A_rk, B_rk, Dm, Nm, beta, normalized, scale)
+        _replay(y, cond, hs[:nrec], M[:nrec], A_rk, B_rk, Nm, Dm, N2, beta, normalized, scale)
 
     def rate(theta, w):
         """(dθ/dt, dℓ/dt) at the points and the moments c_k/2π of Σ w_j δ_{θ_j}."""
         x = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
-        ck = moments(x, w, L, max(1, min(64, theta.size // 4096 + 1))) / (2.0 * np.pi)
+        ck = fourier_moments(x, w, L) / (2.0 * np.pi)
         A, D, A2 = spectral_coefficients(ck, beta)
         v, div = zonal_rates(x, A, D, A2, beta, normalized, scale)
         return np.stack([v, div], axis=-1), ck

@@ -23,7 +23,7 @@ from ..integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTrac
 from ..kernels.circle import circle_spectral_divergence
 from .measure import LagrangianMeasure
 
-__all__ = ["LagrangianProblem", "transport", "start", "Transport", "transport_density"]
+__all__ = ["LagrangianProblem", "transport", "start", "Transport", "transport_density", "refines"]
 
 #: Compiled field-and-divergence sums of zonal models by domain (the ``spectral`` strategy).
 _SPECTRAL = {"circle": circle_spectral_divergence}
@@ -125,6 +125,12 @@ def transport(model, frame: LagrangianMeasure, t_span, t_eval, *, method: str = 
     return Transport(frames, integrator.nfev, integrator.nsteps, status, message, problem.path)
 
 
+def refines(model, domain) -> bool:
+    """Whether the Lagrangian measure of ``model`` on ``domain`` inserts characteristics where the flow map
+    steepens (adaptive Gauss panels: zonal models on the circle), rather than keeping the grid's nodes."""
+    return domain.name == "circle" and getattr(model, "zonal", None) is not None
+
+
 def transport_density(model, density, t_span, t_eval, *, method: str = "dop853", dt: float | None = None,
                       rtol: float = 1e-10, atol: float = 1e-12, path: str = "auto", progress: bool = False):
     """The Lagrangian solution from a grid density at time ``t_span[0]``: adaptive Gauss panels
@@ -135,9 +141,7 @@ def transport_density(model, density, t_span, t_eval, *, method: str = "dop853",
     """
     from .panels import transport_panels
 
-    zonal = getattr(model, "zonal", None)
-    if density.domain.name == "circle" and zonal is not None and method == "dop853" and dt is None \
-            and path in ("auto", "spectral"):
+    if refines(model, density.domain) and method == "dop853" and dt is None and path in ("auto", "spectral"):
         return transport_panels(model, density, t_span, t_eval, rtol=rtol, atol=atol, progress=progress)
     frame = start(density)
     if float(t_span[0]) != 0.0:

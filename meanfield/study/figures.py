@@ -154,8 +154,8 @@ def plot_lagrangian(ds):
     logr = ds["lagrangian_log_density"].values / np.log(10.0)
     ok = np.isfinite(logr)
     tt = np.broadcast_to(t[:, None], logr.shape)[ok]
-    if x.shape[-1] == 2:  # the circle: the angle
-        y, ylabel = np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi)[ok], "θ"
+    if ds.attrs["domain"] == "circle":  # the angle θ ∈ [0, 2π)
+        y, ylabel = domains.get("circle").coordinates(x[ok]), "θ"
     else:
         y, ylabel = x[..., 0][ok], "x₁"
     order = np.argsort(logr[ok])  # the densest points on top

@@ -123,20 +123,18 @@ def _density_vars(sol, t_eval, grid0):
     return out, coords
 
 
-def tm_representation(sol) -> str:
+def _representation(sol) -> str:
     """'grid', 'lagrangian', or 'grid+lagrangian' (handed over at attrs['handover'])."""
     kinds = list(dict.fromkeys(sol.representation)) if sol.representation else ["grid"]
     return "+".join(kinds)
 
 
 def _cell_averages(frame, grid):
-    """The circle's cell averages of a Lagrangian frame on ``grid``: mass in each cell around a node / its width
-    (NaN off the circle, where no such binning is defined here)."""
-    if frame.domain.name != "circle":
+    """A Lagrangian frame's cell averages on ``grid`` where its chart bins points (the circle), else NaN."""
+    binning = getattr(frame.domain.chart, "cell_averages", None)
+    if binning is None:
         return np.full(grid.shape, np.nan)
-    h = 2.0 * np.pi / grid.n
-    cell = np.mod(np.round(np.mod(frame.state[:, 0], 2.0 * np.pi) / h), grid.n).astype(int)
-    return np.bincount(cell, weights=frame.weights, minlength=grid.n) / h
+    return binning(frame.state, frame.weights, grid.n)
 
 
 def _lagrangian_vars(frames, t_eval):
@@ -304,7 +302,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         attrs.update({"grid": repr(grid), "grid_final": repr(final), "resolution": grid.n, "resolution_final": final.n,
                       "solver_method": sol.method, "solver_path": sol.path, "nfev": sol.nfev, "nsteps": sol.nsteps,
                       "refinements": json.dumps([list(map(float, r)) for r in sol.refinements]),
-                      "representation": tm_representation(sol), "handover": -1.0 if sol.handover is None
+                      "representation": _representation(sol), "handover": -1.0 if sol.handover is None
                       else float(sol.handover)})
     store = {}
     if cfg["particles"] is not None and not interrupted:

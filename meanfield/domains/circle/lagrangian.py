@@ -12,7 +12,8 @@ import numpy as np
 
 from .geometry import angles_to_points, points_to_angles, tangents
 
-__all__ = ["check_state", "mesh", "to_state", "to_points", "state_rate", "retract", "interpolate_log"]
+__all__ = ["check_state", "mesh", "to_state", "to_points", "state_rate", "retract", "interpolate_log",
+           "cell_averages"]
 
 
 def mesh(grid):
@@ -58,3 +59,11 @@ def check_state(state):
     """Finite angles, shape (n, 1)."""
     if state.ndim != 2 or state.shape[1] != 1 or not np.all(np.isfinite(state)):
         raise ValueError(f"`state` must hold finite angles, shape (n, 1); got shape {state.shape}.")
+
+
+def cell_averages(state, weights, n: int):
+    """The measure Σ w_i δ_{θ_i} as cell averages on the n-node grid: the mass in the cell around each node
+    (width 2π/n) divided by the width."""
+    h = 2.0 * np.pi / n
+    cell = np.mod(np.round(np.mod(state[:, 0], 2.0 * np.pi) / h), n).astype(int)
+    return np.bincount(cell, weights=weights, minlength=n) / h
