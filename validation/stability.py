@@ -1,42 +1,53 @@
-r"""Stability of the mean-field flow: measured W_1 ratios against the Dobrushin bound (MATH.md §4).
+r"""Stability of the mean-field flow: measured W_1 ratios against three Dobrushin bounds (MATH.md §4).
 
-Dobrushin's estimate. If X[μ](x) is L_x-Lipschitz in x and L_μ-Lipschitz in
-μ for W_1, uniformly, then for two solutions, with the chordal metric of the
-embedding,
+For two solutions μ_t, ν_t of ∂_t μ + div(μ X[μ]) = 0, couple the initial
+measures optimally and follow both flows. With D(t) = ∫ d(x_t, y_t) dπ_0 >= W_1(μ_t, ν_t),
 
-    W_1(μ_t, ν_t) <= exp(∫_0^t (L_x + L_μ(s)) ds) W_1(μ_0, ν_0).
+    D'(t) <= Λ(t) D(t) + sup_y |X[μ_t](y) − X[ν_t](y)| ... <= (Λ(t) + L_μ(t)) D(t),
 
-(Couple the initial measures optimally and follow both flows:
-d/dt|x_t − y_t| <= L_x|x_t − y_t| + L_μ W_1(μ_t, ν_t); integrate against the
-coupling and apply Grönwall.) The distances here are geodesic; chordal and
-geodesic distances satisfy |x − y| <= d(x, y) <= (π/2)|x − y|, so the bound on
-the geodesic ratio carries an extra factor π/2.
+where Λ(t) bounds the rate at which the flow of X[μ_t] separates two points
+and L_μ(t) the Lipschitz constant of μ ↦ X[μ](y) for W_1; Grönwall gives
 
-Constants, per head, with a = β‖Q‖‖K‖ (|β⟨Qx, Ky⟩| <= a) and v = ‖V‖
-(operator 2-norms), k(x, y) = e^{β⟨Qx,Ky⟩} ∈ [e^{-a}, e^{a}], u_μ(x) the
-unprojected average, X = P_x^⊥ u:
+    W_1(μ_t, ν_t) / W_1(μ_0, ν_0) <= exp(∫_0^t (Λ(s) + L_μ(s)) ds).
 
-- In μ. |∇_y k| <= a e^{a} and |∇_y(k V y)| <= v e^{a}(1 + a). For SA,
-  u_μ = N_μ/Z_μ and |N_μ/Z_μ − N_ν/Z_ν| <= (|N_μ − N_ν| + |N_ν/Z_ν||Z_μ − Z_ν|)/Z_μ
-  with |N_ν/Z_ν| <= v, so L_μ <= v e^{a}(1 + 2a)/min_x Z_μ(x) <= v(1 + 2a)e^{2a}
-  (the a priori constant of MATH.md §4 for Q = K = V = I). For USA
-  (Z ≡ 1), L_μ <= v e^{a}(1 + a).
-- In x. For SA, ∇_x u = Cov_x(Vy, βKᵀQ y) under the tilted law, of norm
-  <= v a; then |D(P_x^⊥ u)| <= |∇u| + 2|u| <= v(2 + a). For USA,
-  |∇u| <= v a e^{a}, |u| <= v e^{a}: L_x <= v e^{a}(2 + a).
-- Multi-head: the sum over heads.
+Three instances, each rigorous for the exact solutions, each reported:
 
-A posteriori constant. The only lossy step of L_μ is min_x Z_μ(x) >= e^{-a}:
-along a computed solution the actual minimum is known, and
-L_μ(t) = v e^{a}(1 + 2a)/min_x Z_{μ_t}(x) is still a rigorous bound
-(computed here for zonal SA on the circle, where K_β*μ_t is spectral).
+1. **A priori** (``bound``): Λ = L_x and L_μ the global constants of
+   :mod:`meanfield.models.bounds` (for Q = K = V = I on the sphere
+   L_x = 2 + β, L_μ = (1 + 2β)e^{2β}, MATH.md §4). On the circle and S² they
+   are derived in the chordal metric, so the geodesic ratio carries a factor
+   π/2 (|x − y| <= d(x, y) <= (π/2)|x − y|). In R^d, R(t) = e^{Σ‖V‖ t} R_0
+   bounds the support of both exact solutions (CACP; :func:`support_radius_bound`)
+   and the constants are taken at R(t).
+2. **A posteriori** (``bound_a_posteriori``): the only lossy factor of L_μ,
+   K_μ(x) = sup_y k(x, y)/Z_μ(x) <= e^{2a}, is measured along the computed μ_t:
+   L_μ(t) = Σ_h v(1 + 2a_μ) max_x K_μ(x) (normalised heads; the a priori
+   constant elsewhere), still with L_x and the factor π/2.
+3. **Sharper** (``bound_sharp``): Λ(t) = max_x Λ(x) the measured one-sided
+   Lipschitz number of X[μ_t] (λ_max of the symmetric covariant derivative,
+   :func:`meanfield.domains.sphere.geometry.one_sided_lipschitz`; negative
+   where the flow contracts) with the a posteriori L_μ(t), all in the geodesic
+   distance itself (the covariant argument needs no chordal detour: no π/2).
+   Since Λ <= L_x it never exceeds the a posteriori bound.
 
-The constants are computed by :func:`meanfield.models.lipschitz_constants`
-(:mod:`meanfield.models.bounds`, the one place for bounds on the field).
+Maxima over x are taken over the nodes of a query grid (on the circle and S²
+at least 512 nodes and lmax 48; in R^d the grid of μ_t), and turned into suprema over the domain with the grid's
+covering radius h: log K_μ is 2·sup|∇_x log k|-Lipschitz in x, Λ(x) is
+``second``-Lipschitz (:class:`meanfield.models.bounds.HeadConstants`), so
+sup <= max over nodes + h × that constant (capped by the a priori values). In R^d
+the suprema run over the ball |x| <= R(t) (the nodes of the cells meeting it);
+where that ball leaves the grid's box nothing is known there and the
+a posteriori and sharper bounds are reported as ∞ from that time on.
 
-R^d: the support-radius bound R(t) <= exp(∫‖V‖) R_0 (CACP) for particle
-systems, :func:`support_radius_bound`. (The W_1 ratio of two density solutions
-is measured on the circle only so far.)
+What is measured, not bounded: the rates are evaluated at the output times and
+∫ rate ds is summed with the larger endpoint of each interval, so dense
+``t_eval`` (the rates change on the time scale of the dynamics) is the user's
+part; and the estimates use the computed μ_t, not the exact one (the grid
+error is what :func:`validation.wasserstein.discretisation` estimates).
+
+Distances: exact W_1 — the circle's CDF formula, exact OT with the geodesic
+cost between the grid measures on S², quantiles in R^1 and exact OT in R^2
+(:func:`validation.wasserstein.wasserstein`).
 """
 
 from __future__ import annotations
@@ -46,13 +57,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield import Density, solve
-from meanfield.domains import CIRCLE
-from meanfield.domains.circle import CircleSpectral
-from meanfield.models import EUCLIDEAN_MODELS, heads, lipschitz_constants
+from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
+from meanfield.domains.circle import CircleGrid
+from meanfield.domains.sphere import SphereGrid
+from meanfield.models import EUCLIDEAN_MODELS, head_constants, heads, lipschitz_constants
+from meanfield.solve import Solution
 
 from .wasserstein import wasserstein
 
 __all__ = ["Stability", "stability", "lipschitz_constants", "support_radius", "support_radius_bound"]
+
+#: the query grids where maxima over x are taken on the circle and S² (the frame's own grid where finer): their
+#: covering radius h enters the bounds through e^{2a h} and h × ``second``, so coarse grids are not used for this
+_PROBES = {"circle": lambda grid: CircleGrid(max(512, grid.n if grid is not None else 0)),
+           "sphere": lambda grid: SphereGrid(max(48, grid.lmax if grid is not None else 0))}
 
 
 @dataclass(frozen=True)
@@ -63,83 +81,237 @@ class Stability:
     ----------
     t : ndarray, shape (T,)
     distance : ndarray, shape (T,)
-        W_1(μ_t, ν_t) (geodesic).
+        W_1(μ_t, ν_t) (geodesic on the circle and S²).
     ratio : ndarray, shape (T,)
         distance / distance[0].
-    bound : ndarray, shape (T,)
-        (π/2) e^{(L_x + L_μ) t}, the a priori Dobrushin bound on ``ratio``.
-    bound_a_posteriori : ndarray or None
-        (π/2) exp(∫ (L_x + L_μ(s)) ds) with L_μ(s) from min_x Z_{μ_s}(x)
-        (zonal SA on the circle), else None.
+    bound, bound_a_posteriori, bound_sharp : ndarray, shape (T,)
+        The three bounds on ``ratio`` (module docstring); ``inf`` where vacuous.
+    rate, rate_a_posteriori, rate_sharp : ndarray, shape (T,)
+        Their integrands at the output times: L_x + L_μ, L_x + L_μ(t), Λ(t) + L_μ(t).
     L_x, L_mu : float
-        The a priori constants (module docstring).
-    slack : float
-        min over t > t_0 of bound / ratio: how far from tight the a priori bound is.
-    slack_a_posteriori : float or None
+        The a priori constants at t_0.
+    slack, slack_a_posteriori, slack_sharp : float
+        min over t > t_0 of bound / ratio, for each bound (>= 1: the bound holds).
+    domain : str
+    radius : ndarray or None
+        R(t), the support radius bound in R^d (None on the circle and S²).
+    note : str
+        Why a bound is vacuous where it is ("" otherwise).
     """
 
     t: np.ndarray
     distance: np.ndarray
     ratio: np.ndarray
     bound: np.ndarray
-    bound_a_posteriori: np.ndarray | None
+    bound_a_posteriori: np.ndarray
+    bound_sharp: np.ndarray
+    rate: np.ndarray
+    rate_a_posteriori: np.ndarray
+    rate_sharp: np.ndarray
     L_x: float
     L_mu: float
     slack: float
-    slack_a_posteriori: float | None
+    slack_a_posteriori: float
+    slack_sharp: float
+    domain: str
+    radius: np.ndarray | None = None
+    note: str = ""
+
+    def table(self) -> str:
+        """The ratio and the three bounds at every output time, as text."""
+        rows = [f"{'t':>7} {'W1':>11} {'ratio':>9} {'a priori':>10} {'a post.':>10} {'sharper':>10}"]
+        for k in range(self.t.size):
+            rows.append(f"{self.t[k]:7.3f} {self.distance[k]:11.4e} {self.ratio[k]:9.4f} {self.bound[k]:10.3e} "
+                        f"{self.bound_a_posteriori[k]:10.3e} {self.bound_sharp[k]:10.3e}")
+        rows.append(f"slack (min bound/ratio): a priori {self.slack:.3g}, a posteriori {self.slack_a_posteriori:.3g}, "
+                    f"sharper {self.slack_sharp:.3g}")
+        if self.note:
+            rows.append(self.note)
+        return "\n".join(rows)
 
 
-def _min_normaliser(density: Density, beta: float) -> float:
-    """min_x K_β*μ(x) on the 3/2-padded grid (spectral, zonal kernels on the circle)."""
-    scaled = CircleSpectral(density.grid, beta, 1.0, True).kernel_sum(density.values)  # e^{-β} K_β*μ
-    return float(np.min(scaled)) * np.exp(beta)
+# ---------------------------------------------------------------------- inputs
+def _domain_of(frame):
+    return frame.domain
 
 
-def stability(model, mu0: Density, nu0: Density, t_eval, **solve_kwargs) -> Stability:
-    r"""Measure W_1(μ_t, ν_t)/W_1(μ_0, ν_0) and compare with the Dobrushin bound.
+def _solutions(model, mu, nu, t_eval, solve_kwargs):
+    """Two solutions at the same times: given, or solved from two initial densities on one grid."""
+    if isinstance(mu, Solution) or isinstance(nu, Solution):
+        for name, s in (("mu", mu), ("nu", nu)):
+            if not isinstance(s, Solution):
+                raise TypeError(f"`mu` and `nu` must both be Solutions or both initial densities; `{name}` is a "
+                                f"{type(s).__name__}.")
+        if t_eval is not None or solve_kwargs:
+            raise ValueError("`t_eval` and solver options apply to initial densities, not to given Solutions.")
+        if mu.t.shape != nu.t.shape or not np.array_equal(mu.t, nu.t):
+            raise ValueError(f"the solutions are given at different times: {mu.t.size} and {nu.t.size} output "
+                             "times that do not coincide; solve both with the same `t_eval`.")
+        if _domain_of(mu.densities[0]) is not _domain_of(nu.densities[0]):
+            raise ValueError(f"the solutions live on different domains: {_domain_of(mu.densities[0]).name} and "
+                             f"{_domain_of(nu.densities[0]).name}.")
+        return mu, nu
+    for name, d in (("mu", mu), ("nu", nu)):
+        if not isinstance(d, Density):
+            raise TypeError(f"`{name}` must be a Density (an initial density) or a Solution, got {type(d).__name__}.")
+    if mu.domain is not nu.domain:
+        raise ValueError(f"`mu` and `nu` live on different domains: {mu.domain.name} and {nu.domain.name}.")
+    if mu.grid != nu.grid:
+        raise ValueError(f"`mu` and `nu` must be on the same grid to be compared, got {mu.grid!r} and {nu.grid!r}.")
+    if t_eval is None:
+        raise ValueError("`t_eval` (increasing output times, the first the initial time) is required with initial "
+                         "densities.")
+    t_eval = np.asarray(t_eval, dtype=float)
+    if t_eval.ndim != 1 or t_eval.size < 2 or not np.all(np.diff(t_eval) > 0) or not np.all(np.isfinite(t_eval)):
+        raise ValueError(f"`t_eval` must be at least two increasing finite times, got {t_eval!r}.")
+    if wasserstein(mu, nu, 1) == 0:
+        raise ValueError("the initial densities coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
+    solve_kwargs.setdefault("refine", mu.domain.default_max_n is not None)  # finite volumes are not refined
+    solve_kwargs.setdefault("representation", "grid")  # the distances below are between grid densities
+    span = (t_eval[0], t_eval[-1])
+    return (solve(model, mu, span, t_eval=t_eval, **solve_kwargs),
+            solve(model, nu, span, t_eval=t_eval, **solve_kwargs))
+
+
+def _support_radius(frame) -> float:
+    """Radius of a ball about 0 holding the support of a frame in R^d (cells of positive mass, whole cells)."""
+    pts, w = frame.as_measure()
+    reach = np.linalg.norm(pts[w > 0], axis=-1)
+    if isinstance(frame, Density):
+        return float(np.max(reach)) + frame.grid.covering_radius
+    return float(np.max(reach))
+
+
+def _probes(frame, radius):
+    """Query points where maxima over x are taken, the covering radius h, and whether they cover the set."""
+    own = frame.grid if isinstance(frame, Density) else None
+    if frame.domain is EUCLIDEAN and own is not None:
+        grid = own
+    elif frame.domain.name in _PROBES:
+        grid = _PROBES[frame.domain.name](own)
+    else:
+        raise NotImplementedError("a posteriori bounds for Lagrangian measures in R^d (no probe grid): compare grid "
+                                  "solutions (representation='grid').")
+    d = grid.points.shape[-1]
+    pts = grid.points.reshape(-1, d)
+    h = float(grid.covering_radius)
+    if frame.domain is not EUCLIDEAN:
+        return pts, h, True
+    lo, hi = grid.bounds[:, 0], grid.bounds[:, 1]
+    covered = bool(np.all(lo <= -radius) and np.all(hi >= radius))
+    return pts[np.linalg.norm(pts, axis=-1) <= radius + h], h, covered
+
+
+# ---------------------------------------------------------------------- rates
+def _measured_rates(model, frame, radius, consts):
+    """(L_μ(t), Λ(t)) measured on one frame (module docstring), each capped by its a priori value."""
+    pts, w = frame.as_measure()
+    keep = w > 0
+    pts, w = pts[keep], w[keep] / np.sum(w[keep])
+    probes, h, covered = _probes(frame, radius)
+    if not covered:
+        return float("inf"), float("inf")
+    R = None if frame.domain is not EUCLIDEAN else radius
+    L_mu = 0.0
+    for head, c in zip(heads(model), consts):
+        if c.a_mu is None or not hasattr(head, "log_kernel_excess"):
+            L_mu += c.L_mu
+            continue
+        excess = head.log_kernel_excess(pts, w, probes) if R is None else head.log_kernel_excess(pts, w, probes, R)
+        log_k = min(float(np.max(excess)) + 2.0 * c.grad_x * h, 2.0 * c.a_mu)
+        L_mu += c.v * (1.0 + 2.0 * c.a_mu) * np.exp(log_k)
+    L_x = sum(c.L_x for c in consts)
+    if not all(hasattr(hd, "average_and_jacobian") for hd in heads(model)):
+        return L_mu, L_x
+    u, Du = model.average_and_jacobian(pts, w, probes)
+    lam = float(np.max(frame.domain.one_sided_lipschitz(probes, u, Du))) + h * sum(c.second for c in consts)
+    return L_mu, min(lam, L_x)
+
+
+def _integrate(tau, rate):
+    """∫_0^t rate ds at the output times, each interval taken at its larger endpoint."""
+    with np.errstate(invalid="ignore"):
+        steps = np.diff(tau) * np.maximum(rate[1:], rate[:-1])
+    return np.concatenate([[0.0], np.cumsum(steps)])
+
+
+def _bound(factor, integral):
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = factor * np.exp(integral)
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def stability(model, mu, nu, t_eval=None, **solve_kwargs) -> Stability:
+    r"""Measure W_1(μ_t, ν_t)/W_1(μ_0, ν_0) and compare it with three Dobrushin bounds (module docstring).
 
     Parameters
     ----------
-    model : SelfAttention or MultiHeadAttention
-    mu0, nu0 : Density
-        Two initial densities on the circle.
-    t_eval : array_like
-        Increasing times, ``t_eval[0]`` the initial time.
+    model : an attention model (SelfAttention, MultiHeadAttention, or an R^d model)
+    mu, nu : Density or Solution
+        Two initial densities on one grid (the circle, S², or a box in R^d,
+        d = 1, 2), solved here to ``t_eval``; or two solutions of ``model``
+        at the same output times (grid densities or Lagrangian measures on the
+        circle and S²).
+    t_eval : array_like, optional
+        Increasing output times, the first the initial time (initial densities only).
     **solve_kwargs
-        Passed to :func:`meanfield.solve` (default ``refine=True``).
+        Passed to :func:`meanfield.solve` (default ``representation="grid"``, ``refine=True`` on the circle and S²).
+
+    Returns
+    -------
+    Stability
+
+    Raises
+    ------
+    ValueError
+        Different domains, grids or times; W_1(μ_0, ν_0) = 0 (no ratio).
     """
-    for name, d in (("mu0", mu0), ("nu0", nu0)):
-        if not isinstance(d, Density) or d.domain is not CIRCLE:
-            raise NotImplementedError(f"`{name}` must be a density on the circle (the other domains: issue 14).")
-    t_eval = np.asarray(t_eval, dtype=float)
-    if wasserstein(mu0, nu0, 1) == 0:
-        raise ValueError("the initial densities coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
-    solve_kwargs.setdefault("refine", True)
-    solve_kwargs.setdefault("representation", "grid")  # the distances below are between grid densities
-    sm = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, **solve_kwargs)
-    sn = solve(model, nu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, **solve_kwargs)
+    sm, sn = _solutions(model, mu, nu, t_eval, dict(solve_kwargs))
+    t = np.asarray(sm.t, dtype=float)
+    domain = _domain_of(sm.densities[0])
     dist = np.array([wasserstein(a, b, 1) for a, b in zip(sm.densities, sn.densities)])
     if not dist[0] > 0:
-        raise ValueError("the initial densities coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
+        raise ValueError("the initial measures coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
     ratio = dist / dist[0]
-    Lx, Lmu = lipschitz_constants(model)
-    tau = t_eval - t_eval[0]
-    with np.errstate(over="ignore"):  # an infinite bound is a vacuous one, reported as such
-        bound = 0.5 * np.pi * np.exp((Lx + Lmu) * tau)
-    post = None
-    if len(heads(model)) == 1 and model.normalized and model.zonal is not None:
-        beta_eff, c = model.zonal
-        a, v = abs(beta_eff), abs(c)
-        rate = np.array([Lx + v * np.exp(a) * (1.0 + 2.0 * a) / _min_normaliser(d, beta_eff) for d in sm.densities])
-        # ∫ L(s) ds by the trapezoidal rule on t_eval, rounded up by taking the larger endpoint
-        steps = np.diff(tau) * np.maximum(rate[1:], rate[:-1])
-        with np.errstate(over="ignore"):
-            post = 0.5 * np.pi * np.exp(np.concatenate([[0.0], np.cumsum(steps)]))
+    tau = t - t[0]
+    note = []
+    if domain is EUCLIDEAN:
+        if any(not isinstance(h, EUCLIDEAN_MODELS) for h in heads(model)):
+            raise TypeError(f"`model` must be an R^d model for densities in R^d, got {model!r}.")
+        R0 = max(_support_radius(sm.densities[0]), _support_radius(sn.densities[0]))
+        radius = support_radius_bound(model, tau, R0)
+        factor = 1.0
+    else:
+        radius = None
+        factor = 0.5 * np.pi  # the chordal constants, read in the geodesic distance
+    rate, post, sharp = (np.empty(t.size) for _ in range(3))
+    Lx0 = Lmu0 = None
+    for k, frame in enumerate(sm.densities):
+        R = None if radius is None else float(radius[k])
+        consts = [head_constants(h, R) for h in heads(model)]
+        Lx, Lmu = sum(c.L_x for c in consts), sum(c.L_mu for c in consts)
+        if Lx0 is None:
+            Lx0, Lmu0 = Lx, Lmu
+        rate[k] = Lx + Lmu
+        L_mu_post, lam = _measured_rates(model, frame, R, consts)
+        post[k] = Lx + L_mu_post
+        sharp[k] = lam + L_mu_post
+        if not np.isfinite(L_mu_post) and not note:
+            note.append(f"from t = {t[k]:g} the support bound R(t) = {R:.3g} leaves the grid's box, or L_μ is not "
+                        "derived for this model: the measured bounds are vacuous (∞) there.")
+    bound = _bound(factor, _integrate(tau, rate))
+    bound_post = _bound(factor, _integrate(tau, post))
+    bound_sharp = _bound(1.0, _integrate(tau, sharp))
     later = tau > 0
-    slack = float(np.min(bound[later] / ratio[later])) if later.any() else float("nan")
-    slack_post = float(np.min(post[later] / ratio[later])) if post is not None and later.any() else None
-    return Stability(t=t_eval, distance=dist, ratio=ratio, bound=bound, bound_a_posteriori=post, L_x=Lx, L_mu=Lmu,
-                     slack=slack, slack_a_posteriori=slack_post)
+
+    def slack(b):
+        with np.errstate(invalid="ignore"):
+            return float(np.min(b[later] / ratio[later])) if later.any() else float("nan")
+
+    return Stability(t=t, distance=dist, ratio=ratio, bound=bound, bound_a_posteriori=bound_post,
+                     bound_sharp=bound_sharp, rate=rate, rate_a_posteriori=post, rate_sharp=sharp, L_x=Lx0,
+                     L_mu=Lmu0, slack=slack(bound), slack_a_posteriori=slack(bound_post),
+                     slack_sharp=slack(bound_sharp), domain=domain.name, radius=radius, note=" ".join(note))
 
 
 def support_radius(x) -> np.ndarray:

@@ -14,10 +14,11 @@ domain layer's geometry, :mod:`meanfield.checks` and :mod:`meanfield.numerics`.
 """
 
 from .base import Head, heads
-from .bounds import head_norms, lipschitz_constants, rate_scale
+from .bounds import HeadConstants, head_constants, head_norms, lipschitz_constants, rate_scale
 from .euclidean import EUCLIDEAN_MODELS, L2, EuclideanAttention, Masked, Sigmoid, Sinkhorn, Softmax
 from .multihead import MultiHeadAttention
 from .sphere import SelfAttention
 
 __all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EuclideanAttention",
-           "EUCLIDEAN_MODELS", "Head", "heads", "head_norms", "rate_scale", "lipschitz_constants"]
+           "EUCLIDEAN_MODELS", "Head", "heads", "head_norms", "rate_scale", "lipschitz_constants",
+           "head_constants", "HeadConstants"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import checks
 
-__all__ = ["Head", "heads", "check_weights", "row_chunks", "identity_multiple", "CHUNK"]
+__all__ = ["Head", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments", "CHUNK"]
 
 #: Work arrays of the pairwise sums are chunked to at most this many entries.
 CHUNK = 1 << 21
@@ -99,3 +99,38 @@ def identity_multiple(M: np.ndarray | None) -> float | None:
         return 1.0
     c = M[0, 0]
     return float(c) if np.array_equal(M, c * np.eye(M.shape[0])) else None
+
+
+def tilted_moments(logits, weights, points) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""log Z, E[y] and E[y yᵀ] under the laws π_i(dy) ∝ Σ_j w_j e^{logits_ij} δ_{y_j}, one per row.
+
+    Parameters
+    ----------
+    logits : ndarray, shape (m, n)
+    weights : ndarray, shape (n,)
+    points : ndarray, shape (n, d)
+
+    Returns
+    -------
+    log_z : ndarray, shape (m,)
+        log Σ_j w_j e^{logits_ij} (exponents shifted by their row maximum).
+    mean : ndarray, shape (m, d)
+    second : ndarray, shape (m, d, d)
+        The second moments; the covariance is ``second − mean ⊗ mean``.
+    """
+    m, n = logits.shape
+    d = points.shape[-1]
+    outer = (points[:, :, None] * points[:, None, :]).reshape(n, d * d)
+    cols = np.concatenate([points, outer], axis=1)
+    log_z = np.empty(m)
+    mom = np.empty((m, d + d * d))
+    for sl in row_chunks(m, n):
+        s = logits[sl]
+        smax = np.max(s, axis=-1, keepdims=True)
+        e = np.exp(s - smax) * weights
+        Z = np.sum(e, axis=-1, keepdims=True)
+        if np.any(Z <= 0):
+            raise ValueError("the softmax normaliser is not positive: the weights must describe a positive measure.")
+        mom[sl] = (e @ cols) / Z
+        log_z[sl] = np.log(Z[:, 0]) + smax[:, 0]
+    return log_z, mom[:, :d], mom[:, d:].reshape(m, d, d)

@@ -1,37 +1,156 @@
 r"""Bounds on the field of a model, for step sizes and stability estimates: one place (MATH.md §4).
 
-Per head, with a = β‖Q‖‖K‖ (so |β⟨Qx, Ky⟩| <= a on the sphere) and v = ‖V‖
-(operator 2-norms), let s = 1 for SA and s = e^{a} for USA. For any probability
-measure μ the unprojected average u_μ = ∫ e^{β⟨Qx,Ky⟩} V y dμ / Z_μ satisfies
+Sphere heads. With a = β‖Q‖‖K‖ (so |β⟨Qx, Ky⟩| <= a on the sphere) and
+v = ‖V‖ (operator 2-norms), let s = 1 for SA and s = e^{a} for USA. For any
+probability measure μ the unprojected average u_μ = ∫ e^{β⟨Qx,Ky⟩} V y dμ / Z_μ
+satisfies
 
-    sup |u_μ| <= v s,   sup |∇_x u_μ| <= v a s
+    sup |u_μ| <= v s,   sup |Du_μ| <= v a s,   sup |D²u_μ| <= 2 v a² (SA), v a² e^{a} (USA)
 
-(SA: ∇_x u is the covariance of Vy and βKᵀQy under the tilted law; USA:
-|∇_y e^{β⟨Qx,Ky⟩}| <= a e^{a}). Everything below is built from these two:
+(SA: Du is the covariance of Vy and βKᵀQy under the tilted law π_x, D²u
+their third joint cumulant, |Vy − E Vy| <= 2v; USA: the k-th derivative of
+e^{β⟨Qx,Ky⟩} is at most a^k e^{a}). Everything below is built from these:
 
 - :func:`rate_scale` = Σ_h v(1 + a) s, the inverse time scale the solvers'
-  default steps divide by (sup|u| + sup|∇u|);
-- :func:`lipschitz_constants`: L_x = Σ_h v(2 + a) s, since |D(P_x^⊥ u)| <= |∇u| + 2|u|;
-  L_μ = Σ_h v e^{a}(1 + 2a)/min Z for SA (<= v(1 + 2a)e^{2a}, the a priori
-  constant of MATH.md §4 for Q = K = V = I, from min_x Z_μ(x) >= e^{-a}) and
-  v e^{a}(1 + a) for USA (|∇_y(k V y)| <= v e^{a}(1 + a)). Derivation in
-  :mod:`validation.stability`.
+  default steps divide by (sup|u| + sup|Du|);
+- :func:`lipschitz_constants`: L_x = Σ_h v(2 + a) s, since
+  |D(P_x^⊥ u)| <= |Du| + 2|u|; L_μ = Σ_h v(1 + 2a) e^{2a} for SA (the a priori
+  constant of MATH.md §4 for Q = K = V = I) and v e^{a}(1 + a) for USA.
+
+  Derivation of L_μ (SA). With k(x, y) = e^{β⟨Qx,Ky⟩},
+  u_μ(x) − u_ν(x) = ∫ k(x, y)(Vy − u_ν(x)) d(μ − ν)(y) / Z_μ(x), and the
+  integrand's gradient in y is at most k(v + |∇_y log k|·2v), so by
+  Kantorovich–Rubinstein |u_μ(x) − u_ν(x)| <= v(1 + 2a) K_μ(x) W_1(μ, ν) with
+  K_μ(x) = sup_y k(x, y)/Z_μ(x) <= e^{2a} (log k oscillates by at most 2a).
+  The a posteriori estimate of :mod:`validation.stability` measures K_μ along
+  the solution instead of bounding it by e^{2a}.
+
+R^d heads (:func:`head_constants` with the support radius R: all points of
+both measures lie in |y| <= R). With A = KᵀQ, v = ‖V‖ and the law
+π_x(dy) ∝ k(x, y) μ(dy):
+
+=========  =====================  ==============================  ===================
+model      ∇_x log k (y-part)     a_μ = R sup|∇_y log k|          L_x = sup|DΓ|
+=========  =====================  ==============================  ===================
+softmax    βAᵀy                   β‖A‖R²                          v β‖A‖ R²
+L2         QᵀKy/τ                 ‖K‖(‖Q‖ + ‖K‖)R²/τ              v ‖A‖ R²/τ
+Sinkhorn   QᵀKy/τ (μ fixed)       — (L_μ not derived: ∞)          v ‖A‖ R²/τ
+sigmoid    σ'(⟨Ax,y⟩+b)Aᵀy        —                               v ‖A‖ R²/4
+=========  =====================  ==============================  ===================
+
+DΓ = Cov_{π_x}(Vy, ∇_x log k) and |Cov(f, g)| <= sd(f) sd(g) with
+sd(Vy) <= vR and sd(g) <= Lip(g) R give the L_x column; for the normalised
+kernels L_μ = v(1 + 2a_μ) K_μ <= v(1 + 2a_μ) e^{2a_μ}, as on the sphere
+(|Vy − Γ_ν(x)| <= 2vR); for sigmoid attention (no normaliser, σ <= 1,
+σ' <= 1/4) L_μ = v(1 + ‖A‖R²/4). Sinkhorn's L_μ needs the stability of the
+Sinkhorn potentials in W_1, not derived here: its a priori and a posteriori
+bounds are reported as ∞ (vacuous), never as a number that is not a bound.
+Masked attention is not Lipschitz in μ for W_1 (the mask 1_{τ <= s} is
+discontinuous in τ): ∞ too. The sphere is the case R = 1 of the softmax
+row (a = β‖Q‖‖K‖ there, ‖A‖ <= ‖Q‖‖K‖).
+
+Second derivatives, for turning a maximum over grid nodes into a supremum
+(:attr:`HeadConstants.second`, a Lipschitz constant of the one-sided
+Lipschitz number Λ(x) = max_{|w|=1} ⟨w, ∇_w X⟩): in R^d Λ(x) = λ_max(sym DΓ)
+and |D²Γ| is the third cumulant, <= 2vR(cR)² with c the y-Lipschitz constant
+of ∇_x log k (v R (‖A‖R)²/(6√3) for sigmoid, |σ''| <= 1/(6√3)); on the
+sphere Λ(x) = max_{w ⊥ x} ⟨w, Du w⟩ − ⟨x, u⟩ and moving x moves the maximising
+tangent w by at most 2|δx|, so Lip Λ <= |D²u| + 5|Du| + |u|.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..numerics import EXP_MAX
 from .base import heads
 
-__all__ = ["head_norms", "rate_scale", "lipschitz_constants"]
+__all__ = ["head_norms", "rate_scale", "lipschitz_constants", "head_constants", "HeadConstants"]
+
+#: max |σ''| = 1/(6√3), the sigmoid's second derivative
+SIGMOID_CURVATURE = 1.0 / (6.0 * np.sqrt(3.0))
+
+
+def _norm(M) -> float:
+    return 1.0 if M is None else float(np.linalg.norm(M, 2))
 
 
 def head_norms(head) -> tuple[float, float]:
     """(a, v) = (β‖Q‖‖K‖, ‖V‖), operator 2-norms: |β⟨Qx, Ky⟩| <= a and |Vy| <= v on the sphere."""
-    nq, nk, nv = (1.0 if M is None else float(np.linalg.norm(M, 2)) for M in (head.Q, head.K, head.V))
-    return head.beta * nq * nk, nv
+    return head.beta * _norm(head.Q) * _norm(head.K), _norm(head.V)
+
+
+def _exp(x: float) -> float:
+    return float("inf") if x > EXP_MAX else float(np.exp(x))
+
+
+@dataclass(frozen=True)
+class HeadConstants:
+    """The bounds of one head on a support of radius R (module docstring).
+
+    Attributes
+    ----------
+    v : float
+        ‖V‖.
+    L_x : float
+        Lipschitz constant of the field in x (sphere: of P_x^⊥u, chordal).
+    L_mu : float
+        Lipschitz constant of the field in μ for W_1 (``inf`` where not derived).
+    a_mu : float or None
+        R sup|∇_y log k|, so that L_μ(x) <= v(1 + 2a_μ) K_μ(x) with
+        K_μ(x) = sup_y k(x, y)/Z_μ(x) <= e^{2a_μ}; None for kernels without a
+        normaliser (sigmoid) or without a derived L_μ.
+    grad_x : float
+        sup|∇_x log k|: log K_μ is 2·grad_x-Lipschitz in x.
+    second : float
+        A Lipschitz constant in x of the one-sided Lipschitz number Λ(x).
+    """
+
+    v: float
+    L_x: float
+    L_mu: float
+    a_mu: float | None
+    grad_x: float
+    second: float
+
+
+def head_constants(head, radius: float | None = None) -> HeadConstants:
+    """The :class:`HeadConstants` of one head; ``radius`` R is required in R^d (the sphere has R = 1)."""
+    kind = head.kind
+    if head.domain == "sphere":
+        if radius not in (None, 1, 1.0):
+            raise ValueError(f"`radius` is 1 on the sphere, got {radius!r}.")
+        a, v = head_norms(head)
+        if head.normalized:
+            return HeadConstants(v, v * (2.0 + a), v * (1.0 + 2.0 * a) * _exp(2.0 * a), a, a,
+                                 v * (1.0 + 5.0 * a + 2.0 * a * a))
+        s = _exp(a)
+        return HeadConstants(v, v * s * (2.0 + a), v * s * (1.0 + a), None, a, v * s * (1.0 + 5.0 * a + a * a))
+    if radius is None or not (np.isfinite(radius) and radius > 0):
+        raise ValueError(f"`radius` (the support radius R of the measures in R^d) must be positive and finite, "
+                         f"got {radius!r}.")
+    R = float(radius)
+    nq, nk, v = _norm(head.Q), _norm(head.K), _norm(head.V)
+    d = head.dim or 1
+    nA = float(np.linalg.norm(head.A(d), 2))
+    if kind == "softmax":
+        c = head.beta * nA
+        a = c * R * R
+        return HeadConstants(v, v * a, v * (1.0 + 2.0 * a) * _exp(2.0 * a), a, c * R, 2.0 * v * R * (c * R) ** 2)
+    if kind in ("l2", "sinkhorn"):
+        c = nA / head.tau
+        if kind == "sinkhorn":
+            return HeadConstants(v, v * c * R * R, float("inf"), None, nq * (nq + nk) * R / head.tau,
+                                 2.0 * v * R * (c * R) ** 2)
+        a = nk * (nq + nk) * R * R / head.tau
+        return HeadConstants(v, v * c * R * R, v * (1.0 + 2.0 * a) * _exp(2.0 * a), a,
+                             nq * (nq + nk) * R / head.tau, 2.0 * v * R * (c * R) ** 2)
+    if kind == "sigmoid":
+        return HeadConstants(v, 0.25 * v * nA * R * R, v * (1.0 + 0.25 * nA * R * R), None, 0.0,
+                             SIGMOID_CURVATURE * v * R * (nA * R) ** 2)
+    return HeadConstants(v, float("inf"), float("inf"), None, float("inf"), float("inf"))  # masked
 
 
 def rate_scale(model) -> float:
@@ -52,15 +171,11 @@ def rate_scale(model) -> float:
     return total
 
 
-def lipschitz_constants(model) -> tuple[float, float]:
-    """(L_x, L_μ), the a priori Lipschitz constants of the field in x and in μ for W_1 (module docstring)."""
-    Lx = Lmu = 0.0
-    for h in heads(model):
-        a, v = head_norms(h)
-        if h.normalized:
-            Lx += v * (2.0 + a)
-            Lmu += v * (1.0 + 2.0 * a) * np.exp(2.0 * a)
-        else:
-            Lx += v * np.exp(a) * (2.0 + a)
-            Lmu += v * np.exp(a) * (1.0 + a)
-    return Lx, Lmu
+def lipschitz_constants(model, radius: float | None = None) -> tuple[float, float]:
+    """(L_x, L_μ), the a priori Lipschitz constants of the field in x and in μ for W_1 (module docstring).
+
+    Sums over the heads; ``radius`` is the support radius R in R^d (required
+    there), 1 on the sphere.
+    """
+    parts = [head_constants(h, radius) for h in heads(model)]
+    return sum(p.L_x for p in parts), sum(p.L_mu for p in parts)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks
-from .base import Head, check_weights, row_chunks
+from .base import Head, check_weights, row_chunks, tilted_moments
 
 __all__ = ["EuclideanAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EUCLIDEAN_MODELS", "check_points"]
 
@@ -84,6 +84,29 @@ class EuclideanAttention(Head):
             div[..., sl] = scale * (Ec - np.sum((m @ A) * G, axis=-1))
         return out, div
 
+    def _softmax_jacobian(self, points, weights, queries, scale, offsets=None):
+        """Γ and DΓ = scale·V C_x A (C_x the covariance under π_x ∝ w_j e^{scale⟨Ax,y_j⟩ + offset_j}), unbatched."""
+        d = points.shape[-1]
+        A, V = self.A(d), self.matrices(d)[2]
+        logits = scale * (queries @ A.T) @ points.T
+        if offsets is not None:
+            logits += offsets[None, :]
+        _, mean, second = tilted_moments(logits, weights, points)
+        cov = second - mean[:, :, None] * mean[:, None, :]
+        return mean @ V.T, scale * (V @ cov @ A)
+
+    def _log_kernel_excess(self, points, weights, queries, scale, radius, offsets=None):
+        """log(sup_{|y| <= R} e^{scale⟨Ax,y⟩} / Z_μ(x)) with Z_μ(x) = Σ_j w_j e^{scale⟨Ax,y_j⟩ + offset_j}, offsets <= 0.
+
+        The supremum of the logits over |y| <= R (offsets <= 0 dropped: an upper bound) is scale·R|Ax|."""
+        d = points.shape[-1]
+        Ax = scale * queries @ self.A(d).T
+        logits = Ax @ points.T
+        if offsets is not None:
+            logits += offsets[None, :]
+        log_z, _, _ = tilted_moments(logits, weights, points)
+        return float(radius) * np.linalg.norm(Ax, axis=-1) - log_z
+
     @staticmethod
     def _softmax_average(logits, weights, Vy):
         """Σ_j w_j e^{s_ij} V y_j / Σ_j w_j e^{s_ij}, max-shifted (weights may carry log-scalings).
@@ -126,6 +149,16 @@ class Softmax(EuclideanAttention):
         points, weights, queries = check_points(points, weights, queries, self.dim)
         return self._softmax_field_and_divergence(points, weights, queries, self.beta)
 
+    def average_and_jacobian(self, points, weights, queries):
+        """Γ and DΓ = β V C_x A at ``queries`` (m, d), shape (m, d, d); unbatched (MATH.md §4)."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        return self._softmax_jacobian(points, weights, queries, self.beta)
+
+    def log_kernel_excess(self, points, weights, queries, radius):
+        """log(sup_{|y| <= R} e^{β⟨Ax,y⟩}/Z_μ(x)) = βR|Ax| − log Z_μ(x) (:mod:`meanfield.models.bounds`)."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        return self._log_kernel_excess(points, weights, queries, self.beta, radius)
+
 
 @dataclass(frozen=True, eq=False)
 class L2(EuclideanAttention):
@@ -167,6 +200,21 @@ class L2(EuclideanAttention):
         Ky = points @ K.T
         return self._softmax_field_and_divergence(points, weights, queries, 1.0 / self.tau,
                                                   -np.sum(Ky * Ky, axis=-1) / (2.0 * self.tau))
+
+    def _offsets(self, points):
+        K = self.matrices(points.shape[-1])[1]
+        Ky = points @ K.T
+        return -np.sum(Ky * Ky, axis=-1) / (2.0 * self.tau)
+
+    def average_and_jacobian(self, points, weights, queries):
+        """Γ and DΓ = V C_x A/τ (the |Qx|² term of the logits is constant in y), unbatched."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        return self._softmax_jacobian(points, weights, queries, 1.0 / self.tau, self._offsets(points))
+
+    def log_kernel_excess(self, points, weights, queries, radius):
+        """log(sup_{|y| <= R} k(x, y)/Z_μ(x)) <= R|Ax|/τ − log Z_μ(x) (logits ⟨Ax,y⟩/τ − |Ky|²/(2τ))."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        return self._log_kernel_excess(points, weights, queries, 1.0 / self.tau, radius, self._offsets(points))
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,6 +274,12 @@ class Sinkhorn(EuclideanAttention):
         w_eff = weights * np.exp(g - np.max(g, axis=-1, keepdims=True))
         return self._softmax_field_and_divergence(points, w_eff, queries, 1.0 / self.tau)
 
+    def average_and_jacobian(self, points, weights, queries):
+        """Γ and DΓ at fixed μ (the potentials g held fixed): V C_x A/τ under the softmax with offsets g, unbatched."""
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        g = self.potentials(points, weights)
+        return self._softmax_jacobian(points, weights, queries, 1.0 / self.tau, g)
+
 
 @dataclass(frozen=True, eq=False)
 class Sigmoid(EuclideanAttention):
@@ -266,6 +320,23 @@ class Sigmoid(EuclideanAttention):
             out[..., sl, :] = (sig * weights[..., None, :]) @ Vy
             div[..., sl] = np.sum(sig * (1.0 - sig) * (weights * c)[..., None, :], axis=-1)
         return out, div
+
+    def average_and_jacobian(self, points, weights, queries):
+        """Γ and DΓ = V (Σ_j w_j σ'(⟨Ax,y_j⟩ + b) y_j y_jᵀ) A at ``queries``, shape (m, d, d); unbatched."""
+        from scipy.special import expit
+
+        points, weights, queries = check_points(points, weights, queries, self.dim)
+        d = points.shape[-1]
+        A, V = self.A(d), self.matrices(d)[2]
+        n, m = points.shape[0], queries.shape[0]
+        outer = (points[:, :, None] * points[:, None, :]).reshape(n, d * d)
+        G = np.empty((m, d))
+        D = np.empty((m, d, d))
+        for sl in row_chunks(m, n):
+            sig = expit((queries[sl] @ A.T) @ points.T + self.b)
+            G[sl] = (sig * weights) @ (points @ V.T)
+            D[sl] = V @ ((sig * (1.0 - sig) * weights) @ outer).reshape(-1, d, d) @ A
+        return G, D
 
 
 @dataclass(frozen=True, eq=False)

@@ -80,3 +80,8 @@ class MultiHeadAttention:
         parts = [h.average_and_strain(points, weights, queries) for h in self.heads]
         u, strain = sum(p[0] for p in parts), sum(p[1] for p in parts)
         return project_tangent(queries, u), divergence_from_average(queries, u, strain)
+
+    def average_and_jacobian(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
+        """Σ_h u_h and Σ_h Du_h at ``queries`` (the ambient averages on the sphere, Γ in R^d); unbatched."""
+        parts = [h.average_and_jacobian(points, weights, queries) for h in self.heads]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)

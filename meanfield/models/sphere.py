@@ -29,7 +29,7 @@ import numpy as np
 from .. import checks
 from ..domains.sphere.geometry import check_on_sphere, project_tangent
 from ..numerics import EXP_MAX
-from .base import Head, check_weights, identity_multiple, row_chunks
+from .base import Head, check_weights, identity_multiple, row_chunks, tilted_moments
 
 __all__ = ["SelfAttention", "check_measure", "divergence_from_average"]
 
@@ -258,6 +258,38 @@ class SelfAttention(Head):
         self.check_dim(points.shape[-1])
         u, tr = self.average_and_strain(points, weights, queries)
         return project_tangent(queries, u), divergence_from_average(queries, u, tr)
+
+    def average_and_jacobian(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
+        r"""u_μ(x) (as :meth:`average`) and its whole Jacobian Du_μ(x) in the ambient R^d, shape (m, d, d).
+
+        SA: Du = β V C_x A with A = KᵀQ and C_x the covariance of y under the
+        softmax law π_x ∝ e^{β⟨Ax, y⟩} μ; USA: Du = β V (Σ_j w_j e^{β⟨Ax,y_j⟩} y_j y_jᵀ) A.
+        For the stability estimates (:mod:`validation.stability`); unbatched:
+        ``points`` (n, d), ``weights`` (n,), ``queries`` (m, d).
+        """
+        points, weights, queries = check_measure(points, weights, queries)
+        d = points.shape[-1]
+        self.check_dim(d)
+        _, _, V = self.matrices(d)
+        A = self.A(d)
+        log_z, mean, second = tilted_moments(self.beta * (queries @ A.T) @ points.T, weights, points)
+        if self.normalized:
+            cov = second - mean[:, :, None] * mean[:, None, :]
+            return mean @ V.T, self.beta * (V @ cov @ A)
+        _check_usa_exponent(log_z)
+        z = np.exp(log_z)
+        return z[:, None] * (mean @ V.T), self.beta * z[:, None, None] * (V @ second @ A)
+
+    def log_kernel_excess(self, points, weights, queries, radius: float = 1.0) -> np.ndarray:
+        r"""log K_μ(x) = log(sup_{y ∈ S^{d-1}} e^{β⟨Ax, y⟩} / Z_μ(x)) = β|Ax| − log Z_μ(x), shape (m,).
+
+        The factor by which the a posteriori L_μ(x) of SA exceeds v(1 + 2a)
+        (:mod:`meanfield.models.bounds`). ``radius`` must be 1 (the sphere).
+        """
+        points, weights, queries = check_measure(points, weights, queries)
+        Ax = self.beta * queries @ self.A(points.shape[-1]).T
+        log_z, _, _ = tilted_moments(Ax @ points.T, weights, points)
+        return np.linalg.norm(Ax, axis=-1) - log_z
 
     # ------------------------------------------------------------------ energy
     def _energy_beta(self) -> float:

@@ -1,4 +1,4 @@
-"""The mean-field limit rate (regression test) and the stability bounds, on the circle."""
+"""The mean-field limit rate (regression tests); the stability bounds are in test_stability.py."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 import meanfield as mf
 from meanfield.domains.circle import points_to_angles
 from validation.meanfield_limit import fit_exponent, meanfield_limit
-from validation.stability import lipschitz_constants, stability
+from validation.stability import lipschitz_constants
 
 
 def smooth(n, shift=0.0):
@@ -35,25 +35,6 @@ def test_fit_exponent_recovers_a_power_law():
     D = np.outer(ns**-0.5, [0.9, 1.0, 1.1])
     b, (lo, hi) = fit_exponent(ns, D)
     assert b == pytest.approx(-0.5, abs=1e-12) and lo < b < hi
-
-
-@pytest.mark.parametrize("beta", [0.5, 1.0, 3.0])
-def test_stability_ratio_never_exceeds_the_bounds(beta):
-    r = stability(mf.SelfAttention(beta), smooth(128), smooth(128, shift=0.05), np.linspace(0, 2, 11))
-    assert r.ratio[0] == 1.0
-    assert np.all(r.ratio <= r.bound)
-    assert np.all(r.ratio <= r.bound_a_posteriori)
-    assert np.all(r.bound_a_posteriori <= r.bound * (1 + 1e-12))  # the a posteriori bound is the sharper one
-    assert r.slack >= 1 and r.slack_a_posteriori >= 1
-    Lx, Lmu = lipschitz_constants(mf.SelfAttention(beta))
-    assert Lx == pytest.approx(2 + beta) and Lmu == pytest.approx((1 + 2 * beta) * np.exp(2 * beta))
-
-
-def test_bad_input():
-    with pytest.raises(ValueError, match="ns"):
-        meanfield_limit(mf.SelfAttention(1.0), smooth(32), [100], [0, 1])
-    with pytest.raises(ValueError, match="coincide"):
-        stability(mf.SelfAttention(1.0), smooth(64), smooth(64), [0, 0.5])
 
 
 @pytest.mark.slow

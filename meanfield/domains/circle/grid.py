@@ -68,6 +68,11 @@ class CircleGrid(Grid):
         return 2.0 * np.pi / self.n
 
     @property
+    def covering_radius(self) -> float:
+        """π/n: every angle is that close (geodesically) to a node."""
+        return np.pi / self.n
+
+    @property
     def kmax(self) -> int:
         """Highest wavenumber represented, n // 2."""
         return self.n // 2

@@ -59,6 +59,7 @@ class Euclidean(Domain):
 
     check_points = staticmethod(geometry.check_points)
     distance = staticmethod(geometry.distance)
+    one_sided_lipschitz = staticmethod(geometry.one_sided_lipschitz)
     sample = staticmethod(_sampling.sample)
     plot = staticmethod(_plotting.plot)
     plot_points = staticmethod(_plotting.plot_points)

@@ -57,6 +57,11 @@ class EuclideanGrid(Grid):
             a.setflags(write=False)
 
     @property
+    def covering_radius(self) -> float:
+        """Half the cell diagonal: every point of the box is that close to a cell centre."""
+        return 0.5 * float(np.linalg.norm(self.widths))
+
+    @property
     def domain(self):
         return get("euclidean")
 

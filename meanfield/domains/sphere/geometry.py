@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_tangent", "retract", "normalise", "check_on_sphere", "on_sphere", "geodesic", "spherical",
-           "UnitSphereGeometry"]
+__all__ = ["one_sided_lipschitz", "project_tangent", "retract", "normalise", "check_on_sphere", "on_sphere", "geodesic",
+           "spherical", "UnitSphereGeometry"]
 
 
 def project_tangent(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -86,6 +86,30 @@ def spherical(x: np.ndarray) -> np.ndarray:
                     -1)
 
 
+def one_sided_lipschitz(x, u, Du) -> np.ndarray:
+    r"""Λ(x) = max_{w ⊥ x, |w| = 1} ⟨w, ∇_w X⟩ for the tangent field X = P_x^⊥ u on S^{d-1}, shape (m,).
+
+    The covariant derivative of X along a tangent w is P_x^⊥ Du w − ⟨x, u⟩ w,
+    so Λ(x) = λ_max of sym(Du) compressed to the tangent space, minus ⟨x, u⟩.
+    Along the minimising geodesic γ between two points, d/dt d(x_t, y_t) =
+    ∫ ⟨∇_{γ'} X, γ'⟩ ds <= max Λ · d(x_t, y_t): Λ is the rate at which the flow
+    can separate points in the geodesic distance (validation.stability).
+
+    Parameters
+    ----------
+    x : ndarray, shape (m, d)
+        Unit vectors.
+    u, Du : ndarray, shapes (m, d) and (m, d, d)
+        The ambient average and its Jacobian there.
+    """
+    S = 0.5 * (Du + np.swapaxes(Du, -1, -2))
+    P = np.eye(x.shape[-1]) - x[:, :, None] * x[:, None, :]
+    # push the normal direction below the spectrum so the top eigenvalue is the tangent one
+    shift = np.linalg.norm(S, ord=2, axis=(-2, -1)) + 1.0
+    M = P @ S @ P - shift[:, None, None] * (x[:, :, None] * x[:, None, :])
+    return np.linalg.eigvalsh(M)[:, -1] - np.sum(x * u, axis=-1)
+
+
 class UnitSphereGeometry:
     """The geometry operations of a domain that is a unit sphere S^{d-1} (the circle is d = 2): a mixin of the
     :class:`~meanfield.domains.base.Domain` classes of S¹ and S^{d-1}."""
@@ -93,3 +117,4 @@ class UnitSphereGeometry:
     project = staticmethod(project_tangent)
     retract = staticmethod(normalise)
     distance = staticmethod(geodesic)
+    one_sided_lipschitz = staticmethod(one_sided_lipschitz)

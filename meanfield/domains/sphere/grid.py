@@ -69,6 +69,17 @@ class SphereGrid(Grid):
         """π / lmax, the shortest resolved half-wavelength (for the CFL step)."""
         return np.pi / self.lmax
 
+    @property
+    def covering_radius(self) -> float:
+        """An upper bound on the geodesic distance from any point of S² to the nearest node.
+
+        Go along the meridian to the nearest node colatitude (at most half the
+        largest gap, or the polar cap), then along the parallel to the nearest
+        longitude (at most π/(2 lmax + 1))."""
+        th = self.colatitudes
+        lat = max(float(np.max(np.diff(th))) / 2.0, float(th[0]), float(np.pi - th[-1]))
+        return lat + np.pi / (2 * self.lmax + 1)
+
     def __eq__(self, other) -> bool:
         return isinstance(other, SphereGrid) and other.lmax == self.lmax
 
