@@ -201,7 +201,8 @@ def _summary(ds) -> None:
         for a, p in enumerate(ds["p"].values):
             r = ds["rate"].isel(p=a, time=-1).item()
             lo, hi = ds["rate_low"].isel(p=a, time=-1).item(), ds["rate_high"].isel(p=a, time=-1).item()
-            lines.append(f"rate         W{p:g} ~ N^{r:.3f}, 95% interval [{lo:.3f}, {hi:.3f}] at t = "
+            scaled = f"W{p:g}/√(log N)" if "log N" in ds["rate"].attrs.get("law", "") else f"W{p:g}"
+            lines.append(f"rate         {scaled} ~ N^{r:.3f}, 95% interval [{lo:.3f}, {hi:.3f}] at t = "
                          f"{ds['time'][-1].item():g}")
     print("\n".join(lines))
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield import Density, solve
-from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
+from meanfield.domains import EUCLIDEAN
 from meanfield.domains.circle import CircleGrid
 from meanfield.domains.sphere import SphereGrid
 from meanfield.models import EUCLIDEAN_MODELS, head_constants, heads, lipschitz_constants

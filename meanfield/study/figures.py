@@ -187,7 +187,11 @@ def plot_wasserstein(ds, ax=None):
         for i, n in enumerate(ds["n_particles"].values):
             vals = ds["wasserstein"].isel(p=a, n_particles=i).values
             _band(ax, ds["time"].values, vals, f"W{p:g}, N = {n}", f"C{i}", ls=styles[a % len(styles)])
-    ax.set_yscale("log")
+    w = ds["wasserstein"].values
+    if np.any(np.isfinite(w) & (w > 0)):  # an interrupted run may hold no distance yet
+        ax.set_yscale("log")
+    else:
+        ax.set_title("no distance computed (interrupted run)")
     ax.set_xlabel("t")
     ax.set_ylabel("W_p(density, particles)")
     ax.legend(fontsize=7, ncol=2)
@@ -202,6 +206,9 @@ def plot_rate(ds, ax=None, time: int = -1, p_index: int = 0):
     ns = ds["n_particles"].values.astype(float)
     W = ds["wasserstein"].isel(p=p_index, time=time).values  # (N, repeats)
     p = float(ds["p"][p_index])
+    corrected = "log N" in ds["rate"].attrs.get("law", "")
+    if corrected:  # S², R²: E W ≍ √(log N / N), the fit is of W/√(log N)
+        W = W / np.sqrt(np.log(ns))[:, None]
     ax.loglog(np.repeat(ns, W.shape[1]), W.ravel(), ".", color="0.5", label="repeats")
     ax.loglog(ns, np.exp(np.mean(np.log(W), axis=1)), "o", color="k", label="geometric mean")
     a = float(ds["rate"].isel(p=p_index, time=time))
@@ -215,7 +222,7 @@ def plot_rate(ds, ax=None, time: int = -1, p_index: int = 0):
                         label=f"95% interval [{lo:.3f}, {hi:.3f}]")
         ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="N^-1/2")
     ax.set_xlabel("N")
-    ax.set_ylabel(f"W{p:g} at t = {float(ds['time'][time]):.3g}")
+    ax.set_ylabel(f"W{p:g}{' / √(log N)' if corrected else ''} at t = {float(ds['time'][time]):.3g}")
     ax.legend(fontsize=8)
     return ax
 

@@ -14,7 +14,7 @@ pair_fraction (n_particles, repeat, time)  fraction of pairs with ⟨x_i, x_j⟩
 particle_energy (n_particles, repeat, time)  E_β of the empirical measure (Q = K = I)
 positions_<N> (repeat, time, particle_<N>, component)   the trajectories
 wasserstein (p, n_particles, repeat, time)  W_p(μ_t, μ^N_t), exact (validation.wasserstein)
-rate, rate_low, rate_high (p, time)  exponent α of W_p ~ N^α and its 95% interval
+rate, rate_low, rate_high (p, time)  exponent α of W_p ~ N^α (W_p/√(log N) on S², R²), 95% interval
 attributes   the study (JSON), package versions, model, solver status and message,
              t_reached, method, path, nfev, nsteps, refinements
 """
@@ -251,13 +251,21 @@ def _wasserstein(cfg, densities, store, progress):
     return out, False
 
 
-def _rates(ns, w):
-    """Exponent of W_p ~ N^α at each (p, time), with its 95% interval; NaN where it cannot be fitted."""
+def _log_corrected(density) -> bool:
+    """Whether E W_1(μ^N, μ) ≍ √(log N / N) (S² and R², MATH.md §4), so the rate is fitted to W_p/√(log N)."""
+    grid = getattr(density, "grid", None)
+    return density.domain.name == "sphere" or getattr(grid, "dim", None) == 2
+
+
+def _rates(ns, w, log_corrected: bool = False):
+    """Exponent of W_p ~ N^α (of W_p/√(log N) ~ N^α where ``log_corrected``) at each (p, time), with its 95%
+    interval; NaN where it cannot be fitted."""
     P, _, _, T = w.shape
     rate = np.full((3, P, T), np.nan)
+    scale = np.sqrt(np.log(ns))[:, None] if log_corrected else 1.0
     for a in range(P):
         for t in range(T):
-            D = w[a, :, :, t]
+            D = w[a, :, :, t] / scale
             if np.all(np.isfinite(D)) and np.all(D > 0):
                 s, (lo, hi) = fit_exponent(ns, D)
                 rate[:, a, t] = (s, lo, hi)
@@ -335,10 +343,13 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
             data["wasserstein"] = (("p", "n_particles", "repeat", "time"), w,
                                    {"long_name": "W_p(density, particles), exact"})
             if len(ns) >= 2:
-                rate = _rates(np.array(ns), w)
+                corrected = _log_corrected(densities[0])
+                rate = _rates(np.array(ns), w, corrected)
+                law = "W_p/√(log N) ~ N^α" if corrected else "W_p ~ N^α"
                 for k, name in enumerate(("rate", "rate_low", "rate_high")):
-                    data[name] = (("p", "time"), rate[k], {"long_name": "exponent α of W_p ~ N^α"
-                                                            + ("" if k == 0 else " (95% interval)")})
+                    data[name] = (("p", "time"), rate[k], {"long_name": f"exponent α of {law}"
+                                                            + ("" if k == 0 else " (95% interval)"),
+                                                            "law": law})
     if interrupted:
         status, message = Status.INTERRUPTED.value, "interrupted (Ctrl-C): the file holds what was computed"
     attrs.update({"status": status, "message": message, "t_reached": t_reached})

@@ -62,3 +62,20 @@ def test_meanfield_limit_in_r1_runs_and_reports_its_discretisation():
     assert r.distances.shape == (3, 3, 2) and np.all(r.distances > 0)
     assert 0 < r.discretisation < r.distances.mean()
     assert r.exponent[0] < -0.2  # W1 decays with N (the full rate study is slow in R^d: O(N²) fields)
+
+
+@pytest.mark.slow
+def test_meanfield_limit_rate_in_r1():
+    """Softmax in R¹ from a Gaussian, N = 10²..3·10³: W1 ~ N^{-1/2} (MATH.md §4) at t = 0 and t = 0.5, the 95%
+    interval holding −1/2; the grid measure's own discretisation error below the smallest gap measured."""
+    from meanfield import gaussian as G
+    from meanfield.models import Softmax
+
+    g = mf.EuclideanGrid([(-6, 6)], 768)
+    d = G.gaussian_density(g, [0.2], [[0.3]])
+    ns = np.array([100, 316, 1000, 3162])
+    r = meanfield_limit(Softmax(Q=[[1.0]]), d, ns, [0.0, 0.5], repeats=8, rng=0)
+    for k in range(2):
+        lo, hi = r.exponent_ci[k]
+        assert abs(r.exponent[k] + 0.5) <= 0.15 and lo < -0.5 < hi, (k, r.exponent[k], lo, hi)
+    assert r.discretisation < r.distances[-1].mean()
