@@ -254,7 +254,7 @@ def _wasserstein(cfg, densities, store, progress):
 def _log_corrected(density) -> bool:
     """Whether E W_1(μ^N, μ) ≍ √(log N / N) (S² and R², MATH.md §4), so the rate is fitted to W_p/√(log N)."""
     grid = getattr(density, "grid", None)
-    return density.domain.name == "sphere" or getattr(grid, "dim", None) == 2
+    return density.domain.name == "sphere" or (density.domain.name == "euclidean" and getattr(grid, "dim", None) == 2)
 
 
 def _rates(ns, w, log_corrected: bool = False):

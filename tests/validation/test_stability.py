@@ -183,7 +183,7 @@ def test_stability_on_the_sphere_general_qkv_multihead():
     rng = np.random.default_rng(2)
     Q, K, V = random_matrices(rng, 3)
     model = MultiHeadAttention([mf.SelfAttention(1.0, Q=Q, K=K, V=V), mf.SelfAttention(0.5)])
-    r = stability(model, sphere_density(16), sphere_density(16, 0.03), np.linspace(0, 1, 5),
+    r = stability(model, sphere_density(16), sphere_density(16, 0.03), np.linspace(0, 0.6, 4),
                   monitor=ResolutionMonitor(tail_tol=1e-4), max_n=32)
     check_bounds(r)
 
