@@ -131,10 +131,6 @@ class Stability:
 
 
 # ---------------------------------------------------------------------- inputs
-def _domain_of(frame):
-    return frame.domain
-
-
 def _solutions(model, mu, nu, t_eval, solve_kwargs):
     """Two solutions at the same times: given, or solved from two initial densities on one grid."""
     if isinstance(mu, Solution) or isinstance(nu, Solution):
@@ -147,9 +143,9 @@ def _solutions(model, mu, nu, t_eval, solve_kwargs):
         if mu.t.shape != nu.t.shape or not np.array_equal(mu.t, nu.t):
             raise ValueError(f"the solutions are given at different times: {mu.t.size} and {nu.t.size} output "
                              "times that do not coincide; solve both with the same `t_eval`.")
-        if _domain_of(mu.densities[0]) is not _domain_of(nu.densities[0]):
-            raise ValueError(f"the solutions live on different domains: {_domain_of(mu.densities[0]).name} and "
-                             f"{_domain_of(nu.densities[0]).name}.")
+        if mu.densities[0].domain is not nu.densities[0].domain:
+            raise ValueError(f"the solutions live on different domains: {mu.densities[0].domain.name} and "
+                             f"{nu.densities[0].domain.name}.")
         return mu, nu
     for name, d in (("mu", mu), ("nu", nu)):
         if not isinstance(d, Density):
@@ -217,7 +213,7 @@ def _measured_rates(model, frame, radius, consts):
         if c.a_mu is None or not hasattr(head, "log_kernel_excess"):
             L_mu += c.L_mu
             continue
-        excess = head.log_kernel_excess(pts, w, probes) if R is None else head.log_kernel_excess(pts, w, probes, R)
+        excess = head.log_kernel_excess(pts, w, probes, 1.0 if R is None else R)  # R = 1 on the sphere
         log_k = min(float(np.max(excess)) + 2.0 * c.grad_x * h, 2.0 * c.a_mu)
         L_mu += c.v * (1.0 + 2.0 * c.a_mu) * np.exp(log_k)
     L_x = sum(c.L_x for c in consts)
@@ -268,7 +264,7 @@ def stability(model, mu, nu, t_eval=None, **solve_kwargs) -> Stability:
     """
     sm, sn = _solutions(model, mu, nu, t_eval, dict(solve_kwargs))
     t = np.asarray(sm.t, dtype=float)
-    domain = _domain_of(sm.densities[0])
+    domain = sm.densities[0].domain
     dist = np.array([wasserstein(a, b, 1) for a, b in zip(sm.densities, sn.densities)])
     if not dist[0] > 0:
         raise ValueError("the initial measures coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")

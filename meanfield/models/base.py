@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import checks
 
-__all__ = ["Head", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments", "CHUNK"]
+__all__ = ["Head", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments", "softmax_jacobian",
+           "log_kernel_excess", "CHUNK"]
 
 #: Work arrays of the pairwise sums are chunked to at most this many entries.
 CHUNK = 1 << 21
@@ -134,3 +135,32 @@ def tilted_moments(logits, weights, points) -> tuple[np.ndarray, np.ndarray, np.
         mom[sl] = (e @ cols) / Z
         log_z[sl] = np.log(Z[:, 0]) + smax[:, 0]
     return log_z, mom[:, :d], mom[:, d:].reshape(m, d, d)
+
+
+def _logits(A, scale, points, queries, offsets):
+    logits = scale * (queries @ A.T) @ points.T
+    if offsets is not None:
+        logits += offsets[None, :]
+    return logits
+
+
+def softmax_jacobian(A, V, scale, points, weights, queries, offsets=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Γ = E_π[Vy] and DΓ = scale·V C_x A under π_x ∝ w_j e^{scale⟨Ax, y_j⟩ + offset_j} (C_x its covariance).
+
+    The average of every normalised kernel of the project (SA on the sphere, softmax, L2 and Sinkhorn
+    in R^d) and its whole Jacobian in x, shape (m, d, d); unbatched.
+    """
+    _, mean, second = tilted_moments(_logits(A, scale, points, queries, offsets), weights, points)
+    cov = second - mean[:, :, None] * mean[:, None, :]
+    return mean @ V.T, scale * (V @ cov @ A)
+
+
+def log_kernel_excess(A, scale, radius, points, weights, queries, offsets=None) -> np.ndarray:
+    r"""log(sup_{|y| <= R} e^{scale⟨Ax,y⟩} / Z_μ(x)) with Z_μ(x) = Σ_j w_j e^{scale⟨Ax,y_j⟩ + offset_j}, shape (m,).
+
+    The supremum of the logits over |y| <= R is scale·R|Ax| (offsets <= 0 are dropped from it: an upper
+    bound); R = 1 on the sphere. The factor by which the a posteriori L_μ(x) exceeds v(1 + 2a_μ)
+    (:mod:`meanfield.models.bounds`).
+    """
+    log_z, _, _ = tilted_moments(_logits(A, scale, points, queries, offsets), weights, points)
+    return scale * float(radius) * np.linalg.norm(queries @ A.T, axis=-1) - log_z

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks
-from .base import Head, check_weights, row_chunks, tilted_moments
+from .base import Head, check_weights, log_kernel_excess, row_chunks, softmax_jacobian
 
 __all__ = ["EuclideanAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EUCLIDEAN_MODELS", "check_points"]
 
@@ -84,29 +84,6 @@ class EuclideanAttention(Head):
             div[..., sl] = scale * (Ec - np.sum((m @ A) * G, axis=-1))
         return out, div
 
-    def _softmax_jacobian(self, points, weights, queries, scale, offsets=None):
-        """Γ and DΓ = scale·V C_x A (C_x the covariance under π_x ∝ w_j e^{scale⟨Ax,y_j⟩ + offset_j}), unbatched."""
-        d = points.shape[-1]
-        A, V = self.A(d), self.matrices(d)[2]
-        logits = scale * (queries @ A.T) @ points.T
-        if offsets is not None:
-            logits += offsets[None, :]
-        _, mean, second = tilted_moments(logits, weights, points)
-        cov = second - mean[:, :, None] * mean[:, None, :]
-        return mean @ V.T, scale * (V @ cov @ A)
-
-    def _log_kernel_excess(self, points, weights, queries, scale, radius, offsets=None):
-        """log(sup_{|y| <= R} e^{scale⟨Ax,y⟩} / Z_μ(x)) with Z_μ(x) = Σ_j w_j e^{scale⟨Ax,y_j⟩ + offset_j}, offsets <= 0.
-
-        The supremum of the logits over |y| <= R (offsets <= 0 dropped: an upper bound) is scale·R|Ax|."""
-        d = points.shape[-1]
-        Ax = scale * queries @ self.A(d).T
-        logits = Ax @ points.T
-        if offsets is not None:
-            logits += offsets[None, :]
-        log_z, _, _ = tilted_moments(logits, weights, points)
-        return float(radius) * np.linalg.norm(Ax, axis=-1) - log_z
-
     @staticmethod
     def _softmax_average(logits, weights, Vy):
         """Σ_j w_j e^{s_ij} V y_j / Σ_j w_j e^{s_ij}, max-shifted (weights may carry log-scalings).
@@ -152,12 +129,13 @@ class Softmax(EuclideanAttention):
     def average_and_jacobian(self, points, weights, queries):
         """Γ and DΓ = β V C_x A at ``queries`` (m, d), shape (m, d, d); unbatched (MATH.md §4)."""
         points, weights, queries = check_points(points, weights, queries, self.dim)
-        return self._softmax_jacobian(points, weights, queries, self.beta)
+        d = points.shape[-1]
+        return softmax_jacobian(self.A(d), self.matrices(d)[2], self.beta, points, weights, queries)
 
     def log_kernel_excess(self, points, weights, queries, radius):
         """log(sup_{|y| <= R} e^{β⟨Ax,y⟩}/Z_μ(x)) = βR|Ax| − log Z_μ(x) (:mod:`meanfield.models.bounds`)."""
         points, weights, queries = check_points(points, weights, queries, self.dim)
-        return self._log_kernel_excess(points, weights, queries, self.beta, radius)
+        return log_kernel_excess(self.A(points.shape[-1]), self.beta, radius, points, weights, queries)
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,12 +174,10 @@ class L2(EuclideanAttention):
         """Γ and div Γ: the logits are ⟨Ax, y⟩/τ − |Ky|²/(2τ) (up to |Qx|²), so the softmax formula with
         scale 1/τ and offsets −|Ky|²/(2τ) (MATH.md §6)."""
         points, weights, queries = check_points(points, weights, queries, self.dim)
-        K = self.matrices(points.shape[-1])[1]
-        Ky = points @ K.T
-        return self._softmax_field_and_divergence(points, weights, queries, 1.0 / self.tau,
-                                                  -np.sum(Ky * Ky, axis=-1) / (2.0 * self.tau))
+        return self._softmax_field_and_divergence(points, weights, queries, 1.0 / self.tau, self._offsets(points))
 
     def _offsets(self, points):
+        """−|Ky|²/(2τ): the logits of the L2 kernel are ⟨Ax, y⟩/τ plus these (the |Qx|² term cancels)."""
         K = self.matrices(points.shape[-1])[1]
         Ky = points @ K.T
         return -np.sum(Ky * Ky, axis=-1) / (2.0 * self.tau)
@@ -209,12 +185,15 @@ class L2(EuclideanAttention):
     def average_and_jacobian(self, points, weights, queries):
         """Γ and DΓ = V C_x A/τ (the |Qx|² term of the logits is constant in y), unbatched."""
         points, weights, queries = check_points(points, weights, queries, self.dim)
-        return self._softmax_jacobian(points, weights, queries, 1.0 / self.tau, self._offsets(points))
+        d = points.shape[-1]
+        return softmax_jacobian(self.A(d), self.matrices(d)[2], 1.0 / self.tau, points, weights, queries,
+                                self._offsets(points))
 
     def log_kernel_excess(self, points, weights, queries, radius):
         """log(sup_{|y| <= R} k(x, y)/Z_μ(x)) <= R|Ax|/τ − log Z_μ(x) (logits ⟨Ax,y⟩/τ − |Ky|²/(2τ))."""
         points, weights, queries = check_points(points, weights, queries, self.dim)
-        return self._log_kernel_excess(points, weights, queries, 1.0 / self.tau, radius, self._offsets(points))
+        return log_kernel_excess(self.A(points.shape[-1]), 1.0 / self.tau, radius, points, weights, queries,
+                                 self._offsets(points))
 
 
 @dataclass(frozen=True, eq=False)
@@ -278,7 +257,8 @@ class Sinkhorn(EuclideanAttention):
         """Γ and DΓ at fixed μ (the potentials g held fixed): V C_x A/τ under the softmax with offsets g, unbatched."""
         points, weights, queries = check_points(points, weights, queries, self.dim)
         g = self.potentials(points, weights)
-        return self._softmax_jacobian(points, weights, queries, 1.0 / self.tau, g)
+        d = points.shape[-1]
+        return softmax_jacobian(self.A(d), self.matrices(d)[2], 1.0 / self.tau, points, weights, queries, g)
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,7 +29,8 @@ import numpy as np
 from .. import checks
 from ..domains.sphere.geometry import check_on_sphere, project_tangent
 from ..numerics import EXP_MAX
-from .base import Head, check_weights, identity_multiple, row_chunks, tilted_moments
+from .base import (Head, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian,
+                   tilted_moments)
 
 __all__ = ["SelfAttention", "check_measure", "divergence_from_average"]
 
@@ -272,10 +273,9 @@ class SelfAttention(Head):
         self.check_dim(d)
         _, _, V = self.matrices(d)
         A = self.A(d)
-        log_z, mean, second = tilted_moments(self.beta * (queries @ A.T) @ points.T, weights, points)
         if self.normalized:
-            cov = second - mean[:, :, None] * mean[:, None, :]
-            return mean @ V.T, self.beta * (V @ cov @ A)
+            return softmax_jacobian(A, V, self.beta, points, weights, queries)
+        log_z, mean, second = tilted_moments(self.beta * (queries @ A.T) @ points.T, weights, points)
         _check_usa_exponent(log_z)
         z = np.exp(log_z)
         return z[:, None] * (mean @ V.T), self.beta * z[:, None, None] * (V @ second @ A)
@@ -284,12 +284,10 @@ class SelfAttention(Head):
         r"""log K_μ(x) = log(sup_{y ∈ S^{d-1}} e^{β⟨Ax, y⟩} / Z_μ(x)) = β|Ax| − log Z_μ(x), shape (m,).
 
         The factor by which the a posteriori L_μ(x) of SA exceeds v(1 + 2a)
-        (:mod:`meanfield.models.bounds`). ``radius`` must be 1 (the sphere).
+        (:mod:`meanfield.models.bounds`); ``radius`` is 1 on the sphere.
         """
         points, weights, queries = check_measure(points, weights, queries)
-        Ax = self.beta * queries @ self.A(points.shape[-1]).T
-        log_z, _, _ = tilted_moments(Ax @ points.T, weights, points)
-        return np.linalg.norm(Ax, axis=-1) - log_z
+        return log_kernel_excess(self.A(points.shape[-1]), self.beta, radius, points, weights, queries)
 
     # ------------------------------------------------------------------ energy
     def _energy_beta(self) -> float:
