@@ -6,6 +6,9 @@
 ``meanfield sweep STUDY.toml --over beta=0.1:9:90 [--repeats R]``
     Run it over a parameter grid on dask.distributed (a LocalCluster here, or
     ``--scheduler ADDRESS``) and gather one Dataset.
+``meanfield check STUDY.toml``
+    Validate it, build its model, grid and initial density, and estimate the
+    size of its results and largest array against this machine (nothing run).
 ``meanfield demo [options]`` (or plain ``meanfield [options]``)
     The bundled study (``meanfield/study/demos/circle.toml``, or ``sphere.toml``
     with ``--domain sphere``): SA with β = 4 from a slightly perturbed uniform
@@ -38,7 +41,7 @@ import numpy as np
 
 log = logging.getLogger("meanfield")
 
-COMMANDS = ("run", "sweep", "demo")
+COMMANDS = ("run", "sweep", "check", "demo")
 
 
 def configure_logging(quiet: bool, debug: bool) -> None:
@@ -60,6 +63,8 @@ def _study_options(p):
     p.add_argument("study", type=Path, help="the study file (TOML; reference in the README, 'Study files')")
     p.add_argument("--output", type=Path, default=None, help="results file (.nc, or .zarr); default from the study")
     p.add_argument("--plot", action="store_true", help="write the figures next to the results file")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a complete result at the output path (otherwise refused before any work)")
     _common(p)
 
 
@@ -87,6 +92,8 @@ def _demo_options(p):
     p.add_argument("--output", type=Path, default=Path("meanfield-output"),
                    help="output directory (default meanfield-output)")
     p.add_argument("--plot", action="store_true", help="accepted for compatibility: the demo always draws its figure")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a complete result of an earlier demo in --output (otherwise refused before any work)")
     _common(p)
 
 
@@ -111,13 +118,13 @@ def parser() -> argparse.ArgumentParser:
         prog="meanfield",
         description=(
             "The mean-field dynamics of self-attention, d/dt mu + div(mu X[mu]) = 0. Commands: 'run' a study "
-            "file, 'sweep' it over parameters, or 'demo' (also plain 'meanfield [options]', the options below) "
+            "file, 'sweep' it over parameters, 'check' it without running, or 'demo' (also plain 'meanfield [options]', the options below) "
             "the bundled clustering example on the circle or S²."
         ),
         epilog="Exit codes: 0 done, 1 resolution lost (results written), 2 bad input, 130 interrupted.",
     )
     _demo_options(p)
-    sub = p.add_subparsers(dest="command", metavar="{run,sweep,demo}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{run,sweep,check,demo}", parser_class=_Parser)
     r = sub.add_parser("run", help="run one study file", description="Run a study file: NetCDF results, figures.")
     _study_options(r)
     r.add_argument("--animation", choices=("gif", "mp4"), default=None, help="also write an animation")
@@ -135,6 +142,14 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="a running dask scheduler (tcp://host:8786) instead of a local cluster")
     where.add_argument("--serial", action="store_true", help="no dask: run the tasks one after the other")
+    c = sub.add_parser("check", help="check a study file and estimate its size, without running it",
+                       description="Validate a study file, build its model, grid and initial density, and print "
+                                   "the estimated size of its results and of its largest array against this "
+                                   "machine's memory and disk (exit 0), or refuse it in one line (exit 2).")
+    c.add_argument("study", type=Path, help="the study file (TOML)")
+    c.add_argument("--output", type=Path, default=None, help="results file to check (default from the study)")
+    c.add_argument("--overwrite", action="store_true", help="as for run: a complete result there is not refused")
+    _common(c)
     d = sub.add_parser("demo", help="the bundled clustering study (the default command)",
                        description="Run the bundled study on the circle or S², write results, a figure and NPZ.")
     _demo_options(d)
@@ -149,25 +164,63 @@ def main(argv=None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
+    from . import interrupts
     from .study import StudyError, StudyInterrupted
 
     try:
-        if args.command in ("run", "sweep"):
-            return _study_command(args)
-        return _demo(args)
+        with interrupts.deferred():  # Ctrl-C and SIGTERM honoured at safe points (meanfield.interrupts)
+            if args.command == "check":
+                return _check(args)
+            if args.command in ("run", "sweep"):
+                return _study_command(args)
+            return _demo(args)
     except StudyError as exc:
         if args.debug:
             raise
         print(f"meanfield: error: {exc}", file=sys.stderr)
         return 2
-    except StudyInterrupted:
-        print("meanfield: interrupted; the results computed so far were written", file=sys.stderr)
+    except StudyInterrupted as exc:
+        where = exc.path
+        print("meanfield: interrupted; the results computed so far were written"
+              + (f" to {where}" if where else ""), file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # before the study started, or a second Ctrl-C
+        print("meanfield: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # an output path that cannot be written
         if args.debug:
             raise
         print(f"meanfield: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _check(args) -> int:
+    """``meanfield check``: the study read, built and sized, nothing run."""
+    from .io import check_output
+    from .study import StudyError, read
+    from .study.build import build_grid, build_model, initial_density
+    from .study.preflight import check, human
+
+    cfg = read(args.study)
+    path = cfg["output"]["path"] if args.output is None else args.output
+    try:
+        check_output(path, args.overwrite)
+    except (ValueError, FileExistsError) as exc:
+        raise StudyError(f"[output] path: {exc}") from None
+    model, grid = build_model(cfg), build_grid(cfg)
+    if grid is not None:
+        initial_density(cfg, grid)
+    est = check(cfg, path)
+    lines = [f"study        {cfg['name']}: {' '.join(repr(model).split())}",
+             f"grid         {grid!r}" if grid is not None else "grid         none (particles only)",
+             f"results      up to {human(est.result)} (uncompressed) at {path}",
+             f"largest      {human(est.largest)}: {est.largest_what}" if est.largest else "largest      -"]
+    if est.ot_where:
+        lines.append(f"exact OT     {est.ot_entries:.3g} cost entries at most ({est.ot_where})")
+    lines += [f"note         {n}" for n in est.notes]
+    lines.append("ok           the study can run here")
+    print("\n".join(lines))
+    return 0
 
 
 def _study_command(args) -> int:
@@ -178,11 +231,12 @@ def _study_command(args) -> int:
         raise StudyError(f"--workers: must be a positive integer, got {args.workers}")
     if args.command == "run":
         kwargs = {"output": args.output} if args.output is not None else {}
-        ds = run(args.study, progress=progress, plot=True if args.plot else None, animation=args.animation, **kwargs)
+        ds = run(args.study, progress=progress, plot=True if args.plot else None, animation=args.animation,
+                 overwrite=args.overwrite, **kwargs)
     else:
         scheduler = "serial" if args.serial else args.scheduler
         ds = sweep(args.study, args.over, repeats=args.repeats, scheduler=scheduler, workers=args.workers,
-                   output=args.output, progress=progress, plot=args.plot)
+                   output=args.output, progress=progress, plot=args.plot, overwrite=args.overwrite)
     _summary(ds)
     return 1 if ds.attrs.get("status") == "resolution lost" else 0
 
@@ -246,19 +300,23 @@ def _two_bumps(sphere: bool) -> dict:
 
 
 def _demo(args) -> int:
-    from .study import read, run_config
+    from .io import beside, check_output, save
+    from .study import StudyError, read, run_config
     from .study.build import build_grid
     from .study.figures import plot_overview
-    from .io import save
 
     args.output.mkdir(parents=True, exist_ok=True)
     cfg = read(demo_study(args))
+    try:
+        check_output(cfg["output"]["path"], args.overwrite)
+    except (ValueError, FileExistsError) as exc:
+        raise StudyError(f"--output: {exc}") from None
     grid0 = build_grid(cfg)
     log.info("solving %s on %r, t in [0, %g] ...", cfg["model"], grid0, cfg["time"]["t_end"])
     start = time.perf_counter()
     ds, interrupted = run_config(cfg, progress=not args.quiet and sys.stderr.isatty())
     elapsed = time.perf_counter() - start
-    path = Path(cfg["output"]["path"])
+    path = beside(cfg["output"]["path"], ds)
     save(ds, path)
     png = path.with_suffix(".png")
     plot_overview(ds).savefig(png, dpi=120)
@@ -269,7 +327,7 @@ def _demo(args) -> int:
     if interrupted:
         from .study import StudyInterrupted
 
-        raise StudyInterrupted(ds)
+        raise StudyInterrupted(ds, path)
     done = np.isfinite(ds["mass"].values)
     rho, mass = ds["density"].values[done], ds["mass"].values[done]
     refinements = len(json.loads(ds.attrs.get("refinements", "[]")))

@@ -12,7 +12,10 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["save", "load", "check_writable"]
+__all__ = ["save", "load", "check_writable", "status_of", "check_output", "beside"]
+
+#: the statuses of a results file that may be replaced without being asked (a run that did not finish)
+REPLACEABLE = ("interrupted",)
 
 
 def check_writable(path) -> Path:
@@ -33,6 +36,58 @@ def check_writable(path) -> Path:
         raise ValueError(f"results path {str(path)!r}: the directory {str(parent)!r} is not writable.")
     if path.exists() and path.suffix == ".nc" and not os.access(path, os.W_OK):
         raise ValueError(f"results path {str(path)!r}: the file exists and is not writable.")
+    return path
+
+
+def status_of(path) -> str | None:
+    """The ``status`` attribute of the results file at ``path``: None where nothing is there, "unreadable"
+    where something is there that is not a results file (it is protected like a complete result)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        if path.suffix == ".zarr":
+            import zarr
+
+            return str(zarr.open_group(str(path), mode="r").attrs.get("status", "unreadable"))
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            status = f.attrs.get("status", "unreadable")
+        return status.decode() if isinstance(status, bytes) else str(status)
+    except Exception:  # noqa: BLE001 - anything that is not a readable results file is protected
+        return "unreadable"
+
+
+def check_output(path, overwrite: bool = False) -> Path:
+    """:func:`check_writable`, and refuse to replace a complete result there unless ``overwrite``.
+
+    A file whose ``status`` is "interrupted" may be replaced; "success", "resolution lost" (a run that
+    finished, stopped by the grid) and anything unreadable are kept unless ``overwrite`` is true.
+
+    Raises
+    ------
+    FileExistsError
+        A complete result is at ``path`` (the message names it and the way out).
+    ValueError
+        From :func:`check_writable`.
+    """
+    path = check_writable(path)
+    status = status_of(path)
+    if status is not None and status not in REPLACEABLE and not overwrite:
+        what = "a file that is not a results file" if status == "unreadable" else f"a complete result (status {status!r})"
+        raise FileExistsError(f"results path {str(path)!r} holds {what}; pass --overwrite (overwrite=True) to "
+                              "replace it, or choose another output path.")
+    return path
+
+
+def beside(path, ds) -> Path:
+    """Where to write ``ds``: ``path``, unless ``ds`` is an interrupted result and ``path`` holds a complete
+    one, which an interrupted run never replaces: then ``<stem>.interrupted<suffix>`` beside it."""
+    path = Path(path)
+    status = status_of(path)
+    if ds.attrs.get("status") == "interrupted" and status is not None and status not in REPLACEABLE:
+        return path.with_name(f"{path.stem}.interrupted{path.suffix}")
     return path
 
 

@@ -37,15 +37,19 @@ class ResolutionError(RuntimeError):
         solution ends there).
     reason : str
         Which check failed, with its value.
-    solution : Solution or None
+    solution : Solution
         What was computed up to ``t`` (``t_eval`` points up to ``t``, the
-        step history, and the last resolved state as its final density).
+        step history, and the last resolved state as its final density); for a
+        refused initial density, that density as the only frame.
+    initial : bool
+        Whether the initial density itself was refused (nothing was integrated).
     """
 
-    def __init__(self, t: float, reason: str, solution=None, hint: str | None = None):
+    def __init__(self, t: float, reason: str, solution=None, hint: str | None = None, initial: bool = False):
         self.t = float(t)
         self.reason = reason
         self.solution = solution
+        self.initial = bool(initial)
         if hint is None:
             hint = (
                 "Pass refine=True (with a larger max_n) to refine the grid, or use the particle "

@@ -465,16 +465,20 @@ def solve(
         return sol
 
     problem = GridProblem(model, mu0.grid, path, refine, int(max_n))
-    reason = monitor.check_state(mu0.grid, mu0.values)
-    if reason is not None:
-        raise ResolutionError(
-            t0,
-            f"the initial density is not resolved: {reason}",
-            hint="Sample it on a finer grid: refinement by zero-padding cannot recover "
-            "data that was never sampled.",
-        )
     resolution = ResolutionTracker(problem, monitor)
     history = HistoryTracker(problem, resolution, keep_last=representation == "grid")
+    reason = monitor.check_state(mu0.grid, mu0.values)
+    if reason is not None:  # refused; the error's solution still holds the initial state (its only frame)
+        y0 = np.array(mu0.values)
+        history.initialize(t0, y0)
+        history.output(t0, y0)
+        reason = f"the initial density is not resolved: {reason}"
+        raise ResolutionError(
+            t0, reason, history.solution(Status.RESOLUTION_LOST, reason, 0, 0, method),
+            hint="Sample it on a finer grid (refinement by zero-padding cannot recover data that was never "
+            "sampled), or loosen the monitor's tail_tol (ResolutionMonitor; [time] tail_tol in a study file).",
+            initial=True,
+        )
     trackers = [resolution, history]
     if not domain.conserves_mass:
         trackers.append(OutflowTracker(problem))

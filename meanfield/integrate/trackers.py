@@ -28,6 +28,8 @@ import threading
 
 import numpy as np
 
+from .. import interrupts
+
 __all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTracker", "InterruptTracker"]
 
 
@@ -103,6 +105,10 @@ class FiniteTracker(Tracker):
 class InterruptTracker(Tracker):
     """SIGTERM raises ``KeyboardInterrupt`` while the integration runs: it ends as Ctrl-C does.
 
+    Within :func:`meanfield.interrupts.deferred` (the command line) the signals
+    only set a flag; this tracker honours it after every accepted step, so the
+    interrupt never lands inside a compiled kernel.
+
     The integrator then finalizes every tracker with ``Status.INTERRUPTED`` and
     the caller keeps what was computed (``solve`` raises ``Interrupted`` carrying
     the partial solution). Installed only from the main thread and only over the
@@ -121,6 +127,9 @@ class InterruptTracker(Tracker):
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             self._previous = signal.signal(signal.SIGTERM, self._raise)
+
+    def handle(self, t, y, h):
+        interrupts.check()
 
     def finalize(self, t, y, status):
         if self._previous is not None:

@@ -344,7 +344,8 @@ def transport_panels(model, density, t_span, t_eval, *, order: int = 16, panels:
             P.y = y_new.reshape(P.y.shape)
             _condition(P.cond, P.y[..., 1])
             K0, ck0 = K[ns], ck_new
-            trackers[0].handle(t, None, h_step)
+            for tracker in trackers:  # the bar, then a deferred Ctrl-C (meanfield.interrupts)
+                tracker.handle(t, None, h_step)
             grown = h_step * (_MAX_FACTOR if err == 0 else min(_MAX_FACTOR, _SAFETY * err ** (-1.0 / 8.0)))
             h = max(h, grown) if landed else grown  # a step shortened to land on an output does not shrink the next
             while k_out < outputs.size and outputs[k_out] <= t:

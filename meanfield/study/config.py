@@ -108,6 +108,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                               "Lagrangian measure there; lagrangian: the Lagrangian measure from t = 0 "
                               "(default: meanfield.solve's, auto for zonal models on the circle, else grid)",
                               choices=("grid", "auto", "lagrangian")),
+        "tail_tol": Key("float", None, "resolution monitor: largest spectral tail of a resolved density (circle, "
+                        "sphere; default 1e-10, meanfield.monitor.ResolutionMonitor)", positive=True),
+        "neg_tol": Key("float", None, "resolution monitor: most negative value, relative to the mean (default 1e-8)",
+                       positive=True),
+        "energy_rtol": Key("float", None, "resolution monitor: relative round-off allowed in the monotone energy "
+                           "(default 1e-10)", positive=True),
         "rtol": Key("float", 1e-10, "rk45/dop853 relative tolerance (meanfield.solve's default)", positive=True),
         "atol": Key("float", 1e-12, "rk45/dop853 absolute tolerance (meanfield.solve's default)", positive=True),
     },

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import domains
+from .. import domains, interrupts
 from ..density import Density
 
 __all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_wasserstein", "plot_rate", "plot_clusters",
@@ -327,6 +327,7 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
     out = []
 
     def save(fig, name):
+        interrupts.check()  # a deferred Ctrl-C stops between figures, never inside a write
         f = Path(f"{stem}-{name}.png")
         fig.savefig(f, dpi=110)
         plt.close(fig)

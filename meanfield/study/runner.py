@@ -34,14 +34,14 @@ from particles import clusters
 from validation.meanfield_limit import fit_exponent
 from validation.wasserstein import wasserstein
 
-from .. import domains, lagrangian
+from .. import domains, interrupts, lagrangian
 from ..lagrangian import LagrangianMeasure
-from ..io import check_writable, save
+from ..io import beside, check_output, save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
-from ..monitor import ResolutionError
+from ..monitor import ResolutionError, ResolutionMonitor
 from ..solve import Interrupted, Status, solve
-from . import build, config
+from . import build, config, preflight
 from .figures import write_figures
 
 __all__ = ["run", "run_config", "StudyInterrupted", "show_progress", "versions"]
@@ -50,11 +50,11 @@ log = logging.getLogger("meanfield.study")
 
 
 class StudyInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a study; ``dataset`` holds what was computed (and was written)."""
+    """Ctrl-C during a study; ``dataset`` holds what was computed, ``path`` the file it was written to."""
 
-    def __init__(self, dataset):
+    def __init__(self, dataset, path=None):
         super().__init__("study interrupted")
-        self.dataset = dataset
+        self.dataset, self.path = dataset, path
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -173,11 +173,14 @@ def _solve(cfg, model, mu0, t_eval, progress):
                   atol=tm["atol"], progress=progress, representation=tm["representation"])
     if tm["max_n"] is not None:
         kwargs["max_n"] = tm["max_n"]
+    tolerances = {k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None}
+    if tolerances:
+        kwargs["monitor"] = ResolutionMonitor(**tolerances)
     log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
     try:
         return solve(model, mu0, (0.0, float(t_eval[-1])), **kwargs), False
     except ResolutionError as exc:
-        if exc.solution is None:  # the initial density itself is not resolved: a study to fix
+        if exc.initial:  # the initial density itself is not resolved: a study to fix
             raise config.StudyError(f"[grid]: {exc}") from None
         log.warning("%s", exc)
         return exc.solution, False
@@ -208,6 +211,19 @@ def _particle_energy(model, x):
     return kernel_energy(x, np.full(x.shape[:-1], 1.0 / n), model.beta)
 
 
+def _statistics(model, x, delta):
+    """Pair fractions and energies of the systems x (R, T, N, d), one repeat at a time: a deferred
+    Ctrl-C (:mod:`meanfield.interrupts`) is honoured between repeats, never inside a compiled kernel."""
+    fractions = np.empty(x.shape[:2])
+    energies = np.empty(x.shape[:2]) if _has_particle_energy(model) else None
+    for r in range(x.shape[0]):
+        interrupts.check()
+        fractions[r] = clusters.pair_fraction(x[r], delta)
+        if energies is not None:
+            energies[r] = _particle_energy(model, x[r])
+    return {"pair_fraction": fractions, "energy": energies}
+
+
 def _particles(cfg, model, mu0, t_eval, progress, store):
     """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted."""
     pc = cfg["particles"]
@@ -221,8 +237,7 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
             stats = {"x": x}
             if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
-                stats["pair_fraction"] = clusters.pair_fraction(x, pc["delta"])
-                stats["energy"] = _particle_energy(model, x)
+                stats.update(_statistics(model, x, pc["delta"]))
         except KeyboardInterrupt:
             log.warning("interrupted: keeping the particle systems finished so far")
             return True
@@ -239,12 +254,21 @@ def _wasserstein(cfg, densities, store, progress):
     out = np.full((len(ps), len(cfg["particles"]["n"]), R, T), np.nan)
     index = {n: i for i, n in enumerate(cfg["particles"]["n"])}
     jobs = [(a, n, t) for a in range(len(ps)) for n in ns for t in range(min(T, len(densities)))]
+    too_large = set()
     try:
         for a, n, t in tqdm(jobs, desc="distances", disable=not progress, leave=False):
             for r in range(R):
+                interrupts.check()
                 d = densities[t]
                 d = d.as_measure() if isinstance(d, LagrangianMeasure) else d
-                out[a, index[n], r, t] = wasserstein(d, store[n]["x"][r, t], p=ps[a])
+                try:
+                    out[a, index[n], r, t] = wasserstein(d, store[n]["x"][r, t], p=ps[a])
+                except ValueError as exc:  # an exact OT over its limit (the grid was refined): NaN, said once
+                    if "exact OT" not in str(exc):
+                        raise
+                    if n not in too_large:
+                        log.warning("W_p at N = %d from t = %g on is NaN: %s", n, cfg["time"]["t_eval"][t], exc)
+                    too_large.add(n)
     except KeyboardInterrupt:
         log.warning("interrupted: distances not computed are NaN")
         return out, True
@@ -357,7 +381,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
 
 
 def run(study, *, output=None, progress: bool | None = None, plot: bool | None = None,
-        animation: str | None = None) -> xr.Dataset:
+        animation: str | None = None, overwrite: bool = False) -> xr.Dataset:
     """Run a study and write its results file.
 
     Parameters
@@ -373,6 +397,11 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
         Write the figures next to the results file; default the study's [output] plot.
     animation : {"gif", "mp4"}, optional
         Also write an animation of the density; default the study's [output] animation.
+    overwrite : bool
+        Replace a complete result at the output path. Without it such a path is
+        refused before any work (an interrupted result there is replaced). An
+        interrupted run never replaces a complete result: it is written beside
+        it as ``<stem>.interrupted.nc``.
 
     Returns
     -------
@@ -384,26 +413,40 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     Raises
     ------
     StudyError
-        The study file is invalid (the message names the key).
+        The study file is invalid (the message names the key), the output path
+        cannot be written or holds a complete result, or the study does not fit
+        the memory or disk of this machine (:mod:`meanfield.study.preflight`):
+        all before any work.
     StudyInterrupted
-        Ctrl-C: what was computed is written first, and carried by the exception.
+        Ctrl-C or SIGTERM: what was computed is written first, and carried by the
+        exception. The signals are deferred to safe points (:mod:`meanfield.interrupts`).
     """
     cfg = config.read(study)
     path = cfg["output"]["path"] if output is None else output
     if path is not False:
         try:
-            check_writable(path)
-        except ValueError as exc:
+            path = check_output(path, overwrite)
+        except (ValueError, FileExistsError) as exc:
             raise config.StudyError(f"[output] path: {exc}") from None
-    ds, interrupted = run_config(cfg, progress=progress)
+    preflight.check(cfg, path)
     plot = cfg["output"]["plot"] if plot is None else plot
     animation = cfg["output"]["animation"] if animation is None else animation
-    if path is not False:
-        save(ds, path)
-        log.info("wrote %s", path)
-        if plot or animation:
-            for f in write_figures(ds, path, plots=plot, animation=animation):
-                log.info("wrote %s", f)
+    with interrupts.deferred():
+        ds, interrupted = run_config(cfg, progress=progress)
+        if path is not False:
+            target = beside(path, ds)
+            if target != path:
+                log.warning("interrupted: %s holds a complete result and is kept; writing %s", path, target)
+            save(ds, target)
+            log.info("wrote %s", target)
+            if (plot or animation) and not interrupts.pending():
+                try:
+                    for f in write_figures(ds, target, plots=plot, animation=animation):
+                        log.info("wrote %s", f)
+                except KeyboardInterrupt:
+                    log.warning("interrupted while drawing: the results file is complete, some figures are missing")
+        interrupted = interrupted or interrupts.pending()
+        interrupts.clear()
     if interrupted:
-        raise StudyInterrupted(ds)
+        raise StudyInterrupted(ds, None if path is False else target)
     return ds

@@ -25,8 +25,9 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..io import check_writable, save
-from . import config
+from .. import interrupts
+from ..io import beside, check_output, save
+from . import config, preflight
 from .build import build_model
 from .figures import write_figures
 from .runner import StudyInterrupted, run_config, show_progress, versions
@@ -130,7 +131,7 @@ def _connect(scheduler, workers):
 
 
 def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = None, workers: int | None = None,
-          output=None, progress: bool | None = None, plot: bool = False) -> xr.Dataset:
+          output=None, progress: bool | None = None, plot: bool = False, overwrite: bool = False) -> xr.Dataset:
     """Run a study at every point of a parameter grid and gather the results.
 
     Parameters
@@ -152,11 +153,16 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
     workers : int, optional
         Processes of the LocalCluster.
     output : path or False, optional
-        Results file; default ``<study name>-sweep.nc`` next to [output] path.
+        Results file; default ``<study name>-sweep-<keys>-<digest>.nc`` next to [output] path,
+        the digest (8 hex digits) that of the swept values, the repeats and the study, so
+        different sweeps never share a file.
     progress : bool, optional
         A progress bar over the tasks (default: when stderr is a terminal).
     plot : bool
         Write the sweep's figures next to the results file.
+    overwrite : bool
+        Replace a complete result at the output path (else refused before any
+        work; an interrupted sweep never replaces one, see :func:`meanfield.study.run`).
 
     Returns
     -------
@@ -180,56 +186,100 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
     path = None
     if output is not False:
         path = Path(output) if output is not None else Path(base_cfg["output"]["path"]).with_name(
-            f"{base_cfg['name']}-sweep.nc")
+            default_name(base_cfg["name"], keys, values, repeats, raw))
         try:
-            check_writable(path)
-        except ValueError as exc:
+            path = check_output(path, overwrite)
+        except (ValueError, FileExistsError) as exc:
             raise config.StudyError(f"--output: {exc}") from None
+    for cfg in cfgs:  # every point must fit this machine (a scheduler elsewhere has its own memory)
+        preflight.check(cfg, None)
     log.info("sweep of %s: %d tasks over %s", base_cfg["name"], len(cfgs), ", ".join(keys))
     progress = show_progress(progress)
 
     results: list = [None] * len(cfgs)
-    interrupted = False
+    with interrupts.deferred():
+        interrupted = _run_tasks(cfgs, results, scheduler, workers, progress)
+        ds = _gather(results, keys, values, grid)
+        ds.attrs.update({"title": f"{base_cfg['name']} sweep", "study": config.to_json(base_cfg),
+                         "domain": base_cfg["domain"], "dimension": base_cfg["dimension"],
+                         "model": " ".join(repr(build_model(base_cfg)).split()) + f", swept over {', '.join(keys)}",
+                         "sweep": json.dumps({"over": dict(zip(keys, values)), "repeats": repeats,
+                                              "scheduler": scheduler or "local", "tasks": len(cfgs)}),
+                         "sweep_dims": " ".join(dimension_name(k) for k in keys), **versions(),
+                         "status": "interrupted" if interrupted else "success"})
+        if path is not None:
+            target = beside(path, ds)
+            save(ds, target)
+            log.info("wrote %s", target)
+            if plot and not interrupts.pending():
+                try:
+                    for f in write_figures(ds, target):
+                        log.info("wrote %s", f)
+                except KeyboardInterrupt:
+                    log.warning("interrupted while drawing: the results file is complete, some figures are missing")
+        interrupted = interrupted or interrupts.pending()
+        interrupts.clear()
+    if interrupted:
+        raise StudyInterrupted(ds, None if path is None else target)
+    return ds
+
+
+def default_name(name, keys, values, repeats, raw) -> str:
+    """``<name>-sweep-<keys>-<digest>.nc``: the swept keys, and 8 hex digits of a hash of the swept values,
+    the repeats and the study's tables, so that two different sweeps of one study never share a file."""
+    import hashlib
+
+    spec = json.dumps({"over": dict(zip(keys, [list(map(str, v)) for v in values])), "repeats": repeats,
+                       "study": raw}, sort_keys=True, default=str)
+    digest = hashlib.sha256(spec.encode()).hexdigest()[:8]
+    return f"{name}-sweep-{'-'.join(dimension_name(k) for k in keys)}-{digest}.nc"
+
+
+def _run_tasks(cfgs, results, scheduler, workers, progress) -> bool:
+    """Run the tasks into ``results`` (in place); True if interrupted (the finished tasks are kept).
+
+    Serial: a task interrupted half-way keeps its partial result. Distributed: the main process polls
+    for a deferred Ctrl-C (:mod:`meanfield.interrupts`) every half second while it waits; leaving the
+    cluster's context then stops the worker processes with their running tasks.
+    """
     if scheduler == "serial":
         try:
             for i, cfg in enumerate(tqdm(cfgs, desc="sweep", disable=not progress)):
+                interrupts.check()
                 results[i] = _task(cfg)
+            interrupts.check()  # the last task may have stopped on the signal
         except KeyboardInterrupt:
-            interrupted = True
-    else:
-        from distributed import as_completed
+            return True
+        return False
+    from distributed import wait
 
-        try:
-            with _connect(scheduler, workers) as (client, _):
-                futures = client.map(_task, cfgs, pure=False)
-                index = {f.key: i for i, f in enumerate(futures)}
-                for fut in tqdm(as_completed(futures), total=len(futures), desc="sweep", disable=not progress):
+    try:
+        with _connect(scheduler, workers) as (client, _), \
+                tqdm(total=len(cfgs), desc="sweep", disable=not progress) as bar:
+            futures = client.map(_task, cfgs, pure=False)
+            index = {f.key: i for i, f in enumerate(futures)}
+            remaining = list(futures)
+            while remaining:
+                interrupts.check()
+                try:
+                    done, not_done = wait(remaining, timeout=0.5, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    continue
+                for fut in done:
                     results[index[fut.key]] = fut.result()
-        except KeyboardInterrupt:
-            interrupted = True
-    ds = _gather(results, keys, values, grid)
-    ds.attrs.update({"title": f"{base_cfg['name']} sweep", "study": config.to_json(base_cfg),
-                     "domain": base_cfg["domain"], "dimension": base_cfg["dimension"],
-                     "model": " ".join(repr(build_model(base_cfg)).split()) + f", swept over {', '.join(keys)}",
-                     "sweep": json.dumps({"over": dict(zip(keys, values)), "repeats": repeats,
-                                          "scheduler": scheduler or "local", "tasks": len(cfgs)}),
-                     "sweep_dims": " ".join(dimension_name(k) for k in keys), **versions(),
-                     "status": "interrupted" if interrupted else "success"})
-    if path is not None:
-        save(ds, path)
-        log.info("wrote %s", path)
-        if plot:
-            for f in write_figures(ds, path):
-                log.info("wrote %s", f)
-    if interrupted:
-        raise StudyInterrupted(ds)
-    return ds
+                    bar.update()
+                remaining = list(not_done)
+    except KeyboardInterrupt:
+        return True
+    return False
 
 
 def _gather(results, keys, values, grid) -> xr.Dataset:
     done = [r for r in results if r is not None]
-    if not done:
-        raise KeyboardInterrupt("the sweep was interrupted before any task finished")
+    if not done:  # interrupted before any task finished: the grid, every point "not run"
+        dims = [dimension_name(k) for k in keys]
+        return xr.Dataset({"status": (dims, np.full([len(v) for v in values], "not run", dtype=object))},
+                          coords={d: v for d, v in zip(dims, values)})
     template = done[0]
     items = []
     for res, point in zip(results, grid):

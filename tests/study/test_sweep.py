@@ -5,7 +5,7 @@ import pytest
 import xarray as xr
 
 import meanfield
-from meanfield.study import StudyError, sweep
+from meanfield.study import StudyError, StudyInterrupted, sweep
 
 STUDY = {"name": "sw", "domain": "circle", "seed": 3, "grid": {"n": 64},
          "initial": {"kind": "uniform-noise", "amplitude": 0.1}, "time": {"t_end": 1.0, "frames": 3},
@@ -60,7 +60,6 @@ def test_a_running_scheduler_by_address():
 def test_ctrl_c_keeps_the_finished_points(tmp_path, monkeypatch):
     import importlib
 
-    from meanfield.study import StudyInterrupted
 
     module = importlib.import_module("meanfield.study.sweep")  # the attribute `sweep` is the function
     task, calls = module._task, {"n": 0}
@@ -90,11 +89,11 @@ def test_ctrl_c_stops_the_workers_without_waiting_for_their_tasks(monkeypatch):
     def interrupted(futures, *args, **kwargs):
         time.sleep(1.0)  # the cluster is up and computing
         raise KeyboardInterrupt
-        yield
 
-    monkeypatch.setattr(distributed, "as_completed", interrupted)
+    monkeypatch.setattr(distributed, "wait", interrupted)
     slow = {**STUDY, "particles": {"n": [40], "repeats": 1}, "time": {"t_end": 1e5, "frames": 2}}
     start = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):  # no point finished: nothing to gather
+    with pytest.raises(StudyInterrupted) as e:  # no point finished: every point "not run"
         sweep(slow, ["beta=1,2"], workers=2, output=False, progress=False)
     assert time.perf_counter() - start < 60  # each task would run for hours
+    assert list(e.value.dataset.status.values) == ["not run", "not run"]
