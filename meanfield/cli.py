@@ -170,10 +170,13 @@ def main(argv=None) -> int:
     try:
         with interrupts.deferred():  # Ctrl-C and SIGTERM honoured at safe points (meanfield.interrupts)
             if args.command == "check":
-                return _check(args)
-            if args.command in ("run", "sweep"):
-                return _study_command(args)
-            return _demo(args)
+                code = _check(args)
+            elif args.command in ("run", "sweep"):
+                code = _study_command(args)
+            else:
+                code = _demo(args)
+            interrupts.check()  # a signal no loop honoured (during 'check', a summary): still exit 130
+            return code
     except StudyError as exc:
         if args.debug:
             raise
@@ -192,6 +195,8 @@ def main(argv=None) -> int:
             raise
         print(f"meanfield: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        interrupts.clear()  # honoured (the exit code says it)
 
 
 def _check(args) -> int:

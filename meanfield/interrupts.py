@@ -39,12 +39,15 @@ def _record(signum, frame):
 
 
 @contextlib.contextmanager
-def deferred(signals=(signal.SIGINT, signal.SIGTERM)):
+def deferred(signals=(signal.SIGINT, signal.SIGTERM), pending=()):
     """Within: the ``signals`` set a flag instead of raising; :func:`check` raises ``KeyboardInterrupt``.
 
     Nested uses share the flag; only the outermost installs and restores the
     handlers. From a thread other than the main one nothing is installed.
     A signal still pending when the outermost block ends is raised then.
+    ``pending`` is a list of signals that arrived before, read once the
+    handlers are in place (the console script records those that arrive while
+    the library is imported, and may still append to it until then).
     """
     install = threading.current_thread() is threading.main_thread() and _state["depth"] == 0
     previous = {}
@@ -52,6 +55,8 @@ def deferred(signals=(signal.SIGINT, signal.SIGTERM)):
         _state["pending"] = None
         for s in signals:
             previous[s] = signal.signal(s, _record)
+        if pending:
+            _state["pending"] = pending[0]
     _state["depth"] += 1
     try:
         yield

@@ -436,16 +436,54 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
 
     Returns
     -------
-    float
-        W_p (not W_p^p).
+    float or ndarray
+        W_p (not W_p^p). Batched point sets — bare arrays of shape (..., n, d),
+        e.g. the (R, n, d) realisations of a particle system — give an array of
+        the broadcast batch shape, one distance per set (a density or measure on
+        the other side is prepared once).
     """
     p = float(p)
     if not (np.isfinite(p) and p >= 1):
         raise ValueError(f"`p` must be a finite number >= 1, got {p!r}.")
     if cells is not None and (int(cells) != cells or cells < 16):
         raise ValueError(f"`cells` must be an integer >= 16, got {cells!r}.")
+    batch_a, batch_b = _batch_shape(a), _batch_shape(b)
+    if batch_a or batch_b:
+        return _batched(a, b, batch_a, batch_b, p, domain, cells)
     pa, pb = _pair(a, b, domain, cells)
     return _DISTANCES[pa.domain.name](pa, pb, p)
+
+
+def _batch_shape(x) -> tuple:
+    """The batch shape of a bare array of point sets (..., n, d) with ndim >= 3; () for anything else."""
+    if isinstance(x, (Density, Measure, Prepared, tuple)):
+        return ()
+    arr = np.asarray(x) if isinstance(x, (list, np.ndarray)) else None
+    return tuple(arr.shape[:-2]) if arr is not None and arr.ndim >= 3 else ()
+
+
+def _batched(a, b, batch_a, batch_b, p, domain, cells) -> np.ndarray:
+    """W_p for every set of the broadcast batch; an unbatched side is prepared once."""
+    try:
+        shape = np.broadcast_shapes(batch_a, batch_b)
+    except ValueError:
+        raise ValueError(f"the batch shapes of `a` {batch_a} and `b` {batch_b} do not broadcast.") from None
+    A = np.asarray(a, dtype=float) if batch_a else None
+    B = np.asarray(b, dtype=float) if batch_b else None
+    if A is None or B is None:  # the unbatched side once, on the domain the sets share
+        one = a if A is None else b
+        first = (B if A is None else A).reshape((-1,) + (B if A is None else A).shape[-2:])[0]
+        other = prepare(first, domain, cells, "b" if A is None else "a")
+        fixed = prepare(one, other.domain if domain is None else domain, cells, "a" if A is None else "b")
+        a, b = (fixed, None) if A is None else (None, fixed)
+    out = np.empty(shape)
+    for idx in np.ndindex(*shape):
+        xa = a if A is None else A[tuple(i if n > 1 else 0 for i, n in zip(idx[len(shape) - len(batch_a):],
+                                                                             batch_a))]
+        xb = b if B is None else B[tuple(i if n > 1 else 0 for i, n in zip(idx[len(shape) - len(batch_b):],
+                                                                             batch_b))]
+        out[idx] = wasserstein(xa, xb, p, domain=domain, cells=cells)
+    return out
 
 
 def _circle(a: Prepared, b: Prepared, p: float) -> float:

@@ -89,6 +89,17 @@ def estimate(cfg: dict) -> Estimate:
         est.array(T * nodes * _FLOAT, f"the density frames on {cap!r}")
         if cap is not grid:
             est.notes.append(f"density frames sized on the refinement cap {cap!r}")
+        steps = 10**4  # the step history (time, mass, energy per accepted step): an assumed count
+        est.result += 3 * steps * _FLOAT
+        if cfg["time"]["representation"] != "grid" and cfg["domain"] != "euclidean":
+            # Lagrangian frames: points, weight, log-density per point; the panels refine where the flow
+            # map steepens, so the count is assumed, not bounded: 4 × the nodes (at least 512)
+            points = max(4 * nodes, 512)
+            frames = T * points * (cfg["dimension"] + 2) * _FLOAT
+            est.result += frames
+            est.array(frames, f"the Lagrangian frames ({T} × {points} points, assumed)")
+            est.notes.append(f"Lagrangian frames sized at {points} points each and the step history at {steps} "
+                             "steps (assumed counts: both grow as the run needs)")
     pc = cfg["particles"]
     if pc is not None:
         R, d = pc["repeats"], cfg["dimension"]

@@ -257,18 +257,18 @@ def _wasserstein(cfg, densities, store, progress):
     too_large = set()
     try:
         for a, n, t in tqdm(jobs, desc="distances", disable=not progress, leave=False):
-            for r in range(R):
-                interrupts.check()
-                d = densities[t]
-                d = d.as_measure() if isinstance(d, LagrangianMeasure) else d
-                try:
-                    out[a, index[n], r, t] = wasserstein(d, store[n]["x"][r, t], p=ps[a])
-                except ValueError as exc:  # an exact OT over its limit (the grid was refined): NaN, said once
-                    if "exact OT" not in str(exc):
-                        raise
-                    if n not in too_large:
-                        log.warning("W_p at N = %d from t = %g on is NaN: %s", n, cfg["time"]["t_eval"][t], exc)
-                    too_large.add(n)
+            interrupts.check()
+            d = densities[t]
+            d = d.as_measure() if isinstance(d, LagrangianMeasure) else d
+            # the R realisations as one batch: the density is prepared once
+            try:
+                out[a, index[n], :, t] = wasserstein(d, store[n]["x"][:, t], p=ps[a])
+            except ValueError as exc:  # an exact OT over its limit (the grid was refined): NaN, said once
+                if "exact OT" not in str(exc):
+                    raise
+                if n not in too_large:
+                    log.warning("W_p at N = %d from t = %g on is NaN: %s", n, cfg["time"]["t_eval"][t], exc)
+                too_large.add(n)
     except KeyboardInterrupt:
         log.warning("interrupted: distances not computed are NaN")
         return out, True

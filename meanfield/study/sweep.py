@@ -123,9 +123,11 @@ def _connect(scheduler, workers):
     # stack every 10 ms, holding the GIL), slower monitoring ticks, and glibc's own malloc trimming
     # (dask sets MALLOC_TRIM_THRESHOLD_, which also fixes the mmap threshold, so every array of more
     # than 128 KiB is mapped and unmapped afresh: page faults on every FFT buffer)
+    # worker logs at CRITICAL only: a task's error reaches the client through its result, and a
+    # cluster stopped by Ctrl-C while its workers compute makes them log heartbeat tracebacks
     with dask.config.set(_QUIET_WORKERS):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR)
+                               silence_logs=logging.CRITICAL)
     with cluster, Client(cluster) as client:
         yield client, cluster
 

@@ -186,3 +186,28 @@ def test_bad_input(rng):
         wasserstein(x3, x3, 0.5)
     with pytest.raises(ValueError, match="different dimensions"):
         w1(rng.normal(size=(3, 2)) * 3, rng.normal(size=(3, 4)) * 3)
+
+
+def test_batched_point_sets_give_one_distance_per_set():
+    """(R, n, d) sets against a density, a set or another batch: each entry is the unbatched distance, the
+    batch broadcasts, and W_p is symmetric."""
+    import meanfield as mf
+    from validation.wasserstein import w1, w2
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 40, 3))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    y = x[0, ::-1] @ np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    one = w1(x, y)
+    assert one.shape == (3,)
+    np.testing.assert_allclose(one, [w1(xi, y) for xi in x], rtol=0, atol=0)
+    np.testing.assert_allclose(w1(y, x), one, rtol=1e-12)
+    th = rng.uniform(0, 2 * np.pi, (2, 4, 30))
+    c = np.stack([np.cos(th), np.sin(th)], axis=-1)
+    rho = mf.Density(mf.CircleGrid(32), np.full(32, 1 / (2 * np.pi)))
+    batch = w2(rho, c)
+    assert batch.shape == (2, 4) and batch[1, 2] == w2(rho, c[1, 2])
+    pairs = w1(c[:, None, 0], c[None, :, 1])  # (2, 1) against (1, 2): a 2 × 2 table
+    assert pairs.shape == (2, 2) and pairs[0, 1] == w1(c[0, 0], c[1, 1])
+    with pytest.raises(ValueError, match="do not broadcast"):
+        w1(c[:, 0], np.concatenate([c[:, 0], c[:1, 0]]))  # batches of 2 and 3

@@ -1,0 +1,167 @@
+"""Ctrl-C at random moments of real ``meanfield`` processes: nothing computed is lost, nothing complete is replaced.
+
+Each case starts the console script (``meanfield_command``, as the installed
+``meanfield`` command does) in a subprocess, sends SIGINT after a random delay
+drawn uniformly over the length of an uninterrupted run, and checks: exit code
+130 or 0, no traceback, a results file that loads with status "interrupted" or
+"success", every number it holds equal to the uninterrupted run's (the study is
+seeded: an interrupted file is a prefix of the complete one, never something
+else), and a complete file already at the path never replaced. The sweep runs
+on a LocalCluster: after the interrupt no worker process outlives the command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import meanfield
+
+STUDY = """
+domain = "circle"
+[grid]
+n = 64
+[model]
+beta = 4.0
+[time]
+t_end = 3.0
+frames = 7
+[particles]
+n = [100, 300]
+repeats = 2
+[distances]
+p = [1.0]
+"""
+
+
+def _command(*args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "meanfield_command", *args, "--quiet"], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _interrupt(args, delay, cwd, children=None):
+    """Run ``meanfield ARGS``, SIGINT after ``delay`` s; (exit code, stderr, pids of its descendants at the signal)."""
+    proc = _command(*args, cwd=cwd)
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    pids = []
+    if proc.poll() is None:
+        if children is not None:
+            import psutil
+
+            pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    return proc.returncode, err, pids
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _is_prefix(part, full):
+    """Every finite number of the interrupted Dataset equals the complete run's (NaN where not computed)."""
+    for name, var in part.data_vars.items():
+        if var.dtype.kind != "f":
+            continue
+        a, b = var.values, full[name].values
+        if name == "density" and a.shape[-1] < b.shape[-1]:
+            # the complete run refined further: its frames, zero-padded spectra, agree at the coarse nodes
+            factor = b.shape[-1] // a.shape[-1]
+            assert factor * a.shape[-1] == b.shape[-1], (a.shape, b.shape)
+            b = b[..., ::factor]
+        if a.shape != b.shape:  # a variable whose length grows with the run (the step history)
+            assert a.shape[1:] == b.shape[1:] and a.shape[0] <= b.shape[0], name
+            b = b[: a.shape[0]]
+        done = np.isfinite(a)
+        np.testing.assert_allclose(a[done], b[done], rtol=1e-12, atol=0, err_msg=name)
+
+
+def _moments(count, seed, tmp_path):
+    (tmp_path / "s.toml").write_text(STUDY)
+    start = time.monotonic()
+    proc = _command("run", "s.toml", "--output", "full.nc", cwd=tmp_path)
+    _, err = proc.communicate(timeout=300)
+    length = time.monotonic() - start
+    assert proc.returncode == 0, err
+    full = meanfield.load(tmp_path / "full.nc")
+    assert full.attrs["status"] == "success"
+    rng = np.random.default_rng(seed)
+    outcomes = []
+    for k, delay in enumerate(rng.uniform(0.0, 1.1 * length, count)):
+        protect = k % 2 == 1  # every other run: a complete result at the path, and --overwrite
+        out = tmp_path / f"run{k}.nc"
+        if protect:
+            out.write_bytes((tmp_path / "full.nc").read_bytes())
+            before = _digest(out)
+        code, err, _ = _interrupt(["run", "s.toml", "--output", out.name] + (["--overwrite"] if protect else []),
+                                  delay, tmp_path)
+        assert code in (0, 130), (delay, code, err)
+        assert "Traceback" not in err, err
+        beside = out.with_name(f"{out.stem}.interrupted.nc")
+        ds = meanfield.load(beside if beside.exists() else out)
+        # 0: complete; 130: interrupted, or complete with the signal after the work (while drawing, exiting)
+        assert ds.attrs["status"] in (("success",) if code == 0 else ("interrupted", "success")), (delay, code)
+        if ds.attrs["status"] == "interrupted" and protect:
+            assert beside.exists() and _digest(out) == before  # the complete file is untouched
+        _is_prefix(ds, full)
+        outcomes.append(code)
+    return outcomes
+
+
+def test_sigint_at_random_moments_of_a_run_keeps_what_was_computed(tmp_path):
+    outcomes = _moments(3, 7, tmp_path)
+    assert 130 in outcomes
+
+
+@pytest.mark.slow
+def test_sigint_at_twenty_random_moments_of_a_run(tmp_path):
+    outcomes = _moments(20, 2026, tmp_path)
+    assert outcomes.count(130) >= 10  # the moments fall mostly inside the run
+
+
+def _sweep_moments(count, seed, tmp_path, reference=True):
+    import psutil
+
+    (tmp_path / "s.toml").write_text(STUDY)
+    args = ["sweep", "s.toml", "--over", "beta=1,2,3", "--workers", "2"]
+    full, length = None, 10.0
+    if reference:
+        start = time.monotonic()
+        proc = _command(*args, "--output", "full.nc", cwd=tmp_path)
+        _, err = proc.communicate(timeout=300)
+        length = time.monotonic() - start
+        assert proc.returncode == 0, err
+        full = meanfield.load(tmp_path / "full.nc")
+    rng = np.random.default_rng(seed)
+    for k, delay in enumerate(rng.uniform(0.3 * length, length, count)):
+        out = tmp_path / f"sweep{k}.nc"
+        code, err, pids = _interrupt(args + ["--output", out.name], delay, tmp_path, children=True)
+        assert code in (0, 130), (delay, code, err)
+        assert "Traceback" not in err, err
+        ds = meanfield.load(out)
+        assert ds.attrs["status"] in (("success",) if code == 0 else ("interrupted", "success"))
+        statuses = set(np.asarray(ds.status.values).ravel())
+        assert statuses <= {"success", "not run"}
+        done = [b for b, s in zip(ds.beta.values, ds.status.values) if s == "success"]
+        if done and full is not None:
+            _is_prefix(ds.sel(beta=done), full.sel(beta=done))
+        time.sleep(1.0)
+        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        assert not alive, f"worker processes outlived the command: {alive}"
+
+
+def test_sigint_during_a_sweep_stops_the_workers(tmp_path):
+    _sweep_moments(1, 3, tmp_path, reference=False)
+
+
+@pytest.mark.slow
+def test_sigint_at_random_moments_of_a_sweep(tmp_path):
+    _sweep_moments(6, 11, tmp_path)

@@ -1,0 +1,198 @@
+"""Refused before any work, in one line: bad paths, a full disk, too little memory, an oversized exact OT, a complete
+result in the way; and the property that no study file, however mutated, gives a traceback."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import tomllib
+from collections import namedtuple
+
+import pytest
+
+import meanfield
+import meanfield.io
+from meanfield.cli import main
+from meanfield.study import preflight
+
+SMALL = {"domain": "circle", "grid": {"n": 32}, "model": {"beta": 1.0}, "time": {"t_end": 0.2, "frames": 3},
+         "particles": {"n": [20], "repeats": 1}, "distances": {"p": [1.0]}}
+
+
+def _write(path, tables):
+    lines = []
+    top = {k: v for k, v in tables.items() if not isinstance(v, dict)}
+    for k, v in top.items():
+        lines.append(f"{k} = {_toml(v)}")
+    for section, keys in tables.items():
+        if isinstance(keys, dict):
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {_toml(v)}" for k, v in keys.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _toml(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, float):
+        return repr(v) if v == v and abs(v) != float("inf") else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def _never_runs(monkeypatch):
+    """Any attempt to run the study fails the test: the refusal must come first."""
+    from meanfield.study import runner
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the study ran before it was refused")
+
+    monkeypatch.setattr(runner, "run_config", boom)
+
+
+def _one_line(capsys, *words):
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("meanfield: error:"), err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+def test_bad_output_paths_are_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    _never_runs(monkeypatch)
+    study = _write(tmp_path / "s.toml", SMALL)
+    for bad, word in ((tmp_path / "missing" / "x.nc", "does not exist"), (tmp_path / "x.txt", ".nc")):
+        assert main(["run", str(study), "--output", str(bad), "--quiet"]) == 2
+        _one_line(capsys, word)
+
+
+def test_a_complete_result_is_refused_unless_overwrite(tmp_path, capsys):
+    study = _write(tmp_path / "s.toml", SMALL)
+    out = tmp_path / "s.nc"
+    assert main(["run", str(study), "--output", str(out), "--quiet"]) == 0
+    first = out.read_bytes()
+    capsys.readouterr()
+    assert main(["run", str(study), "--output", str(out), "--quiet"]) == 2
+    _one_line(capsys, "complete result", "--overwrite")
+    assert out.read_bytes() == first
+    assert main(["check", str(study), "--output", str(out)]) == 2  # check says the same
+    capsys.readouterr()
+    assert main(["run", str(study), "--output", str(out), "--quiet", "--overwrite"]) == 0
+    assert meanfield.load(out).attrs["status"] == "success"
+    # an interrupted result may be replaced without being asked
+    ds = meanfield.load(out)
+    ds.attrs["status"] = "interrupted"
+    meanfield.io.save(ds, out)
+    assert main(["run", str(study), "--output", str(out), "--quiet"]) == 0
+
+
+def test_a_full_disk_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    _never_runs(monkeypatch)
+    study = _write(tmp_path / "s.toml", SMALL)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 1000, 1000))
+    assert main(["run", str(study), "--output", str(tmp_path / "s.nc"), "--quiet"]) == 2
+    _one_line(capsys, "free", "save_positions")
+
+
+def test_too_little_memory_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    _never_runs(monkeypatch)
+    big = copy.deepcopy(SMALL)
+    big["particles"] = {"n": [200000], "repeats": 64}  # 64 × 3 × 2e5 × 2 × 8 B = 614 MB of trajectories
+    big["distances"] = {"p": []}
+    monkeypatch.setattr(preflight, "available_memory", lambda: 100e6)
+    study = _write(tmp_path / "s.toml", big)
+    assert main(["run", str(study), "--output", str(tmp_path / "s.nc"), "--quiet"]) == 2
+    _one_line(capsys, "614 MB", "trajectories", "100 MB")
+
+
+def test_an_oversized_exact_ot_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    from validation.wasserstein import EXACT_OT_MAX
+
+    _never_runs(monkeypatch)
+    sphere = {"domain": "sphere", "grid": {"lmax": 48}, "model": {"beta": 1.0}, "time": {"t_end": 0.1, "frames": 2},
+              "particles": {"n": [10**5]}, "distances": {"p": [1.0]}}
+    nodes = 49 * 97
+    assert nodes * 10**5 > EXACT_OT_MAX
+    study = _write(tmp_path / "s.toml", sphere)
+    assert main(["run", str(study), "--output", str(tmp_path / "s.nc"), "--quiet"]) == 2
+    _one_line(capsys, "[distances] p", f"{nodes * 10**5:.3g}", "sliced_wasserstein_sphere")
+    est = preflight.estimate(meanfield.study.read(tomllib.loads(study.read_text())))
+    assert est.ot_first == nodes * 10**5
+
+
+def test_check_prints_the_estimates_and_runs_nothing(tmp_path, monkeypatch, capsys):
+    _never_runs(monkeypatch)
+    study = _write(tmp_path / "s.toml", SMALL)
+    assert main(["check", str(study), "--output", str(tmp_path / "s.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "results" in out and "can run here" in out
+    assert not (tmp_path / "s.nc").exists()
+
+
+def test_estimate_counts_what_the_file_holds(tmp_path):
+    """The estimate is an upper bound of the written file (uncompressed, grid at its cap)."""
+    cfg = meanfield.study.read({**SMALL, "time": {"t_end": 0.2, "frames": 3, "refine": False},
+                                "output": {"path": str(tmp_path / "s.nc")}})
+    ds = meanfield.study.run(cfg, output=False, progress=False)
+    est = preflight.estimate(cfg)
+    payload = sum(v.nbytes for v in ds.data_vars.values() if v.dtype.kind == "f")
+    assert payload <= est.result <= 10 * payload + 10**5
+
+
+# ----------------------------------------------------------------- the property test
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+BASE = {"domain": "circle", "grid": {"n": 16}, "model": {"beta": 1.0}, "initial": {"amplitude": 0.05},
+        "time": {"t_end": 0.05, "frames": 2, "refine": False},
+        "particles": {"n": [8], "repeats": 1}, "distances": {"p": [1.0]}}
+KEYS = [(s, k) for s, t in BASE.items() if isinstance(t, dict) for k in t] + [("", "domain"), ("", "seed")]
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**4), st.sampled_from([0, 1, -1, 2**40]),
+                   st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["", "x", "circle", "rk4"]),
+                   st.lists(st.integers(-3, 50), max_size=3), st.lists(st.floats(-2, 2), max_size=3),
+                   st.dictionaries(st.sampled_from(["a", "n"]), st.integers(0, 3), max_size=1))
+MUTATION = st.one_of(
+    st.tuples(st.just("delete"), st.sampled_from(KEYS), st.none()),
+    st.tuples(st.just("set"), st.sampled_from(KEYS), VALUES),
+    st.tuples(st.just("add"), st.tuples(st.sampled_from(["", "grid", "model", "time", "nonsense"]),
+                                         st.sampled_from(["colour", "betta", "n", "lmax", "shape"])), VALUES),
+)
+
+
+def _mutate(tables, mutations):
+    t = copy.deepcopy(tables)
+    for kind, (section, key), value in mutations:
+        where = t if section == "" else t.setdefault(section, {})
+        if not isinstance(where, dict):
+            continue
+        if kind == "delete":
+            where.pop(key, None)
+        elif value is None:
+            where.pop(key, None)
+        else:
+            where[key] = value
+    return t
+
+
+@hypothesis.settings(max_examples=60, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(mutations=st.lists(MUTATION, min_size=1, max_size=3))
+def test_mutated_study_files_exit_0_or_2_in_one_line(tmp_path, capsys, mutations):
+    """``meanfield check`` on a mutated study: exit 0, or 2 with one line on stderr naming the key; never a
+    traceback (any other exception fails the test)."""
+    tables = _mutate(BASE, mutations)
+    study = _write(tmp_path / "m.toml", tables)
+    code = main(["check", str(study), "--output", str(tmp_path / "m.nc"), "--overwrite"])
+    err = capsys.readouterr().err.strip()
+    assert code in (0, 2)
+    if code == 2:
+        assert err.startswith("meanfield: error:") and "\n" not in err, err
+        touched = {k for _, (s, k), _ in mutations} | {s for _, (s, k), _ in mutations if s}
+        assert any(k in err for k in touched), (mutations, err)
