@@ -476,7 +476,8 @@ def solve(
         raise ResolutionError(
             t0, reason, history.solution(Status.RESOLUTION_LOST, reason, 0, 0, method),
             hint="Sample it on a finer grid (refinement by zero-padding cannot recover data that was never "
-            "sampled), or loosen the monitor's tail_tol (ResolutionMonitor; [time] tail_tol in a study file).",
+            "sampled)" + (", or loosen the monitor's tail_tol (ResolutionMonitor; [time] tail_tol in a study file)."
+                          if refinable else "."),
             initial=True,
         )
     trackers = [resolution, history]

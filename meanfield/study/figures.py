@@ -41,6 +41,60 @@ def _overlay(ds, max_points: int = 200):
     return n, x[:, :max_points]
 
 
+def _title(ds) -> str:
+    """A figure title: the study's name, the model with its matrices abbreviated (an array repr is no title),
+    and the grid with its resolution."""
+    import re
+
+    model = re.sub(r"array\(\[.*?\]\)(?=[,)])", "[matrix]", " ".join(ds.attrs.get("model", "").split()))
+    model = re.sub(r"\[\[.*?\]\]", "[matrix]", model)
+    parts = [ds.attrs.get("title", ""), model]
+    if "grid_final" in ds.attrs:
+        grid = ds.attrs["grid"] if ds.attrs["grid"] == ds.attrs["grid_final"] else \
+            f"{ds.attrs['grid']} → {ds.attrs['grid_final']}"
+        parts.append(grid)
+    return " · ".join(p for p in parts if p)
+
+
+def _pi_ticks(axis) -> None:
+    """Ticks at 0, π/2, π, 3π/2, 2π on an angle axis (``ax.xaxis`` or ``ax.yaxis``)."""
+    axis.set_ticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
+
+
+def _mark_refinements(ax, ds) -> None:
+    """Dotted vertical lines at the times the grid was refined, labelled with the new resolution."""
+    import json
+
+    for t, _, new in json.loads(ds.attrs.get("refinements", "[]")):
+        ax.axvline(t, color="w", ls=":", lw=0.8, alpha=0.8)
+        ax.annotate(f"{int(new)}", (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -9),
+                    textcoords="offset points", color="w", fontsize=7)
+
+
+def _snapshot_frames(ds, count: int) -> np.ndarray:
+    """At most ``count`` computed frames at exactly equally spaced times t_0 + i s, i = 0, 1, ...: of the
+    spacings s the output times allow, the one spanning the longest interval with at least three frames
+    (then the most frames); all frames where there are at most ``count``."""
+    valid = _computed_frames(ds)
+    t = ds["time"].values[valid]
+    if valid.size <= count:
+        return valid
+    tol = 1e-9 * max(1.0, abs(t[-1] - t[0]))
+    best, best_key = valid[[0, -1]], (1.0, 2)
+    for j in range(1, valid.size):
+        step = t[j] - t[0]
+        chosen = []
+        for i in range(count):
+            hit = np.flatnonzero(np.abs(t - (t[0] + i * step)) <= tol)
+            if not hit.size:
+                break
+            chosen.append(hit[0])
+        key = (round((len(chosen) - 1) * step / (t[-1] - t[0]), 9), len(chosen))  # spans equal to round-off tie
+        if len(chosen) >= 3 and (best_key[1] < 3 or key > best_key):
+            best, best_key = valid[chosen], key
+    return best
+
+
 def _computed_frames(ds) -> np.ndarray:
     """Indices of the output times with a density (frames after a lost resolution are NaN)."""
     rho = ds["density"].values
@@ -67,15 +121,33 @@ def plot_density(ds, ax=None, cmap="magma"):
         y, rho = np.append(y, 2 * np.pi), np.hstack([rho, rho[:, :1]])
     im = ax.pcolormesh(ds["time"].values, y, rho.T, shading="nearest", cmap=cmap)
     ax.figure.colorbar(im, ax=ax, label="ρ")
+    title = _title(ds)
     over = _overlay(ds)
     if over is not None:
         n, x = over
         pos = np.reshape(domains.get(ds.attrs["domain"]).coordinates(x), x.shape[:-1])  # θ, or x in R¹
         ax.plot(ds["time"].values, pos, ".", ms=1.5, color="c", alpha=0.7)
-        ax.set_title(f"density, with {min(n, pos.shape[1])} of N = {n} particles (cyan)", fontsize=9)
+        title += f"\nwith {min(n, pos.shape[1])} of N = {n} particles (cyan)" + _noise_note(ds, n)
+    _mark_refinements(ax, ds)
+    ax.set_title(title, fontsize=8)
     ax.set_xlabel("t")
     ax.set_ylabel("θ" if s == "theta" else "x")
+    if s == "theta":
+        _pi_ticks(ax.yaxis)
     return ax
+
+
+def _noise_note(ds, n: int) -> str:
+    """Why N particles may cluster elsewhere than the density: their sampling noise, of size ~ N^{-1/2}
+    in every Fourier mode, exceeds the study's initial perturbation (uniform-noise amplitude)."""
+    import json
+
+    initial = json.loads(ds.attrs.get("study", "{}")).get("initial", {})
+    amplitude = initial.get("amplitude")
+    if initial.get("kind") == "uniform-noise" and amplitude is not None and n ** -0.5 > amplitude:
+        return (f"; their sampling noise N^(-1/2) = {n ** -0.5:.2g} exceeds the perturbation {amplitude:g}, "
+                "so they need not follow the density's clusters")
+    return ""
 
 
 def _densities(ds):
@@ -90,32 +162,65 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = 
     """Snapshot grid of the density (S²: Mollweide maps; R²: images), particles overlaid; with ``energy``,
     the energy curve in a last row. Returns the Figure."""
     plt = _plt()
-    valid = _computed_frames(ds)
-    k = valid.size
-    shown = valid[np.unique(np.linspace(0, k - 1, min(k, 2 * ncols)).astype(int))] if times is None else times
+    shown = _snapshot_frames(ds, 2 * ncols) if times is None else np.asarray(times)
     rows = -(-len(shown) // ncols)
     domain, density = _densities(ds)
     energy = energy and ("energy" in ds or "particle_energy" in ds)
-    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if domain.projection else 3.6) * rows + (2.6 if energy else 0)))
+    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if domain.projection else 3.6) * rows + (2.6 if energy else 0) + 0.9),
+                     layout="constrained")
     over = _overlay(ds)
     grid_rows = rows + (1 if energy else 0)
+    vmax = float(np.nanmax(ds["density"].values[shown]))  # one colour scale for every panel
+    axes = []
     for j, i in enumerate(shown):
         ax = fig.add_subplot(grid_rows, ncols, j + 1, projection=domain.projection)
-        domain.plot(density(i), ax=ax, colorbar=False, cmap=cmap)
+        domain.plot(density(i), ax=ax, colorbar=False, cmap=cmap, vmax=vmax)
         if over is not None:
             domain.plot_points(over[1][i], ax)
+        if domain.projection:  # longitudes labelled at −120°, 0°, 120° (the map's own labels crowd)
+            ax.set_xticks(np.radians([-120, 0, 120]), ["−120°", "0°", "120°"], fontsize=6, color="0.3")
+            ax.tick_params(axis="y", labelsize=6)
+        else:
+            _zoom(ax, ds, density(i), over[1][i] if over is not None else None)
         ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
+        axes.append(ax)
+    if axes and axes[0].collections:
+        fig.colorbar(axes[0].collections[0], ax=axes, label="ρ", shrink=0.8)
     if energy:
         plot_energy(ds, ax=fig.add_subplot(grid_rows, 1, grid_rows))
-    fig.suptitle(ds.attrs.get("model", ""), fontsize=9)
-    fig.tight_layout()
+    suffix = f" (N = {over[0]} particles, cyan)" if over is not None else ""
+    fig.suptitle(_title(ds) + suffix, fontsize=9)
     return fig
+
+
+def _zoom(ax, ds, density, points) -> None:
+    """Limits of a 2-D panel: where the density exceeds 1e-3 of its maximum or particles lie, with a margin
+    (a Gaussian in a large box otherwise fills a corner of it)."""
+    g = density.grid
+    if getattr(g, "dim", None) != 2:
+        return
+    rho = np.asarray(density.values)
+    ax_x, ax_y = g.axes
+    on = rho >= 1e-3 * np.nanmax(rho)
+    xs, ys = ax_x[on.any(axis=1)], ax_y[on.any(axis=0)]
+    lo = np.array([xs.min(), ys.min()])
+    hi = np.array([xs.max(), ys.max()])
+    if points is not None and len(points):
+        lo, hi = np.minimum(lo, points.min(axis=0)[:2]), np.maximum(hi, points.max(axis=0)[:2])
+    pad = 0.1 * (hi - lo) + 1e-12
+    box = np.array([[ax_x[0], ax_x[-1]], [ax_y[0], ax_y[-1]]])
+    ax.set_xlim(max(lo[0] - pad[0], box[0, 0]), min(hi[0] + pad[0], box[0, 1]))
+    ax.set_ylim(max(lo[1] - pad[1], box[1, 0]), min(hi[1] + pad[1], box[1, 1]))
 
 
 def _band(ax, t, values, label, color, ls="-"):
     """Mean over repeats with a ±1 standard deviation band."""
-    m = np.nanmean(values, axis=0)
-    s = np.nanstd(values, axis=0)
+    import warnings
+
+    with warnings.catch_warnings():  # times with nothing computed (NaN in every repeat) stay NaN, silently
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m = np.nanmean(values, axis=0)
+        s = np.nanstd(values, axis=0)
     ax.plot(t, m, color=color, ls=ls, label=label)
     if values.shape[0] > 1:
         ax.fill_between(t, m - s, m + s, color=color, alpha=0.15, lw=0)
@@ -132,16 +237,30 @@ def plot_energy(ds, ax=None):
     plt = _plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
+        ax.set_title(_title(ds), fontsize=7, wrap=True)
     if "step_energy" in ds and ds["step_energy"].size and "lagrangian_points" not in ds:
         ax.plot(ds["step_time"], ds["step_energy"], color="k", label="density")
     elif "energy" in ds:
         ax.plot(ds["time"], ds["energy"], "k.-", label="density")
     if "particle_energy" in ds:
         _bands_over_n(ax, ds, "particle_energy")
+        beta = _beta(ds)
+        if beta is not None:  # E_β(μ^N) counts the pairs i = j: e^β/(2βN) above the mean-field value
+            ns = ", ".join(f"{np.exp(beta) / (2 * beta * n):.2g}" for n in ds["n_particles"].values)
+            ax.text(0.99, 0.02, f"particle energies include the self-interaction e^β/(2βN) = {ns}",
+                    transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="0.3")
     ax.set_xlabel("t")
     ax.set_ylabel("E_β")
     ax.legend(fontsize=8)
     return ax
+
+
+def _beta(ds):
+    """β of the study's model (None if it has none, or β = 0)."""
+    import json
+
+    beta = json.loads(ds.attrs.get("study", "{}")).get("model", {}).get("beta")
+    return float(beta) if beta else None
 
 
 def plot_lagrangian(ds):
@@ -180,22 +299,30 @@ def plot_lagrangian(ds):
 def plot_wasserstein(ds, ax=None):
     """W_p(μ_t, μ^N_t) against t: a colour per N, a line style per p (mean ± sd over repeats). Returns the Axes."""
     plt = _plt()
+    ps = ds["p"].values
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
-    styles = ("-", "--", ":", "-.")
-    for a, p in enumerate(ds["p"].values):
+        _, axes = plt.subplots(1, len(ps), figsize=(5.5 * len(ps), 4), squeeze=False, sharey=True,
+                               layout="constrained")
+        axes = list(axes[0])
+    else:
+        axes = [ax] * len(ps)
+    w = ds["wasserstein"].values
+    for a, p in enumerate(ps):
         for i, n in enumerate(ds["n_particles"].values):
             vals = ds["wasserstein"].isel(p=a, n_particles=i).values
-            _band(ax, ds["time"].values, vals, f"W{p:g}, N = {n}", f"C{i}", ls=styles[a % len(styles)])
-    w = ds["wasserstein"].values
-    if np.any(np.isfinite(w) & (w > 0)):  # an interrupted run may hold no distance yet
-        ax.set_yscale("log")
-    else:
-        ax.set_title("no distance computed (interrupted run)")
-    ax.set_xlabel("t")
-    ax.set_ylabel("W_p(density, particles)")
-    ax.legend(fontsize=7, ncol=2)
-    return ax
+            _band(axes[a], ds["time"].values, vals, f"N = {n}", f"C{i}", ls=("-", "--", ":", "-.")[a % 4])
+        if np.any(np.isfinite(w[a]) & (w[a] > 0)):  # an interrupted run may hold no distance yet
+            axes[a].set_yscale("log")
+        else:
+            axes[a].text(0.5, 0.5, "no distance computed (interrupted run)", transform=axes[a].transAxes,
+                         ha="center")
+        axes[a].set_title(f"W{p:g}(density, particles), mean ± sd over {ds.sizes.get('repeat', 1)} repeats",
+                          fontsize=9)
+        axes[a].set_xlabel("t")
+        axes[a].legend(fontsize=7)
+    axes[0].set_ylabel("W_p")
+    axes[0].figure.suptitle(_title(ds), fontsize=8)
+    return axes[0]
 
 
 def plot_rate(ds, ax=None, time: int = -1, p_index: int = 0):
@@ -203,6 +330,7 @@ def plot_rate(ds, ax=None, time: int = -1, p_index: int = 0):
     plt = _plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 4))
+        ax.set_title(_title(ds), fontsize=7, wrap=True)
     ns = ds["n_particles"].values.astype(float)
     W = ds["wasserstein"].isel(p=p_index, time=time).values  # (N, repeats)
     p = float(ds["p"][p_index])
@@ -232,6 +360,7 @@ def plot_clusters(ds, ax=None):
     plt = _plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
+        ax.set_title(_title(ds), fontsize=7, wrap=True)
     _bands_over_n(ax, ds, "pair_fraction")
     ax.set_xlabel("t")
     ax.set_ylabel(ds["pair_fraction"].attrs.get("long_name", "pair fraction"), fontsize=8)
@@ -257,7 +386,16 @@ def plot_sweep(ds, variable: str | None = None, ax=None):
     da = da.mean([d for d in da.dims if d not in (key, "time")], keep_attrs=True)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
-    im = ax.pcolormesh(ds[key].values, ds["time"].values, da.transpose("time", key).values, shading="nearest",
+    values = ds[key].values
+    if values.size <= 4:  # a heat map would stretch a few values over wide bands: one curve each
+        for i, v in enumerate(values):
+            ax.plot(ds["time"].values, da.sel({key: v}).values, color=f"C{i}", label=f"{key} = {v}")
+        ax.set_xlabel("t")
+        ax.set_ylabel(da.attrs.get("long_name", variable), fontsize=8)
+        ax.legend(fontsize=8)
+        ax.set_title(f"{ds.attrs.get('title', '')}: {variable}", fontsize=9)
+        return ax
+    im = ax.pcolormesh(values, ds["time"].values, da.transpose("time", key).values, shading="nearest",
                        cmap="Blues" if variable == "pair_fraction" else "viridis")
     ax.figure.colorbar(im, ax=ax, label=da.attrs.get("long_name", variable))
     ax.set_xlabel(key)
@@ -277,7 +415,7 @@ def plot_overview(ds):
     plot_density(ds, ax=axes[0, 0])
     if has_energy:
         plot_energy(ds, ax=axes[0, 1])
-    fig.suptitle(ds.attrs.get("model", ""), fontsize=9)
+    fig.suptitle(_title(ds), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -329,7 +467,7 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
     def save(fig, name):
         interrupts.check()  # a deferred Ctrl-C stops between figures, never inside a write
         f = Path(f"{stem}-{name}.png")
-        fig.savefig(f, dpi=110)
+        fig.savefig(f, dpi=110, bbox_inches="tight")  # no label cut off
         plt.close(fig)
         out.append(f)
 
@@ -350,7 +488,10 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
         if "rate" in ds and not ds.attrs.get("sweep_dims") and np.isfinite(ds["rate"].isel(p=0, time=-1)):
             save(plot_rate(ds).figure, "rate")
         if "pair_fraction" in ds and not ds.attrs.get("sweep_dims"):
-            save(plot_clusters(ds).figure, "clusters")
+            if np.nanmax(ds["pair_fraction"].values, initial=0.0) > 0:
+                save(plot_clusters(ds).figure, "clusters")
+            else:  # an empty panel says less than a line
+                log.info("no pair of particles came within δ: no clusters figure")
     if animation and "density" in ds:
         out.append(animate(ds, f"{stem}-animation.{animation}"))
     return out
