@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 SCRIPT = r"""
 import sys
@@ -38,6 +39,7 @@ np.savez(sys.argv[1], **out)
 """
 
 
+@pytest.mark.slow  # 25 s: two fresh processes compile the kernels
 def test_compiling_and_cached_processes_agree_bit_for_bit(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2"}
     script = tmp_path / "kernels.py"

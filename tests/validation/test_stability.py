@@ -179,6 +179,7 @@ def test_stability_on_the_sphere(beta):
     assert r.domain == "sphere"
 
 
+@pytest.mark.slow  # 30 s: the general-QKV quadrature path (issue 15 makes it fast)
 def test_stability_on_the_sphere_general_qkv_multihead():
     rng = np.random.default_rng(2)
     Q, K, V = random_matrices(rng, 3)
