@@ -26,6 +26,7 @@ import numpy as np
 from validation.wasserstein import EXACT_OT_MAX
 
 from .. import domains
+from ..monitor import ResolutionMonitor
 from . import build
 from .config import StudyError
 
@@ -147,11 +148,20 @@ def check(cfg: dict, path=None) -> Estimate:
     Raises
     ------
     StudyError
-        One line: the exact OT exceeds the limit of :func:`validation.wasserstein` at the initial grid,
+        One line: the initial density is not resolved on its grid, the exact OT exceeds the limit of :func:`validation.wasserstein` at the initial grid,
         the largest array exceeds the memory available, or the results exceed the free disk space of
         the directory of ``path``.
     """
     est = estimate(cfg)
+    grid = build.build_grid(cfg)
+    mu0 = None if grid is None else build.initial_density(cfg, grid)
+    if mu0 is not None:  # the solver would refuse it at t = 0: say so before anything else runs
+        tm = cfg["time"]
+        monitor = ResolutionMonitor(**{k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None})
+        reason = monitor.check_state(grid, mu0.values)
+        if reason is not None:
+            raise StudyError(f"[grid]/[initial]: the initial density is not resolved: {reason}; use a finer grid"
+                             + (" or loosen [time] tail_tol" if "tail" in reason else ""))
     if est.ot_first > EXACT_OT_MAX:
         raise StudyError(
             f"[distances] p: {est.ot_where} needs an exact-OT cost matrix of {est.ot_first:.3g} entries "

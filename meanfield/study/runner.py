@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -44,7 +45,7 @@ from ..solve import Interrupted, Status, solve
 from . import build, config, preflight
 from .figures import write_figures
 
-__all__ = ["run", "run_config", "StudyInterrupted", "show_progress", "versions"]
+__all__ = ["run", "run_config", "write_results", "StudyInterrupted", "show_progress", "versions"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -433,20 +434,26 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     animation = cfg["output"]["animation"] if animation is None else animation
     with interrupts.deferred():
         ds, interrupted = run_config(cfg, progress=progress)
-        if path is not False:
-            target = beside(path, ds)
-            if target != path:
-                log.warning("interrupted: %s holds a complete result and is kept; writing %s", path, target)
-            save(ds, target)
-            log.info("wrote %s", target)
-            if (plot or animation) and not interrupts.pending():
-                try:
-                    for f in write_figures(ds, target, plots=plot, animation=animation):
-                        log.info("wrote %s", f)
-                except KeyboardInterrupt:
-                    log.warning("interrupted while drawing: the results file is complete, some figures are missing")
+        target = None if path is False else write_results(ds, path, plot, animation)
         interrupted = interrupted or interrupts.pending()
         interrupts.clear()
     if interrupted:
-        raise StudyInterrupted(ds, None if path is False else target)
+        raise StudyInterrupted(ds, target)
     return ds
+
+
+def write_results(ds, path, plots: bool = False, animation: str | None = None):
+    """Write ``ds`` to ``path`` — beside it as ``<stem>.interrupted.nc`` when ``ds`` is interrupted and a
+    complete result is there — then its figures unless a deferred Ctrl-C is pending. Returns the file written."""
+    target = beside(path, ds)
+    if target != Path(path):
+        log.warning("interrupted: %s holds a complete result and is kept; writing %s", path, target)
+    save(ds, target)
+    log.info("wrote %s", target)
+    if (plots or animation) and not interrupts.pending():
+        try:
+            for f in write_figures(ds, target, plots=plots, animation=animation):
+                log.info("wrote %s", f)
+        except KeyboardInterrupt:
+            log.warning("interrupted while drawing: the results file is complete, some figures are missing")
+    return target

@@ -26,11 +26,10 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from .. import interrupts
-from ..io import beside, check_output, save
+from ..io import check_output
 from . import config, preflight
 from .build import build_model
-from .figures import write_figures
-from .runner import StudyInterrupted, run_config, show_progress, versions
+from .runner import StudyInterrupted, run_config, show_progress, versions, write_results
 
 __all__ = ["sweep", "dimension_name"]
 
@@ -209,20 +208,11 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
                                               "scheduler": scheduler or "local", "tasks": len(cfgs)}),
                          "sweep_dims": " ".join(dimension_name(k) for k in keys), **versions(),
                          "status": "interrupted" if interrupted else "success"})
-        if path is not None:
-            target = beside(path, ds)
-            save(ds, target)
-            log.info("wrote %s", target)
-            if plot and not interrupts.pending():
-                try:
-                    for f in write_figures(ds, target):
-                        log.info("wrote %s", f)
-                except KeyboardInterrupt:
-                    log.warning("interrupted while drawing: the results file is complete, some figures are missing")
+        target = None if path is None else write_results(ds, path, plots=plot)
         interrupted = interrupted or interrupts.pending()
         interrupts.clear()
     if interrupted:
-        raise StudyInterrupted(ds, None if path is None else target)
+        raise StudyInterrupted(ds, target)
     return ds
 
 

@@ -268,3 +268,20 @@ def test_solve_rejects_wrong_model_or_density():
         mf.solve("SA", smooth_density(32), (0, 1))
     with pytest.raises(ValueError, match="spectral path"):
         mf.solve(mf.SelfAttention(1.0, Q=np.diag([1.0, 2.0])), smooth_density(32), (0, 1), path="spectral")
+
+
+def test_a_refused_initial_density_is_the_errors_solution():
+    """ResolutionError.solution always holds at least the initial state (README: ``sol = e.solution``)."""
+    import meanfield as mf
+    from meanfield.monitor import ResolutionError
+
+    grid = mf.CircleGrid(16)
+    th = grid.angles
+    rho = np.exp(200 * (np.cos(th) - 1))
+    mu0 = mf.Density(grid, rho / grid.integrate(rho))
+    with pytest.raises(ResolutionError) as e:
+        mf.solve(mf.SelfAttention(1.0), mu0, (0.0, 1.0))
+    sol = e.value.solution
+    assert e.value.initial and e.value.t == 0.0
+    assert sol.t.tolist() == [0.0] and np.array_equal(sol.densities[0].values, mu0.values)
+    assert sol.mass[0] == pytest.approx(1.0, abs=1e-14) and sol.status.value == "resolution lost"

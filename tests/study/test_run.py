@@ -250,7 +250,7 @@ def test_ctrl_c_during_the_particle_statistics_keeps_what_was_computed(tmp_path,
 def test_an_unresolved_initial_density_is_a_study_error():
     study = {"domain": "circle", "grid": {"n": 16}, "initial": {"kind": "von-mises-fisher", "angles": [0.0],
                                                                "kappa": 200.0}}
-    with pytest.raises(meanfield.study.StudyError, match=r"\[grid\]: .*initial density is not resolved"):
+    with pytest.raises(meanfield.study.StudyError, match=r"\[grid\]/\[initial\]: the initial density is not resolved"):
         run(study, output=False, progress=False)
 
 
