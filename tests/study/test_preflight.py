@@ -150,7 +150,7 @@ def test_estimate_counts_what_the_file_holds(tmp_path):
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
 
-BASE = {"domain": "circle", "grid": {"n": 16}, "model": {"beta": 1.0}, "initial": {"amplitude": 0.05},
+BASE = {"domain": "circle", "grid": {"n": 64}, "model": {"beta": 1.0}, "initial": {"amplitude": 0.05},
         "time": {"t_end": 0.05, "frames": 2, "refine": False},
         "particles": {"n": [8], "repeats": 1}, "distances": {"p": [1.0]}}
 KEYS = [(s, k) for s, t in BASE.items() if isinstance(t, dict) for k in t] + [("", "domain"), ("", "seed")]
@@ -179,6 +179,11 @@ def _mutate(tables, mutations):
         else:
             where[key] = value
     return t
+
+
+def test_the_unmutated_study_passes_the_check(tmp_path, capsys):
+    """Else every mutation below would be refused for the base's own fault."""
+    assert main(["check", str(_write(tmp_path / "b.toml", BASE)), "--output", str(tmp_path / "b.nc")]) == 0
 
 
 @hypothesis.settings(max_examples=60, deadline=None,
