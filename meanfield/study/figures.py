@@ -132,8 +132,18 @@ def plot_density(ds, ax=None, cmap="magma"):
     ax.set_title(title, fontsize=8)
     ax.set_xlabel("t")
     ax.set_ylabel("θ" if s == "theta" else "x")
+    t = ds["time"].values
+    if t.size > 1:
+        ax.set_xlim(t[0], t[-1])
     if s == "theta":
         _pi_ticks(ax.yaxis)
+    else:  # R¹: where the density exceeds 1e-3 of its maximum (or particles lie), with a margin
+        on = np.nan_to_num(rho) >= 1e-3 * np.nanmax(rho)
+        lo, hi = y[on.any(axis=0)].min(), y[on.any(axis=0)].max()
+        if over is not None:
+            lo, hi = min(lo, np.nanmin(pos)), max(hi, np.nanmax(pos))
+        pad = 0.1 * (hi - lo)
+        ax.set_ylim(max(lo - pad, y[0]), min(hi + pad, y[-1]))
     return ax
 
 
@@ -320,7 +330,10 @@ def plot_wasserstein(ds, ax=None):
                           fontsize=9)
         axes[a].set_xlabel("t")
         axes[a].legend(fontsize=7)
-    axes[0].set_ylabel("W_p")
+    axes[0].set_ylabel(" / ".join(f"W{p:g}" for p in ps) if len(set(axes)) == 1 else f"W{ps[0]:g}")
+    for a in range(1, len(ps)):
+        if axes[a] is not axes[0]:
+            axes[a].set_ylabel(f"W{ps[a]:g}")
     axes[0].figure.suptitle(_title(ds), fontsize=8)
     return axes[0]
 
