@@ -349,6 +349,7 @@ def solve(
     path: str = "auto",
     monitor: ResolutionMonitor | None = None,
     representation: str | None = None,
+    lagrangian_tol: float | None = None,
 ) -> Solution:
     r"""Advance a density by the continuity equation ∂_t μ + div(μ X[μ]) = 0.
 
@@ -407,6 +408,13 @@ def solve(
         to the problem's conditioning), "grid" elsewhere — on S² and in R^d the
         Lagrangian nodes are the grid's, fixed, and accurate only while the flow
         map is resolved by them (docs/MATH.md §6), so it is asked for explicitly.
+    lagrangian_tol : float, optional
+        The adaptive Gauss panels' bound on each panel's contribution to the
+        error of the Fourier moments (``tol`` of
+        :func:`meanfield.lagrangian.panels.transport_panels`, default 1e-14).
+        The panels stop rather than let the moments err by more than 1e3 × this
+        (the mass on panels float64 can no longer split); a looser value lets a
+        run go on through sharper clusters with that error bound.
 
     Returns
     -------
@@ -451,6 +459,7 @@ def solve(
     if isinstance(max_n, bool) or not isinstance(max_n, (int, np.integer)) or max_n < mu0.grid.n:
         raise ValueError(f"`max_n` must be an integer >= the initial resolution {mu0.grid.n}, got {max_n!r}.")
     monitor = ResolutionMonitor() if monitor is None else monitor
+    panels = {} if lagrangian_tol is None else {"tol": checks.positive(lagrangian_tol, "lagrangian_tol")}
 
     if representation is None:
         representation = "auto" if refines(model, domain) else "grid"
@@ -459,7 +468,7 @@ def solve(
     if representation == "lagrangian":
         lmethod = method if method_given is not None or dt is not None else "dop853"  # a given dt means rk4
         run = transport_density(model, mu0, (t0, t1), t_eval, method=lmethod, dt=dt, rtol=rtol, atol=atol,
-                                path=path, progress=progress)
+                                path=path, progress=progress, **panels)
         sol = _lagrangian_solution(model, domain, run, lmethod, t0)
         _raise_on_stop(run, sol)
         return sol
@@ -495,7 +504,8 @@ def solve(
         if representation == "grid":
             raise ResolutionError(stop.t, stop.reason, result(Status.RESOLUTION_LOST, stop.reason),
                                   hint=stop.hint) from None
-        return _hand_over(model, problem, stop, result(Status.SUCCESS, ""), t_eval, t1, rtol, atol, path, progress)
+        return _hand_over(model, problem, stop, result(Status.SUCCESS, ""), t_eval, t1, rtol, atol, path, progress,
+                          panels)
     except KeyboardInterrupt:
         last = f"t = {history.out_t[-1]:.6g}" if history.out_t else "no output time"
         raise Interrupted(result(Status.INTERRUPTED, f"interrupted (Ctrl-C); kept up to {last}")) from None
@@ -532,12 +542,12 @@ def _lagrangian_solution(model, domain, run, method: str, handover: float, grid_
 
 
 def _hand_over(model, problem: GridProblem, stop: StopIntegration, grid_part: Solution, t_eval, t1, rtol, atol, path,
-               progress):
+               progress, panels):
     """Go on from the grid's last resolved state (``stop.y`` at ``stop.t``) with the Lagrangian measure."""
     last = Density(problem.grid, stop.y, check=False)
     rest = [t for t in t_eval if t > stop.t]
     run = transport_density(model, last, (stop.t, t1), rest if rest else [t1], rtol=rtol, atol=atol,
-                            path="auto" if path in ("spectral", "separable") else path, progress=progress)
+                            path="auto" if path in ("spectral", "separable") else path, progress=progress, **panels)
     sol = _lagrangian_solution(model, problem.domain, run, problem.path, stop.t, replace(grid_part, message=stop.reason))
     _raise_on_stop(run, sol)
     return sol
@@ -550,5 +560,6 @@ def _raise_on_stop(run, sol: Solution) -> None:
         raise Interrupted(sol)
     if run.status is Status.RESOLUTION_LOST:
         t = getattr(run, "t", float(sol.t[-1]) if sol.t.size else float("nan"))
-        raise ResolutionError(t, run.message, sol, hint="Raise max_points or loosen tol of "
+        raise ResolutionError(t, run.message, sol, hint="Loosen lagrangian_tol (solve's argument; [time] "
+                              "lagrangian_tol in a study file), raise max_points of "
                               "meanfield.lagrangian.transport_panels, or end earlier.")

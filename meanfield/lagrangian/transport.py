@@ -132,17 +132,20 @@ def refines(model, domain) -> bool:
 
 
 def transport_density(model, density, t_span, t_eval, *, method: str = "dop853", dt: float | None = None,
-                      rtol: float = 1e-10, atol: float = 1e-12, path: str = "auto", progress: bool = False):
+                      rtol: float = 1e-10, atol: float = 1e-12, path: str = "auto", progress: bool = False,
+                      tol: float | None = None):
     """The Lagrangian solution from a grid density at time ``t_span[0]``: adaptive Gauss panels
     (:func:`~meanfield.lagrangian.panels.transport_panels`) for zonal models on the circle with the adaptive
     default method, else the grid's nodes as fixed characteristics (:func:`start`, :func:`transport`).
 
     Returns a :class:`Transport` or a :class:`~meanfield.lagrangian.panels.PanelTransport` (the same fields).
+    ``tol`` is the panels' moment tolerance (their default where None; fixed nodes have none).
     """
     from .panels import transport_panels
 
     if refines(model, density.domain) and method == "dop853" and dt is None and path in ("auto", "spectral"):
-        return transport_panels(model, density, t_span, t_eval, rtol=rtol, atol=atol, progress=progress)
+        return transport_panels(model, density, t_span, t_eval, rtol=rtol, atol=atol, progress=progress,
+                                **({} if tol is None else {"tol": tol}))
     frame = start(density)
     if float(t_span[0]) != 0.0:
         frame = LagrangianMeasure(frame.state, frame.weights, frame.log_density, frame.domain, frame.mesh,

@@ -108,6 +108,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                               "Lagrangian measure there; lagrangian: the Lagrangian measure from t = 0 "
                               "(default: meanfield.solve's, auto for zonal models on the circle, else grid)",
                               choices=("grid", "auto", "lagrangian")),
+        "lagrangian_tol": Key("float", None, "the Lagrangian panels' moment tolerance (meanfield.solve's "
+                              "lagrangian_tol, default 1e-14): a run stops rather than let the moments err by "
+                              "more than 1e3 × it", positive=True),
         "tail_tol": Key("float", None, "resolution monitor: largest spectral tail of a resolved density (circle, "
                         "sphere; default 1e-10, meanfield.monitor.ResolutionMonitor)", positive=True),
         "neg_tol": Key("float", None, "resolution monitor: most negative value, relative to the mean (default 1e-8)",

@@ -174,6 +174,8 @@ def _solve(cfg, model, mu0, t_eval, progress):
                   atol=tm["atol"], progress=progress, representation=tm["representation"])
     if tm["max_n"] is not None:
         kwargs["max_n"] = tm["max_n"]
+    if tm["lagrangian_tol"] is not None:
+        kwargs["lagrangian_tol"] = tm["lagrangian_tol"]
     tolerances = {k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None}
     if tolerances:
         kwargs["monitor"] = ResolutionMonitor(**tolerances)

@@ -313,3 +313,45 @@ def test_the_panels_stop_with_a_message_rather_than_lose_accuracy(monkeypatch):
     with pytest.raises(mf.ResolutionError) as e:
         mf.solve(mf.SelfAttention(0.0), mu0, (0, 20), t_eval=[2.0, 5.0, 10.0, 20.0], representation="lagrangian")
     assert e.value.solution.t.tolist() == [2.0] and 2.0 < e.value.t < 5.0  # where the cap was met
+
+
+def test_lagrangian_tol_is_checked():
+    import meanfield as mf
+
+    g = mf.CircleGrid(32)
+    mu0 = mf.Density(g, np.full(32, 1 / (2 * np.pi)))
+    with pytest.raises(ValueError, match="lagrangian_tol"):
+        mf.solve(mf.SelfAttention(1.0), mu0, (0.0, 1.0), representation="lagrangian", lagrangian_tol=-1.0)
+
+
+@pytest.mark.slow
+def test_metastability_example_goes_through_with_a_looser_panel_tolerance():
+    """examples/metastability.toml without particles: at the default tolerance the panels stop near t = 19
+    (ResolutionError, the frames before kept); at 1e-13, 1e-12, 1e-11 the run reaches t = 100 and the three
+    tolerances agree on the cluster history and on E_β(100) to 1e-13 relative (the looser bound is not used up)."""
+    import tomllib
+    from pathlib import Path
+
+    import meanfield as mf
+    from meanfield.study import build, read
+
+    tables = tomllib.loads((Path(__file__).parents[2] / "examples" / "metastability.toml").read_text())
+    tables.pop("particles")
+    tables["time"].pop("lagrangian_tol")
+    cfg = read(tables)
+    model, grid = build.build_model(cfg), build.build_grid(cfg)
+    mu0 = build.initial_density(cfg, grid)
+    t_eval = np.linspace(0.0, 100.0, 201)
+    with pytest.raises(mf.ResolutionError) as e:
+        mf.solve(model, mu0, (0.0, 100.0), t_eval=t_eval, representation="lagrangian")
+    assert 10.0 < e.value.t < 100.0 and e.value.solution.t[-1] <= e.value.t
+    histories, energies = [], []
+    for tol in (1e-13, 1e-12, 1e-11):
+        sol = mf.solve(model, mu0, (0.0, 100.0), t_eval=t_eval, representation="lagrangian", lagrangian_tol=tol)
+        assert sol.t[-1] == 100.0
+        counts = [len(mf.lagrangian.clusters(f)) for f in sol.densities]
+        histories.append(counts)
+        energies.append(sol.energy[-1])
+    assert histories[0] == histories[1] == histories[2]
+    assert histories[0][-1] == 2 and max(histories[0]) == 3  # three metastable clusters, then two
+    assert np.ptp(energies) <= 1e-13 * abs(energies[0])
