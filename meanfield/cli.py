@@ -201,21 +201,14 @@ def main(argv=None) -> int:
 
 def _check(args) -> int:
     """``meanfield check``: the study read, built and sized, nothing run."""
-    from .io import check_output
-    from .study import StudyError, read
-    from .study.build import build_grid, build_model, initial_density
-    from .study.preflight import check, human
+    from .study import read
+    from .study.build import build_grid, build_model
+    from .study.preflight import check, human, output
 
     cfg = read(args.study)
-    path = cfg["output"]["path"] if args.output is None else args.output
-    try:
-        check_output(path, args.overwrite)
-    except (ValueError, FileExistsError) as exc:
-        raise StudyError(f"[output] path: {exc}") from None
+    path = output(cfg["output"]["path"] if args.output is None else args.output, args.overwrite, "[output] path")
+    est = check(cfg, path)  # builds the grid and the initial density, and checks it
     model, grid = build_model(cfg), build_grid(cfg)
-    if grid is not None:
-        initial_density(cfg, grid)
-    est = check(cfg, path)
     lines = [f"study        {cfg['name']}: {' '.join(repr(model).split())}",
              f"grid         {grid!r}" if grid is not None else "grid         none (particles only)",
              f"results      up to {human(est.result)} (uncompressed) at {path}",
@@ -305,17 +298,15 @@ def _two_bumps(sphere: bool) -> dict:
 
 
 def _demo(args) -> int:
-    from .io import beside, check_output, save
-    from .study import StudyError, read, run_config
+    from .io import beside, save
+    from .study import read, run_config
     from .study.build import build_grid
     from .study.figures import plot_overview
+    from .study.preflight import output
 
     args.output.mkdir(parents=True, exist_ok=True)
     cfg = read(demo_study(args))
-    try:
-        check_output(cfg["output"]["path"], args.overwrite)
-    except (ValueError, FileExistsError) as exc:
-        raise StudyError(f"--output: {exc}") from None
+    output(cfg["output"]["path"], args.overwrite, "--output")
     grid0 = build_grid(cfg)
     log.info("solving %s on %r, t in [0, %g] ...", cfg["model"], grid0, cfg["time"]["t_end"])
     start = time.perf_counter()

@@ -65,6 +65,7 @@ __all__ = [
     "prepare",
     "Prepared",
     "discretisation",
+    "ExactOTTooLarge",
 ]
 
 TWO_PI = 2.0 * np.pi
@@ -72,6 +73,10 @@ TWO_PI = 2.0 * np.pi
 CIRCLE_CELLS = 1 << 20
 #: largest n·m for which exact OT (a dense cost matrix) is attempted
 EXACT_OT_MAX = 5 * 10**7
+
+
+class ExactOTTooLarge(ValueError):
+    """Exact OT would need a cost matrix of more than :data:`EXACT_OT_MAX` entries (refused, not attempted)."""
 
 
 # ---------------------------------------------------------------------- measures
@@ -394,7 +399,7 @@ def _exact_ot(xa, wa, xb, wb, cost, p):
     import ot
 
     if xa.shape[0] * xb.shape[0] > EXACT_OT_MAX:
-        raise ValueError(
+        raise ExactOTTooLarge(
             f"exact OT between {xa.shape[0]} and {xb.shape[0]} points needs a {xa.shape[0]}×{xb.shape[0]} cost "
             f"matrix (limit {EXACT_OT_MAX:.0e} entries); use fewer points or "
             "`sliced_wasserstein_sphere` (an estimate, not the distance)."
@@ -468,21 +473,19 @@ def _batched(a, b, batch_a, batch_b, p, domain, cells) -> np.ndarray:
         shape = np.broadcast_shapes(batch_a, batch_b)
     except ValueError:
         raise ValueError(f"the batch shapes of `a` {batch_a} and `b` {batch_b} do not broadcast.") from None
-    A = np.asarray(a, dtype=float) if batch_a else None
-    B = np.asarray(b, dtype=float) if batch_b else None
-    if A is None or B is None:  # the unbatched side once, on the domain the sets share
-        one = a if A is None else b
-        first = (B if A is None else A).reshape((-1,) + (B if A is None else A).shape[-2:])[0]
-        other = prepare(first, domain, cells, "b" if A is None else "a")
-        fixed = prepare(one, other.domain if domain is None else domain, cells, "a" if A is None else "b")
-        a, b = (fixed, None) if A is None else (None, fixed)
+    if not batch_a or not batch_b:  # the unbatched side once, on the domain it carries or the sets share
+        one, sets = (a, np.asarray(b, dtype=float)) if not batch_a else (b, np.asarray(a, dtype=float))
+        dom = domain if domain is not None else _carried(one)
+        if dom is None:
+            dom = prepare(sets.reshape((-1,) + sets.shape[-2:])[0], None, cells).domain
+        fixed = prepare(one, dom, cells, "a" if not batch_a else "b")
+        a, b = (fixed, b) if not batch_a else (a, fixed)
+    # views of the broadcast batch (no copies); an unbatched side stays one object
+    A = np.broadcast_to(np.asarray(a, dtype=float), shape + np.shape(a)[-2:]) if batch_a else None
+    B = np.broadcast_to(np.asarray(b, dtype=float), shape + np.shape(b)[-2:]) if batch_b else None
     out = np.empty(shape)
     for idx in np.ndindex(*shape):
-        xa = a if A is None else A[tuple(i if n > 1 else 0 for i, n in zip(idx[len(shape) - len(batch_a):],
-                                                                             batch_a))]
-        xb = b if B is None else B[tuple(i if n > 1 else 0 for i, n in zip(idx[len(shape) - len(batch_b):],
-                                                                             batch_b))]
-        out[idx] = wasserstein(xa, xb, p, domain=domain, cells=cells)
+        out[idx] = wasserstein(a if A is None else A[idx], b if B is None else B[idx], p, domain=domain, cells=cells)
     return out
 
 

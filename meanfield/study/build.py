@@ -35,9 +35,10 @@ from ..gaussian import gaussian_density
 from ..io import load
 from ..laws import sample_von_mises_fisher, von_mises_fisher
 from ..models import L2, MultiHeadAttention, SelfAttention, Sigmoid, Sinkhorn, Softmax
+from ..monitor import ResolutionMonitor
 from .config import StudyError
 
-__all__ = ["build_model", "build_grid", "initial_density", "initial_particles", "uniform_noise"]
+__all__ = ["build_model", "build_grid", "build_monitor", "initial_density", "initial_particles", "uniform_noise"]
 
 
 def _stream(cfg, *keys) -> np.random.Generator:
@@ -100,6 +101,12 @@ def build_grid(cfg):
 
 
 # --------------------------------------------------------- initial laws
+def build_monitor(cfg) -> ResolutionMonitor:
+    """The resolution monitor of [time] tail_tol, neg_tol, energy_rtol (its defaults where not given)."""
+    tm = cfg["time"]
+    return ResolutionMonitor(**{k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None})
+
+
 def _noise_circle(amp: float, m: int, rng):
     k = np.arange(1, m + 1)
     phases = rng.uniform(0.0, 2.0 * np.pi, m)

@@ -56,6 +56,13 @@ def _title(ds) -> str:
     return " · ".join(p for p in parts if p)
 
 
+def _study(ds) -> dict:
+    """The study's tables, as stored in the results file's attributes (empty where absent)."""
+    import json
+
+    return json.loads(ds.attrs.get("study", "{}"))
+
+
 def _pi_ticks(axis) -> None:
     """Ticks at 0, π/2, π, 3π/2, 2π on an angle axis (``ax.xaxis`` or ``ax.yaxis``)."""
     axis.set_ticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
@@ -137,22 +144,26 @@ def plot_density(ds, ax=None, cmap="magma"):
         ax.set_xlim(t[0], t[-1])
     if s == "theta":
         _pi_ticks(ax.yaxis)
-    else:  # R¹: where the density exceeds 1e-3 of its maximum (or particles lie), with a margin
-        on = np.nan_to_num(rho) >= 1e-3 * np.nanmax(rho)
-        lo, hi = y[on.any(axis=0)].min(), y[on.any(axis=0)].max()
-        if over is not None:
-            lo, hi = min(lo, np.nanmin(pos)), max(hi, np.nanmax(pos))
-        pad = 0.1 * (hi - lo)
-        ax.set_ylim(max(lo - pad, y[0]), min(hi + pad, y[-1]))
+    else:  # R¹
+        ax.set_ylim(*_extent(y, (np.nan_to_num(rho) >= 1e-3 * np.nanmax(rho)).any(axis=0),
+                             None if over is None else pos))
     return ax
+
+
+def _extent(coords, on, points=None) -> tuple[float, float]:
+    """Axis limits around the nodes ``coords[on]`` (where the density matters) and ``points`` (particles'
+    coordinates on this axis), with a 10 % margin, inside the grid's own range."""
+    lo, hi = coords[on].min(), coords[on].max()
+    if points is not None and np.size(points):
+        lo, hi = min(lo, np.nanmin(points)), max(hi, np.nanmax(points))
+    pad = 0.1 * (hi - lo) + 1e-12
+    return max(lo - pad, coords[0]), min(hi + pad, coords[-1])
 
 
 def _noise_note(ds, n: int) -> str:
     """Why N particles may cluster elsewhere than the density: their sampling noise, of size ~ N^{-1/2}
     in every Fourier mode, exceeds the study's initial perturbation (uniform-noise amplitude)."""
-    import json
-
-    initial = json.loads(ds.attrs.get("study", "{}")).get("initial", {})
+    initial = _study(ds).get("initial", {})
     amplitude = initial.get("amplitude")
     if initial.get("kind") == "uniform-noise" and amplitude is not None and n ** -0.5 > amplitude:
         return (f"; their sampling noise N^(-1/2) = {n ** -0.5:.2g} exceeds the perturbation {amplitude:g}, "
@@ -210,17 +221,10 @@ def _zoom(ax, ds, density, points) -> None:
     if getattr(g, "dim", None) != 2:
         return
     rho = np.asarray(density.values)
-    ax_x, ax_y = g.axes
     on = rho >= 1e-3 * np.nanmax(rho)
-    xs, ys = ax_x[on.any(axis=1)], ax_y[on.any(axis=0)]
-    lo = np.array([xs.min(), ys.min()])
-    hi = np.array([xs.max(), ys.max()])
-    if points is not None and len(points):
-        lo, hi = np.minimum(lo, points.min(axis=0)[:2]), np.maximum(hi, points.max(axis=0)[:2])
-    pad = 0.1 * (hi - lo) + 1e-12
-    box = np.array([[ax_x[0], ax_x[-1]], [ax_y[0], ax_y[-1]]])
-    ax.set_xlim(max(lo[0] - pad[0], box[0, 0]), min(hi[0] + pad[0], box[0, 1]))
-    ax.set_ylim(max(lo[1] - pad[1], box[1, 0]), min(hi[1] + pad[1], box[1, 1]))
+    ax_x, ax_y = g.axes
+    ax.set_xlim(*_extent(ax_x, on.any(axis=1), None if points is None else points[:, 0]))
+    ax.set_ylim(*_extent(ax_y, on.any(axis=0), None if points is None else points[:, 1]))
 
 
 def _band(ax, t, values, label, color, ls="-"):
@@ -267,9 +271,7 @@ def plot_energy(ds, ax=None):
 
 def _beta(ds):
     """β of the study's model (None if it has none, or β = 0)."""
-    import json
-
-    beta = json.loads(ds.attrs.get("study", "{}")).get("model", {}).get("beta")
+    beta = _study(ds).get("model", {}).get("beta")
     return float(beta) if beta else None
 
 

@@ -26,11 +26,11 @@ import numpy as np
 from validation.wasserstein import EXACT_OT_MAX
 
 from .. import domains
-from ..monitor import ResolutionMonitor
+from ..io import check_output
 from . import build
 from .config import StudyError
 
-__all__ = ["Estimate", "estimate", "check", "available_memory", "human"]
+__all__ = ["Estimate", "estimate", "check", "output", "available_memory", "human"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -76,11 +76,12 @@ def _cap_grid(cfg, grid):
     return grid if factor == 1 else grid.refined(factor)
 
 
-def estimate(cfg: dict) -> Estimate:
-    """The sizes of a checked study (:func:`meanfield.study.config.read`), without running it."""
+def estimate(cfg: dict, grid=None) -> Estimate:
+    """The sizes of a checked study (:func:`meanfield.study.config.read`), without running it (``grid``: its
+    grid, when the caller has built it)."""
     est = Estimate()
     T = len(cfg["time"]["t_eval"])
-    grid = build.build_grid(cfg)
+    grid = build.build_grid(cfg) if grid is None else grid
     nodes = nodes0 = 0
     if grid is not None:
         nodes0 = int(np.prod(grid.shape))
@@ -125,6 +126,15 @@ def estimate(cfg: dict) -> Estimate:
     return est
 
 
+def output(path, overwrite: bool, where: str) -> Path:
+    """:func:`meanfield.io.check_output` as a study check: a path that cannot be written, or holds a complete
+    result and ``overwrite`` is false, is a :class:`StudyError` prefixed by ``where`` (the key or option)."""
+    try:
+        return check_output(path, overwrite)
+    except (ValueError, FileExistsError) as exc:
+        raise StudyError(f"{where}: {exc}") from None
+
+
 def available_memory() -> float:
     """Bytes of memory available to a new allocation (MemAvailable; psutil's figure; else inf)."""
     try:
@@ -148,17 +158,15 @@ def check(cfg: dict, path=None) -> Estimate:
     Raises
     ------
     StudyError
-        One line: the initial density is not resolved on its grid, the exact OT exceeds the limit of :func:`validation.wasserstein` at the initial grid,
-        the largest array exceeds the memory available, or the results exceed the free disk space of
-        the directory of ``path``.
+        One line: the initial density is not resolved on its grid, the exact OT exceeds the limit of
+        :func:`validation.wasserstein` at the initial grid, the largest array exceeds the memory available,
+        or the results exceed the free disk space of the directory of ``path``.
     """
-    est = estimate(cfg)
     grid = build.build_grid(cfg)
+    est = estimate(cfg, grid)
     mu0 = None if grid is None else build.initial_density(cfg, grid)
     if mu0 is not None:  # the solver would refuse it at t = 0: say so before anything else runs
-        tm = cfg["time"]
-        monitor = ResolutionMonitor(**{k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None})
-        reason = monitor.check_state(grid, mu0.values)
+        reason = build.build_monitor(cfg).check_state(grid, mu0.values)
         if reason is not None:
             raise StudyError(f"[grid]/[initial]: the initial density is not resolved: {reason}; use a finer grid"
                              + (" or loosen [time] tail_tol" if "tail" in reason else ""))

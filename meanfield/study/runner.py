@@ -33,14 +33,14 @@ from tqdm.auto import tqdm
 import particles
 from particles import clusters
 from validation.meanfield_limit import fit_exponent
-from validation.wasserstein import wasserstein
+from validation.wasserstein import ExactOTTooLarge, wasserstein
 
 from .. import domains, interrupts, lagrangian
 from ..lagrangian import LagrangianMeasure
-from ..io import beside, check_output, save
+from ..io import beside, save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
-from ..monitor import ResolutionError, ResolutionMonitor
+from ..monitor import ResolutionError
 from ..solve import Interrupted, Status, solve
 from . import build, config, preflight
 from .figures import write_figures
@@ -176,9 +176,7 @@ def _solve(cfg, model, mu0, t_eval, progress):
         kwargs["max_n"] = tm["max_n"]
     if tm["lagrangian_tol"] is not None:
         kwargs["lagrangian_tol"] = tm["lagrangian_tol"]
-    tolerances = {k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None}
-    if tolerances:
-        kwargs["monitor"] = ResolutionMonitor(**tolerances)
+    kwargs["monitor"] = build.build_monitor(cfg)
     log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
     try:
         return solve(model, mu0, (0.0, float(t_eval[-1])), **kwargs), False
@@ -266,9 +264,7 @@ def _wasserstein(cfg, densities, store, progress):
             # the R realisations as one batch: the density is prepared once
             try:
                 out[a, index[n], :, t] = wasserstein(d, store[n]["x"][:, t], p=ps[a])
-            except ValueError as exc:  # an exact OT over its limit (the grid was refined): NaN, said once
-                if "exact OT" not in str(exc):
-                    raise
+            except ExactOTTooLarge as exc:  # the grid was refined past the limit: NaN, said once per N
                 if n not in too_large:
                     log.warning("W_p at N = %d from t = %g on is NaN: %s", n, cfg["time"]["t_eval"][t], exc)
                 too_large.add(n)
@@ -427,10 +423,7 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     cfg = config.read(study)
     path = cfg["output"]["path"] if output is None else output
     if path is not False:
-        try:
-            path = check_output(path, overwrite)
-        except (ValueError, FileExistsError) as exc:
-            raise config.StudyError(f"[output] path: {exc}") from None
+        path = preflight.output(path, overwrite, "[output] path")
     preflight.check(cfg, path)
     plot = cfg["output"]["plot"] if plot is None else plot
     animation = cfg["output"]["animation"] if animation is None else animation

@@ -26,7 +26,6 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from .. import interrupts
-from ..io import check_output
 from . import config, preflight
 from .build import build_model
 from .runner import StudyInterrupted, run_config, show_progress, versions, write_results
@@ -188,10 +187,7 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
     if output is not False:
         path = Path(output) if output is not None else Path(base_cfg["output"]["path"]).with_name(
             default_name(base_cfg["name"], keys, values, repeats, raw))
-        try:
-            path = check_output(path, overwrite)
-        except (ValueError, FileExistsError) as exc:
-            raise config.StudyError(f"--output: {exc}") from None
+        path = preflight.output(path, overwrite, "--output")
     for cfg in cfgs:  # every point must fit this machine (a scheduler elsewhere has its own memory)
         preflight.check(cfg, None)
     log.info("sweep of %s: %d tasks over %s", base_cfg["name"], len(cfgs), ", ".join(keys))
