@@ -15,12 +15,14 @@ import numpy as np
 from ..domains import Measure
 from ..kernels import energy as pairwise_energy
 from ..kernels.circle import circle_excess_energy
+from ..kernels.sphere import sphere_excess_energy
 from ..numerics import EXP_MAX
 
 __all__ = ["LagrangianMeasure"]
 
-#: Excess energies e^{-β}(E_β − m²/2β) by domain: the circle's O(nL) Fourier moments; pairwise elsewhere.
-_EXCESS = {"circle": circle_excess_energy}
+#: Excess energies e^{-β}(E_β − m²/2β) by domain: the circle's O(nL) Fourier moments, S²'s O(nL²) harmonic moments;
+#: pairwise elsewhere.
+_EXCESS = {"circle": circle_excess_energy, "sphere": sphere_excess_energy}
 
 
 def _pairwise_excess(points, weights, beta):

@@ -87,3 +87,77 @@ def test_circle_degree_matches_math_md():
     # multipliers below 1e-16 of λ_0 past l ≈ 15, 32, 88 for β = 1, 10, 100 (MATH.md §2.1)
     for beta, L in ((1.0, 15), (10.0, 32), (100.0, 88)):
         assert abs(kernels.circle_degree(beta) - L) <= 6
+
+
+# ------------------------------------------------------------------ S² spectral sums (zonal models)
+@pytest.mark.parametrize("beta, normalized", [(0.0, True), (0.7, True), (4.0, True), (30.0, True), (0.0, False),
+                                              (4.0, False)])
+@pytest.mark.parametrize("c", [1.0, -1.5])
+def test_sphere_spectral_matches_pairwise_within_its_bound(rng, beta, normalized, c):
+    """The O((n + m)L²) harmonic sums on 2000 points against the pairwise field: equal to 1e-12 relative, with a
+    truncation bound below 1e-14; the divergence against the model's own (docs/MATH.md §6); the poles included."""
+    from meanfield.kernels.sphere import sphere_spectral_divergence, sphere_spectral_field
+
+    x = pt.uniform_sphere(2000, 3, rng=rng)
+    x[:2] = [[0, 0, 1], [0, 0, -1]]
+    w = rng.uniform(0, 1, 2000)
+    w /= w.sum()
+    model = mf.SelfAttention(beta, V=c * np.eye(3), normalized=normalized)
+    ref = kernels.field(model, x, w, x)
+    scale = np.max(np.abs(ref))
+    v, bound = sphere_spectral_field(x, w, x, beta, normalized, c)
+    assert np.max(np.abs(v - ref)) <= 1e-12 * scale
+    assert np.max(bound) <= 1e-14 * scale
+    assert np.max(np.abs(np.sum(v * x, axis=-1))) <= 1e-14 * scale  # tangent
+    q = x[:50]
+    X, div = model.field_and_divergence(x, w, q)
+    X2, div2 = sphere_spectral_divergence(x, w, q, beta, normalized, c)
+    assert np.max(np.abs(X2 - X)) <= 1e-12 * scale
+    assert np.max(np.abs(div2 - div)) <= 1e-12 * np.max(np.abs(div))
+
+
+def test_sphere_spectral_bound_is_a_bound(rng):
+    """Truncated on purpose: the reported bound dominates the actual error and is informative once the truncation
+    is below the normaliser."""
+    from meanfield.kernels.sphere import sphere_spectral_field
+
+    x = pt.uniform_sphere(500, 3, rng=rng)
+    w = np.full(500, 1 / 500)
+    ref = kernels.field(mf.SelfAttention(10.0), x, w, x)
+    for L in (2, 4, 8, 12, 16, 24):
+        v, bound = sphere_spectral_field(x, w, x, 10.0, degree=L)
+        err = np.linalg.norm(v - ref, axis=-1)
+        assert np.all(err <= bound * (1 + 1e-8) + 1e-15)
+        if L >= 12:
+            assert np.all(np.isfinite(bound)) and np.max(bound) < 1e4 * np.max(err) + 1e-13  # |P_l| <= 1: loose
+
+
+def test_sphere_harmonic_moments_are_orthonormal_and_give_the_energy(rng):
+    """a_lm of a quadrature of the uniform measure vanish for l >= 1 (orthogonality), a_00 = 1/√4π; E_β from the
+    moments equals the pairwise energy."""
+    from meanfield.kernels.sphere import harmonic_moments, sphere_excess_energy
+    from meanfield.lagrangian.measure import LagrangianMeasure
+
+    g = mf.SphereGrid(20)
+    a = harmonic_moments(g.points.reshape(-1, 3), g.weights.ravel() / (4 * np.pi), 20)
+    assert abs(a[0, 0] - 1 / np.sqrt(4 * np.pi)) <= 1e-14
+    a[0, 0] = 0
+    assert np.max(np.abs(a)) <= 1e-14
+    x = pt.uniform_sphere(300, 3, rng=rng)
+    w = rng.uniform(0, 1, 300)
+    w /= w.sum()
+    for beta in (0.0, 0.4, 5.0, 60.0):
+        e = LagrangianMeasure(x, w, np.zeros(300), mf.domains.SPHERE).energy(beta)
+        assert e == pytest.approx(kernels.energy(x[None], w[None], beta)[0], rel=1e-13)
+    assert sphere_excess_energy(x, w, 0.0) == pytest.approx(0.5 * np.sum((w @ x) ** 2), rel=1e-14)
+
+
+def test_sphere_spectral_field_for_a_million_points_is_sub_quadratic():
+    """One field of 10⁶ points (β = 4) by the harmonic sums equals, at 200 of them, the pairwise sum to 1e-12."""
+    from meanfield.kernels.sphere import sphere_spectral_field
+
+    x = pt.uniform_sphere(10 ** 6, 3, rng=3)
+    w = np.full(10 ** 6, 1e-6)
+    v, _ = sphere_spectral_field(x, w, x, 4.0)
+    ref = kernels.field(mf.SelfAttention(4.0), x, w, x[:200])
+    assert np.max(np.abs(v[:200] - ref)) <= 1e-12 * np.max(np.abs(ref))

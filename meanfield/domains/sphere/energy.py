@@ -8,7 +8,7 @@ from ..zonal import energy_from_excess
 from .continuity import funk_hecke
 from .grid import SphereGrid
 
-__all__ = ["excess_energy", "energy"]
+__all__ = ["excess_energy", "energy", "excess_from_power"]
 
 
 def _i0m1_scaled(beta: float) -> float:
@@ -24,16 +24,23 @@ def _i0m1_scaled(beta: float) -> float:
     return (1.0 - np.exp(-2.0 * beta)) / (2.0 * beta) - np.exp(-beta)
 
 
-def excess_energy(grid: SphereGrid, values, beta: float) -> float:
-    r"""e^{-β}(E_β − m²/2β) by Parseval: E_β = (1/2β) Σ λ_l c_lm², m = √(4π) c_00.
+def excess_from_power(p, beta: float) -> float:
+    r"""e^{-β}(E_β − m²/2β) from the power per degree p_l = Σ_m c_lm² of a measure's orthonormal expansion.
 
-    At β = 0 the limit ½|∫x dμ|² = (2π/3) Σ_m c_1m².
+    Parseval: E_β = (1/2β) Σ_l λ_l p_l, λ_l = 4π i_l(β), and m = √(4π) c_00, so the excess is
+    (1/2β)[4π e^{-β}(i_0(β) − 1) p_0 + Σ_{l>=1} D_l p_l] (D_l = e^{-β}λ_l); at β = 0 the limit
+    ½|∫x dμ|² = (2π/3) p_1. Grids and point sets (:mod:`meanfield.kernels.sphere`) both use it.
     """
-    p = np.sum(grid.coefficients(values) ** 2, axis=(0, 2))
+    p = np.asarray(p, dtype=float)
     if beta == 0.0:
         return float(2.0 * np.pi / 3.0 * p[1])
-    D, _ = funk_hecke(grid.lmax, beta)
+    D, _ = funk_hecke(p.size - 1, beta)
     return float((D[1:] @ p[1:] + 4.0 * np.pi * _i0m1_scaled(beta) * p[0]) / (2.0 * beta))
+
+
+def excess_energy(grid: SphereGrid, values, beta: float) -> float:
+    r"""e^{-β}(E_β − m²/2β) of the expansion on the grid, by Parseval (:func:`excess_from_power`)."""
+    return excess_from_power(np.sum(grid.coefficients(values) ** 2, axis=(0, 2)), beta)
 
 
 def energy(grid: SphereGrid, values, beta: float) -> float:

@@ -1,0 +1,330 @@
+r"""S²'s spectral sums for weighted point sets: zonal fields in O((n + m)L²) instead of O(nm).
+
+For Q = qI, K = kI, V = cI the kernel e^{β⟨x,y⟩} (β = βqk) is zonal; by the addition
+theorem and Funk–Hecke (docs/MATH.md §2.1, §6)
+
+    S(x) = e^{-β} Σ_j w_j e^{β⟨x,y_j⟩} = Σ_l D_l Σ_{|m|<=l} a_lm Y_l^m(x),   a_lm = Σ_j w_j conj(Y_l^m(y_j)),
+
+with D_l = e^{-β} 4π i_l(β) (:func:`~meanfield.domains.sphere.continuity.funk_hecke`), which
+fall below round-off past a degree L set by β alone (L = 26 at β = 4), however sharp the
+measure. Writing S = S_0 + βU, S_0 = D_0 a_00 Y_0^0 and U = Σ_{l>=1} N_l a_lm Y_l^m (N_l = D_l/β,
+finite as β → 0, where U = ⟨m, x⟩), the fields are
+
+    SA:  X = c ∇_S U / S,     div_S X = c (Δ_S U / S − β |∇_S U|² / S²),
+    USA: X = c e^β ∇_S U,     div_S X = c e^β Δ_S U.
+
+The harmonics are evaluated without angles, as Y_l^m(x) = q_lm(z)(x + iy)^m with q_lm the
+normalised derivatives of the Legendre polynomials (polynomials in z; the usual three-term
+recurrence), so nothing is singular at the poles: ∇_S is the tangent part of the ambient
+gradient of that extension, (m q_lm (x+iy)^{m−1}, i m q_lm (x+iy)^{m−1}, q'_lm (x+iy)^m),
+and Δ_S Y_l^m = −l(l+1) Y_l^m. Moments and evaluation are compiled (numba): the moments in
+chunks fixed by the number of points (not threads) and summed in a fixed order, the
+evaluation one query per iteration, so results do not depend on the thread count.
+Tested against the model's reference sum (``quadrature``) and finite differences.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numba as nb
+import numpy as np
+
+# modules, not names: the kernels are imported while the domain package may still be initialising
+from ..domains.sphere import continuity as sphere_continuity, energy as sphere_energy
+from ..numerics import EXP_MAX
+
+__all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zonal_points", "multipliers",
+           "sphere_spectral_field", "sphere_spectral_divergence", "sphere_excess_energy", "zonal_scale"]
+
+
+def sphere_degree(beta: float, tol: float = 1e-17) -> int:
+    """Smallest L with Σ_{l>L} (2l + 1)(D_l + l(l+1) N_l) <= tol · D_0 (L >= 1).
+
+    The degree-l part of the kernel is D_l (2l+1)/4π P_l(⟨x,y⟩) (addition theorem), and |P_l| <= 1,
+    |∇_S P_l(⟨x,y⟩)| <= l(l+1)/2, Δ_S P_l = −l(l+1)P_l; so this bounds the truncation of S, ∇_S U and Δ_S U relative to S's scale D_0 Σ|w|/4π:
+    the field and its divergence are exact to ``tol`` relative to it."""
+    beta = float(beta)
+    if beta == 0.0:
+        return 1
+    L = 4 * int(beta) + 80
+    D, N = sphere_continuity.funk_hecke(L, beta)
+    l = np.arange(L + 1)
+    r = (2 * l + 1) * (D + N * l * (l + 1.0)) / D[0]
+    tail = np.cumsum(r[::-1])[::-1]  # tail[k] = Σ_{l>=k}
+    ok = np.flatnonzero(tail[1:] <= tol)
+    return int(max(1, ok[0])) if ok.size else L
+
+
+@lru_cache(maxsize=16)
+def recurrence(L: int):
+    """Tables of the normalised Legendre recurrence up to degree L (m-major, shape (L+1, L+1) each).
+
+    q_mm = q_{m−1,m−1} √((2m+1)/2m) (q_00 = 1/√4π), q_{m+1,m} = √(2m+3) z q_mm,
+    q_lm = A_lm (z q_{l−1,m} − B_lm q_{l−2,m}) with A_lm = √((4l²−1)/(l²−m²)),
+    B_lm = √(((l−1)²−m²)/(4(l−1)²−1)); Y_l^m(x) = q_lm(z)(x + iy)^m is orthonormal on S²."""
+    L = int(L)
+    m = np.arange(L + 1)[:, None]
+    l = np.arange(L + 1)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        A = np.where(l >= m + 2, np.sqrt((4.0 * l * l - 1.0) / np.maximum(l * l - m * m, 1)), 0.0)
+        B = np.where(l >= m + 2, np.sqrt(np.maximum((l - 1.0) ** 2 - m * m, 0) / np.maximum(4.0 * (l - 1.0) ** 2 - 1.0,
+                                                                                            1)), 0.0)
+    qmm = np.empty(L + 1)
+    qmm[0] = 1.0 / np.sqrt(4.0 * np.pi)
+    for k in range(1, L + 1):
+        qmm[k] = qmm[k - 1] * np.sqrt((2.0 * k + 1.0) / (2.0 * k))
+    c1 = np.sqrt(2.0 * np.arange(L + 1) + 3.0)
+    tables = (np.ascontiguousarray(A), np.ascontiguousarray(B), qmm, c1)
+    for t in tables:
+        t.setflags(write=False)
+    return tables
+
+
+@nb.njit(parallel=True, cache=True)
+def _moments(x, w, A, B, qmm, c1, nchunk):
+    """a[m, l] = Σ_j w_j q_lm(z_j) (x_j − i y_j)^m for 0 <= m <= l <= L (m-major)."""
+    n = x.shape[0]
+    L = qmm.size - 1
+    acc = np.zeros((nchunk, L + 1, L + 1), dtype=np.complex128)
+    size = (n + nchunk - 1) // nchunk
+    for c in nb.prange(nchunk):
+        for j in range(c * size, min(n, (c + 1) * size)):
+            z = x[j, 2]
+            u = complex(x[j, 0], -x[j, 1])
+            p = complex(w[j], 0.0)
+            for m in range(L + 1):
+                q1 = qmm[m]
+                acc[c, m, m] += q1 * p
+                if m < L:
+                    q2 = q1
+                    q1 = c1[m] * z * q2
+                    acc[c, m, m + 1] += q1 * p
+                    for l in range(m + 2, L + 1):
+                        q = A[m, l] * (z * q1 - B[m, l] * q2)
+                        acc[c, m, l] += q * p
+                        q2 = q1
+                        q1 = q
+                p *= u
+    out = np.zeros((L + 1, L + 1), dtype=np.complex128)
+    for c in range(nchunk):
+        out += acc[c]
+    return out
+
+
+def harmonic_moments(x, w, L: int) -> np.ndarray:
+    """a_lm = Σ_j w_j conj(Y_l^m(x_j)) for 0 <= m <= l <= L, as an m-major array ``a[m, l]`` (zero for l < m).
+
+    The points x (n, 3) are unit vectors; chunks of about 4096 points (at most 64) are summed in a fixed order."""
+    A, B, qmm, c1 = recurrence(int(L))
+    x = np.ascontiguousarray(x, dtype=float)
+    w = np.ascontiguousarray(w, dtype=float)
+    return _moments(x, w, A, B, qmm, c1, max(1, min(64, x.shape[0] // 4096 + 1)))
+
+
+@nb.njit(cache=True)
+def zonal_point(x0, x1, x2, b, lap, A, B, qmm, c1, S0, beta, normalized, scale, out):
+    r"""Velocity (out[0:3]) and surface divergence (out[3]) at the unit vector (x0, x1, x2) from the field
+    coefficients ``b[m, l]`` = N_l a_lm of U (module docstring); ``lap[l]`` = −l(l+1), S0 = D_0 a_00 Y_0^0.
+
+    Returns S (SA: S_0 + βU; USA: 1), whose truncation sets the error bound."""
+    L = qmm.size - 1
+    U = 0.0
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    dU = 0.0
+    z = x2
+    u = complex(x0, x1)
+    pm1 = complex(0.0, 0.0)  # (x + iy)^(m−1)
+    pm = complex(1.0, 0.0)  # (x + iy)^m
+    for m in range(L + 1):
+        q1 = qmm[m]
+        d1 = 0.0
+        s = b[m, m] * q1
+        d = complex(0.0, 0.0)
+        t = b[m, m] * (lap[m] * q1)
+        if m < L:
+            q2, d2 = q1, d1
+            q1 = c1[m] * z * q2
+            d1 = c1[m] * q2
+            bb = b[m, m + 1]
+            s += bb * q1
+            d += bb * d1
+            t += bb * (lap[m + 1] * q1)
+            for l in range(m + 2, L + 1):
+                a = A[m, l]
+                bl = B[m, l]
+                q = a * (z * q1 - bl * q2)
+                dq = a * (q1 + z * d1 - bl * d2)
+                bb = b[m, l]
+                s += bb * q
+                d += bb * dq
+                t += bb * (lap[l] * q)
+                q2, q1 = q1, q
+                d2, d1 = d1, dq
+        f = 1.0 if m == 0 else 2.0
+        sp = s * pm
+        U += f * sp.real
+        gz += f * (d * pm).real
+        dU += f * (t * pm).real
+        if m >= 1:
+            sm = s * pm1
+            gx += f * m * sm.real
+            gy -= f * m * sm.imag
+        pm1 = pm
+        pm = pm * u
+    # the tangent part of the ambient gradient
+    r = gx * x0 + gy * x1 + gz * x2
+    gx -= r * x0
+    gy -= r * x1
+    gz -= r * x2
+    if normalized:
+        S = S0 + beta * U
+        k = scale / S
+        out[0] = k * gx
+        out[1] = k * gy
+        out[2] = k * gz
+        out[3] = k * (dU - beta * (gx * gx + gy * gy + gz * gz) / S)
+        return S
+    out[0] = scale * gx
+    out[1] = scale * gy
+    out[2] = scale * gz
+    out[3] = scale * dU
+    return 1.0
+
+
+@nb.njit(parallel=True, cache=True)
+def zonal_points(q, b, lap, A, B, qmm, c1, S0, beta, normalized, scale):
+    """:func:`zonal_point` at the rows of q (m, 3) (normalised first): (velocity (m, 3), divergence (m,), S (m,))."""
+    m = q.shape[0]
+    v = np.empty((m, 3))
+    div = np.empty(m)
+    S = np.empty(m)
+    for i in nb.prange(m):
+        out = np.empty(4)
+        x0, x1, x2 = q[i, 0], q[i, 1], q[i, 2]
+        r = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+        x0, x1, x2 = x0 / r, x1 / r, x2 / r
+        S[i] = zonal_point(x0, x1, x2, b, lap, A, B, qmm, c1, S0, beta, normalized, scale, out)
+        v[i, 0], v[i, 1], v[i, 2], div[i] = out[0], out[1], out[2], out[3]
+    return v, div, S
+
+
+def zonal_scale(beta: float, normalized: bool, c: float) -> float:
+    """c (SA) or c e^β (USA), refusing β past float64's exponent range."""
+    if normalized:
+        return float(c)
+    if beta > EXP_MAX:
+        raise OverflowError(f"USA on S² overflows float64 for β = {beta:g}.")
+    return float(c * np.exp(beta))
+
+
+@lru_cache(maxsize=32)
+def multipliers(L: int, beta: float):
+    """(D, N, lap): D_l = e^{-β}4π i_l(β), N_l = D_l/β (N_0 = 0; 4π/3 δ_l1 at β = 0) and −l(l+1), l <= L."""
+    D, N = sphere_continuity.funk_hecke(int(L), float(beta))
+    l = np.arange(L + 1)
+    lap = -(l * (l + 1.0))
+    for a in (D, N, lap):
+        a.setflags(write=False)
+    return D, N, lap
+
+
+def field_coefficients(a, beta: float):
+    """(b, S0): b[m, l] = N_l a[m, l], the coefficients of U, and S_0 = D_0 a_00 Y_0^0 (module docstring)."""
+    L = a.shape[1] - 1
+    D, N, _ = multipliers(L, float(beta))
+    return np.ascontiguousarray(a * N[None, :]), float(D[0] * a[0, 0].real / np.sqrt(4.0 * np.pi))
+
+
+def _evaluate(points, weights, queries, beta, normalized, c, L):
+    x = np.ascontiguousarray(points, dtype=float)
+    w = np.ascontiguousarray(weights, dtype=float)
+    q = np.ascontiguousarray(queries, dtype=float)
+    a = harmonic_moments(x, w, L)
+    b, S0 = field_coefficients(a, beta)
+    _, _, lap = multipliers(L, float(beta))
+    A, B, qmm, c1 = recurrence(L)
+    v, div, S = zonal_points(q, b, lap, A, B, qmm, c1, S0, float(beta), bool(normalized),
+                             zonal_scale(beta, normalized, c))
+    return v, div, S, w
+
+
+def sphere_spectral_field(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
+                          degree: int | None = None):
+    r"""The Q = K = I, V = cI field on S² in O((n + m)L²) operations (module docstring).
+
+    Parameters
+    ----------
+    points : array_like, shape (n, 3)
+        Unit vectors.
+    weights : array_like, shape (n,)
+    queries : array_like, shape (m, 3)
+    beta : float
+    normalized : bool
+        SA or USA.
+    c : float
+        V = cI.
+    degree : int, optional
+        Truncation degree L (default :func:`sphere_degree`).
+
+    Returns
+    -------
+    velocity : ndarray, shape (m, 3)
+        Tangent vectors.
+    error_bound : ndarray, shape (m,)
+        A bound on |velocity − exact|: with T_D = Σ_{l>L} D_l (2l+1)/4π Σ|w| and
+        T_N = Σ_{l>L} N_l (2l+1)/4π · l(l+1)/2 · Σ|w| the truncation errors of S and ∇_S U, the SA
+        error is |c|(T_N + |∇_S U|/S · T_D)/(S − T_D) (``inf`` where S <= T_D: no guarantee) and the USA
+        error |c| e^β T_N.
+    """
+    beta = float(beta)
+    L = sphere_degree(beta) if degree is None else int(degree)
+    v, _, S, w = _evaluate(points, weights, queries, beta, normalized, c, L)
+    # truncation bounds
+    Lt = L + 200
+    D, N, _ = multipliers(Lt, beta)
+    l = np.arange(L + 1, Lt + 1)
+    mass = float(np.sum(np.abs(w)))
+    TD = float(np.sum(D[L + 1:] * (2 * l + 1))) / (4 * np.pi) * mass
+    TN = float(np.sum(N[L + 1:] * (2 * l + 1) * l * (l + 1) / 2.0)) / (4 * np.pi) * mass
+    if normalized:
+        speed = np.linalg.norm(v, axis=-1) / abs(c) if c != 0 else np.zeros(len(v))
+        margin = S - TD
+        with np.errstate(divide="ignore"):
+            bound = np.where(margin > 0, abs(c) * (TN + speed * TD) / np.where(margin > 0, margin, 1.0), np.inf)
+    else:
+        bound = np.full(len(v), abs(c) * np.exp(beta) * TN)
+    return v, bound
+
+
+def sphere_spectral_divergence(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
+                               degree: int | None = None):
+    r"""The Q = K = I, V = cI field on S² and its surface divergence, in O((n + m)L²) operations.
+
+    SA: X = c ∇_S U/S, div_S X = c(Δ_S U/S − β|∇_S U|²/S²); USA: X = c e^β ∇_S U, div_S X = c e^β Δ_S U
+    (module docstring; docs/MATH.md §6). At β = 0 these are X = c P_x^⊥ m and div_S X = −2c⟨m, x⟩.
+    The degree defaults to :func:`sphere_degree`.
+
+    Returns
+    -------
+    velocity : ndarray, shape (m, 3)
+    divergence : ndarray, shape (m,)
+    """
+    beta = float(beta)
+    L = sphere_degree(beta) if degree is None else int(degree)
+    v, div, _, _ = _evaluate(points, weights, queries, beta, normalized, c, L)
+    return v, div
+
+
+def sphere_excess_energy(points, weights, beta: float) -> float:
+    r"""e^{-β}(E_β − m²/2β) of Σ_j w_j δ_{x_j} on S² from its harmonic moments, O(nL²).
+
+    E_β = (1/2β) Σ_l λ_l Σ_{|m|<=l} |a_lm|² (λ_l = 4π i_l(β); :func:`meanfield.domains.sphere.energy.excess_from_power`,
+    ½|Σ w_j x_j|² at β = 0); the degree is :func:`sphere_degree`.
+    """
+    beta = float(beta)
+    a = harmonic_moments(points, weights, sphere_degree(beta))
+    # Σ_{|m|<=l} |a_lm|² per degree l (a_{l,−m} = (−1)^m conj(a_lm) for a real measure)
+    return sphere_energy.excess_from_power(np.abs(a[0]) ** 2 + 2.0 * np.sum(np.abs(a[1:]) ** 2, axis=0), beta)
