@@ -4,8 +4,8 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
   (Ott & Antonsen, Chaos 18, 037113, 2008).
 - :func:`equiangular`: n pairwise orthogonal particles stay equiangular
   (GLPR Theorem 6.8, ODEs (6.9) and (6.10)).
-- :func:`mobius_density`, :func:`mobius_mean_factor`, :func:`mobius_radius`:
-  S² at β = 0, the Möbius-invariant family p_w (Lipton, Mirollo & Strogatz,
+- :func:`mobius_density`, :func:`mobius_mean_factor`, :func:`mobius_radius`,
+  :func:`mobius_characteristics`: S² at β = 0, the Möbius-invariant family p_w (Lipton, Mirollo & Strogatz,
   Chaos 31, 2021; Chandra, Girvan & Ott, Chaos 29, 2019).
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
-           "mobius_mean_factor", "mobius_radius"]
+           "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics"]
 
 
 def _check_a(a) -> complex:
@@ -210,3 +210,79 @@ def mobius_radius(t, s0: float) -> np.ndarray:
     out = np.empty(t.shape)
     out[order] = sol.y[0]
     return out
+
+
+def mobius_rapidity(t, s0: float) -> np.ndarray:
+    r"""u(t) = artanh s(t) of the Möbius family on S² at β = 0, which grows without bound (s → 1 saturates float64).
+
+    From ṡ = ½ g_3(s)(1 − s²): u̇ = ½ g_3(tanh u), with
+    g_3 = (1 + s²)/(2s) − u sech⁴u/(2s²) (s = tanh u; ln((1−s)/(1+s)) = −2u) computed without cancellation;
+    DOP853 at rtol 1e-13. At β = 0 the flow map is tan(ψ/2) ↦ e^{−R} tan(ψ/2), R = 2(u(t) − u(0))
+    (:func:`mobius_characteristics`).
+    """
+    if not 0 <= s0 < 1:
+        raise ValueError(f"`s0` must lie in [0, 1), got {s0!r}.")
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    if np.any(t < 0):
+        raise ValueError("`t` must be >= 0.")
+    u0 = float(np.arctanh(s0))
+    if s0 == 0 or t.max() == 0:
+        return np.full(t.shape, u0)
+
+    def g3(u):
+        s = np.tanh(u)
+        if s < 0.1:
+            return float(mobius_mean_factor(np.array([s]))[0])
+        sech2 = 1.0 / np.cosh(u) ** 2
+        return (1.0 + s * s) / (2.0 * s) - u * sech2 * sech2 / (2.0 * s * s)
+
+    order = np.argsort(t)
+    sol = solve_ivp(lambda _, u: [0.5 * g3(u[0])], (0.0, float(t.max())), [u0], method="DOP853", t_eval=t[order],
+                    rtol=1e-13, atol=1e-15)
+    out = np.empty(t.shape)
+    out[order] = sol.y[0]
+    return out
+
+
+def mobius_characteristics(x0, t: float, w0) -> tuple[np.ndarray, np.ndarray]:
+    r"""Where the Möbius solution on S² (β = 0) carries the points x_0 by time t, and the log-Jacobian of its flow.
+
+    With ŵ = w_0/|w_0| and ψ the angle from ŵ, p_w σ is the image of σ under the dilation
+    tan(ψ/2) ↦ ((1 − s)/(1 + s)) tan(ψ/2) of the stereographic coordinate from −ŵ, so the flow map from 0 to t
+    (axisymmetric, monotone along each meridian) is tan(ψ/2) ↦ e^{−R} tan(ψ/2) with
+    R = 2(artanh s(t) − artanh s_0) (:func:`mobius_rapidity`), and its area Jacobian is
+
+    .. math:: J = \frac{e^{-2R}}{\big(\cos^2(ψ_0/2) + e^{-2R}\sin^2(ψ_0/2)\big)^2},
+
+    so log ρ(X(t), t) = log ρ_0(x_0) − log J exactly (docs/MATH.md §6): the oracle of the Lagrangian measure
+    through collapse, where s(t) itself rounds to 1.
+
+    Parameters
+    ----------
+    x0 : array_like, shape (..., 3)
+        Unit vectors.
+    t : float
+    w0 : array_like, shape (3,)
+        The initial point of the family, 0 < |w_0| < 1.
+
+    Returns
+    -------
+    x : ndarray, shape (..., 3)
+    log_jacobian : ndarray, shape (...)
+    """
+    x0 = np.asarray(x0, dtype=float)
+    w0 = _check_w(w0, 3)
+    s0 = float(np.linalg.norm(w0))
+    if s0 == 0.0:
+        return x0.copy(), np.zeros(x0.shape[:-1])
+    e = w0 / s0
+    R = 2.0 * (float(mobius_rapidity(t, s0)[0]) - np.arctanh(s0))
+    c = np.clip(x0 @ e, -1.0, 1.0)
+    perp = x0 - c[..., None] * e
+    sin_psi = np.linalg.norm(perp, axis=-1)
+    u = np.where(sin_psi[..., None] > 0, perp / np.where(sin_psi > 0, sin_psi, 1.0)[..., None], 0.0)
+    half = 0.5 * np.arctan2(sin_psi, c)  # ψ_0/2 in [0, π/2]
+    psi = 2.0 * np.arctan(np.tan(half) * np.exp(-R))
+    x = np.cos(psi)[..., None] * e + np.sin(psi)[..., None] * u
+    log_jacobian = -2.0 * R - 2.0 * np.log(np.cos(half) ** 2 + np.exp(-2.0 * R) * np.sin(half) ** 2)
+    return x, log_jacobian
