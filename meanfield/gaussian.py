@@ -92,17 +92,23 @@ class GaussianSolution:
         or the integrator's step collapsed while Σ had grown over 10³-fold),
         the time (the last output before it); the arrays stop there. None if
         it did not happen.
+    flow : ndarray, shape (T, d, d), or None
+        With ``flow=True``: F(t) of the affine flow map x ↦ mean(t) + F(t)(x − mean(t_0)), Ḟ = M F, F(t_0) = I
+        (Γ = Mx + c), which carries every point of N(mean_0, cov_0) along its characteristic (so
+        cov(t) = F cov_0 Fᵀ) — the exact image of a Gauss–Hermite rule.
     """
 
     t: np.ndarray
     mean: np.ndarray
     cov: np.ndarray
     blowup_time: float | None
+    flow: np.ndarray | None = None
 
 
 def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float = 1e-14,
-                   blowup: float = 1e8) -> GaussianSolution:
-    """Integrate the mean/covariance ODEs (DOP853) from N(mean0, cov0) at ``t_eval`` (increasing, from t_0)."""
+                   blowup: float = 1e8, flow: bool = False) -> GaussianSolution:
+    """Integrate the mean/covariance ODEs (DOP853) from N(mean0, cov0) at ``t_eval`` (increasing, from t_0);
+    with ``flow`` also the flow map's matrix F (:class:`GaussianSolution`)."""
     mean0, cov0 = _check_gaussian(mean0, cov0)
     t_eval = np.asarray(t_eval, dtype=float)
     if t_eval.ndim != 1 or t_eval.size < 2 or np.any(np.diff(t_eval) <= 0):
@@ -110,28 +116,35 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
     d = mean0.size
     limit = blowup * np.linalg.norm(cov0, 2)
 
+    n = d + d * d
+
     def rhs(_, y):
-        m, S = y[:d], y[d:].reshape(d, d)
+        m, S = y[:d], y[d:n].reshape(d, d)
         S = 0.5 * (S + S.T)
         M, c = affine_field(model, m, S)
-        return np.concatenate([M @ m + c, (M @ S + S @ M.T).ravel()])
+        parts = [M @ m + c, (M @ S + S @ M.T).ravel()]
+        if flow:
+            parts.append((M @ y[n:].reshape(d, d)).ravel())
+        return np.concatenate(parts)
 
     def escape(_, y):
-        return limit - np.linalg.norm(y[d:].reshape(d, d), 2)
+        return limit - np.linalg.norm(y[d:n].reshape(d, d), 2)
 
     escape.terminal = True
-    sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), np.concatenate([mean0, cov0.ravel()]), method="DOP853",
+    y0 = [mean0, cov0.ravel()] + ([np.eye(d).ravel()] if flow else [])
+    sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), np.concatenate(y0), method="DOP853",
                     t_eval=t_eval, rtol=rtol, atol=atol, events=escape)
     blow = float(sol.t_events[0][0]) if sol.t_events[0].size else None
     if sol.status == -1:
-        last = np.linalg.norm(sol.y[d:, -1].reshape(d, d), 2) if sol.y.size else 0.0
+        last = np.linalg.norm(sol.y[d:n, -1].reshape(d, d), 2) if sol.y.size else 0.0
         growth = last / np.linalg.norm(cov0, 2)
         if growth < 1e3:
             raise RuntimeError(f"the Gaussian ODEs failed at t = {sol.t[-1] if sol.t.size else t_eval[0]:.6g}: {sol.message}")
         # the step size collapsed while Σ exploded between two outputs: a blow-up the event could not bracket
         blow = float(sol.t[-1])
-    cov = sol.y[d:].T.reshape(-1, d, d)
-    return GaussianSolution(t=sol.t, mean=sol.y[:d].T, cov=0.5 * (cov + np.swapaxes(cov, 1, 2)), blowup_time=blow)
+    cov = sol.y[d:n].T.reshape(-1, d, d)
+    return GaussianSolution(t=sol.t, mean=sol.y[:d].T, cov=0.5 * (cov + np.swapaxes(cov, 1, 2)), blowup_time=blow,
+                            flow=sol.y[n:].T.reshape(-1, d, d) if flow else None)
 
 
 def gauss_hermite(mean, cov, points_per_dim: int = 12):

@@ -55,7 +55,7 @@ from .domains.zonal import energy_from_excess
 from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
                         Tracker)
 from .integrate.steppers import ADAPTIVE
-from .lagrangian import refines, transport_density
+from .lagrangian import LagrangianMeasure, refines, transport, transport_density
 from .models import heads, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import EXP_MAX
@@ -359,9 +359,11 @@ def solve(
         Defines X[μ] (MATH.md §2, §5). On the circle and S² zonal models
         (Q = qI, K = kI, V = cI) use the spectral path, any other model the
         quadrature path through ``model.field``.
-    mu0 : Density
+    mu0 : Density or LagrangianMeasure
         Initial density on a ``CircleGrid``, ``SphereGrid`` or
-        ``EuclideanGrid`` (finite volumes; the model must be an R^d one).
+        ``EuclideanGrid`` (finite volumes; the model must be an R^d one), or a
+        Lagrangian measure (e.g. :func:`meanfield.lagrangian.start_gaussian`), which
+        is advanced as it is, its nodes fixed (``representation`` "lagrangian").
     t_span : (float, float)
         Start and end times, t1 > t0.
     t_eval : array_like, optional
@@ -437,8 +439,10 @@ def solve(
         (``Solution.mass`` keeps the account).
     """
     heads(model)  # TypeError for anything but an attention model
+    if isinstance(mu0, LagrangianMeasure):
+        return _solve_lagrangian(model, mu0, t_span, t_eval, method, dt, progress, rtol, atol, path, representation)
     if not isinstance(mu0, Density):
-        raise TypeError(f"`mu0` must be a Density, got {type(mu0).__name__}.")
+        raise TypeError(f"`mu0` must be a Density or a LagrangianMeasure, got {type(mu0).__name__}.")
     domain = mu0.domain
     domain.check_model(model, mu0.grid)
     method_given, method = method, domain.default_method if method is None else method
@@ -513,6 +517,32 @@ def solve(
 
 
 # --------------------------------------------------------------------- the Lagrangian measure
+def _solve_lagrangian(model, frame, t_span, t_eval, method, dt, progress, rtol, atol, path, representation):
+    """:func:`solve` from a Lagrangian measure: its nodes as fixed characteristics (:func:`transport`)."""
+    if representation not in (None, "lagrangian"):
+        raise ValueError(f"a LagrangianMeasure is advanced as one: `representation` must be 'lagrangian' or None, "
+                         f"got {representation!r}.")
+    domain = frame.domain
+    if model.domain != domain.model_family:
+        raise ValueError(f"{model!r} lives on the {model.domain}, but the Lagrangian measure is on the {domain.name}.")
+    d = frame.points.shape[-1]
+    if model.dim is not None and model.dim != d:
+        raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the measure's points are in R^{d}.")
+    t0, t1, t_eval = checks.time_span(t_span, t_eval)
+    if t0 != frame.t:
+        raise ValueError(f"`t_span` must start at the measure's time t = {frame.t:g}, got {t0:g}.")
+    method = "dop853" if method is None and dt is None else (method or "rk4")
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    rtol, atol = checks.positive(rtol, "rtol"), checks.positive(atol, "atol")
+    dt = None if dt is None else checks.positive(dt, "dt")
+    run = transport(model, frame, (t0, t1), t_eval, method=method, dt=dt, rtol=rtol, atol=atol, path=path,
+                    progress=progress)
+    sol = _lagrangian_solution(model, domain, run, method, t0)
+    _raise_on_stop(run, sol)
+    return sol
+
+
 def _lagrangian_solution(model, domain, run, method: str, handover: float, grid_part: Solution | None = None,
                          energy_beta: float | None = None):
     """A :class:`Solution` of the Lagrangian frames of ``run``, after the grid's frames of ``grid_part``."""

@@ -5,9 +5,10 @@ The state is (chart coordinates of the n points, ℓ_i) and its rate
     dX_i/dt = X[μ_t](X_i),   dℓ_i/dt = div X[μ_t](X_i),   μ_t = Σ_j w_j δ_{X_j(t)}
 
 (docs/MATH.md §6): one field-and-divergence evaluation at the points per stage.
-Strategies (:mod:`meanfield.strategies`): ``spectral`` on the circle for zonal
+Strategies (:mod:`meanfield.strategies`): ``spectral`` on the circle and S² for zonal
 models (the O(nL) Fourier sums of :func:`meanfield.kernels.circle.circle_spectral_divergence`,
-L set by β alone, not by how sharp the clusters are), ``quadrature`` elsewhere
+the O(nL²) harmonic sums of :func:`meanfield.kernels.sphere.sphere_spectral_divergence`; L set
+by β alone, not by how sharp the clusters are), ``quadrature`` elsewhere
 (``model.field_and_divergence``, NumPy row chunks, O(n²)).
 """
 
@@ -18,15 +19,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import strategies
+from ..domains import EUCLIDEAN
+from ..gaussian import gauss_hermite, gaussian_pdf
 from ..integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker, Status,
                          StopIntegration)
 from ..kernels.circle import circle_spectral_divergence
+from ..kernels.sphere import sphere_spectral_divergence
 from .measure import LagrangianMeasure
+from .panels import DOMAINS as PANEL_DOMAINS, transport_panels
 
-__all__ = ["LagrangianProblem", "transport", "start", "Transport", "transport_density", "refines"]
+__all__ = ["LagrangianProblem", "transport", "start", "start_gaussian", "Transport", "transport_density", "refines"]
 
 #: Compiled field-and-divergence sums of zonal models by domain (the ``spectral`` strategy).
-_SPECTRAL = {"circle": circle_spectral_divergence}
+_SPECTRAL = {"circle": circle_spectral_divergence, "sphere": sphere_spectral_divergence}
 
 
 def start(density) -> LagrangianMeasure:
@@ -46,6 +51,43 @@ def start(density) -> LagrangianMeasure:
     domain = density.domain
     state = domain.chart.to_state(grid.points.reshape(-1, d))
     return LagrangianMeasure(state, weights, log_density, domain, domain.chart.mesh(grid), 0.0, check=False)
+
+
+def start_gaussian(mean, cov, order: int | None = None) -> LagrangianMeasure:
+    r"""The Lagrangian measure of the Gaussian N(mean, cov) in R^d on a tensor Gauss–Hermite rule.
+
+    Nodes x_i = mean + L z_i (cov = LLᵀ, z_i the order^d tensor nodes for e^{-|z|²/2}), weights the rule's,
+    log ρ_0 the Gaussian's. The rule integrates polynomials of degree < 2·order exactly and the attention
+    kernels' entire functions to round-off, and an affine flow (the Gaussian closures of docs/MATH.md §3) maps
+    it exactly onto the rule of N(α_t, Σ_t): from here the Lagrangian measure follows the closures to the
+    integrator's tolerance, which a box of finite volumes (:func:`start` of a grid density) cannot.
+
+    Parameters
+    ----------
+    mean : array_like, shape (d,)
+    cov : array_like, shape (d, d)
+        Symmetric positive definite.
+    order : int, optional
+        Nodes per dimension (default 64 in d = 1, 32 in d = 2, 12 in d = 3, 6 beyond). The softmax-type fields
+        integrate the tilted Gaussians e^{⟨Ax,y⟩}N(y) on the rule; their accuracy degrades at nodes whose tilt
+        shift Σ^{1/2}Aᵀx is several standard deviations (the outermost nodes, of negligible weight), which more
+        nodes per dimension push out.
+
+    Returns
+    -------
+    LagrangianMeasure
+        At t = 0, on R^d, with the Delaunay triangulation of the nodes (d >= 2) as its mesh.
+    """
+    mean = np.atleast_1d(np.asarray(mean, dtype=float))
+    d = mean.size
+    order = {1: 64, 2: 32, 3: 12}.get(d, 6) if order is None else order
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 2:
+        raise ValueError(f"`order` must be an integer >= 2, got {order!r}.")
+    nodes, weights = gauss_hermite(mean, cov, int(order))
+    log_density = np.log(gaussian_pdf(nodes, mean, cov))
+    chart = EUCLIDEAN.chart
+    return LagrangianMeasure(chart.to_state(nodes), weights / weights.sum(), log_density, EUCLIDEAN,
+                             chart.mesh_of(nodes), 0.0)
 
 
 def field_and_divergence(model, domain, weights, path: str):
@@ -127,22 +169,20 @@ def transport(model, frame: LagrangianMeasure, t_span, t_eval, *, method: str = 
 
 def refines(model, domain) -> bool:
     """Whether the Lagrangian measure of ``model`` on ``domain`` inserts characteristics where the flow map
-    steepens (adaptive Gauss panels: zonal models on the circle), rather than keeping the grid's nodes."""
-    return domain.name == "circle" and getattr(model, "zonal", None) is not None
+    steepens (adaptive Gauss panels: zonal models on the circle and S²), rather than keeping the grid's nodes."""
+    return domain.name in PANEL_DOMAINS and getattr(model, "zonal", None) is not None
 
 
 def transport_density(model, density, t_span, t_eval, *, method: str = "dop853", dt: float | None = None,
                       rtol: float = 1e-10, atol: float = 1e-12, path: str = "auto", progress: bool = False,
                       tol: float | None = None):
     """The Lagrangian solution from a grid density at time ``t_span[0]``: adaptive Gauss panels
-    (:func:`~meanfield.lagrangian.panels.transport_panels`) for zonal models on the circle with the adaptive
+    (:func:`~meanfield.lagrangian.panels.transport_panels`) for zonal models on the circle and S² with the adaptive
     default method, else the grid's nodes as fixed characteristics (:func:`start`, :func:`transport`).
 
     Returns a :class:`Transport` or a :class:`~meanfield.lagrangian.panels.PanelTransport` (the same fields).
     ``tol`` is the panels' moment tolerance (their default where None; fixed nodes have none).
     """
-    from .panels import transport_panels
-
     if refines(model, density.domain) and method == "dop853" and dt is None and path in ("auto", "spectral"):
         return transport_panels(model, density, t_span, t_eval, rtol=rtol, atol=atol, progress=progress,
                                 **({} if tol is None else {"tol": tol}))

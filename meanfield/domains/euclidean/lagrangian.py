@@ -7,16 +7,21 @@ import numpy as np
 
 from .. import simplices
 
-__all__ = ["check_state", "mesh", "to_state", "to_points", "state_rate", "retract", "interpolate_log"]
+__all__ = ["check_state", "mesh", "mesh_of", "to_state", "to_points", "state_rate", "retract", "interpolate_log"]
 
 
 def mesh(grid):
-    """None in d = 1 (a flow on the line keeps the order), else the Delaunay simplices of the cell centres."""
-    if grid.dim == 1:
+    """The mesh of the grid's cell centres (:func:`mesh_of`)."""
+    return mesh_of(grid.points.reshape(-1, grid.dim))
+
+
+def mesh_of(points):
+    """None in d = 1 (a flow on the line keeps the order), else the Delaunay simplices of the points (n, d)."""
+    if points.shape[-1] == 1:
         return None
     from scipy.spatial import Delaunay
 
-    return Delaunay(grid.points.reshape(-1, grid.dim)).simplices
+    return Delaunay(points).simplices
 
 
 def to_state(points):
