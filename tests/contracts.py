@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 from functools import lru_cache
+from pathlib import Path
 
 from importlinter import Contract, ContractCheck, fields, output
 
@@ -31,11 +32,21 @@ def _private(name: str) -> bool:
 
 @lru_cache(maxsize=None)
 def _tree(module: str):
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+    """The parsed source of ``module``, found without importing it.
+
+    ``importlib.util.find_spec`` of a submodule executes its parent packages,
+    which is exactly what must not happen on a tree with a deliberately wrong
+    (possibly circular) import; only the root package is located by spec.
+    """
+    root, *parts = module.split(".")
+    spec = importlib.util.find_spec(root)
+    if spec is None or not spec.submodule_search_locations:
         return None
-    with open(spec.origin, encoding="utf-8") as f:
-        return ast.parse(f.read(), filename=spec.origin)
+    base = Path(list(spec.submodule_search_locations)[0]).joinpath(*parts)
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return None
 
 
 def _names_at(module: str, line: int) -> list[str]:

@@ -121,9 +121,10 @@ def test_energy_monotone_and_mass_exact(normalized, c):
 
 
 def test_collapse_beyond_reach_raises_naming_t():
+    """Grid only (no hand-over to the Lagrangian measure): the run stops where the grid is lost, saying when."""
     mu0 = mf.Density.from_function(mf.SphereGrid(24), lambda x: np.exp(3 * x[..., 2]))
     with pytest.raises(mf.ResolutionError) as info:
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), method="rk45", refine=False)
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), method="rk45", refine=False, representation="grid")
     assert 0 < info.value.t < 20 and f"t = {info.value.t:.6g}" in str(info.value)
     assert all(np.all(np.isfinite(d.values)) for d in info.value.solution.densities)
 
