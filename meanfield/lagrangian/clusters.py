@@ -3,7 +3,9 @@ r"""Clusters of a Lagrangian frame and their history: where the mass gathers, ho
 A cluster is a connected set of points holding a point where the density exceeds
 ``threshold`` times the uniform density of the domain's volume (1/2π on the circle,
 1/4π on S²; in R^d the mean density over the points' bounding box). On S² and in R²
-the points are connected along the moved triangles' edges whose ends both exceed it.
+the points are connected along the edges of the moved triangles whose vertices all exceed it and whose area
+is not stretched across a gap (the density it implies, its vertices' mean weight over twice its area, reaches
+an eighth of the level): a triangle whose vertices went to two clusters spans the gap between them.
 On the circle and in R¹ neighbours in the physical order are connected where the gap
 between them is short enough to hold that density with their mass (gap × level <=
 the larger weight, or a gap below float64's resolution of the coordinate): inside a collapsed cluster float64 cannot order the points, and
@@ -48,8 +50,19 @@ def _edges(frame: LagrangianMeasure, dense: np.ndarray, level: float) -> np.ndar
         resolution = 256.0 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(key))))  # float64 cannot part them
         return e[(gap * level <= np.maximum(w[e[:, 0]], w[e[:, 1]])) | (gap <= resolution)]
     tri = np.asarray(frame.mesh)
-    e = np.concatenate([tri[:, [a, b]] for a in range(tri.shape[1]) for b in range(a + 1, tri.shape[1])])
-    return e[dense[e[:, 0]] & dense[e[:, 1]]]
+    # a moved triangle holds a cluster where its vertices are dense and it is not stretched across a gap: the density
+    # its area implies (its vertices' mean weight over twice its area — a node carries about the area of two
+    # triangles) reaches an eighth of the level. A triangle whose vertices went to two clusters is stretched over
+    # the gap between them and implies almost no density, though its vertices are dense.
+    V = pts[tri]
+    if pts.shape[1] == 2:
+        u, v = V[:, 1] - V[:, 0], V[:, 2] - V[:, 0]
+        area = 0.5 * np.abs(u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0])
+    else:
+        area = 0.5 * np.linalg.norm(np.cross(V[:, 1] - V[:, 0], V[:, 2] - V[:, 0]), axis=-1)
+    held = np.all(dense[tri], axis=1) & (np.mean(w[tri], axis=1) >= 0.25 * level * area)
+    tri = tri[held]
+    return np.concatenate([tri[:, [a, b]] for a in range(tri.shape[1]) for b in range(a + 1, tri.shape[1])])
 
 
 def _centre(frame, pts, w):

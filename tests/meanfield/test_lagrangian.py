@@ -262,6 +262,31 @@ def test_circle_beta0_is_exact_through_collapse_to_the_conditioning():
     assert np.max(run.frames[-1].log_density) > np.log(1e15)
 
 
+def test_sphere_beta0_is_exact_through_collapse_to_the_conditioning():
+    """The Möbius family to t = 40 (peak density 1e8 at t = 10, 1e17 at 20, 1e34 at 40): every point's
+    log-density is exact to 10³ ε κ_i + 1e-10 (κ_i the largest expansion along its characteristic; 1e-10 is
+    DOP853's rtol times |ℓ_i| <= 80), 1e-8 wherever κ_i <= 1e4 (all but 3e-6 of the mass); the mass is fixed and
+    the mean is g_3(s(t)) ŵ to round-off (at the panel tolerance 1e-14; 1e-12 at the default 1e-10)."""
+    w0 = np.array([0.2, -0.3, 0.4])
+    grid = mf.SphereGrid(64)  # its interpolant is p_w0 to 1e-17
+    mu0 = mf.Density(grid, exact.mobius_density(grid.points, w0))
+    run = transport_panels(mf.SelfAttention(0.0), mu0, (0, 40), [10, 20, 40], tol=1e-14)  # moments to ~1e-13
+    assert run.status is Status.SUCCESS, run.message
+    assert run.points[-1] > run.points[0]
+    eps, s0 = np.finfo(float).eps, np.linalg.norm(w0)
+    for f, x0, peak in zip(run.frames, run.origins, (1e8, 1e16, 1e33)):
+        _, log_jacobian = exact.mobius_characteristics(x0, f.t, w0)
+        err = np.abs(np.expm1(f.log_density - (np.log(exact.mobius_density(x0, w0)) - log_jacobian)))
+        kappa = np.exp(f.log_condition)
+        assert np.all(err <= 1e3 * eps * kappa + 1e-10), (f.t, np.max(err / kappa))
+        assert np.max(err[kappa <= 1e4]) <= 1e-8 and f.weights[kappa > 1e4].sum() <= 1e-5
+        assert abs(f.mass() - 1.0) <= 1e-13
+        s = min(exact.mobius_radius(f.t, s0)[0], 1 - 1e-16)
+        assert np.linalg.norm(f.mean() - exact.mobius_mean_factor(np.array([s]))[0] * w0 / s0) <= 1e-12
+        assert np.max(f.log_density) > np.log(peak)
+        assert np.max(np.abs(np.linalg.norm(f.points, axis=1) - 1)) <= 1e-14
+
+
 def test_circle_panels_agree_with_the_grid_and_hand_over_continues_the_same_solution():
     """β = 4 from smooth data, against the refined grid while it is resolved: density at the points, energy, and
     the mass between characteristics (the grid's CDF at X_i(t) against ρ_0's at x_i: the W1 distance of the two
@@ -291,6 +316,47 @@ def test_circle_panels_agree_with_the_grid_and_hand_over_continues_the_same_solu
         assert np.max(np.abs(a(b.points) / b.density - 1)) <= 1e-6
     energy = [f.energy(4.0) for f in run.frames]
     assert np.all(np.diff(energy) > 0)
+
+
+def _harmonic_h1_distance(a, b, L):
+    """√(4π) ‖σ‖_{Ḣ^{-1}} of the difference σ of two measures over degrees 1..L, from their moments a[m, l] (m >= 0,
+    real measures): Σ_l Σ_m |σ_lm|²/(l(l+1)). It bounds ∫ f dσ over the 1-Lipschitz f band-limited to L (so W1
+    restricted to the kernel's band, the only part of μ_t the zonal field sees)."""
+    d = np.abs(a - b) ** 2
+    d[1:] *= 2.0  # m and −m
+    l = np.arange(1, L + 1)
+    return float(np.sqrt(4 * np.pi * np.sum(d.sum(axis=0)[1:] / (l * (l + 1)))))
+
+
+def test_sphere_panels_agree_with_the_grid_and_hand_over_continues_the_same_solution():
+    """S², β = 4 from smooth data, against a grid solution (lmax 64, rtol 1e-12) at t = 1, 2, 3: the grid's
+    interpolant at the points, the harmonic moments up to the kernel's degree (in the band-limited W1 bound of
+    _harmonic_h1_distance) and E_β; then a run handed over from an lmax-32 grid equals the run from t = 0 in its
+    moments and E_β."""
+    from meanfield.kernels.sphere import harmonic_moments, sphere_degree
+
+    beta, T = 4.0, [1.0, 2.0, 3.0]
+    model, L = mf.SelfAttention(beta), sphere_degree(beta)
+    f0 = lambda x: np.exp(0.6 * x[..., 2] + 0.4 * x[..., 0] * x[..., 1] - 0.3 * x[..., 1])
+    mu0 = mf.Density.from_function(mf.SphereGrid(32), f0)
+    grid = mf.solve(model, mu0.resampled(mf.SphereGrid(64)), (0, 3), t_eval=T, rtol=1e-12, refine=False,
+                    representation="grid")
+    run = transport_panels(model, mu0, (0, 4.5), T + [4.0, 4.5], rtol=1e-12)
+    assert run.status is Status.SUCCESS, run.message
+    for d, f, e in zip(grid.densities, run.frames, grid.energy):
+        g = d.grid
+        moments = harmonic_moments(g.points.reshape(-1, 3), (d.values * g.weights).reshape(-1), L)
+        assert np.max(np.abs(d(f.points) / f.density - 1)) <= 1e-7
+        assert _harmonic_h1_distance(moments, harmonic_moments(f.points, f.weights, L), L) <= 1e-8
+        assert f.energy(beta) == pytest.approx(e, rel=1e-10)
+    energy = [f.energy(beta) for f in run.frames]
+    assert np.all(np.diff(energy) > 0)
+    auto = mf.solve(model, mu0, (0, 4.5), t_eval=T + [4.0, 4.5], max_n=32, refine=True, representation="auto")
+    assert 1 < auto.handover < 3 and auto.representation[-2:] == ("lagrangian", "lagrangian")
+    for a, b in zip(auto.densities[-2:], run.frames[-2:]):  # (the moved-mesh interpolant is only linear on S²)
+        assert _harmonic_h1_distance(harmonic_moments(a.points, a.weights, L),
+                                     harmonic_moments(b.points, b.weights, L), L) <= 1e-6
+        assert a.energy(beta) == pytest.approx(b.energy(beta), rel=1e-8)
 
 
 def test_metastable_clusters_converge_in_the_number_of_points():

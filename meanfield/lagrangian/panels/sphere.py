@@ -9,17 +9,21 @@ whose area element is
 
 (smooth on each closed face, no poles). A panel [a_lo, a_hi] × [b_lo, b_hi] of a face carries
 p × p Gauss–Legendre nodes with weights w = ρ_0(x) dA-weight ω_i ω_j (ρ_0 the initial density's
-spherical-harmonic interpolant). It is bisected along a where
+spherical-harmonic interpolant). A zonal field at time s needs the moments a_lm of μ_s up to the
+kernel's degree L, ∫ Y_lm(Φ_s(x)) ρ_0(x) dA, and every Y_lm with l <= L is a combination of the plane waves
+e^{iL⟨k,x⟩}, |k| = 1, which oscillate like e^{iL x_c}; so the panel is bisected along a where the quadrature error of
 
-    mass(panel) · max(1, L) · t_a · min(1, t_a/s_a) > tol,
+    f_c(a, b) = e^{iL x_c(Φ_s(x(a, b)))} ρ_0(x(a, b)) dA/(da db),   c = 1, 2, 3,
 
-with t_a = Σ_{c,j} (|A^c_{p−2,j}| + |A^c_{p−1,j}|) and s_a = Σ_{c,j} (|A^c_{1,j}| + |A^c_{2,j}|), A^c the
-two-dimensional Legendre coefficients of the c-th coordinate of the moved nodes Φ_t on the panel
-(the same along b with the roles of the indices swapped): the tail t_a, extrapolated by the decay
-from s_a to the degree 2p that Gauss quadrature misses. A zonal field at time
-s is fixed by the spherical-harmonic moments a_lm of μ_s up to the kernel's degree L
-(:mod:`meanfield.kernels.sphere`), which the run records at every stage of every accepted
-step; a new point is replayed through them at O(L²) per recorded stage.
+estimated as (area/4) · t_a · min(1, t_a/u_a)^{(p+1)/2} exceeds tol, with t_a = Σ_{c,j} (|C^c_{p−2,j}| +
+|C^c_{p−1,j}|) and u_a = Σ_{c,j} (|C^c_{p−4,j}| + |C^c_{p−3,j}|), C^c the two-dimensional Legendre coefficients
+of f_c on the panel (the same along b with the roles of the indices swapped): the tail t_a extrapolated, by its
+decay over the last two degrees, to the degree 2p that Gauss quadrature misses (the tail itself where it does
+not decay: an unresolved map). At s = 0 the same test on ρ_0 dA/(da db) resolves the initial measure. (A
+criterion on Φ_s alone, mass × L × tail of Φ_s, misses the powers of L that the higher derivatives of
+Y_lm ∘ Φ_s bring: it left the moments of a smooth β = 4 solution wrong by 8e-8 where this one gives 1e-11.)
+The run records the moments (:mod:`meanfield.kernels.sphere`) at every stage of every accepted step; a new
+point is replayed through them at O(L²) per recorded stage.
 
 In two dimensions the map's steep set is a curve, not a point: where clusters form, the
 stable manifolds of the saddles between them (the separatrices of their basins) are pulled
@@ -159,13 +163,12 @@ class SpherePanels:
         self.face = np.repeat(np.arange(6), count * count)
         self.a_lo, self.a_hi = np.tile(edges[i.ravel()], 6), np.tile(edges[i.ravel() + 1], 6)
         self.b_lo, self.b_hi = np.tile(edges[j.ravel()], 6), np.tile(edges[j.ravel() + 1], 6)
-        self.x, self.w, self.logr0, self._jac = self._nodes(self.face, self.a_lo, self.a_hi, self.b_lo, self.b_hi)
+        self.x, self.w, self.logr0, self._density = self._nodes(self.face, self.a_lo, self.a_hi, self.b_lo, self.b_hi)
         self.y = self.cond = None
         # resolve ρ_0 itself first: the quadrature of the initial measure
         while True:
-            rho = np.where(self.w > 0, np.exp(np.where(self.w > 0, self.logr0, 0.0)), 0.0)
-            ta, tb = self._errors(rho * self._jac)
-            area = (self.a_hi - self.a_lo) * (self.b_hi - self.b_lo)
+            ta, tb = self._errors(self._density)
+            area = 0.25 * (self.a_hi - self.a_lo) * (self.b_hi - self.b_lo)
             split_a = (ta * area > tol) & (self.a_hi - self.a_lo > min_width)
             split_b = (tb * area > tol) & (self.b_hi - self.b_lo > min_width)
             idx = np.flatnonzero(split_a | split_b)
@@ -196,10 +199,10 @@ class SpherePanels:
         rho = np.asarray(self.density(x), dtype=float)
         positive = rho > 0
         omega = np.outer(self.gw, self.gw).ravel() * (0.25 * (a_hi - a_lo) * (b_hi - b_lo))[:, None]
-        w = np.where(positive, rho, 0.0) * jac * omega
+        density = np.where(positive, rho, 0.0) * jac  # ρ_0 dA/(da db)
         with np.errstate(divide="ignore"):
             logr = np.where(positive, np.log(np.where(positive, rho, 1.0)), -np.inf)
-        return x, w, logr, jac
+        return x, density * omega, logr, density
 
     def _errors(self, f):
         """Estimated Gauss quadrature errors along a and along b of f (P, p², ...), summed over the trailing axes.
@@ -215,17 +218,21 @@ class SpherePanels:
         out = []
         for Ca in (C, np.swapaxes(C, 1, 2)):
             t = Ca[:, -1].sum(axis=(1, 2)) + Ca[:, -2].sum(axis=(1, 2))
-            s = Ca[:, 1].sum(axis=(1, 2)) + Ca[:, 2].sum(axis=(1, 2))
+            s = Ca[:, -3].sum(axis=(1, 2)) + Ca[:, -4].sum(axis=(1, 2))
             with np.errstate(divide="ignore", invalid="ignore"):
-                out.append(np.where(t < s, t * t / np.where(s > 0, s, 1.0), t))
+                ratio = np.where(t < s, t / np.where(s > 0, s, 1.0), 1.0)  # decay over two degrees at the tail
+            out.append(t * ratio ** (0.5 * (p + 1)))
         return out
 
     def unresolved(self, degree: int):
         """(panels to bisect with the directions, the mass of those that fail the criterion but are too narrow to
         be split in a failing direction, points added)."""
-        mass = self.w.sum(axis=1) * max(1, degree)
-        ta, tb = self._errors(self.y[..., :3])
-        bad_a, bad_b = mass * ta > self.tol, mass * tb > self.tol
+        # the integrand of a moment of degree L on the panel, e^{iL x_c(Φ_t)} ρ_0 dA/(da db), for c = x, y, z:
+        # its Legendre tail bounds the quadrature error of every a_lm, l <= L, including the powers of L that
+        # the higher derivatives of Y_lm ∘ Φ_t bring (a first-order criterion on Φ_t alone misses them)
+        area = 0.25 * (self.a_hi - self.a_lo) * (self.b_hi - self.b_lo)
+        ta, tb = self._errors(np.exp(1j * max(1, degree) * self.y[..., :3]) * self._density[..., None])
+        bad_a, bad_b = area * ta > self.tol, area * tb > self.tol
         wide_a = (self.a_hi - self.a_lo) > self.min_width
         wide_b = (self.b_hi - self.b_lo) > self.min_width
         split_a, split_b = bad_a & wide_a, bad_b & wide_b
@@ -249,7 +256,7 @@ class SpherePanels:
                 b_hi = np.where(sb[sel], np.where(ib == 0, bmid, self.b_hi[k]), self.b_hi[k])
                 parts.append((self.face[k], a_lo, a_hi, b_lo, b_hi))
         face, a_lo, a_hi, b_lo, b_hi = (np.concatenate(c) for c in zip(*parts))
-        x, w, logr, jac = self._nodes(face, a_lo, a_hi, b_lo, b_hi)
+        x, w, logr, density = self._nodes(face, a_lo, a_hi, b_lo, b_hi)
         keep = np.ones(self.face.size, dtype=bool)
         keep[idx] = False
         self.face = np.concatenate([self.face[keep], face])
@@ -258,7 +265,7 @@ class SpherePanels:
         self.x = np.concatenate([self.x[keep], x])
         self.w = np.concatenate([self.w[keep], w])
         self.logr0 = np.concatenate([self.logr0[keep], logr])
-        self._jac = np.concatenate([self._jac[keep], jac])
+        self._density = np.concatenate([self._density[keep], density])
         self._mesh = None
         if replay is not None:
             y = np.ascontiguousarray(np.concatenate([x.reshape(-1, 3), np.zeros((x.shape[0] * x.shape[1], 1))],
