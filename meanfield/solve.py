@@ -406,14 +406,19 @@ def solve(
         which goes on to ``t_span[1]``. "lagrangian": the Lagrangian measure from
         ``t_span[0]`` (adaptive DOP853 with ``rtol``/``atol``, or ``method``/``dt``
         when given). Default: "auto" where the Lagrangian measure refines itself
-        (zonal models on the circle: adaptive Gauss panels, exact through collapse
-        to the problem's conditioning), "grid" elsewhere — on S² and in R^d the
-        Lagrangian nodes are the grid's, fixed, and accurate only while the flow
-        map is resolved by them (docs/MATH.md §6), so it is asked for explicitly.
+        (zonal models on the circle and S²: adaptive Gauss panels, exact through
+        collapse to the problem's conditioning where the flow map is smooth; on S²
+        they cannot resolve the separatrices between clusters and stop at
+        ``max_points``), "grid" elsewhere — in R^d the Lagrangian nodes are the
+        grid's, fixed, and accurate only while the flow map is resolved by them
+        (docs/MATH.md §6), so it is asked for explicitly. To advance the grid's
+        nodes as fixed characteristics anywhere, pass
+        ``meanfield.lagrangian.start(mu0)`` as ``mu0``.
     lagrangian_tol : float, optional
         The adaptive Gauss panels' bound on each panel's contribution to the
-        error of the Fourier moments (``tol`` of
-        :func:`meanfield.lagrangian.panels.transport_panels`, default 1e-14).
+        error of the moments (``tol`` of
+        :func:`meanfield.lagrangian.panels.transport_panels`, default 1e-14 on the
+        circle, 1e-10 on S²).
         The panels stop rather than let the moments err by more than 1e3 × this
         (the mass on panels float64 can no longer split); a looser value lets a
         run go on through sharper clusters with that error bound.

@@ -109,8 +109,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
                               "(default: meanfield.solve's, auto for zonal models on the circle, else grid)",
                               choices=("grid", "auto", "lagrangian")),
         "lagrangian_tol": Key("float", None, "the Lagrangian panels' moment tolerance (meanfield.solve's "
-                              "lagrangian_tol, default 1e-14): a run stops rather than let the moments err by "
+                              "lagrangian_tol, default 1e-14 on the circle, 1e-10 on S²): a run stops rather than let the moments err by "
                               "more than 1e3 × it", positive=True),
+        "lagrangian_nodes": Key("str", None, "the Lagrangian measure's characteristics with representation = "
+                                "'lagrangian': panels (adaptive Gauss panels, the default for zonal models on the circle "
+                                "and S²) or grid (the grid's nodes, fixed: a weighted-particle system whose cluster "
+                                "masses converge at first order in the node spacing, for runs through separatrices on "
+                                "S², where panels refine without end)", choices=("panels", "grid")),
         "tail_tol": Key("float", None, "resolution monitor: largest spectral tail of a resolved density (circle, "
                         "sphere; default 1e-10, meanfield.monitor.ResolutionMonitor)", positive=True),
         "neg_tol": Key("float", None, "resolution monitor: most negative value, relative to the mean (default 1e-8)",

@@ -178,8 +178,14 @@ def _solve(cfg, model, mu0, t_eval, progress):
         kwargs["lagrangian_tol"] = tm["lagrangian_tol"]
     kwargs["monitor"] = build.build_monitor(cfg)
     log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
+    start_from = mu0
+    if tm["lagrangian_nodes"] == "grid":  # the grid's nodes as fixed characteristics (solve of a LagrangianMeasure)
+        if tm["representation"] != "lagrangian":
+            raise config.StudyError("[time] lagrangian_nodes = 'grid' needs representation = 'lagrangian'.")
+        start_from = lagrangian.start(mu0)
+        kwargs = {k: kwargs[k] for k in ("t_eval", "method", "dt", "rtol", "atol", "progress", "representation")}
     try:
-        return solve(model, mu0, (0.0, float(t_eval[-1])), **kwargs), False
+        return solve(model, start_from, (0.0, float(t_eval[-1])), **kwargs), False
     except ResolutionError as exc:
         if exc.initial:  # the initial density itself is not resolved: a study to fix
             raise config.StudyError(f"[grid]: {exc}") from None

@@ -190,6 +190,29 @@ def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tm
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.nc"))
 
 
+def test_fixed_lagrangian_nodes_in_a_study(tmp_path):
+    """[time] lagrangian_nodes = 'grid': the grid's nodes advanced as fixed characteristics (as solve of
+    lagrangian.start(mu0)): one point per node, mass fixed; refused unless the representation is 'lagrangian'."""
+    from meanfield.study.config import StudyError
+
+    study = {"domain": "sphere", "grid": {"lmax": 24}, "model": {"beta": 2.0},
+             "initial": {"kind": "uniform-noise", "amplitude": 0.5, "modes": 3},
+             "time": {"t_end": 1.0, "frames": 3, "method": "dop853", "representation": "lagrangian",
+                      "lagrangian_nodes": "grid"},
+             "output": {"path": str(tmp_path / "s.nc")}}
+    ds = run(study, progress=False)
+    assert ds.attrs["status"] == "success" and ds.attrs["representation"] == "lagrangian"
+    assert ds.sizes["lagrangian_point"] == 25 * 49  # the lmax-24 grid's nodes
+    np.testing.assert_allclose(ds.lagrangian_weight.sum("lagrangian_point"), 1.0, atol=1e-13)
+    cfg = read(study)
+    mu0 = build.initial_density(cfg, build.build_grid(cfg))
+    ref = meanfield.solve(build.build_model(cfg), meanfield.lagrangian.start(mu0), (0.0, 1.0), t_eval=[0.0, 0.5, 1.0])
+    np.testing.assert_allclose(ds.lagrangian_points.isel(time=-1).values, ref.densities[-1].points, atol=1e-12)
+    study["time"]["representation"] = "auto"
+    with pytest.raises(StudyError, match="lagrangian_nodes"):
+        run(study, progress=False)
+
+
 def test_ctrl_c_keeps_what_was_computed(tmp_path, monkeypatch):
     import particles
 
