@@ -3,9 +3,12 @@ r"""Clusters of a Lagrangian frame and their history: where the mass gathers, ho
 A cluster is a connected set of points holding a point where the density exceeds
 ``threshold`` times the uniform density of the domain's volume (1/2π on the circle,
 1/4π on S²; in R^d the mean density over the points' bounding box). On S² and in R²
-the points are connected along the edges of the moved triangles whose vertices all exceed it and whose area
-is not stretched across a gap (the density it implies, its vertices' mean weight over twice its area, reaches
-an eighth of the level): a triangle whose vertices went to two clusters spans the gap between them.
+the points are connected along the edges of the moved triangles whose vertices all exceed it and that are not
+stretched across a gap: the density a triangle implies (its vertices' mean weight over twice its area) reaches an
+eighth of the level, and each of its edges is no longer than 16 cells at the level, ℓ² × level <= 256 × the
+larger weight of its ends. A triangle whose vertices went to two clusters spans the gap between them: its area
+implies a low density, or, once two of its vertices have collapsed into one cluster and it has become a sliver
+of almost no area, its edges to the third vertex are long.
 On the circle and in R¹ neighbours in the physical order are connected where the gap
 between them is short enough to hold that density with their mass (gap × level <=
 the larger weight, or a gap below float64's resolution of the coordinate): inside a collapsed cluster float64 cannot order the points, and
@@ -25,6 +28,7 @@ from .measure import LagrangianMeasure
 __all__ = ["Cluster", "clusters", "cluster_history", "ClusterHistory"]
 
 _VOLUME = {"circle": 2.0 * np.pi, "sphere": 4.0 * np.pi}
+_CELLS = 16.0  # the longest edge of a cluster's mesh, in cells at the threshold density (ℓ² × level <= 256 × w)
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,10 @@ def _edges(frame: LagrangianMeasure, dense: np.ndarray, level: float) -> np.ndar
         area = 0.5 * np.linalg.norm(np.cross(V[:, 1] - V[:, 0], V[:, 2] - V[:, 0]), axis=-1)
     held = np.all(dense[tri], axis=1) & (np.mean(w[tri], axis=1) >= 0.25 * level * area)
     tri = tri[held]
-    return np.concatenate([tri[:, [a, b]] for a in range(tri.shape[1]) for b in range(a + 1, tri.shape[1])])
+    e = np.concatenate([tri[:, [a, b]] for a in range(tri.shape[1]) for b in range(a + 1, tri.shape[1])])
+    # a sliver (two vertices collapsed into one cluster, the third in another) has almost no area, but long edges
+    length2 = np.sum((pts[e[:, 0]] - pts[e[:, 1]]) ** 2, axis=-1)
+    return e[length2 * level <= _CELLS**2 * np.maximum(w[e[:, 0]], w[e[:, 1]])]
 
 
 def _centre(frame, pts, w):

@@ -179,6 +179,25 @@ def _densities(ds):
     return domain, lambda i: Density(grid, ds["density"].isel(time=i).transpose(*dims).values, check=False)
 
 
+def _sphere_cells(ds, density):
+    """Frame i ↦ its density on S² for a figure: a Lagrangian frame as cell averages on a grid with about 50
+    of its points per cell (binned on the start grid itself the nodes alias into a moiré of 0, 1 or 2 points
+    per cell), a grid frame as it is."""
+    from ..domains.sphere.grid import SphereGrid
+    from ..domains.sphere.lagrangian import cell_averages
+
+    points, weights = ds["lagrangian_points"].values, ds["lagrangian_weight"].values
+
+    def frame(i):
+        ok = np.isfinite(weights[i])
+        if not ok.any():
+            return density(i)
+        grid = SphereGrid(max(4, int(np.sqrt(ok.sum() / 100.0))))
+        return Density(grid, cell_averages(points[i][ok], weights[i][ok], grid), check=False)
+
+    return frame
+
+
 def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = False):
     """Snapshot grid of the density (S²: Mollweide maps; R²: images), particles overlaid; with ``energy``,
     the energy curve in a last row. Returns the Figure."""
@@ -191,11 +210,22 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = 
                      layout="constrained")
     over = _overlay(ds)
     grid_rows = rows + (1 if energy else 0)
-    vmax = float(np.nanmax(ds["density"].values[shown]))  # one colour scale for every panel
+    style, label = {}, "ρ"
+    if domain.name == "sphere" and "lagrangian_points" in ds:
+        density = _sphere_cells(ds, density)
+        # clusters reach 1e3 × the uniform density on the cells: a log scale, cells drawn as they are (a
+        # spectral synthesis would ring), empty cells black
+        from matplotlib.colors import LogNorm
+
+        vmax = max(float(np.nanmax(density(i).values)) for i in shown)
+        style = {"cells": True, "norm": LogNorm(vmin=1e-6 * vmax, vmax=vmax, clip=True)}
+        cmap, label = plt.get_cmap(cmap).with_extremes(bad="black", under="black"), "ρ (cell averages, log scale)"
+    else:
+        style["vmax"] = float(np.nanmax(ds["density"].values[shown]))  # one colour scale for every panel
     axes = []
     for j, i in enumerate(shown):
         ax = fig.add_subplot(grid_rows, ncols, j + 1, projection=domain.projection)
-        domain.plot(density(i), ax=ax, colorbar=False, cmap=cmap, vmax=vmax)
+        domain.plot(density(i), ax=ax, colorbar=False, cmap=cmap, **style)
         if over is not None:
             domain.plot_points(over[1][i], ax)
         if domain.projection:  # longitudes labelled at −120°, 0°, 120° (the map's own labels crowd)
@@ -206,7 +236,7 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = 
         ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
         axes.append(ax)
     if axes and axes[0].collections:
-        fig.colorbar(axes[0].collections[0], ax=axes, label="ρ", shrink=0.8)
+        fig.colorbar(axes[0].collections[0], ax=axes, label=label, shrink=0.8)
     if energy:
         plot_energy(ds, ax=fig.add_subplot(grid_rows, 1, grid_rows))
     suffix = f" (N = {over[0]} particles, cyan)" if over is not None else ""
@@ -489,7 +519,9 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
     if plots:
         if ds.attrs.get("sweep_dims"):
             save(plot_sweep(ds).figure, "map")
-        if "density" in ds:
+        if "density" in ds and not np.isfinite(ds["density"].values).any():  # Lagrangian frames only (R^d)
+            log.info("no density frames on a grid: no density figure (the Lagrangian figure shows the points)")
+        elif "density" in ds:
             if len(_spatial_dims(ds)) == 1:
                 save(plot_density(ds).figure, "density")
             else:

@@ -86,7 +86,7 @@ def _density_vars(sol, t_eval, grid0):
     ``density_last_resolved`` (its time in the attribute ``time``), never put on an output time.
     Lagrangian frames (after a hand-over, or from t = 0) are written as they are — points, weights and
     log-density, padded with NaN to the most points (``lagrangian_*``) — with their clusters, and on the
-    circle also as cell averages (mass in each cell / its width) on that grid.
+    circle and S² also as cell averages (mass in each cell / its width or area) on that grid.
     """
     dens = list(sol.densities)
     k = _on_output_times(sol, t_eval)
@@ -131,11 +131,11 @@ def _representation(sol) -> str:
 
 
 def _cell_averages(frame, grid):
-    """A Lagrangian frame's cell averages on ``grid`` where its chart bins points (the circle), else NaN."""
+    """A Lagrangian frame's cell averages on ``grid`` where its chart bins points (circle, S²), else NaN."""
     binning = getattr(frame.domain.chart, "cell_averages", None)
     if binning is None:
         return np.full(grid.shape, np.nan)
-    return binning(frame.state, frame.weights, grid.n)
+    return binning(frame.state, frame.weights, grid)
 
 
 def _lagrangian_vars(frames, t_eval):

@@ -209,6 +209,40 @@ def test_clusters_of_two_bumps():
     assert cluster_history([frame]).count.tolist() == [2]
 
 
+def test_two_collapsed_clusters_on_the_sphere_stay_two():
+    """Each hemisphere's nodes collapsed into a cluster of width 1e-8 (as after metastable collapse), the two
+    clusters 172° apart: the equator's triangles become slivers (two vertices in one cluster, one in the other)
+    of almost no area, whose edges still span the gap; the clusters are two, with the hemispheres' masses."""
+    frame = start(mf.Density.from_function(mf.SphereGrid(30), lambda x: 1.0 + 0.5 * x[..., 2]))
+    x, w = frame.points, frame.weights
+    up = x[:, 2] > 0
+    a, b = np.array([0.0, 0.0, 1.0]), np.array([np.sin(np.radians(172.0)), 0.0, np.cos(np.radians(172.0))])
+    moved = np.where(up[:, None], a + 1e-8 * x, b + 1e-8 * x)
+    moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+    collapsed = LagrangianMeasure(moved, w, frame.log_density + 2 * np.log(1e8), frame.domain, frame.mesh)
+    cl = clusters(collapsed)
+    assert len(cl) == 2
+    np.testing.assert_allclose([c.mass for c in cl], [np.sum(w[up]), np.sum(w[~up])], rtol=1e-12)
+    np.testing.assert_allclose(cl[0].centre, a, atol=1e-7)
+    np.testing.assert_allclose(cl[1].centre, b, atol=1e-7)
+
+
+def test_sphere_cell_averages_keep_the_mass_and_bin_each_node_in_its_own_cell():
+    from meanfield.domains.sphere.lagrangian import cell_averages
+
+    grid = mf.SphereGrid(16)
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(5000, 3))
+    w = rng.random(5000)
+    avg = cell_averages(x / np.linalg.norm(x, axis=1, keepdims=True), w, grid)
+    edges = np.concatenate([[0.0], 0.5 * (grid.colatitudes[1:] + grid.colatitudes[:-1]), [np.pi]])
+    area = np.outer(np.cos(edges[:-1]) - np.cos(edges[1:]), np.full(grid.longitudes.size, 2 * np.pi / grid.longitudes.size))
+    assert np.sum(area) == pytest.approx(4 * np.pi, rel=1e-14)
+    assert np.sum(avg * area) == pytest.approx(np.sum(w), rel=1e-13)
+    own = cell_averages(grid.points.reshape(-1, 3), np.ones(grid.points[..., 0].size), grid)
+    np.testing.assert_allclose(own * area, 1.0, rtol=1e-13)
+
+
 def test_zero_density_points_carry_no_mass():
     grid = mf.EuclideanGrid(((-3, 3),), (60,))
     values = np.where(np.abs(grid.points[..., 0]) < 1.5, 1.0, 0.0)
@@ -450,16 +484,20 @@ def test_metastability_example_goes_through_with_a_looser_panel_tolerance():
 
 @pytest.mark.slow
 def test_sphere_metastability_example_converges_in_the_number_of_nodes():
-    """examples/metastability_sphere.toml at lmax 50 and 70 (5151 and 10011 fixed nodes) to t = 20: a cluster
-    forms, a second one, they merge and one remains in both runs; the cluster masses at t = 12 agree to 1e-3
-    (first order in the node spacing), E_β never decreases and the mass is fixed."""
+    """examples/metastability_sphere.toml at lmax 50 and 70 (5151 and 10011 fixed nodes) to t = 20: two clusters
+    form and settle almost antipodal, a metastable pair; in both runs all the mass is in them by t = 20 and E_β is
+    that of two point masses m_1, m_2 at the clusters' angle θ, (1/2β)((m_1² + m_2²)e^β + 2 m_1 m_2 e^{β cos θ});
+    the cluster masses at t = 12 and t = 20 agree to 1e-3 (first order in the node spacing), E_β never decreases
+    and the mass is fixed."""
     import tomllib
     from pathlib import Path
 
+    from meanfield.lagrangian import clusters
     from meanfield.study import build, read
 
     tables = tomllib.loads((Path(__file__).parents[2] / "examples" / "metastability_sphere.toml").read_text())
     tables.pop("particles")
+    beta = tables["model"]["beta"]
     t_eval = np.arange(0.0, 20.5, 1.0)
     masses = []
     for lmax in (50, 70):
@@ -468,9 +506,14 @@ def test_sphere_metastability_example_converges_in_the_number_of_nodes():
         model, grid = build.build_model(cfg), build.build_grid(cfg)
         sol = mf.solve(model, start(build.initial_density(cfg, grid)), (0.0, 20.0), t_eval=t_eval, rtol=1e-8)
         hist = cluster_history(sol)
-        assert max(hist.count) == 2 and hist.count[-1] == 1 and hist.masses[-1][0] == pytest.approx(1.0, abs=1e-9)
+        assert max(hist.count) == 2 and hist.count[-1] == 2
         assert np.all(np.diff(sol.energy) >= -1e-12 * sol.energy[-1])
         assert all(abs(f.mass() - 1.0) <= 1e-13 for f in sol.densities)
-        masses.append(hist.masses[12])
-    assert masses[0].size == masses[1].size == 2
+        (m1, c1), (m2, c2) = [(c.mass, c.centre) for c in clusters(sol.densities[-1])]
+        assert m1 + m2 == pytest.approx(1.0, abs=1e-6)
+        two_diracs = ((m1**2 + m2**2) * np.exp(beta) + 2 * m1 * m2 * np.exp(beta * (c1 @ c2))) / (2 * beta)
+        assert sol.energy[-1] == pytest.approx(two_diracs, rel=1e-5)
+        assert c1 @ c2 < -0.9
+        masses.append(np.concatenate([hist.masses[12], hist.masses[20]]))
+    assert masses[0].size == masses[1].size == 4
     np.testing.assert_allclose(masses[0], masses[1], atol=1e-3)

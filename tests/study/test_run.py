@@ -199,10 +199,16 @@ def test_fixed_lagrangian_nodes_in_a_study(tmp_path):
              "initial": {"kind": "uniform-noise", "amplitude": 0.5, "modes": 3},
              "time": {"t_end": 1.0, "frames": 3, "method": "dop853", "representation": "lagrangian",
                       "lagrangian_nodes": "grid"},
-             "output": {"path": str(tmp_path / "s.nc")}}
+             "output": {"path": str(tmp_path / "s.nc"), "plot": True}}
     ds = run(study, progress=False)
     assert ds.attrs["status"] == "success" and ds.attrs["representation"] == "lagrangian"
     assert ds.sizes["lagrangian_point"] == 25 * 49  # the lmax-24 grid's nodes
+    # the frames' cell averages on the grid hold the mass; the figures are drawn
+    grid = build.build_grid(read(study))
+    edges = np.concatenate([[0.0], 0.5 * (grid.colatitudes[1:] + grid.colatitudes[:-1]), [np.pi]])
+    area = np.outer(np.cos(edges[:-1]) - np.cos(edges[1:]), np.full(grid.longitudes.size, 2 * np.pi / 49))
+    np.testing.assert_allclose((ds.density.values * area).sum(axis=(1, 2)), 1.0, atol=1e-13)
+    assert all((tmp_path / f"s-{name}.png").exists() for name in ("density", "energy", "lagrangian"))
     np.testing.assert_allclose(ds.lagrangian_weight.sum("lagrangian_point"), 1.0, atol=1e-13)
     cfg = read(study)
     mu0 = build.initial_density(cfg, build.build_grid(cfg))

@@ -61,9 +61,10 @@ def check_state(state):
         raise ValueError(f"`state` must hold finite angles, shape (n, 1); got shape {state.shape}.")
 
 
-def cell_averages(state, weights, n: int):
-    """The measure Σ w_i δ_{θ_i} as cell averages on the n-node grid: the mass in the cell around each node
+def cell_averages(state, weights, grid):
+    """The measure Σ w_i δ_{θ_i} as cell averages on the n-node ``grid``: the mass in the cell around each node
     (width 2π/n) divided by the width."""
+    n = grid.n
     h = 2.0 * np.pi / n
     cell = np.mod(np.round(np.mod(state[:, 0], 2.0 * np.pi) / h), n).astype(int)
     return np.bincount(cell, weights=weights, minlength=n) / h

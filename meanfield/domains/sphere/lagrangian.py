@@ -12,7 +12,8 @@ import numpy as np
 from .. import simplices
 from .geometry import check_on_sphere, normalise
 
-__all__ = ["check_state", "mesh", "to_state", "to_points", "state_rate", "retract", "interpolate_log"]
+__all__ = ["check_state", "mesh", "to_state", "to_points", "state_rate", "retract", "interpolate_log",
+           "cell_averages"]
 
 
 def mesh(grid):
@@ -43,6 +44,21 @@ def retract(state):
 def interpolate_log(state, mesh, log_density, queries):
     """log ρ at unit vectors ``queries`` (..., 3), linear on the moved triangles."""
     return simplices.interpolate(state, mesh, log_density, queries, homogeneous=False)
+
+
+def cell_averages(state, weights, grid):
+    """The measure Σ w_i δ_{x_i} as cell averages on a Gauss–Legendre ``grid``: the mass in the cell around
+    each node (between the midpoints of neighbouring colatitudes, the poles closing the first and last
+    rows, and of neighbouring longitudes) divided by the cell's area, shape ``grid.shape``."""
+    x = normalise(state)
+    th = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
+    edges = np.concatenate([[0.0], 0.5 * (grid.colatitudes[1:] + grid.colatitudes[:-1]), [np.pi]])
+    row = np.clip(np.searchsorted(edges, th, side="right") - 1, 0, grid.colatitudes.size - 1)
+    nlon = grid.longitudes.size
+    h = 2.0 * np.pi / nlon
+    col = np.mod(np.round((np.arctan2(x[:, 1], x[:, 0]) - grid.longitudes[0]) / h), nlon).astype(int)
+    area = np.outer(np.cos(edges[:-1]) - np.cos(edges[1:]), np.full(nlon, h))
+    return np.bincount(row * nlon + col, weights=weights, minlength=area.size).reshape(area.shape) / area
 
 
 def check_state(state):

@@ -7,7 +7,7 @@ import numpy as np
 from ..plotting import plot_energy
 from .transforms import evaluate
 
-__all__ = ["sphere_map", "plot", "plot_points", "plot_solution"]
+__all__ = ["sphere_map", "cell_map", "plot", "plot_points", "plot_solution"]
 
 
 def sphere_map(density, nlat: int = 90, nlon: int = 180):
@@ -19,14 +19,33 @@ def sphere_map(density, nlat: int = 90, nlon: int = 180):
     return lon, lat, evaluate(density.grid.coefficients(density.values), x)
 
 
-def plot(density, ax=None, *, colorbar=True, vmax=None, cmap="magma"):
-    """A density on S² as a Mollweide map. Returns the Axes."""
+def cell_map(density):
+    """(longitude edges, latitude edges, values) of a density's node values as the cells around the nodes
+    (radians, both edges ascending): for cell averages, which a spectral synthesis would ring around."""
+    g = density.grid
+    h = 2.0 * np.pi / g.longitudes.size
+    lon = np.mod(g.longitudes + np.pi, 2.0 * np.pi) - np.pi
+    order = np.argsort(lon)
+    lon_edges = np.clip(np.concatenate([lon[order] - h / 2, [lon[order][-1] + h / 2]]), -np.pi, np.pi)
+    colat_edges = np.concatenate([[0.0], 0.5 * (g.colatitudes[1:] + g.colatitudes[:-1]), [np.pi]])
+    return lon_edges, (np.pi / 2 - colat_edges)[::-1], np.asarray(density.values)[::-1][:, order]
+
+
+def plot(density, ax=None, *, colorbar=True, vmax=None, cmap="magma", cells=False, norm=None):
+    """A density on S² as a Mollweide map: its spectral synthesis, or with ``cells`` its node values as cells
+    (cell averages of a Lagrangian measure); ``norm`` a matplotlib norm (say LogNorm) in place of [0, vmax].
+    Returns the Axes."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(subplot_kw={"projection": "mollweide"})
-    lon, lat, values = sphere_map(density)
-    im = ax.pcolormesh(lon, lat, values, shading="gouraud", cmap=cmap, vmin=0.0, vmax=vmax)
+    scale = {"norm": norm} if norm is not None else {"vmin": 0.0, "vmax": vmax}
+    if cells:
+        lon, lat, values = cell_map(density)
+        im = ax.pcolormesh(lon, lat, values, shading="flat", cmap=cmap, **scale)
+    else:
+        lon, lat, values = sphere_map(density)
+        im = ax.pcolormesh(lon, lat, values, shading="gouraud", cmap=cmap, **scale)
     ax.set_xticklabels([])
     ax.grid(True, color="0.6", lw=0.3)
     if colorbar:
