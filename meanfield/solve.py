@@ -597,4 +597,8 @@ def _raise_on_stop(run, sol: Solution) -> None:
         t = getattr(run, "t", float(sol.t[-1]) if sol.t.size else float("nan"))
         raise ResolutionError(t, run.message, sol, hint="Loosen lagrangian_tol (solve's argument; [time] "
                               "lagrangian_tol in a study file), raise max_points of "
-                              "meanfield.lagrangian.transport_panels, or end earlier.")
+                              "meanfield.lagrangian.transport_panels, or end earlier. Where clusters form on S², "
+                              "the panels refine without end along the separatrices between them: advance the "
+                              "grid's nodes as fixed characteristics instead, solve(model, "
+                              "meanfield.lagrangian.start(mu0), ...) ([time] lagrangian_nodes = 'grid'; cluster "
+                              "masses to a few 1e-4, docs/MATH.md §6).")
