@@ -325,3 +325,30 @@ def test_writes_are_atomic_and_a_failed_write_keeps_the_old_file(tmp_path, monke
     monkeypatch.undo()
     xr.testing.assert_identical(meanfield.load(path), old)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.nc"]  # no partial file left behind
+
+
+def test_a_coarse_grid_measure_is_reported_beside_the_distances(tmp_path, caplog):
+    """W1 against particles measures the grid measure too: its own error (validation.wasserstein.discretisation)
+    is stored, positive and at most the W1 it is part of within that estimate's factor; a grid so coarse that
+    it is comparable with the distances at t = 0 is warned about, a fine one is not."""
+    from validation.wasserstein import discretisation
+
+    def study(lmax):
+        return {"domain": "sphere", "grid": {"lmax": lmax}, "model": {"beta": 1.0},
+                "initial": {"kind": "von-mises-fisher", "centres": [[0.0, 0.0, 1.0]], "kappa": [0.5]},
+                "time": {"t_end": 0.1, "frames": 2, "refine": False, "tail_tol": 1e-2},
+                "particles": {"n": [200, 400], "repeats": 2, "save_positions": False}, "distances": {"p": [1]},
+                "output": {"path": str(tmp_path / f"s{lmax}.nc")}}
+
+    with caplog.at_level("WARNING", logger="meanfield.study"):
+        coarse = run(study(4), progress=False)
+    cfg = read(study(4))
+    floor = float(coarse["wasserstein_discretisation"])
+    assert floor == pytest.approx(discretisation(build.initial_density(cfg, build.build_grid(cfg))), rel=1e-12)
+    assert floor > 0.5 * coarse.wasserstein.isel(time=0, n_particles=-1).mean()
+    assert "grid measure's own W1 error" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="meanfield.study"):
+        fine = run(study(32), progress=False)
+    assert 0 < float(fine["wasserstein_discretisation"]) < 0.5 * fine.wasserstein.isel(time=0, n_particles=-1).mean()
+    assert "grid measure's own" not in caplog.text
