@@ -114,7 +114,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "lagrangian_nodes": Key("str", None, "the Lagrangian measure's characteristics with representation = "
                                 "'lagrangian': panels (adaptive Gauss panels, the default for zonal models on the circle "
                                 "and S²) or grid (the grid's nodes, fixed: a weighted-particle system whose cluster "
-                                "masses converge at first order in the node spacing, for runs through separatrices on "
+                                "masses agree to a few 1e-4 at 5·10³–4·10⁴ nodes, without a clean order, for runs through separatrices on "
                                 "S², where panels refine without end)", choices=("panels", "grid")),
         "tail_tol": Key("float", None, "resolution monitor: largest spectral tail of a resolved density (circle, "
                         "sphere; default 1e-10, meanfield.monitor.ResolutionMonitor)", positive=True),
