@@ -25,7 +25,7 @@ import meanfield as mf
 from meanfield.kernels.circle import circle_spectral_divergence
 from meanfield.kernels.sphere import sphere_spectral_divergence
 from meanfield.lagrangian import cluster_history, start, transport, transport_panels
-from _timing import best
+from _timing import best, median
 
 
 def initial(n, seed=0, amplitude=0.01):
@@ -34,16 +34,6 @@ def initial(n, seed=0, amplitude=0.01):
     phase = np.random.default_rng(seed).uniform(0, 2 * np.pi, k.size)
     v = 1 + amplitude * np.cos(np.multiply.outer(g.angles, k) + phase).sum(-1)
     return mf.Density(g, v / g.integrate(v))
-
-
-def median(fn, rounds):
-    fn()
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def sphere(rounds, sizes=(50, 70, 100), t_end=40.0):

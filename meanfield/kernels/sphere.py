@@ -232,10 +232,12 @@ def multipliers(L: int, beta: float):
 
 
 def field_coefficients(a, beta: float):
-    """(b, S0): b[m, l] = N_l a[m, l], the coefficients of U, and S_0 = D_0 a_00 Y_0^0 (module docstring)."""
-    L = a.shape[1] - 1
+    """(b, S0): b[..., m, l] = N_l a[..., m, l], the coefficients of U, and S_0 = D_0 a_00 Y_0^0 (module
+    docstring); a float for one set of moments (m, l), an array over the leading axes of a record of them."""
+    L = a.shape[-1] - 1
     D, N, _ = multipliers(L, float(beta))
-    return np.ascontiguousarray(a * N[None, :]), float(D[0] * a[0, 0].real / np.sqrt(4.0 * np.pi))
+    S0 = D[0] * a[..., 0, 0].real / np.sqrt(4.0 * np.pi)
+    return np.ascontiguousarray(a * N), (float(S0) if a.ndim == 2 else np.ascontiguousarray(S0))
 
 
 def _evaluate(points, weights, queries, beta, normalized, c, L):

@@ -70,6 +70,11 @@ class SphereGrid(Grid):
         return np.pi / self.lmax
 
     @property
+    def colatitude_edges(self) -> np.ndarray:
+        """The edges of the cells around the node rows: 0, the midpoints of neighbouring colatitudes, π."""
+        return np.concatenate([[0.0], 0.5 * (self.colatitudes[1:] + self.colatitudes[:-1]), [np.pi]])
+
+    @property
     def covering_radius(self) -> float:
         """An upper bound on the geodesic distance from any point of S² to the nearest node.
 

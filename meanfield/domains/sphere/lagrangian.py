@@ -52,7 +52,7 @@ def cell_averages(state, weights, grid):
     rows, and of neighbouring longitudes) divided by the cell's area, shape ``grid.shape``."""
     x = normalise(state)
     th = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
-    edges = np.concatenate([[0.0], 0.5 * (grid.colatitudes[1:] + grid.colatitudes[:-1]), [np.pi]])
+    edges = grid.colatitude_edges
     row = np.clip(np.searchsorted(edges, th, side="right") - 1, 0, grid.colatitudes.size - 1)
     nlon = grid.longitudes.size
     h = 2.0 * np.pi / nlon

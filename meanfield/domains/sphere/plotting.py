@@ -27,7 +27,7 @@ def cell_map(density):
     lon = np.mod(g.longitudes + np.pi, 2.0 * np.pi) - np.pi
     order = np.argsort(lon)
     lon_edges = np.clip(np.concatenate([lon[order] - h / 2, [lon[order][-1] + h / 2]]), -np.pi, np.pi)
-    colat_edges = np.concatenate([[0.0], 0.5 * (g.colatitudes[1:] + g.colatitudes[:-1]), [np.pi]])
+    colat_edges = g.colatitude_edges
     return lon_edges, (np.pi / 2 - colat_edges)[::-1], np.asarray(density.values)[::-1][:, order]
 
 

@@ -29,9 +29,9 @@ In two dimensions the map's steep set is a curve, not a point: where clusters fo
 stable manifolds of the saddles between them (the separatrices of their basins) are pulled
 back to curves of the initial sphere across which Φ_t jumps from one cluster to another.
 Panels straddling such a curve cannot be resolved; refining them halves the mass they carry,
-so the error of the cluster masses is first order in the panel size there (it falls like
-1/points when the refinement concentrates on the curves, against 1/√points for fixed
-nodes). docs/MATH.md §6 has the measurements.
+so the error of the cluster masses is first order in the panel size there, and the panels
+refine without end; metastable runs use fixed nodes instead (docs/MATH.md §6 has the
+measurements).
 """
 
 from __future__ import annotations
@@ -133,10 +133,7 @@ class SphereField:
         return np.concatenate([v, div[:, None]], axis=1), a
 
     def replay(self, y, cond, hs, M):
-        _, N, _ = multipliers(self.degree, self.beta)
-        D0 = multipliers(self.degree, self.beta)[0][0]
-        b = np.ascontiguousarray(M * N)
-        S0 = np.ascontiguousarray(D0 * M[..., 0, 0].real / np.sqrt(4.0 * np.pi))
+        b, S0 = field_coefficients(M, self.beta)
         _replay(y, cond, hs, b, S0, TABLEAU.A, TABLEAU.B, self.lap, *self.tables, self.beta, self.normalized,
                 self.scale)
 
@@ -167,14 +164,10 @@ class SpherePanels:
         self.y = self.cond = None
         # resolve ρ_0 itself first: the quadrature of the initial measure
         while True:
-            ta, tb = self._errors(self._density)
-            area = 0.25 * (self.a_hi - self.a_lo) * (self.b_hi - self.b_lo)
-            split_a = (ta * area > tol) & (self.a_hi - self.a_lo > min_width)
-            split_b = (tb * area > tol) & (self.b_hi - self.b_lo > min_width)
-            idx = np.flatnonzero(split_a | split_b)
-            if not idx.size:
+            split, _, added = self._split(self._density)
+            if not added:
                 break
-            self.bisect((idx, split_a[idx], split_b[idx]), None)
+            self.bisect(split, None)
         self.y = np.concatenate([self.x, np.zeros(self.x.shape[:-1] + (1,))], axis=-1)
         self.cond = np.zeros(self.x.shape[:-1] + (2,))
         self._mesh = None
@@ -230,8 +223,12 @@ class SpherePanels:
         # the integrand of a moment of degree L on the panel, e^{iL x_c(Φ_t)} ρ_0 dA/(da db), for c = x, y, z:
         # its Legendre tail bounds the quadrature error of every a_lm, l <= L, including the powers of L that
         # the higher derivatives of Y_lm ∘ Φ_t bring (a first-order criterion on Φ_t alone misses them)
+        return self._split(np.exp(1j * max(1, degree) * self.y[..., :3]) * self._density[..., None])
+
+    def _split(self, f):
+        """:meth:`unresolved` for the integrand f (P, p², ...) on the panels."""
         area = 0.25 * (self.a_hi - self.a_lo) * (self.b_hi - self.b_lo)
-        ta, tb = self._errors(np.exp(1j * max(1, degree) * self.y[..., :3]) * self._density[..., None])
+        ta, tb = self._errors(f)
         bad_a, bad_b = area * ta > self.tol, area * tb > self.tol
         wide_a = (self.a_hi - self.a_lo) > self.min_width
         wide_b = (self.b_hi - self.b_lo) > self.min_width
