@@ -163,3 +163,44 @@ def test_backends_agree_and_solutions_match():
     assert np.max(np.abs(sols["pyshtools"].densities[-1].values - sols["ducc0"].densities[-1].values)) <= 1e-12
     with pytest.raises(ValueError, match="backend"):
         mf.SphereGrid(8, backend="fftw")
+
+
+# ------------------------------------------------------------------ the ring-plan fast path
+def _smooth_positive(L, seed):
+    """A positive density of degree L: exp of a random expansion with coefficients ~ e^{−l/2}, projected."""
+    from meanfield.domains.sphere import PyshtoolsBackend as B
+
+    rng = np.random.default_rng(seed)
+    l = np.arange(L + 1)[:, None]
+    c = rng.standard_normal((2, L + 1, L + 1)) * np.exp(-l / 2.0)
+    c = np.stack([np.tril(c[0]), np.tril(c[1], -1) + 0.0])
+    c[1, :, 0] = 0.0
+    return B.synthesis(B.analysis(np.exp(B.synthesis(c, L)), L), L)
+
+
+@pytest.mark.parametrize("beta, normalized", [(4.0, True), (0.0, True), (1.5, False)])
+@pytest.mark.parametrize("L", [24, 63])
+def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
+    """The fused ring-plan right-hand side is the cilm-array path to round-off (same grid), and the
+    FFT-friendly longitude count changes it only by the products' aliasing, below 1e-12 here."""
+    from meanfield.domains.sphere import SphereSpectral
+    from meanfield.domains.sphere.transforms import dealiased_degree
+
+    v = _smooth_positive(L, seed=L)
+    g = mf.SphereGrid(L, backend="ducc0")
+    reference = SphereSpectral(g, beta, 0.7, normalized, fast=False)
+    same_grid = SphereSpectral(g, beta, 0.7, normalized, nphi=2 * dealiased_degree(L) + 1)
+    default = SphereSpectral(g, beta, 0.7, normalized)
+    assert default.fast and default._pd.nphi >= 2 * dealiased_degree(L) + 1
+    a, speed_a, _ = reference.rate_and_speeds(v)
+    b, speed_b, _ = same_grid.rate_and_speeds(v)
+    scale = np.max(np.abs(a))
+    assert np.max(np.abs(a - b)) <= 1e-12 * scale
+    assert speed_b == pytest.approx(speed_a, rel=1e-13)
+    assert same_grid.speeds(v)[0] == pytest.approx(speed_a, rel=1e-13)
+    assert np.max(np.abs(default.rate(v) - a)) <= 1e-12 * scale
+    # and both transform libraries: pyshtools' cilm path on its own grid, to their agreement (7e-13 measured)
+    p = SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized)
+    assert np.max(np.abs(p.rate(v) - a)) <= 5e-12 * scale
+    with pytest.raises(ValueError, match="fast"):
+        SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized, fast=True)

@@ -28,12 +28,16 @@ so the mass is conserved to round-off.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from scipy.special import ive
 
 from ...numerics import check_usa_beta
 from .grid import SphereGrid
-from .transforms import dealiased_degree, frames, laplacian, nodes, pad_coefficients, surface_gradient
+from .ducc import ring_plan
+from .gauss import alm_layout, ladder
+from .transforms import (DuccBackend, dealiased_degree, frames, laplacian, nodes, pad_coefficients,
+                         surface_gradient)
 
 __all__ = ["SphereSpectral", "SphereQuadrature", "funk_hecke"]
 
@@ -80,12 +84,34 @@ class _SphereRate:
         return self.rate_and_speeds(values)[0]
 
 
+def fast_ring_count(lmax_d: int) -> int:
+    """Longitudes of the dealiased rings on the fast path: the smallest 2^a 3^b 5^c ... >= 2 L_d + 1.
+
+    2 L_d + 1 is the GLQ grid's own count (prime for L = 63, 127); any count
+    >= 2 L_d + 1 keeps the products' quadrature exact for band-limited data.
+    """
+    from scipy.fft import next_fast_len
+
+    return int(next_fast_len(2 * lmax_d + 1, real=True))
+
+
 class SphereSpectral(_SphereRate):
-    """Funk–Hecke field and scalar-transform divergence for zonal kernels on S²."""
+    """Funk–Hecke field and scalar-transform divergence for zonal kernels on S².
+
+    With the ducc0 backend the right-hand side runs on precomputed ring plans
+    (:mod:`.plan`): 5 Legendre syntheses on the dealiased rings (ρ, sin θ ∂_θ ρ,
+    u, sin θ ∂_θ u, Δu; the φ-derivatives are i m times the same Legendre
+    coefficients), one batched ring FFT, one analysis there and one transform
+    each way on the grid of degree L, on ``nphi`` longitudes per dealiased ring
+    (default :func:`fast_ring_count`). With pyshtools, or ``fast=False``, it
+    runs the same formulas through cilm arrays and one-call transforms on the
+    GLQ grid of degree L_d (the reference the fast path is tested against).
+    """
 
     path = "spectral"
 
-    def __init__(self, grid: SphereGrid, beta: float, c: float, normalized: bool):
+    def __init__(self, grid: SphereGrid, beta: float, c: float, normalized: bool, nphi: int | None = None,
+                 fast: bool | None = None):
         super().__init__(grid)
         check_usa_beta(beta, normalized, "S²")
         self.beta, self.c, self.normalized = float(beta), float(c), bool(normalized)
@@ -93,6 +119,66 @@ class SphereSpectral(_SphereRate):
         self._D0 = D[0]
         self._N = N[None, :, None]
         self._lap_L = laplacian(self.L)
+        self.fast = self.backend is DuccBackend if fast is None else bool(fast)
+        if self.fast and self.backend is not DuccBackend:
+            raise ValueError(f"`fast` needs the ducc0 backend, got backend {self.backend.name!r}.")
+        if self.fast:
+            self._plan_fast(N, fast_ring_count(self.Ld) if nphi is None else int(nphi))
+
+    def _plan_fast(self, N, nphi):
+        L = self.L
+        self._pL = ring_plan(L)
+        self._pd = ring_plan(L, self.Ld, nphi)
+        l, m, _ = alm_layout(L)
+        start1 = alm_layout(L + 1)[2].astype(np.int64)
+        self._N_alm = N[l]
+        self._lap_alm = -(l * (l + 1.0)) * N[l]
+        self._im = 1j * self._pd.m
+        # sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_{lm} Y_{l−1,m}, into the layout of degree L + 1
+        self._up = (start1[m] + l + 1, l * ladder(l + 1, m))
+        down = l > m
+        self._down = (np.flatnonzero(down), start1[m[down]] + l[down] - 1, -(l[down] + 1) * ladder(l[down], m[down]))
+        self._n1 = (L + 2) * (L + 3) // 2
+
+    def _legs(self, alm, spectra, j):
+        """Λ_m of f, of sin θ ∂_θ f and of ∂_φ f on the dealiased rings into ``spectra[j: j + 3]``, f = Σ a_lm Y_lm."""
+        st = np.zeros(self._n1, dtype=complex)
+        st[self._up[0]] = self._up[1] * alm
+        src, dst, fac = self._down
+        st[dst] += fac * alm[src]
+        k = self.L + 1
+        leg = self._pd.leg(alm, out=spectra[j, :, :k])
+        self._pd.leg(st, self.L + 1, out=spectra[j + 1, :, :k])
+        np.multiply(leg, self._im, out=spectra[j + 2, :, :k])
+
+    def _potential_rings(self, alm, density: bool):
+        """Ring values of ((ρ, sin θ ∂_θ ρ, ∂_φ ρ) if density,) u, sin θ ∂_θ u, ∂_φ u, (Δu if density).
+
+        u = Σ N_l a_lm Y_lm (:func:`funk_hecke`), on the dealiased rings.
+        """
+        spectra = self._pd.spectra(7 if density else 3)
+        Na = self._N_alm * alm
+        if density:
+            self._legs(alm, spectra, 0)
+            self._pd.leg(self._lap_alm * alm, out=spectra[6, :, : self.L + 1])
+        self._legs(Na, spectra, 3 if density else 0)
+        return self._pd.rings(spectra)
+
+    def _potential_constants(self, alm):
+        """(s, β, c) with ∇φ = c s∇u/(1 + βsu): SA s = 1/(λ_0 ρ_00 Y_00); USA s = 1, β → 0, c → c e^β."""
+        if not self.normalized:
+            return 1.0, 0.0, self.c * np.exp(self.beta)
+        return 1.0 / (self._D0 * alm[0].real * Y00), self.beta, self.c
+
+    def _rate_fast(self, values):
+        alm = self._pL.analysis(values)
+        g = self._potential_rings(alm, density=True)
+        div = np.empty(g.shape[1:])
+        speed2 = _combine(g, 1.0 / self._pd.sin_theta[:, 0], *self._potential_constants(alm), div)
+        tendency = self._pd.analysis(div)
+        tendency *= -1.0
+        tendency[0] = 0.0
+        return self._pL.synthesis(tendency), float(np.sqrt(speed2)), 0.0
 
     def gradient_and_laplacian(self, cilm):
         """(∂_θ φ, ∂_φ φ / sin θ, Δφ) of the potential on the dealiased grid, X = ∇φ."""
@@ -115,10 +201,19 @@ class SphereSpectral(_SphereRate):
         return float(np.sqrt(np.max(f_t * f_t + f_p * f_p)))
 
     def speeds(self, values):
-        f_t, f_p, _ = self.gradient_and_laplacian(self.backend.analysis(values, self.L))
+        if self.fast:
+            alm = self._pL.analysis(values)
+            u, u_st, u_p = self._potential_rings(alm, density=False)
+            scale, beta, c = self._potential_constants(alm)
+            factor = c * scale / (1.0 + beta * scale * u) / self._pd.sin_theta
+            f_t, f_p = factor * u_st, factor * u_p
+        else:
+            f_t, f_p, _ = self.gradient_and_laplacian(self.backend.analysis(values, self.L))
         return self._speed(f_t, f_p), 0.0
 
     def rate_and_speeds(self, values):
+        if self.fast:
+            return self._rate_fast(values)
         B, Ld = self.backend, self.Ld
         cilm = B.analysis(values, self.L)
         rho = B.synthesis(cilm, Ld)
@@ -126,6 +221,30 @@ class SphereSpectral(_SphereRate):
         f_t, f_p, lap_f = self.gradient_and_laplacian(cilm)
         div = r_t * f_t + r_p * f_p + rho * lap_f
         return self._finish(B.analysis(div, Ld)), self._speed(f_t, f_p), 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _combine(g, inv_sin, scale, beta, c, div):
+    """div(ρ∇φ) = ∇ρ·∇φ + ρΔφ at every ring node, into ``div``; returns max |∇φ|².
+
+    ``g`` holds the ring values of :meth:`SphereSpectral._potential_rings`
+    (ρ, sin θ ∂_θ ρ, ∂_φ ρ, u, sin θ ∂_θ u, ∂_φ u, Δu); with s = ``scale``,
+    ∇φ = c s∇u/(1 + βsu) and Δφ = c[sΔu/(1 + βsu) − β s²|∇u|²/(1 + βsu)²],
+    the formulas of :meth:`SphereSpectral.gradient_and_laplacian`, fused.
+    """
+    vmax = 0.0
+    for i in range(g.shape[1]):
+        w = inv_sin[i]
+        for k in range(g.shape[2]):
+            u_t = g[4, i, k] * w * scale
+            u_p = g[5, i, k] * w * scale
+            one_bu = 1.0 + beta * scale * g[3, i, k]
+            f_t = c * u_t / one_bu
+            f_p = c * u_p / one_bu
+            lap_f = c * (g[6, i, k] * scale / one_bu - beta * (u_t * u_t + u_p * u_p) / (one_bu * one_bu))
+            div[i, k] = g[1, i, k] * w * f_t + g[2, i, k] * w * f_p + g[0, i, k] * lap_f
+            vmax = max(vmax, f_t * f_t + f_p * f_p)
+    return vmax
 
 
 class SphereQuadrature(_SphereRate):

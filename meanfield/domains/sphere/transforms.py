@@ -18,26 +18,15 @@ automatically when importable; both are cross-checked to 1e-12 in the tests.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
+from .ducc import DuccBackend, complex_alm, sht_threads
+from .gauss import glq, ladder, pad_coefficients
 from .geometry import spherical
 
 __all__ = ["glq", "nodes", "frames", "PyshtoolsBackend", "DuccBackend", "BACKENDS", "default_backend",
            "pad_coefficients", "degree_power", "dealiased_degree", "laplacian", "surface_gradient", "evaluate",
            "upper_bound"]
-
-
-@lru_cache(maxsize=32)
-def glq(lmax: int):
-    """Gauss–Legendre nodes cos θ_i (north to south) and weights for degree lmax."""
-    from pyshtools.backends.shtools import SHGLQ
-
-    zero, w = SHGLQ(lmax)
-    zero.setflags(write=False)
-    w.setflags(write=False)
-    return zero, w
 
 
 def nodes(lmax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,21 +51,6 @@ def frames(lmax: int) -> tuple[np.ndarray, np.ndarray]:
     theta_hat = np.stack(np.broadcast_arrays(ct * cp, ct * sp, -st), axis=-1)
     phi_hat = np.stack(np.broadcast_arrays(-sp + 0 * ct, cp + 0 * ct, 0 * (ct * cp)), axis=-1)
     return theta_hat, phi_hat
-
-
-def _healpy_index(lmax):
-    """(l, m, index of a_lm in healpy's m-major packing) for m <= l <= lmax."""
-    l, m = np.tril_indices(lmax + 1)
-    return l, m, m * (2 * lmax + 1 - m) // 2 + l
-
-
-def _complex_alm(cilm: np.ndarray, lmax: int) -> np.ndarray:
-    """healpy-ordered complex coefficients of real orthonormal ones: a_l0 = C_l0, a_lm = (−1)^m (C_lm − i S_lm)/√2."""
-    l, m, idx = _healpy_index(lmax)
-    sign = np.where(m % 2 == 1, -1.0, 1.0) * np.where(m > 0, 1.0 / np.sqrt(2.0), 1.0)
-    alm = np.zeros(idx.size, dtype=complex)
-    alm[idx] = sign * (cilm[0, l, m] - 1j * np.where(m > 0, cilm[1, l, m], 0.0))
-    return alm
 
 
 class PyshtoolsBackend:
@@ -104,40 +78,6 @@ class PyshtoolsBackend:
         return MakeGridGLQ(pad_coefficients(cilm, lmax), zero, lmax=lmax, norm=4, csphase=1, extend=False)
 
 
-class DuccBackend:
-    """The same transforms with ducc0 (healpy-ordered complex coefficients, both cores).
-
-    Real orthonormal harmonics without the Condon–Shortley phase relate to
-    healpy's complex ones by a_l0 = C_l0 and a_lm = (−1)^m (C_lm − i S_lm)/√2
-    for m > 0.
-    """
-
-    name = "ducc0"
-    nthreads = 2
-
-    @classmethod
-    def analysis(cls, values: np.ndarray, lmax: int) -> np.ndarray:
-        from ducc0.sht import analysis_2d
-
-        alm = analysis_2d(map=np.ascontiguousarray(values, dtype=float)[None], spin=0, lmax=lmax, geometry="GL",
-                          nthreads=cls.nthreads)[0]
-        l, m, idx = _healpy_index(lmax)
-        a = alm[idx]
-        sign = np.where(m % 2 == 1, -1.0, 1.0) * np.where(m > 0, np.sqrt(2.0), 1.0)
-        cilm = np.zeros((2, lmax + 1, lmax + 1))
-        cilm[0, l, m] = sign * a.real
-        cilm[1, l, m] = np.where(m > 0, -sign * a.imag, 0.0)
-        return cilm
-
-    @classmethod
-    def synthesis(cls, cilm: np.ndarray, lmax: int) -> np.ndarray:
-        from ducc0.sht import synthesis_2d
-
-        alm = _complex_alm(pad_coefficients(cilm, lmax), lmax)
-        return synthesis_2d(alm=alm[None], spin=0, lmax=lmax, geometry="GL", ntheta=lmax + 1, nphi=2 * lmax + 1,
-                            nthreads=cls.nthreads)[0]
-
-
 BACKENDS = {"pyshtools": PyshtoolsBackend, "ducc0": DuccBackend}
 
 
@@ -149,14 +89,6 @@ def default_backend() -> str:
         return "ducc0"
     except ImportError:
         return "pyshtools"
-
-
-def pad_coefficients(cilm: np.ndarray, lmax: int) -> np.ndarray:
-    """Coefficients zero-padded or truncated to degree lmax."""
-    out = np.zeros((2, lmax + 1, lmax + 1))
-    k = min(lmax, cilm.shape[1] - 1) + 1
-    out[:, :k, :k] = cilm[:, :k, :k]
-    return out
 
 
 def degree_power(cilm: np.ndarray) -> np.ndarray:
@@ -175,14 +107,6 @@ def laplacian(lmax: int) -> np.ndarray:
     return -(l * (l + 1.0))[None, :, None]
 
 
-def _a(l, m):
-    l = np.asarray(l, dtype=float)
-    m = np.asarray(m, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.sqrt(np.maximum(l * l - m * m, 0.0) / (4.0 * l * l - 1.0))
-    return np.where(l > 0, r, 0.0)
-
-
 def surface_gradient(cilm: np.ndarray, lmax_grid: int, backend):
     """(∂_θ f, (1/sin θ) ∂_φ f) of f = Σ c_lm Y_lm on the GLQ grid of degree ``lmax_grid``.
 
@@ -193,8 +117,8 @@ def surface_gradient(cilm: np.ndarray, lmax_grid: int, backend):
     l = np.arange(L + 1)[:, None]
     m = np.arange(L + 1)[None, :]
     st = np.zeros((2, L + 2, L + 2))
-    st[:, 1 : L + 2, : L + 1] += (l * _a(l + 1, m))[None] * cilm  # l a_{l+1,m} → degree l + 1
-    st[:, : L, : L + 1] -= ((l + 1) * _a(l, m))[None, 1:] * cilm[:, 1:]  # (l+1) a_{lm} → degree l − 1
+    st[:, 1 : L + 2, : L + 1] += (l * ladder(l + 1, m))[None] * cilm  # l a_{l+1,m} → degree l + 1
+    st[:, : L, : L + 1] -= ((l + 1) * ladder(l, m))[None, 1:] * cilm[:, 1:]  # (l+1) a_{lm} → degree l − 1
     dphi = np.empty_like(cilm)
     dphi[0] = m * cilm[1]
     dphi[1] = -m * cilm[0]
@@ -216,8 +140,8 @@ def evaluate(cilm: np.ndarray, x: np.ndarray) -> np.ndarray:
     except ImportError:
         return _evaluate_legendre(cilm, flat).reshape(x.shape[:-1])
     loc = spherical(flat)
-    out = synthesis_general(alm=_complex_alm(cilm, lmax)[None], spin=0, lmax=lmax, loc=np.ascontiguousarray(loc),
-                            epsilon=1e-14, nthreads=DuccBackend.nthreads)[0]
+    out = synthesis_general(alm=complex_alm(cilm, lmax)[None], spin=0, lmax=lmax, loc=np.ascontiguousarray(loc),
+                            epsilon=1e-14, nthreads=sht_threads())[0]
     return out.reshape(x.shape[:-1])
 
 
