@@ -46,10 +46,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
-from . import checks
+from . import checks, kernels
 from .density import Density
 from .domains.zonal import energy_from_excess
 from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
@@ -134,6 +135,14 @@ class Solution:
 
 
 # --------------------------------------------------------------------- the problem
+def _compiled_field(model):
+    """The quadrature path's sum through the compiled pairwise kernel (:func:`kernels.field`), for models on
+    spheres (any Q, K, V, multi-head); None (the model's own sum) in R^d. Tested equal to ``model.field``."""
+    if getattr(model, "domain", None) != "sphere":
+        return None
+    return partial(kernels.field, model)
+
+
 class GridProblem(Problem):
     """The continuity equation on a grid: right-hand side, CFL step, energy, refinement.
 
@@ -159,7 +168,7 @@ class GridProblem(Problem):
 
     def _use(self, grid):
         self.grid = grid
-        self.rhs = self.domain.rate(self.model, grid, self.path_requested)
+        self.rhs = self.domain.rate(self.model, grid, self.path_requested, _compiled_field(self.model))
         self.path = self.rhs.path
 
     # ---- the integrator's questions

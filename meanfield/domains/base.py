@@ -150,8 +150,13 @@ class Domain(abc.ABC):
             raise ValueError(f"{model!r} lives on the {model.domain}, but the density is on {grid!r}.")
 
     @abc.abstractmethod
-    def rate(self, model, grid, path: str = "auto"):
+    def rate(self, model, grid, path: str = "auto", field=None):
         """The right-hand side ∂_t ρ = −div(ρ X[ρ]) on ``grid`` for ``path`` (:mod:`meanfield.strategies`).
+
+        ``field(points, weights, queries)``: the sum X[μ] the quadrature path
+        evaluates for the grid measure; default ``model.field`` (the model's
+        reference sum). :func:`meanfield.solve` passes the compiled
+        :func:`meanfield.kernels.field` where it applies.
 
         Returns an object with ``rate(values)``, ``rate_and_speeds(values) ->
         (rate, max |X|, max strain)``, ``speeds(values)`` and ``path`` (the

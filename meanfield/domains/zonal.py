@@ -16,16 +16,16 @@ from ..numerics import EXP_MAX
 __all__ = ["choose_rate", "energy_beta", "energy_from_excess"]
 
 
-def choose_rate(model, grid, path: str, spectral, quadrature, where: str):
+def choose_rate(model, grid, path: str, spectral, quadrature, where: str, field=None):
     """``spectral(grid, β_eff, c, normalized)`` when the kernel is zonal and ``path`` allows it ("auto" or
-    "spectral"), else ``quadrature(grid, model.field)`` ("auto" or "quadrature")."""
+    "spectral"), else ``quadrature(grid, field)`` ("auto" or "quadrature"; default ``model.field``)."""
     strategies.check(path, ("quadrature", "spectral"), where)
     zonal = model.zonal
     if path == "spectral" and zonal is None:
         raise ValueError(f"the spectral path needs Q = qI, K = kI, V = cI (qk >= 0); got {model!r}.")
     if zonal is not None and path in ("auto", "spectral"):
         return spectral(grid, zonal[0], zonal[1], model.normalized)
-    return quadrature(grid, model.field)
+    return quadrature(grid, model.field if field is None else field)
 
 
 def energy_beta(model) -> float | None:

@@ -204,3 +204,22 @@ def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
     assert np.max(np.abs(p.rate(v) - a)) <= 5e-12 * scale
     with pytest.raises(ValueError, match="fast"):
         SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized, fast=True)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_compiled_quadrature_field_equals_the_models_sum(normalized):
+    """The solver's quadrature path sums the grid measure with the compiled pairwise kernel; its right-hand
+    side equals the one with the model's NumPy sum to round-off, for random Q, K, V and two heads, on S² and
+    on the circle."""
+    from meanfield.domains import CIRCLE, SPHERE
+    from meanfield.solve import _compiled_field
+
+    rng = np.random.default_rng(11)
+    for d, domain, grid in ((3, SPHERE, mf.SphereGrid(12)), (2, CIRCLE, mf.CircleGrid(64))):
+        heads = [mf.SelfAttention(1.5, *(rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3)),
+                                  normalized=normalized) for _ in range(2)]
+        model = mf.MultiHeadAttention(heads)
+        values = mf.Density.from_function(grid, lambda x: np.exp(x[..., 0] + 0.5 * x[..., 1] ** 2)).values
+        ref = domain.rate(model, grid).rate(values)
+        fast = domain.rate(model, grid, "auto", _compiled_field(model)).rate(values)
+        assert np.max(np.abs(fast - ref)) <= 1e-12 * np.max(np.abs(ref))

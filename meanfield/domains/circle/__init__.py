@@ -38,8 +38,8 @@ class Circle(UnitSphereGeometry, Domain):
         x = np.asarray(x, dtype=float)
         return x.ndim >= 1 and x.shape[-1] == 2 and on_sphere(x, atol)
 
-    def rate(self, model, grid, path="auto"):
-        return choose_rate(model, grid, path, CircleSpectral, CircleQuadrature, "the circle")
+    def rate(self, model, grid, path="auto", field=None):
+        return choose_rate(model, grid, path, CircleSpectral, CircleQuadrature, "the circle", field)
 
     # the sphere's geometry in d = 2 (the mixin), the angle as coordinate; its own energy, sampling, figures
     coordinates = staticmethod(points_to_angles)

@@ -46,8 +46,8 @@ class Euclidean(Domain):
     def coordinates(x):
         return np.asarray(x, dtype=float)
 
-    def rate(self, model, grid, path="auto"):
-        return FiniteVolume(grid, model, path)
+    def rate(self, model, grid, path="auto", field=None):
+        return FiniteVolume(grid, model, path, field)
 
     def check_initial(self, density):
         edge = density.grid.boundary_mass(density.values) / density.mass()

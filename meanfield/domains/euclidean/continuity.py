@@ -53,13 +53,16 @@ class FiniteVolume:
     path : {"auto", "quadrature", "spectral", "separable"}
         "spectral" needs L2 attention with Q = K, "separable" softmax attention;
         "auto" uses them there and "quadrature" otherwise.
+    field : callable, optional
+        ``field(points, weights, queries)`` for the quadrature path; default ``model.field``.
     """
 
-    def __init__(self, grid: EuclideanGrid, model, path: str = "auto"):
+    def __init__(self, grid: EuclideanGrid, model, path: str = "auto", field=None):
         strategies.check(path, ("quadrature", "spectral", "separable"), "finite volumes in R^d")
         if path == "separable" and model.kind != "softmax":
             raise ValueError(f"separable summation is for softmax attention; got {model!r}.")
         self.grid, self.model = grid, model
+        self.field = model.field if field is None else field
         invariant = _translation_invariant(model)
         if path == "spectral" and not invariant:
             raise ValueError(f"FFT summation needs L2 attention with Q = K (a translation-invariant kernel); got {model!r}.")
@@ -94,7 +97,7 @@ class FiniteVolume:
         if self.separable:
             return self._separable_softmax(mass)
         pts = g.points.reshape(-1, g.dim)
-        return self.model.field(pts, mass.ravel(), pts).reshape(g.shape + (g.dim,))
+        return self.field(pts, mass.ravel(), pts).reshape(g.shape + (g.dim,))
 
     def _separable_softmax(self, mass):
         g, model = self.grid, self.model

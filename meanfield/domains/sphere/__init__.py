@@ -41,8 +41,8 @@ class Sphere(UnitSphereGeometry, Domain):
         x = np.asarray(x, dtype=float)
         return x.ndim >= 1 and x.shape[-1] >= 3 and on_sphere(x, atol)
 
-    def rate(self, model, grid, path="auto"):
-        return choose_rate(model, grid, path, SphereSpectral, SphereQuadrature, "S²")
+    def rate(self, model, grid, path="auto", field=None):
+        return choose_rate(model, grid, path, SphereSpectral, SphereQuadrature, "S²", field)
 
     coordinates = staticmethod(spherical)
     energy_beta = staticmethod(energy_beta)
