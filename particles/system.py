@@ -167,12 +167,14 @@ def simulate(
         empirical measure is Σ w_i δ_{x_i}.
     path : {"auto", "quadrature", "pairwise", "spectral", "fused"}
         Field strategy (:mod:`meanfield.strategies`): the model's own sum
-        ``model.field`` (the reference, and the only one in R^d); the fused
-        pairwise kernel; (Q = qI, K = kI, V = cI on the circle) the O(nL)
-        spectral sum; or, for RK4 with one head, "fused": whole step sequences
-        of each realisation in compiled code. "auto" picks spectral on the
-        circle from 1024 particles, fused for batches of at most 64 particles,
-        pairwise otherwise on spheres, quadrature in R^d.
+        ``model.field`` (the reference, and the only one in R^d for L2,
+        Sinkhorn, sigmoid and masked attention); the fused pairwise kernel (on
+        spheres, and for R^d softmax attention); (Q = qI, K = kI, V = cI on the
+        circle) the O(nL) spectral sum; or, for RK4 with one head, "fused":
+        whole step sequences of each realisation in compiled code. "auto"
+        picks spectral on the circle from 1024 particles, fused for batches of
+        at most 64 particles, pairwise otherwise on spheres and for R^d
+        softmax, quadrature for the other R^d models.
 
     Returns
     -------
@@ -208,7 +210,7 @@ def simulate(
 
     def velocity(y):
         if domain is EUCLIDEAN:
-            return model.field(y, w, y)
+            return kernels.softmax_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
         y = domain.retract(y)  # F(y) = X(y/|y|): the 0-homogeneous extension
         if path == "quadrature":
             return model.field(y, w, y)
@@ -271,9 +273,11 @@ def _strategy(path, model, domain, x, method, weights) -> str:
     n, d = x.shape[-2], x.shape[-1]
     zonal = model.zonal
     if domain is EUCLIDEAN:
-        if path not in ("auto", "quadrature"):
-            raise ValueError(f"R^d models use the quadrature path (model.field); got path {path!r}.")
-        return "quadrature"
+        softmax = all(h.kind == "softmax" for h in heads(model))
+        if path not in ("auto", "quadrature") and not (path == "pairwise" and softmax):
+            raise ValueError("R^d models use the quadrature path (model.field), softmax attention also the compiled "
+                             f"pairwise one; got path {path!r} for {model!r}.")
+        return "pairwise" if softmax and path != "quadrature" else "quadrature"
     if path == "spectral" and (domain is not CIRCLE or zonal is None):
         raise ValueError(f"the spectral path needs the circle (d = 2) and Q = qI, K = kI, V = cI; got d = {d}, {model!r}.")
     single_head = isinstance(model, SelfAttention)

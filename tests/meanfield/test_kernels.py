@@ -161,3 +161,39 @@ def test_sphere_spectral_field_for_a_million_points_is_sub_quadratic():
     v, _ = sphere_spectral_field(x, w, x, 4.0)
     ref = kernels.field(mf.SelfAttention(4.0), x, w, x[:200])
     assert np.max(np.abs(v[:200] - ref)) <= 1e-12 * np.max(np.abs(ref))
+
+
+@pytest.mark.parametrize("d", [2, 16])
+def test_softmax_field_equals_the_models_sum_in_rd(d):
+    """R^d softmax attention through the compiled pairwise sums equals Softmax.field (NumPy, exact max shift)
+    to round-off: random Q, K, V, random weights, two heads, and a cloud far from the origin where the
+    Cauchy–Schwarz row shift is loose enough to underflow (the exact-row fallback)."""
+    from meanfield.models import Softmax
+
+    rng = np.random.default_rng(d)
+    heads = [Softmax(*(rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3)), beta=b) for b in (0.7, 2.0)]
+    model = mf.MultiHeadAttention(heads)
+    for shift in (0.0, 30.0):
+        x = rng.standard_normal((300, d)) + shift
+        q = rng.standard_normal((50, d)) + shift
+        w = rng.uniform(0.5, 1.5, 300)
+        w /= w.sum()
+        for m in (heads[0], model):
+            ref = m.field(x, w, q)
+            assert np.max(np.abs(kernels.softmax_field(m, x, w, q) - ref)) <= 1e-12 * np.max(np.abs(ref))
+    with pytest.raises(ValueError, match="softmax"):
+        kernels.softmax_field(mf.models.L2(), x, w, q)
+
+
+def test_rd_softmax_particles_take_the_compiled_path():
+    from meanfield.models import L2, Softmax
+    from particles import simulate
+
+    x = np.random.default_rng(0).standard_normal((40, 3))
+    a = simulate(Softmax(beta=1.5), x, [0.0, 0.5], dt=0.05)
+    b = simulate(Softmax(beta=1.5), x, [0.0, 0.5], dt=0.05, path="quadrature")
+    assert a.path == "pairwise" and b.path == "quadrature"
+    assert np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
+    assert simulate(L2(), x, [0.0, 0.1]).path == "quadrature"
+    with pytest.raises(ValueError, match="pairwise"):
+        simulate(L2(), x, [0.0, 0.1], path="pairwise")

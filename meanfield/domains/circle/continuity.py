@@ -24,8 +24,8 @@ exactly zero, so the mass is conserved to round-off.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
-import scipy.fft as sfft
 from scipy.special import ive
 
 from ...numerics import check_usa_beta
@@ -58,6 +58,20 @@ def bessel_multipliers(kmax: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
     return (2.0 * np.pi * I).astype(complex), 2j * np.pi * k * over_beta
 
 
+@numba.njit(cache=True, nogil=True)
+def _speed_and_jump(v):
+    """(max_j |v_j|, max_j |v_{j+1} − v_j|) with v_n = v_0; NaN propagates."""
+    vmax = abs(v[0])
+    jump = abs(v[0] - v[-1])
+    for j in range(1, v.size):
+        a, b = abs(v[j]), abs(v[j] - v[j - 1])
+        if not a <= vmax:
+            vmax = a
+        if not b <= jump:
+            jump = b
+    return vmax, jump
+
+
 class _CircleRate:
     """Padding, product and divergence shared by the circle strategies."""
 
@@ -72,20 +86,21 @@ class _CircleRate:
 
     def _pad(self, values):
         """The padded coefficient array and the values on the M-grid."""
-        P = fourier.pad(sfft.rfft(values) * (self.M / self.n), self.n, self.M // 2 + 1)
-        return P, sfft.irfft(P, self.M)
+        P = fourier.pad(fourier.rfft(values) * (self.M / self.n), self.n, self.M // 2 + 1)
+        return P, fourier.irfft(P, self.M)
 
     def _divergence(self, flux_M):
         """−∂_θ of the flux given on the M-grid, truncated to the n-grid."""
-        F = sfft.rfft(flux_M)[: self.n // 2 + 1] * (self.n / self.M)
+        F = fourier.rfft(flux_M)[: self.n // 2 + 1] * (self.n / self.M)
         F *= -1j * self.k
         if self.n % 2 == 0:
             F[-1] = 0.0
-        return sfft.irfft(F, self.n)
+        return fourier.irfft(F, self.n)
 
     def _speeds(self, v):
-        dv = np.diff(v, append=v[:1]) / self._dtheta_M
-        return float(np.max(np.abs(v))), float(np.max(np.abs(dv)))
+        """(max |v|, max |Δv|/Δθ over neighbouring padded nodes, periodically)."""
+        vmax, jump = _speed_and_jump(v)
+        return vmax, jump / self._dtheta_M
 
     def angular_velocity(self, values):
         """Angular velocity v(θ) on the padded grid of M nodes."""
@@ -134,12 +149,12 @@ class CircleSpectral(_CircleRate):
     def kernel_sum(self, values):
         """e^{-β} K_β*ρ(θ) = e^{-β}∫ e^{β cos(θ − θ')} ρ(θ') dθ' on the padded grid (the SA normaliser Z_μ)."""
         P, _ = self._pad(values)
-        return sfft.irfft(P * self._D, self.M)
+        return fourier.irfft(P * self._D, self.M)
 
     def _velocity(self, values, P, rho_M):
-        num = sfft.irfft(P * self._N, self.M)
+        num = fourier.irfft(P * self._N, self.M)
         if self.normalized:
-            return self.c * num / sfft.irfft(P * self._D, self.M)
+            return self.c * num / fourier.irfft(P * self._D, self.M)
         return self._usa_scale * num
 
 

@@ -2,6 +2,8 @@ r"""The interaction energy E_β(ρ) = (1/2β)∬ e^{β cos(θ − θ')} ρ ρ of
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy.special import ive
 
@@ -38,15 +40,23 @@ def excess_energy(grid: CircleGrid, values, beta: float) -> float:
     :meth:`SelfAttention.energy` gives at β = 0).
     """
     c = grid.coefficients(values)
-    weight = 0.5 * fourier.multiplicity(grid.n) ** 2
-    weight[0] = 1.0
-    a2 = np.abs(c) ** 2 * weight
+    a2 = c.real**2 + c.imag**2
     if beta == 0.0:
-        return float(np.pi**2 * a2[1])
+        return float(np.pi**2 * a2[1] * 0.5 * fourier.multiplicity(grid.n)[1] ** 2)
+    return float(_parseval_weights(grid.n, float(beta)) @ a2)
+
+
+@lru_cache(maxsize=64)
+def _parseval_weights(n: int, beta: float) -> np.ndarray:
+    """(2π²/β) m_k²/2 e^{-β} I_k(β) for k >= 1 and (2π²/β) e^{-β}(I_0(β) − 1) at k = 0 (read-only)."""
+    weight = 0.5 * fourier.multiplicity(n) ** 2
+    weight[0] = 1.0
     # e^{-β}(I_0(β) − 1); past the overflow threshold e^{-β} is below round-off
     i0m1 = np.exp(-beta) * i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)
-    s = ive(np.arange(1, c.size), beta) @ a2[1:] + i0m1 * a2[0]
-    return float(2.0 * np.pi**2 / beta * s)
+    bessel = np.concatenate([[i0m1], ive(np.arange(1, n // 2 + 1), beta)])
+    out = 2.0 * np.pi**2 / beta * bessel * weight
+    out.setflags(write=False)
+    return out
 
 
 def energy(grid: CircleGrid, values, beta: float) -> float:

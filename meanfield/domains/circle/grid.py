@@ -8,7 +8,6 @@ Fourier coefficients and the real series they define are those of
 from __future__ import annotations
 
 import numpy as np
-import scipy.fft as sfft
 
 from ..base import Grid, Measure, get
 from ..sphere.geometry import check_on_sphere
@@ -149,7 +148,7 @@ class CircleGrid(Grid):
         fixed (its derivative is set to zero). A resolved density has
         coefficients decaying to round-off before n/2.
         """
-        c = np.abs(sfft.rfft(values))
+        c = np.abs(fourier.rfft(values))
         top = (self.n - 1) // 2
         width = max(2, top // 16)
         return float(np.max(c[top - width + 1 : top + 1]) / c[0])
