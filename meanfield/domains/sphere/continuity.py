@@ -130,22 +130,18 @@ class SphereSpectral(_SphereRate):
         self._pL = ring_plan(L)
         self._pd = ring_plan(L, self.Ld, nphi)
         l, m, _ = alm_layout(L)
-        start1 = alm_layout(L + 1)[2].astype(np.int64)
         self._N_alm = N[l]
         self._lap_alm = -(l * (l + 1.0)) * N[l]
         self._im = 1j * self._pd.m
-        # sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_{lm} Y_{l−1,m}, into the layout of degree L + 1
-        self._up = (start1[m] + l + 1, l * ladder(l + 1, m))
-        down = l > m
-        self._down = (np.flatnonzero(down), start1[m[down]] + l[down] - 1, -(l[down] + 1) * ladder(l[down], m[down]))
+        # sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_{lm} Y_{l−1,m}: a_lm for l <= L + 1, m <= L
+        lad_l, lad_m = np.meshgrid(np.arange(L + 2), np.arange(L + 1), indexing="ij")
+        self._ladder = np.ascontiguousarray(ladder(lad_l, lad_m))
         self._n1 = (L + 2) * (L + 3) // 2
 
     def _legs(self, alm, spectra, j):
         """Λ_m of f, of sin θ ∂_θ f and of ∂_φ f on the dealiased rings into ``spectra[j: j + 3]``, f = Σ a_lm Y_lm."""
-        st = np.zeros(self._n1, dtype=complex)
-        st[self._up[0]] = self._up[1] * alm
-        src, dst, fac = self._down
-        st[dst] += fac * alm[src]
+        st = self._pd.scratch("st", (self._n1,), complex)
+        _sin_theta_derivative(alm, self.L, self._ladder, st)
         k = self.L + 1
         leg = self._pd.leg(alm, out=spectra[j, :, :k])
         self._pd.leg(st, self.L + 1, out=spectra[j + 1, :, :k])
@@ -156,13 +152,13 @@ class SphereSpectral(_SphereRate):
 
         u = Σ N_l a_lm Y_lm (:func:`funk_hecke`), on the dealiased rings.
         """
-        spectra = self._pd.spectra(7 if density else 3)
+        spectra = self._pd.spectra(7 if density else 3, key=density)
         Na = self._N_alm * alm
         if density:
             self._legs(alm, spectra, 0)
             self._pd.leg(self._lap_alm * alm, out=spectra[6, :, : self.L + 1])
         self._legs(Na, spectra, 3 if density else 0)
-        return self._pd.rings(spectra)
+        return self._pd.rings(spectra, out=self._pd.scratch(("rings", density), spectra.shape[:-1] + (self._pd.nphi,)))
 
     def _potential_constants(self, alm):
         """(s, β, c) with ∇φ = c s∇u/(1 + βsu): SA s = 1/(λ_0 ρ_00 Y_00); USA s = 1, β → 0, c → c e^β."""
@@ -173,7 +169,7 @@ class SphereSpectral(_SphereRate):
     def _rate_fast(self, values):
         alm = self._pL.analysis(values)
         g = self._potential_rings(alm, density=True)
-        div = np.empty(g.shape[1:])
+        div = self._pd.scratch("div", g.shape[1:])
         speed2 = _combine(g, 1.0 / self._pd.sin_theta[:, 0], *self._potential_constants(alm), div)
         tendency = self._pd.analysis(div)
         tendency *= -1.0
@@ -224,13 +220,30 @@ class SphereSpectral(_SphereRate):
 
 
 @numba.njit(cache=True, nogil=True)
+def _sin_theta_derivative(alm, L, a, out):
+    """Healpy-ordered coefficients (degree L + 1) of sin θ ∂_θ f from those of f (degree L), into ``out``:
+    sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_lm Y_{l−1,m}, a = :func:`.gauss.ladder` (l, m)."""
+    for m in range(L + 1):
+        src = m * (2 * L + 1 - m) // 2  # entry (l, m) at src + l
+        dst = m * (2 * L + 3 - m) // 2  # in the layout of degree L + 1
+        for l in range(m, L + 2):
+            out[dst + l] = 0.0
+        for l in range(m, L + 1):
+            f = alm[src + l]
+            out[dst + l + 1] += l * a[l + 1, m] * f
+            if l > m:
+                out[dst + l - 1] -= (l + 1) * a[l, m] * f
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def _combine(g, inv_sin, scale, beta, c, div):
     """div(ρ∇φ) = ∇ρ·∇φ + ρΔφ at every ring node, into ``div``; returns max |∇φ|².
 
     ``g`` holds the ring values of :meth:`SphereSpectral._potential_rings`
     (ρ, sin θ ∂_θ ρ, ∂_φ ρ, u, sin θ ∂_θ u, ∂_φ u, Δu); with s = ``scale``,
     ∇φ = c s∇u/(1 + βsu) and Δφ = c[sΔu/(1 + βsu) − β s²|∇u|²/(1 + βsu)²],
-    the formulas of :meth:`SphereSpectral.gradient_and_laplacian`, fused.
+    the formulas of :meth:`SphereSpectral.gradient_and_laplacian`, fused (one division per node).
     """
     vmax = 0.0
     for i in range(g.shape[1]):
@@ -238,10 +251,10 @@ def _combine(g, inv_sin, scale, beta, c, div):
         for k in range(g.shape[2]):
             u_t = g[4, i, k] * w * scale
             u_p = g[5, i, k] * w * scale
-            one_bu = 1.0 + beta * scale * g[3, i, k]
-            f_t = c * u_t / one_bu
-            f_p = c * u_p / one_bu
-            lap_f = c * (g[6, i, k] * scale / one_bu - beta * (u_t * u_t + u_p * u_p) / (one_bu * one_bu))
+            r = 1.0 / (1.0 + beta * scale * g[3, i, k])
+            f_t = c * u_t * r
+            f_p = c * u_p * r
+            lap_f = c * r * (g[6, i, k] * scale - beta * (u_t * u_t + u_p * u_p) * r)
             div[i, k] = g[1, i, k] * w * f_t + g[2, i, k] * w * f_p + g[0, i, k] * lap_f
             vmax = max(vmax, f_t * f_t + f_p * f_p)
     return vmax

@@ -19,6 +19,7 @@ with the Gauss weights w_θ and 2π/n_φ: a_lm = Σ_θ w_θ λ_lm(θ) (2π/n_φ)
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -72,10 +73,29 @@ class RingPlan:
         self.m = np.arange(self.lmax + 1)
         self.shape = (self.grid_lmax + 1, self.nphi)
         self._nfreq = self.nphi // 2 + 1
+        self._local = threading.local()
 
-    def spectra(self, k: int) -> np.ndarray:
-        """Zeroed ring spectra for ``k`` fields, shape (k, ntheta, nphi // 2 + 1): fill ``[..., :lmax + 1]``."""
-        return np.zeros((k, self.grid_lmax + 1, self._nfreq), dtype=complex)
+    def scratch(self, key, shape, dtype=float) -> np.ndarray:
+        """A work array of this thread, zeroed when first made and reused by every later call with ``key``.
+
+        Arrays of a few MB allocated afresh in every right-hand side cost more
+        in page faults than the FFTs that fill them; callers must not return
+        them (their contents change at the next call) and must overwrite what
+        they read, except parts they keep zero.
+        """
+        store = self._local.__dict__
+        a = store.get(key)
+        if a is None or a.shape != tuple(shape) or a.dtype != np.dtype(dtype):
+            a = store[key] = np.zeros(shape, dtype=dtype)
+        return a
+
+    def spectra(self, k: int, key=None) -> np.ndarray:
+        """Ring spectra for ``k`` fields, shape (k, ntheta, nphi // 2 + 1), zero above order lmax: fill
+        ``[..., :lmax + 1]``. With ``key``, this thread's :meth:`scratch` array (orders above lmax stay zero)."""
+        shape = (k, self.grid_lmax + 1, self._nfreq)
+        if key is None:
+            return np.zeros(shape, dtype=complex)
+        return self.scratch(("spectra", key), shape, complex)
 
     def leg(self, alm: np.ndarray, lmax: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """Λ_m(θ) on the rings, shape (ntheta, lmax + 1), of healpy-ordered ``alm`` of degree ``lmax``.
@@ -90,25 +110,28 @@ class RingPlan:
                       nthreads=sht_threads(), leg=None if out is None else out[None])
         return leg[0]
 
-    def rings(self, spectra: np.ndarray) -> np.ndarray:
+    def rings(self, spectra: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Ring values (..., ntheta, nphi) of ring spectra (..., ntheta, nphi // 2 + 1) (:meth:`spectra`)."""
         from ducc0.fft import c2r
 
-        return c2r(spectra, axes=(spectra.ndim - 1,), lastsize=self.nphi, forward=False, nthreads=sht_threads())
+        return c2r(spectra, axes=(spectra.ndim - 1,), lastsize=self.nphi, forward=False, nthreads=sht_threads(),
+                   out=out)
 
     def synthesis(self, alm: np.ndarray) -> np.ndarray:
-        """Values on the grid (ntheta, nphi) of degree-``lmax`` coefficients."""
-        spectra = self.spectra(1)
+        """Values on the grid (ntheta, nphi) of degree-``lmax`` coefficients (a new array)."""
+        spectra = self.spectra(1, key="synthesis")
         self.leg(alm, out=spectra[0, :, : self.lmax + 1])
-        return self.rings(spectra)[0]
+        return self.rings(spectra[0])
 
     def analysis(self, values: np.ndarray) -> np.ndarray:
         """Degree-``lmax`` coefficients of grid values by Gauss–Legendre and trapezoidal quadrature."""
         from ducc0.fft import r2c
         from ducc0.sht.experimental import leg2alm
 
-        spectrum = r2c(np.ascontiguousarray(values, dtype=float), axes=(1,), forward=True, nthreads=sht_threads())
-        leg = spectrum[None, :, : self.lmax + 1] * self._weights
+        spectrum = r2c(np.ascontiguousarray(values, dtype=float), axes=(1,), forward=True, nthreads=sht_threads(),
+                       out=self.scratch("r2c", (self.grid_lmax + 1, self._nfreq), complex))
+        leg = self.scratch("leg", (1, self.grid_lmax + 1, self.lmax + 1), complex)
+        np.multiply(spectrum[:, : self.lmax + 1], self._weights, out=leg[0])
         return leg2alm(leg=leg, lmax=self.lmax, theta=self.theta, mval=self.mval,
                        mstart=alm_layout(self.lmax)[2], nthreads=sht_threads())[0]
 
