@@ -20,8 +20,9 @@ particles    S² particles n = 4096, d = 3, SA β = 4: one field (fused kernel a
              against a NumPy RK4 step, 1 and 2 threads.
 s2-spectral  One S² field for 10⁶ points by the spectral sums, against the fused
              pairwise kernel at 2·10⁴ points scaled by n².
-rd           R^d softmax particles, n = 4096, d = 2 and 16: the compiled field against
-             plain NumPy, and one RK4 step of ``simulate`` against a NumPy RK4 step.
+rd           R^d softmax, L2, sigmoid and masked attention, n = 4096, d = 2 and 16: the
+             compiled field against the models' NumPy sums, and one softmax RK4 step of
+             ``simulate`` against a plain NumPy RK4 step.
 circle       Circle n = 1024, SA β = 4, solve to t = 10 against a plain NumPy FFT RK4
              loop taking the same steps.
 
@@ -244,31 +245,38 @@ def row_s2_spectral(repeat):
 
 def row_rd(repeat):
     from meanfield import kernels
-    from meanfield.models import Softmax
+    from meanfield.models import L2, Masked, Sigmoid, Softmax
     from particles import simulate
 
     numba.set_num_threads(1)
+    compiled = getattr(kernels, "euclidean_field", None)
     for d in (2, 16):
         n = 4096
         x = np.random.default_rng(d).standard_normal((n, d))
-        model = Softmax(beta=1.0)
         w = np.full(n, 1.0 / n)
-        t_model = median(lambda: model.field(x, w, x), repeat)
-        compiled = getattr(kernels, "softmax_field", None)
-        t_kernel = median(lambda: compiled(model, x, w, x), repeat) if compiled else t_model
+        for model in (Softmax(beta=1.0), L2(), Sigmoid(), Masked()):
+            y = x.copy()
+            if model.kind == "masked":
+                y[:, 0] = np.linspace(0.0, 1.0, n)
+            t_model = median(lambda: model.field(y, w, y), repeat)
+            if compiled is None or (model.kind != "softmax" and getattr(kernels, "softmax_field", None)):
+                report(f"R^d {model.kind} field n=4096 d={d}", t_model, None, "—", "no compiled sum in this version")
+                continue
+            t_kernel = median(lambda: compiled(model, y, w, y), repeat)
+            report(f"R^d {model.kind} field n=4096 d={d}, compiled", t_kernel, t_model, "model.field (NumPy)",
+                   "target ≥ 10×")
 
         def numpy_softmax_at(y):
             G = y @ y.T
             E = np.exp(G - G.max(axis=1, keepdims=True))
             return (E @ y) / E.sum(axis=1, keepdims=True)
 
-        t_np = median(lambda: numpy_softmax_at(x), repeat)
+        model = Softmax(beta=1.0)
         t_sim = median(lambda: simulate(model, x, [0.0, 0.01], dt=0.01), repeat)
-        report(f"R^d softmax field n=4096 d={d}, {'compiled' if compiled else 'model.field'}", t_kernel, t_np,
-               "plain NumPy",
-               f"Softmax.field (NumPy, row chunks) {t_model * 1e3:.0f} ms; target ≥ 10×")
         t_nrk = median(lambda: rk4_step(numpy_softmax_at, x, 0.01), repeat)
-        report(f"R^d softmax RK4 step n=4096 d={d} via simulate", t_sim, t_nrk, "NumPy RK4 step")
+        path = simulate(model, x, [0.0, 0.01], dt=0.01).path
+        report(f"R^d softmax RK4 step n=4096 d={d} via simulate", t_sim, t_nrk, "plain NumPy RK4 step",
+               f"path {path!r}")
 
 
 # ------------------------------------------------------------------ circle

@@ -45,6 +45,8 @@ PATHS = ("auto", "quadrature", "pairwise", "spectral", "fused")
 SPECTRAL_FROM = 1024
 #: 'auto' runs batches of at most this many particles per system fully compiled (RK4, one head)
 FUSED_UP_TO = 64
+#: 'auto' sums R^d models with compiled rows (kernels.euclidean_field) up to this dimension
+COMPILED_RD_UP_TO = 8
 
 
 @dataclass(frozen=True)
@@ -167,14 +169,14 @@ def simulate(
         empirical measure is Σ w_i δ_{x_i}.
     path : {"auto", "quadrature", "pairwise", "spectral", "fused"}
         Field strategy (:mod:`meanfield.strategies`): the model's own sum
-        ``model.field`` (the reference, and the only one in R^d for L2,
-        Sinkhorn, sigmoid and masked attention); the fused pairwise kernel (on
-        spheres, and for R^d softmax attention); (Q = qI, K = kI, V = cI on the
-        circle) the O(nL) spectral sum; or, for RK4 with one head, "fused":
-        whole step sequences of each realisation in compiled code. "auto"
-        picks spectral on the circle from 1024 particles, fused for batches of
-        at most 64 particles, pairwise otherwise on spheres and for R^d
-        softmax, quadrature for the other R^d models.
+        ``model.field`` (the reference, and the only one for R^d Sinkhorn
+        attention); the fused pairwise kernel (on spheres, and compiled rows
+        for R^d softmax, L2, masked and sigmoid attention); (Q = qI, K = kI,
+        V = cI on the circle) the O(nL) spectral sum; or, for RK4 with one
+        head, "fused": whole step sequences of each realisation in compiled
+        code. "auto" picks spectral on the circle from 1024 particles, fused
+        for batches of at most 64 particles, pairwise otherwise on spheres and
+        for those R^d models up to d = 8, quadrature otherwise in R^d.
 
     Returns
     -------
@@ -210,7 +212,7 @@ def simulate(
 
     def velocity(y):
         if domain is EUCLIDEAN:
-            return kernels.softmax_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
+            return kernels.euclidean_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
         y = domain.retract(y)  # F(y) = X(y/|y|): the 0-homogeneous extension
         if path == "quadrature":
             return model.field(y, w, y)
@@ -273,11 +275,13 @@ def _strategy(path, model, domain, x, method, weights) -> str:
     n, d = x.shape[-2], x.shape[-1]
     zonal = model.zonal
     if domain is EUCLIDEAN:
-        softmax = all(h.kind == "softmax" for h in heads(model))
-        if path not in ("auto", "quadrature") and not (path == "pairwise" and softmax):
-            raise ValueError("R^d models use the quadrature path (model.field), softmax attention also the compiled "
-                             f"pairwise one; got path {path!r} for {model!r}.")
-        return "pairwise" if softmax and path != "quadrature" else "quadrature"
+        compiled = all(h.kind in kernels.compiled_models for h in heads(model))
+        if path not in ("auto", "quadrature") and not (path == "pairwise" and compiled):
+            raise ValueError(f"R^d models use the quadrature path (model.field), and {kernels.compiled_models} "
+                             f"attention also the compiled pairwise one; got path {path!r} for {model!r}.")
+        if path == "auto":  # NumPy's matrix products win from d ~ 16 on (benchmarks/bench_table.py --rows rd)
+            return "pairwise" if compiled and d <= COMPILED_RD_UP_TO else "quadrature"
+        return path
     if path == "spectral" and (domain is not CIRCLE or zonal is None):
         raise ValueError(f"the spectral path needs the circle (d = 2) and Q = qI, K = kI, V = cI; got d = {d}, {model!r}.")
     single_head = isinstance(model, SelfAttention)

@@ -3,7 +3,7 @@
 =========================  ===============================================================
 :func:`pairwise_sums`      Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), fused, row-shifted (``pairwise``)
 :func:`field`              X[μ] of any sphere model from those sums (``pairwise``)
-:func:`softmax_field`      Γ[μ] of R^d softmax attention from those sums (``pairwise``)
+:func:`euclidean_field`    Γ[μ] of R^d softmax, L2, masked and sigmoid attention, compiled rows (``pairwise``)
 :func:`energy`             E_β of point sets (no n×n array)
 :func:`circle_spectral_field`  the circle's O((n + m)L) field of an empirical measure (``spectral``)
 =========================  ===============================================================
@@ -17,6 +17,7 @@ and the particles both use this layer (the particles through
 
 from .circle import circle_degree, circle_spectral_field
 from .energy import energy
-from .pairwise import field, pairwise_sums, softmax_field
+from .euclidean import compiled_models, euclidean_field
+from .pairwise import field, pairwise_sums
 
-__all__ = ["pairwise_sums", "field", "softmax_field", "energy", "circle_degree", "circle_spectral_field"]
+__all__ = ["pairwise_sums", "field", "euclidean_field", "compiled_models", "energy", "circle_degree", "circle_spectral_field"]

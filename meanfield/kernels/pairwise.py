@@ -27,7 +27,7 @@ from ..numerics import EXP_MAX
 from .fastexp import FASTMATH, vexp
 from .threads import run_tasks
 
-__all__ = ["pairwise_sums", "field", "softmax_field", "exact_row", "UNDERFLOW"]
+__all__ = ["pairwise_sums", "field", "exact_row", "UNDERFLOW"]
 
 _ROWS = 8  # queries per parallel task (they share one work buffer)
 
@@ -235,20 +235,3 @@ def field(model, points, weights, queries) -> np.ndarray:
 
 
 
-
-def softmax_field(model, points, weights, queries) -> np.ndarray:
-    r"""Γ(x) = Σ_j w_j e^{β⟨Qx, Ky_j⟩} V y_j / Σ_j w_j e^{β⟨Qx, Ky_j⟩} of R^d softmax attention (any heads
-    :class:`~meanfield.models.Softmax`, summed) through :func:`pairwise_sums`; ``model.field``'s contract for
-    points and queries of one batch shape, no projection.
-
-    Raises ``ValueError`` for other R^d models (their kernels are not of this form).
-    """
-    total = 0.0
-    for h in heads(model):
-        if h.domain != "euclidean" or h.kind != "softmax":
-            raise ValueError(f"softmax_field sums softmax attention in R^d; got {h!r}.")
-        num, den, _ = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V)
-        if not np.all(den > 0):
-            raise ValueError("the softmax normaliser is not positive: the weights must describe a positive measure.")
-        total = total + num / den[..., None]
-    return total

@@ -163,37 +163,54 @@ def test_sphere_spectral_field_for_a_million_points_is_sub_quadratic():
     assert np.max(np.abs(v[:200] - ref)) <= 1e-12 * np.max(np.abs(ref))
 
 
-@pytest.mark.parametrize("d", [2, 16])
-def test_softmax_field_equals_the_models_sum_in_rd(d):
-    """R^d softmax attention through the compiled pairwise sums equals Softmax.field (NumPy, exact max shift)
-    to round-off: random Q, K, V, random weights, two heads, and a cloud far from the origin where the
-    Cauchy–Schwarz row shift is loose enough to underflow (the exact-row fallback)."""
-    from meanfield.models import Softmax
+def _rd_models(d, rng):
+    from meanfield.models import L2, Masked, Sigmoid, Softmax
 
+    def mats(k):
+        return [rng.standard_normal((k, k)) / np.sqrt(k) for _ in range(3)]
+
+    return [Softmax(*mats(d), beta=1.3), L2(*mats(d), tau=0.7), Sigmoid(*mats(d), b=0.4),
+            Masked(*mats(d - 1), beta=2.0), mf.MultiHeadAttention([Softmax(*mats(d), beta=0.5), L2(tau=2.0)])]
+
+
+@pytest.mark.parametrize("d", [2, 5, 16])
+def test_compiled_rd_fields_equal_the_models_sums(d):
+    """Softmax, L2, sigmoid, masked and multi-head attention in R^d through the compiled rows equal the
+    models' NumPy sums (exact row maxima) to round-off, with random Q, K, V and weights (some zero), for a
+    cloud at the origin and one far from it (where the Cauchy–Schwarz row shift underflows and rows are
+    redone with their exact maximum), and a batch."""
     rng = np.random.default_rng(d)
-    heads = [Softmax(*(rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3)), beta=b) for b in (0.7, 2.0)]
-    model = mf.MultiHeadAttention(heads)
-    for shift in (0.0, 30.0):
-        x = rng.standard_normal((300, d)) + shift
-        q = rng.standard_normal((50, d)) + shift
-        w = rng.uniform(0.5, 1.5, 300)
-        w /= w.sum()
-        for m in (heads[0], model):
-            ref = m.field(x, w, q)
-            assert np.max(np.abs(kernels.softmax_field(m, x, w, q) - ref)) <= 1e-12 * np.max(np.abs(ref))
-    with pytest.raises(ValueError, match="softmax"):
-        kernels.softmax_field(mf.models.L2(), x, w, q)
+    for model in _rd_models(d, rng):
+        for shift in (0.0, 40.0):
+            x = rng.standard_normal((2, 300, d)) + shift
+            q = rng.standard_normal((2, 50, d)) + shift
+            if model.kind == "masked":  # positions in [0, 1]: some queries see no point at all
+                x[..., 0] = rng.uniform(0.0, 1.0, x.shape[:-1])
+                q[..., 0] = rng.uniform(-0.1, 1.0, q.shape[:-1])
+            w = rng.uniform(0.5, 1.5, (2, 300))
+            w[:, :7] = 0.0
+            w /= w.sum(-1, keepdims=True)
+            ref = model.field(x, w, q)
+            got = kernels.euclidean_field(model, x, w, q)
+            assert got.shape == ref.shape
+            assert np.max(np.abs(got - ref)) <= 1e-12 * np.max(np.abs(ref)), (model, shift)
+    from meanfield.models import Sinkhorn
+
+    with pytest.raises(ValueError, match="compiled"):
+        kernels.euclidean_field(Sinkhorn(), x, w, q)
 
 
-def test_rd_softmax_particles_take_the_compiled_path():
-    from meanfield.models import L2, Softmax
+def test_rd_particles_take_the_compiled_path():
+    from meanfield.models import L2, Sinkhorn, Softmax
     from particles import simulate
 
     x = np.random.default_rng(0).standard_normal((40, 3))
-    a = simulate(Softmax(beta=1.5), x, [0.0, 0.5], dt=0.05)
-    b = simulate(Softmax(beta=1.5), x, [0.0, 0.5], dt=0.05, path="quadrature")
-    assert a.path == "pairwise" and b.path == "quadrature"
-    assert np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
-    assert simulate(L2(), x, [0.0, 0.1]).path == "quadrature"
+    for model in (Softmax(beta=1.5), L2(tau=0.8)):
+        a = simulate(model, x, [0.0, 0.5], dt=0.05)
+        b = simulate(model, x, [0.0, 0.5], dt=0.05, path="quadrature")
+        assert a.path == "pairwise" and b.path == "quadrature"
+        assert np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
+    assert simulate(Softmax(), np.zeros((10, 16)), [0.0, 0.1]).path == "quadrature"  # NumPy wins at d = 16
+    assert simulate(Sinkhorn(), x[:10], [0.0, 0.1]).path == "quadrature"
     with pytest.raises(ValueError, match="pairwise"):
-        simulate(L2(), x, [0.0, 0.1], path="pairwise")
+        simulate(Sinkhorn(), x, [0.0, 0.1], path="pairwise")
