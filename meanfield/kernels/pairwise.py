@@ -110,9 +110,10 @@ def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
         z = 0.0
 {zeros}
         for j in range(n):
-            e = wb[j] * vexp({dot} - sh)
+            e = {weight}vexp({dot} - sh)
             z += e
 {accumulate}
+{scale}
 {stores}
         out_den[b, i] = z
         out_shift[b, i] = sh
@@ -122,9 +123,12 @@ def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
 _FUSED = {}
 
 
-def _fused_kernel(d: int, dv: int):
-    """A single-pass kernel with the dot product unrolled for dimension d (compiled once per (d, dv))."""
-    key = (d, dv)
+def _fused_kernel(d: int, dv: int, uniform: bool = False):
+    """A single-pass kernel with the dot product unrolled for dimension d (compiled once per (d, dv, uniform)).
+
+    ``uniform``: all weights of a system equal w[b, 0], multiplied once after the sums (one multiplication
+    per pair less: 73 → 83 % of the throughput of the exponentials alone at d = 3)."""
+    key = (d, dv, uniform)
     if key not in _FUSED:
         ind = " " * 8
         src = _FUSED_TEMPLATE.format(
@@ -136,6 +140,9 @@ def _fused_kernel(d: int, dv: int):
             dot=" + ".join(f"q{a} * k{a}[j]" for a in range(d)),
             accumulate="\n".join(f"{ind}    s{a} += e * v{a}[j]" for a in range(dv)) or f"{ind}    pass",
             stores="\n".join(f"{ind}out_num[b, i, {a}] = s{a}" for a in range(dv)) or f"{ind}pass",
+            weight="" if uniform else "wb[j] * ",
+            scale="\n".join([f"{ind}z *= wb[0]"] + [f"{ind}s{a} *= wb[0]" for a in range(dv)]) if uniform
+            else f"{ind}pass",
         )
         scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "exact_row": exact_row,
                  "UNDERFLOW": UNDERFLOW}
@@ -207,7 +214,8 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None)
     d = P.shape[-1]
     args = (np.ascontiguousarray(Qx), KxT, VxT, np.ascontiguousarray(W), np.ascontiguousarray(bound), num, den, shift)
     if d <= _UNROLL_MAX:
-        run_tasks(_fused_kernel(d, VxT.shape[1]), B * m, *args)
+        uniform = bool(W.shape[1] > 0 and np.all(W == W[:, :1]))
+        run_tasks(_fused_kernel(d, VxT.shape[1], uniform), B * m, *args)
     else:
         run_tasks(_pairwise_rows, B * ((m + _ROWS - 1) // _ROWS), *args)
     return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))

@@ -18,6 +18,10 @@ def test_pairwise_field_matches_model_field(rng, d, normalized):
     model = mf.SelfAttention(2.5, *(rng.standard_normal((d, d)) for _ in range(3)), normalized=normalized)
     ref = model.field(x, w, q)
     assert np.max(np.abs(kernels.field(model, x, w, q) - ref)) <= 1e-13 * np.max(np.abs(ref))
+    # equal weights take the kernel that multiplies by the weight once per row, not per pair
+    u = np.full(150, 1 / 150)
+    ref = model.field(x, u, q)
+    assert np.max(np.abs(kernels.field(model, x, u, q) - ref)) <= 1e-13 * np.max(np.abs(ref))
 
 
 def test_loose_shift_falls_back_to_exact_maximum(rng):
