@@ -138,6 +138,7 @@ def simulate(
     atol: float = 1e-12,
     path: str = "auto",
     weights=None,
+    precision: str = "double",
 ) -> Trajectory:
     r"""Simulate n particles ẋ_i = X[μ^n](x_i) on the sphere or in R^d.
 
@@ -177,6 +178,12 @@ def simulate(
         code. "auto" picks spectral on the circle from 1024 particles, fused
         for batches of at most 64 particles, pairwise otherwise on spheres and
         for those R^d models up to d = 8, quadrature otherwise in R^d.
+    precision : {"double", "single"}
+        "single" sums the field in float32 (the pairwise kernel on spheres,
+        d <= 8; "auto" then means "pairwise"): about 2.8× faster at n = 4096,
+        d = 3, with the field's relative error up to
+        :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR` (1e-5; 3.4e-6
+        measured) instead of round-off. Positions and time stepping stay float64.
 
     Returns
     -------
@@ -201,6 +208,13 @@ def simulate(
     rtol, atol = checks.positive(rtol, "rtol"), checks.positive(atol, "atol")
 
     zonal = model.zonal
+    if precision not in ("double", "single"):
+        raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
+    if precision == "single":
+        if domain is EUCLIDEAN or path not in ("auto", "pairwise") or d > 8:
+            raise ValueError("single precision runs the pairwise kernel on spheres (d <= 8); got "
+                             f"path {path!r} for {model!r} in d = {d}.")
+        path = "pairwise"
     path = _strategy(path, model, domain, x, method, weights)
     if weights is None:
         w = np.full(x.shape[:-1], 1.0 / n)
@@ -217,7 +231,7 @@ def simulate(
         if path == "quadrature":
             return model.field(y, w, y)
         if path == "pairwise":
-            return kernels.field(model, y, w, y)
+            return kernels.field(model, y, w, y, precision)
         flat = y.reshape(-1, n, 2)
         out = np.empty_like(flat)
         for b in range(flat.shape[0]):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numba as nb
+import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
@@ -57,3 +58,39 @@ def vexp(x):
     p = p * r + 1.0
     p = p * r + 1.0
     return p * _int64_as_float64((nb.int64(nb.int32(k)) + 1023) << 52)
+
+
+@intrinsic
+def _int32_as_float32(typingctx, x):
+    sig = types.float32(types.int32)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return sig, codegen
+
+
+_F32 = nb.float32
+
+
+@nb.njit(inline="always", fastmath=FASTMATH)
+def vexp32(x):
+    """e^x in float32 arithmetic, vectorisable (twice the SIMD lanes of :func:`vexp`).
+
+    Cody–Waite reduction with ln 2 = 0.693359375 − 2.12194440e-4 (the first part
+    exact in float32), the degree-7 Taylor polynomial on |r| <= ln2/2 (truncation
+    < 5e-9), 2^k through the exponent bits; inputs clamped to [-87, 88]. Relative
+    error a few float32 ulps (measured: at most 3.1e-7 against float64 exp on
+    2·10⁶ points of [-87, 88]; tests/meanfield/test_kernels.py)."""
+    x = min(max(x, _F32(-87.0)), _F32(88.0))
+    k = np.floor(x * _F32(1.44269504) + _F32(0.5))
+    r = (x - k * _F32(0.693359375)) - k * _F32(-2.12194440e-4)
+    p = _F32(1.0 / 5040.0)
+    p = p * r + _F32(1.0 / 720.0)
+    p = p * r + _F32(1.0 / 120.0)
+    p = p * r + _F32(1.0 / 24.0)
+    p = p * r + _F32(1.0 / 6.0)
+    p = p * r + _F32(0.5)
+    p = p * r + _F32(1.0)
+    p = p * r + _F32(1.0)
+    return p * _int32_as_float32((nb.int32(k) + nb.int32(127)) << nb.int32(23))

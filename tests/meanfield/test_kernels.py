@@ -218,3 +218,51 @@ def test_rd_particles_take_the_compiled_path():
     assert simulate(Sinkhorn(), x[:10], [0.0, 0.1]).path == "quadrature"
     with pytest.raises(ValueError, match="pairwise"):
         simulate(Sinkhorn(), x, [0.0, 0.1], path="pairwise")
+
+
+def test_float32_exponential_is_accurate_to_a_few_ulps():
+    import numba
+
+    from meanfield.kernels.fastexp import FASTMATH, vexp32
+
+    @numba.njit(fastmath=FASTMATH)
+    def apply(x, out):
+        for i in range(x.size):
+            out[i] = vexp32(x[i])
+
+    x = np.linspace(-87.0, 88.0, 200_001).astype(np.float32)
+    out = np.empty_like(x)
+    apply(x, out)
+    assert out.dtype == np.float32
+    assert np.max(np.abs(out / np.exp(x.astype(float)) - 1.0)) <= 4e-7  # 3.4 float32 ulps
+
+
+@pytest.mark.parametrize("d, beta, normalized", [(3, 4.0, True), (3, 10.0, True), (2, 1.0, True), (5, 3.0, False)])
+def test_single_precision_field_errs_by_at_most_its_stated_bound(rng, d, beta, normalized):
+    """float32 sums: the field's error relative to its largest value stays below SINGLE_PRECISION_ERROR, and
+    is not round-off (the double field is 1e-15): the test would catch a kernel silently in double."""
+    from meanfield.kernels.pairwise import SINGLE_PRECISION_ERROR
+
+    x = pt.uniform_sphere(1500, d, rng=rng)
+    w = rng.uniform(0.5, 1.5, 1500)
+    w /= w.sum()
+    for model in (mf.SelfAttention(beta, normalized=normalized),
+                  mf.SelfAttention(beta, *(rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3)),
+                                   normalized=normalized)):
+        ref = model.field(x, w, x)
+        err = np.max(np.abs(kernels.field(model, x, w, x, precision="single") - ref)) / np.max(np.abs(ref))
+        assert 1e-9 < err <= SINGLE_PRECISION_ERROR
+    with pytest.raises(ValueError, match="precision"):
+        kernels.field(model, x, w, x, precision="half")
+
+
+def test_simulate_in_single_precision():
+    x = pt.uniform_sphere(300, 3, rng=1)
+    model = mf.SelfAttention(4.0)
+    a = pt.simulate(model, x, [0.0, 1.0], dt=0.05)
+    b = pt.simulate(model, x, [0.0, 1.0], dt=0.05, precision="single")
+    assert b.path == "pairwise" and b.x.dtype == np.float64
+    assert np.allclose(np.linalg.norm(b.x, axis=-1), 1.0, atol=1e-14)
+    assert 1e-10 < np.max(np.abs(a.x - b.x)) <= 1e-4  # the 1e-5 field error, integrated to t = 1
+    with pytest.raises(ValueError, match="single precision"):
+        pt.simulate(model, x, [0.0, 1.0], path="quadrature", precision="single")
