@@ -1,9 +1,14 @@
-"""S² solver benchmark (issue 5): one RK4 step at lmax = 127, SA, β = 4, fast path, both backends.
+"""S² solver benchmark: one RK4 step, SA, β = 4, one thread, L = 63 / 127 / 255, three ways side by side.
 
-Counts the spherical-harmonic transforms one right-hand side performs
-(1 analysis at L, 7 syntheses and 1 analysis at the dealiased degree
-L_d = ⌈3L/2⌉, 1 synthesis at L), times exactly those transforms alone, and
-compares with the full RK4 step (4 right-hand sides) in the same run.
+- ring plans (the default with ducc0): per right-hand side 5 Legendre
+  syntheses and 1 analysis on the dealiased rings (2L_d + 2 longitudes where
+  FFT-friendly), one batched ring FFT each way, one transform each way at L;
+- the cilm path of the same formulas with ducc0 (``fast=False``: 1 analysis at
+  L, 7 syntheses and 1 analysis on the GLQ grid of degree L_d, 1 synthesis at L);
+- the same cilm path with pyshtools (SHTOOLS).
+
+Medians of 5 steps after a warm-up; ratios against the ring plans. For the
+shtns anchor (where shtns is installed) see ``bench_table.py --rows s2-step``.
 
 Run:  python benchmarks/bench_sphere.py
 """
@@ -11,54 +16,36 @@ Run:  python benchmarks/bench_sphere.py
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
 import meanfield as mf  # noqa: E402
-from meanfield.domains import SPHERE  # noqa: E402
-from meanfield.domains.sphere.transforms import dealiased_degree  # noqa: E402
-from _timing import best  # noqa: E402
+from meanfield.domains.sphere import SphereSpectral  # noqa: E402
+from _timing import median  # noqa: E402
+
+
+def rk4_step(rate, y, h=1e-3):
+    k1 = rate(y)
+    k2 = rate(y + 0.5 * h * k1)
+    k3 = rate(y + 0.5 * h * k2)
+    k4 = rate(y + h * k3)
+    return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
 def main():
-    for backend in ("pyshtools", "ducc0"):
-        run(backend)
-
-
-def run(backend):
-    L = 127
-    g = mf.SphereGrid(L, backend=backend)
-    Ld = dealiased_degree(L)
-    mu0 = mf.Density.from_function(g, lambda x: np.exp(2 * x[..., 2] + x[..., 0] * x[..., 1]))
-    rate = SPHERE.rate(mf.SelfAttention(4.0), g)
-    B = g.backend
-    y = mu0.values
-    c = B.analysis(y, L)
-    fine = B.synthesis(c, Ld)
-    cd = B.analysis(fine, Ld)
-
-    def transforms():
-        B.analysis(y, L)
-        for _ in range(7):
-            B.synthesis(c, Ld)
-        B.analysis(fine, Ld)
-        B.synthesis(cd, L)
-
-    def rk4_step(h=1e-3):
-        k1 = rate.rate(y)
-        k2 = rate.rate(y + 0.5 * h * k1)
-        k3 = rate.rate(y + 0.5 * h * k2)
-        k4 = rate.rate(y + h * k3)
-        return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-
-    t_tr = best(transforms)
-    t_rhs = best(lambda: rate.rate(y))
-    t_step = best(rk4_step, repeat=3)
-    print(f"lmax = {L} (grid {g.shape}), dealiased degree {Ld}, backend {B.name}")
-    print(f"  transforms of one RHS alone   {t_tr * 1e3:8.1f} ms")
-    print(f"  one RHS                       {t_rhs * 1e3:8.1f} ms   ({t_rhs / t_tr:.2f}x its transforms)")
-    print(f"  one RK4 step (4 RHS)          {t_step * 1e3:8.1f} ms   ({t_step / (4 * t_tr):.2f}x its transforms)")
+    f = lambda x: np.exp(2 * x[..., 2] + x[..., 0] * x[..., 1])  # noqa: E731
+    print(f"{'L':>4} {'ring plans':>12} {'cilm, ducc0':>14} {'cilm, pyshtools':>17}")
+    for L in (63, 127, 255):
+        times = []
+        for backend, fast in (("ducc0", True), ("ducc0", False), ("pyshtools", False)):
+            g = mf.SphereGrid(L, backend=backend)
+            y = mf.Density.from_function(g, f).values
+            rate = SphereSpectral(g, 4.0, 1.0, True, fast=fast)
+            times.append(median(lambda: rk4_step(rate.rate, y), 5))
+        t0 = times[0]
+        print(f"{L:>4} {t0 * 1e3:9.2f} ms {times[1] * 1e3:9.2f} ms ({times[1] / t0:4.1f}x) "
+              f"{times[2] * 1e3:9.2f} ms ({times[2] / t0:4.1f}x)")
 
 
 if __name__ == "__main__":

@@ -216,6 +216,16 @@ def row_particles(repeat):
     report("S² particle field n=4096 d=3 SA β=4", t_field, t_np, "NumPy (Gram, exp, matmul)")
     report("  its fused sums, against the n² exponentials alone", t_sums, t_exp, "numba loop of its exps (vexp)",
            f"kernel at {t_exp / t_sums:.0%} of the exp limit (target ≥ 80 %)")
+    try:
+        single = kernels.field(model, x, w, x, precision="single")
+    except TypeError:  # a version without single precision
+        single = None
+    if single is not None:
+        ref = kernels.field(model, x, w, x)
+        t_single = median(lambda: kernels.field(model, x, w, x, precision="single"), repeat)
+        err = np.max(np.abs(single - ref)) / np.max(np.abs(ref))
+        report("  same field in single precision (float32 sums)", t_single, t_field, "the float64 field",
+               f"relative error {err:.1e}")
     h = 0.01
     for threads in (1, 2):
         numba.set_num_threads(threads)
