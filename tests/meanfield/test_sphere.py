@@ -223,3 +223,23 @@ def test_compiled_quadrature_field_equals_the_models_sum(normalized):
         ref = domain.rate(model, grid).rate(values)
         fast = domain.rate(model, grid, "auto", _compiled_field(model)).rate(values)
         assert np.max(np.abs(fast - ref)) <= 1e-12 * np.max(np.abs(ref))
+
+
+def test_ring_plan_rates_pickle_and_do_not_share_work_arrays_across_threads():
+    """A right-hand side pickles (its plans are rebuilt, not their per-thread work arrays), and two threads
+    evaluating it at once on different densities get each its own answer."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    from meanfield.domains import SPHERE
+
+    g = mf.SphereGrid(20)
+    rate = SPHERE.rate(mf.SelfAttention(3.0), g)
+    values = [_smooth_positive(20, seed) for seed in range(4)]
+    expected = [rate.rate(v) for v in values]
+    copy = pickle.loads(pickle.dumps(rate))
+    assert np.array_equal(copy.rate(values[0]), expected[0])
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(5):
+            got = list(pool.map(rate.rate, values))
+            assert all(np.array_equal(a, b) for a, b in zip(got, expected))

@@ -75,6 +75,9 @@ class RingPlan:
         self._nfreq = self.nphi // 2 + 1
         self._local = threading.local()
 
+    def __reduce__(self):  # the work arrays are per thread and per process: rebuild, do not copy
+        return (type(self), (self.lmax, self.grid_lmax, self.nphi))
+
     def scratch(self, key, shape, dtype=float) -> np.ndarray:
         """A work array of this thread, zeroed when first made and reused by every later call with ``key``.
 
