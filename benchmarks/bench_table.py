@@ -155,6 +155,7 @@ def row_s2_heads(repeat):
         def _compiled_field(model):
             return None
 
+    numba.set_num_threads(1)
     model = two_heads()
     for L in (24, 48):
         g = mf.SphereGrid(L)
