@@ -129,7 +129,7 @@ _FUSED = {}
 
 
 def _fused_kernel(d: int, dv: int, uniform: bool = False, single: bool = False):
-    """A single-pass kernel with the dot product unrolled for dimension d (compiled once per (d, dv, uniform)).
+    """A single-pass kernel with the dot product unrolled for dimension d (compiled once per key).
 
     ``uniform``: all weights of a system equal w[b, 0], multiplied once after the sums (one multiplication
     per pair less: 73 → 83 % of the throughput of the exponentials alone at d = 3). ``single``: float32

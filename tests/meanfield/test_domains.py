@@ -154,3 +154,16 @@ def test_nyquist_multiplicities_give_parseval(n):
     fine = fourier.resample(v, 4 * n)  # the interpolant squared is a trigonometric polynomial of degree <= n
     exact = np.sum(fine**2) * 2 * np.pi / (4 * n)
     assert 2 * np.pi * np.sum(w * np.abs(c) ** 2) == pytest.approx(exact, rel=1e-13)
+
+
+@pytest.mark.parametrize("n", [7, 64, 1024, 1536])
+def test_circle_fft_entry_points_equal_scipy(n):
+    """The right-hand sides' rfft/irfft (ducc0's where installed) are scipy.fft's transforms to round-off."""
+    import scipy.fft as sfft
+
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n)
+    c = sfft.rfft(x)
+    assert np.max(np.abs(fourier.rfft(x) - c)) <= 1e-14 * np.max(np.abs(c))
+    assert np.max(np.abs(fourier.irfft(c, n) - x)) <= 1e-14 * np.max(np.abs(x))
+    assert np.max(np.abs(fourier.irfft(c[: n // 2], n) - sfft.irfft(c[: n // 2], n))) <= 1e-14 * np.max(np.abs(x))

@@ -99,7 +99,7 @@ class SphereSpectral(_SphereRate):
     """Funk–Hecke field and scalar-transform divergence for zonal kernels on S².
 
     With the ducc0 backend the right-hand side runs on precomputed ring plans
-    (:mod:`.plan`): 5 Legendre syntheses on the dealiased rings (ρ, sin θ ∂_θ ρ,
+    (:mod:`.ducc`): 5 Legendre syntheses on the dealiased rings (ρ, sin θ ∂_θ ρ,
     u, sin θ ∂_θ u, Δu; the φ-derivatives are i m times the same Legendre
     coefficients), one batched ring FFT, one analysis there and one transform
     each way on the grid of degree L, on ``nphi`` longitudes per dealiased ring
@@ -256,7 +256,9 @@ def _combine(g, inv_sin, scale, beta, c, div):
             f_p = c * u_p * r
             lap_f = c * r * (g[6, i, k] * scale - beta * (u_t * u_t + u_p * u_p) * r)
             div[i, k] = g[1, i, k] * w * f_t + g[2, i, k] * w * f_p + g[0, i, k] * lap_f
-            vmax = max(vmax, f_t * f_t + f_p * f_p)
+            speed2 = f_t * f_t + f_p * f_p
+            if not speed2 <= vmax:  # NaN propagates, as with np.max
+                vmax = speed2
     return vmax
 
 

@@ -131,6 +131,8 @@ class RingPlan:
         from ducc0.fft import r2c
         from ducc0.sht.experimental import leg2alm
 
+        if np.shape(values) != self.shape:
+            raise ValueError(f"`values` must have the grid's shape {self.shape}, got {np.shape(values)}.")
         spectrum = r2c(np.ascontiguousarray(values, dtype=float), axes=(1,), forward=True, nthreads=sht_threads(),
                        out=self.scratch("r2c", (self.grid_lmax + 1, self._nfreq), complex))
         leg = self.scratch("leg", (1, self.grid_lmax + 1, self.lmax + 1), complex)

@@ -11,9 +11,9 @@ analysis is exact for band-limited data.
 Transforms go through a small backend interface: ``analysis(values, L) ->
 cilm`` and ``synthesis(cilm, L) -> values`` on the GLQ grid of degree L.
 Two backends, in a name → class table (:data:`BACKENDS`):
-:class:`PyshtoolsBackend` (always installed) and :class:`DuccBackend` (ducc0,
-a pure wheel: ``pip install ducc0`` or the ``fast`` extra), chosen
-automatically when importable; both are cross-checked to 1e-12 in the tests.
+:class:`PyshtoolsBackend` (SHTOOLS) and :class:`DuccBackend` (ducc0, a pure
+wheel and a dependency; its ring plans in :mod:`.ducc`), the default where
+importable; both are cross-checked to 1e-12 in the tests.
 """
 
 from __future__ import annotations
