@@ -1,4 +1,4 @@
-r"""Compiled sums of the R^d attention models (MATH.md §3, §5), row by row, exact row maxima.
+r"""Compiled sums of the R^d attention models (MATH.md §3, §5), row by row.
 
 Softmax, L2 and masked attention are one computation with different logits
 (:mod:`meanfield.models.euclidean`):
@@ -10,10 +10,13 @@ Softmax, L2 and masked attention are one computation with different logits
 - masked:  points (τ_j, y_j) and queries (s_i, x_i), a_i = βAx_i, o_j = log w_j,
            j allowed when τ_j <= s_i; Γ = (0, ·), and 0 where no point is allowed,
 
-with A = KᵀQ. Each row is shifted by its own maximum (exact, as the models'
-NumPy sums do), so nothing overflows; a term more than 708 below the row's
-largest logit (or not allowed) counts as e^{-708} ≈ 3e-308 times the largest
-(the clamp of :func:`.fastexp.vexp`), below round-off. Sigmoid attention,
+with A = KᵀQ. Each row is shifted by the bound |a_i| max_j |y_j| + max_j o_j
+>= max_j s_ij (Cauchy–Schwarz), so nothing overflows; a row whose shifted
+normaliser falls below 1e-200 (the bound loose by more than 460) is redone
+with its exact maximum, as the models' NumPy sums shift every row. Terms
+clamped by :func:`.fastexp.vexp` (more than 708 below the shift) are then
+below e^{-248} of the row's largest, under round-off; points not allowed by
+the mask count exactly 0. Sigmoid attention,
 Γ(x_i) = Σ_j w_j σ(⟨Ax_i, y_j⟩ + b) V y_j, has its own loop. The loops are
 generated with the sums over the d coordinates unrolled, as in
 :mod:`.pairwise` (compiled once per process for each d).

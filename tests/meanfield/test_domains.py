@@ -167,3 +167,7 @@ def test_circle_fft_entry_points_equal_scipy(n):
     assert np.max(np.abs(fourier.rfft(x) - c)) <= 1e-14 * np.max(np.abs(c))
     assert np.max(np.abs(fourier.irfft(c, n) - x)) <= 1e-14 * np.max(np.abs(x))
     assert np.max(np.abs(fourier.irfft(c[: n // 2], n) - sfft.irfft(c[: n // 2], n))) <= 1e-14 * np.max(np.abs(x))
+    X = rng.standard_normal((3, n))
+    assert np.max(np.abs(fourier.rfft(X) - sfft.rfft(X, axis=-1))) <= 1e-14 * np.max(np.abs(sfft.rfft(X)))
+    C = sfft.rfft(X, axis=-1)
+    assert np.max(np.abs(fourier.irfft(C, n) - X)) <= 1e-14 * np.max(np.abs(X))

@@ -41,24 +41,27 @@ except ImportError:  # pragma: no cover - ducc0 is a dependency; scipy.fft stays
 
 
 def rfft(values: np.ndarray) -> np.ndarray:
-    """``scipy.fft.rfft`` of a 1-D real array (ducc0's r2c where installed: the right-hand sides' hot path)."""
+    """``scipy.fft.rfft`` along the last axis (ducc0's r2c where installed: the right-hand sides' hot path)."""
+    values = np.ascontiguousarray(values, dtype=float)
     if _r2c is None:
-        return sfft.rfft(values)
-    return _r2c(np.ascontiguousarray(values, dtype=float))
+        return sfft.rfft(values, axis=-1)
+    return _r2c(values, axes=(values.ndim - 1,))
 
 
 def irfft(coeffs: np.ndarray, n: int) -> np.ndarray:
-    """``scipy.fft.irfft(coeffs, n)`` for 1-D ``coeffs`` of length n//2 + 1 (ducc0's c2r where installed)."""
+    """``scipy.fft.irfft(coeffs, n)`` along the last axis (ducc0's c2r where installed and the last axis has
+    n//2 + 1 coefficients; scipy pads or truncates otherwise)."""
+    coeffs = np.asarray(coeffs)
     if _c2r is None or coeffs.shape[-1] != n // 2 + 1:
-        return sfft.irfft(coeffs, n)
-    return _c2r(np.ascontiguousarray(coeffs, dtype=complex), lastsize=n, forward=False, inorm=2)
+        return sfft.irfft(coeffs, n, axis=-1)
+    coeffs = np.ascontiguousarray(coeffs, dtype=complex)
+    return _c2r(coeffs, axes=(coeffs.ndim - 1,), lastsize=n, forward=False, inorm=2)
 
 
 def coefficients(values: np.ndarray) -> np.ndarray:
     """ρ̂_k for k = 0..n//2 (last axis), ``rfft(values)/n``."""
     n = np.shape(values)[-1]
-    values = np.asarray(values)
-    return (rfft(values) if values.ndim == 1 else sfft.rfft(values, axis=-1)) / n
+    return rfft(values) / n
 
 
 def from_coefficients(coeffs: np.ndarray, n: int) -> np.ndarray:
