@@ -255,6 +255,12 @@ def row_s2_spectral(repeat):
     scaled = t_pair * (n_big / n_small) ** 2
     report("S² one field, 10⁶ points, spectral sums", t_spec, scaled, "pairwise at 2·10⁴, × (50)²",
            f"pairwise 2·10⁴ points: {t_pair:.2f} s; target < 3 s")
+    from particles import simulate
+
+    t_auto = median(lambda: simulate(model, xs, [0.0, 0.01], dt=0.01), min(repeat, 5))
+    path = simulate(model, xs, [0.0, 0.01], dt=0.01).path
+    t_pw = median(lambda: simulate(model, xs, [0.0, 0.01], dt=0.01, path="pairwise"), min(repeat, 5))
+    report("S² particles RK4 step n=2·10⁴ via simulate ('auto')", t_auto, t_pw, "path='pairwise'", f"path {path!r}")
 
 
 def row_rd(repeat):

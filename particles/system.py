@@ -34,6 +34,8 @@ from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, Ou
                                  Stepper, equal_steps)
 from meanfield.models import SelfAttention, heads, rate_scale
 
+from meanfield.kernels.sphere import sphere_degree, sphere_spectral_field
+
 from .fused import rk4_small_systems
 from .sampling import sample
 
@@ -43,6 +45,9 @@ METHODS = ("rk4", "rk45", "dop853")
 PATHS = ("auto", "quadrature", "pairwise", "spectral", "fused")
 #: 'auto' uses the circle spectral path from this many particles on
 SPECTRAL_FROM = 1024
+#: 'auto' uses the S² spectral sums from n >= this × (L + 1)² particles, L = sphere_degree(β): they cost
+#: ~2.5 ns · n(L + 1)² against ~0.5 ns · n² for the pairwise kernel (one thread), a crossover near 5 (L + 1)²
+SPHERE_SPECTRAL_PER_MODE = 6
 #: 'auto' runs batches of at most this many particles per system fully compiled (RK4, one head)
 FUSED_UP_TO = 64
 #: 'auto' sums R^d models with compiled rows (kernels.euclidean_field) up to this dimension
@@ -173,11 +178,14 @@ def simulate(
         ``model.field`` (the reference, and the only one for R^d Sinkhorn
         attention); the fused pairwise kernel (on spheres, and compiled rows
         for R^d softmax, L2, masked and sigmoid attention); (Q = qI, K = kI,
-        V = cI on the circle) the O(nL) spectral sum; or, for RK4 with one
+        V = cI on the circle and S²) the O(nL) and O(nL²) spectral sums, with
+        a certified truncation bound (``field_error_bound``); or, for RK4 with one
         head, "fused": whole step sequences of each realisation in compiled
-        code. "auto" picks spectral on the circle from 1024 particles, fused
-        for batches of at most 64 particles, pairwise otherwise on spheres and
-        for those R^d models up to d = 8, quadrature otherwise in R^d.
+        code. "auto" picks spectral on the circle from 1024 particles and on
+        S² from 6 (L + 1)² particles (L = ``sphere_degree(β)``: 26 at β = 4,
+        so n >= 4374), fused for batches of at most 64 particles, pairwise
+        otherwise on spheres and for those R^d models up to d = 8, quadrature
+        otherwise in R^d.
     precision : {"double", "single"}
         "single" sums the field in float32 (the pairwise kernel on spheres,
         d <= 8; "auto" then means "pairwise"): about 2.8× faster at n = 4096,
@@ -232,11 +240,12 @@ def simulate(
             return model.field(y, w, y)
         if path == "pairwise":
             return kernels.field(model, y, w, y, precision)
-        flat = y.reshape(-1, n, 2)
+        spectral_field = kernels.circle_spectral_field if d == 2 else sphere_spectral_field
+        flat = y.reshape(-1, n, d)
         out = np.empty_like(flat)
         for b in range(flat.shape[0]):
-            out[b], bound = kernels.circle_spectral_field(flat[b], w.reshape(-1, n)[b], flat[b], zonal[0],
-                                                          model.normalized, zonal[1])
+            out[b], bound = spectral_field(flat[b], w.reshape(-1, n)[b], flat[b], zonal[0], model.normalized,
+                                           zonal[1])
             state["bound"] = max(state["bound"], float(np.max(bound)))
         return out.reshape(y.shape)
 
@@ -296,8 +305,9 @@ def _strategy(path, model, domain, x, method, weights) -> str:
         if path == "auto":  # NumPy's matrix products win from d ~ 16 on (benchmarks/bench_table.py --rows rd)
             return "pairwise" if compiled and d <= COMPILED_RD_UP_TO else "quadrature"
         return path
-    if path == "spectral" and (domain is not CIRCLE or zonal is None):
-        raise ValueError(f"the spectral path needs the circle (d = 2) and Q = qI, K = kI, V = cI; got d = {d}, {model!r}.")
+    if path == "spectral" and (d not in (2, 3) or zonal is None):
+        raise ValueError("the spectral path needs the circle (d = 2) or S² (d = 3) and Q = qI, K = kI, V = cI; got "
+                         f"d = {d}, {model!r}.")
     single_head = isinstance(model, SelfAttention)
     if path == "fused" and (method != "rk4" or not single_head or weights is not None):
         raise ValueError(
@@ -307,6 +317,8 @@ def _strategy(path, model, domain, x, method, weights) -> str:
     if path != "auto":
         return strategies.check(path, ("quadrature", "pairwise", "spectral", "fused"), "particles")
     if domain is CIRCLE and zonal is not None and n >= SPECTRAL_FROM:
+        return "spectral"
+    if d == 3 and zonal is not None and n >= SPHERE_SPECTRAL_PER_MODE * (sphere_degree(zonal[0]) + 1) ** 2:
         return "spectral"
     if weights is None and method == "rk4" and single_head and x.ndim == 3 and n <= FUSED_UP_TO:
         return "fused"

@@ -131,6 +131,27 @@ def test_spectral_and_pairwise_trajectories_agree(rng):
     assert a.field_error_bound <= 1e-14
 
 
+@pytest.mark.parametrize("beta, normalized, c", [(4.0, True, 1.0), (2.0, False, -0.5)])
+def test_sphere_spectral_and_pairwise_trajectories_agree(rng, beta, normalized, c):
+    """S² particles through the O(nL²) spectral sums follow the pairwise trajectories to round-off, with a
+    certified truncation bound below 1e-14; 'auto' takes them from 6 (L + 1)² particles on."""
+    from meanfield.kernels.sphere import sphere_degree
+    from particles.system import SPHERE_SPECTRAL_PER_MODE
+
+    x0 = pt.uniform_sphere(1500, 3, rng=rng)
+    model = mf.SelfAttention(beta, V=c * np.eye(3), normalized=normalized)
+    a = pt.simulate(model, x0, [0, 1], dt=0.02, path="spectral")
+    b = pt.simulate(model, x0, [0, 1], dt=0.02, path="pairwise")
+    assert a.path == "spectral" and b.path == "pairwise"
+    assert np.max(np.abs(a.x - b.x)) <= 1e-12
+    assert a.field_error_bound <= 1e-14
+    n_auto = SPHERE_SPECTRAL_PER_MODE * (sphere_degree(1.0) + 1) ** 2
+    assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto, 3, rng=1), [0, 0.1]).path == "spectral"
+    assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto - 1, 3, rng=1), [0, 0.1]).path == "pairwise"
+    with pytest.raises(ValueError, match="spectral"):
+        pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(50, 4, rng=1), [0, 0.1], path="spectral")
+
+
 def test_density_initial_condition_is_sampled_with_rng():
     d = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(2 * x[..., 0]))
     a = pt.simulate(mf.SelfAttention(1.0), (d, 50), [0, 0.1], rng=3)
@@ -178,7 +199,7 @@ def test_rotation_equivariance(seed, d, beta):
         (np.eye(2), [0, 1], {"method": "euler"}, ValueError, "method"),
         (np.eye(2), [0, 1], {"method": "rk45", "dt": 0.1}, ValueError, "dt"),
         (np.eye(2), [0, 1], {"dt": -1.0}, ValueError, "dt"),
-        (np.eye(3), [0, 1], {"path": "spectral"}, ValueError, "spectral"),
+        (np.eye(4), [0, 1], {"path": "spectral"}, ValueError, "spectral"),  # S^3: no spectral sums
     ],
 )
 def test_bad_input(x0, t_eval, kw, exc, match):
