@@ -17,15 +17,8 @@ import numpy as np
 import meanfield as mf
 from meanfield import kernels
 from particles import uniform_sphere
+from _anchors import numpy_field
 from _timing import best
-
-
-def numpy_field(x, beta):
-    """The plain NumPy reference: Gram matrix, exp, matmul, projection."""
-    G = x @ x.T
-    E = np.exp(beta * (G - G.max(axis=1, keepdims=True)))
-    U = (E @ x) / E.sum(axis=1, keepdims=True)
-    return U - np.sum(U * x, axis=1, keepdims=True) * x
 
 
 def main():

@@ -22,15 +22,8 @@ import numpy as np  # noqa: E402
 
 import meanfield as mf  # noqa: E402
 from meanfield.domains.sphere import SphereSpectral  # noqa: E402
+from _anchors import rk4_step  # noqa: E402
 from _timing import median  # noqa: E402
-
-
-def rk4_step(rate, y, h=1e-3):
-    k1 = rate(y)
-    k2 = rate(y + 0.5 * h * k1)
-    k3 = rate(y + 0.5 * h * k2)
-    k4 = rate(y + h * k3)
-    return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
 def main():

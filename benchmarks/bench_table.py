@@ -44,26 +44,17 @@ import scipy.fft as sfft  # noqa: E402
 
 import meanfield as mf  # noqa: E402
 from meanfield.kernels.fastexp import FASTMATH, vexp  # noqa: E402
+from _anchors import numpy_field, rk4_step  # noqa: E402
 from _timing import median  # noqa: E402
 
 ROWS = ("s2-step", "s2-heads", "particles", "s2-spectral", "rd", "circle")
-_lines = []
 
 
 def report(work, ours, anchor, name, note=""):
     ratio = f"{anchor / ours:7.2f}" if anchor else "      —"
     a = f"{anchor * 1e3:10.2f} ms" if anchor else "           —"
     line = f"| {work:<52} | {ours * 1e3:10.2f} ms | {name:<34} | {a} | {ratio} | {note}"
-    _lines.append(line)
     print(line, flush=True)
-
-
-def rk4_step(rate, y, h=1e-3):
-    k1 = rate(y)
-    k2 = rate(y + 0.5 * h * k1)
-    k3 = rate(y + 0.5 * h * k2)
-    k4 = rate(y + h * k3)
-    return y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
 
 
 # ------------------------------------------------------------------ S² density steps
@@ -170,13 +161,6 @@ def row_s2_heads(repeat):
 
 
 # ------------------------------------------------------------------ particles
-def numpy_field(x, beta):
-    G = x @ x.T
-    E = np.exp(beta * (G - G.max(axis=1, keepdims=True)))
-    U = (E @ x) / E.sum(axis=1, keepdims=True)
-    return U - np.sum(U * x, axis=1, keepdims=True) * x
-
-
 @numba.njit(fastmath=FASTMATH, nogil=True)
 def _exps_only(x, beta, out):
     """The n² exponentials of the field alone, with the kernel's own vectorised exp (``vexp``)."""

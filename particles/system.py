@@ -34,6 +34,7 @@ from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, Ou
                                  Stepper, equal_steps)
 from meanfield.models import SelfAttention, heads, rate_scale
 
+from meanfield.kernels.pairwise import UNROLL_MAX
 from meanfield.kernels.sphere import sphere_degree, sphere_spectral_field
 
 from .fused import rk4_small_systems
@@ -219,8 +220,8 @@ def simulate(
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     if precision == "single":
-        if domain is EUCLIDEAN or path not in ("auto", "pairwise") or d > 8:
-            raise ValueError("single precision runs the pairwise kernel on spheres (d <= 8); got "
+        if domain is EUCLIDEAN or path not in ("auto", "pairwise") or d > UNROLL_MAX:
+            raise ValueError(f"single precision runs the pairwise kernel on spheres (d <= {UNROLL_MAX}); got "
                              f"path {path!r} for {model!r} in d = {d}.")
         path = "pairwise"
     path = _strategy(path, model, domain, x, method, weights)

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..models.base import heads
 from .fastexp import FASTMATH, vexp
+from .pairwise import UNROLL_MAX  # the same unrolling limit as the pairwise kernels
 from .threads import run_tasks
 
 __all__ = ["euclidean_field", "compiled_models"]
@@ -74,9 +75,6 @@ def _exact_row(ai, YT, VyT, offsets, tq, ty, out, i):
 
 #: rows whose shifted normaliser falls below this are redone with their exact maximum
 UNDERFLOW = 1e-200
-
-#: dimensions up to which the sums over coordinates are unrolled (beyond: passes over a row buffer)
-UNROLL_MAX = 8
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)

@@ -27,14 +27,21 @@ from numba.extending import intrinsic
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@intrinsic
-def _int64_as_float64(typingctx, x):
-    sig = types.float64(types.int64)
+def _bitcast(src, dst):
+    """An intrinsic reinterpreting the bits of a ``src`` integer as a ``dst`` float of the same width."""
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    @intrinsic
+    def cast(typingctx, x):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
 
-    return sig, codegen
+        return dst(src), codegen
+
+    return cast
+
+
+_int64_as_float64 = _bitcast(types.int64, types.float64)
+_int32_as_float32 = _bitcast(types.int32, types.float32)
 
 
 @nb.njit(inline="always", fastmath=FASTMATH)
@@ -58,16 +65,6 @@ def vexp(x):
     p = p * r + 1.0
     p = p * r + 1.0
     return p * _int64_as_float64((nb.int64(nb.int32(k)) + 1023) << 52)
-
-
-@intrinsic
-def _int32_as_float32(typingctx, x):
-    sig = types.float32(types.int32)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return sig, codegen
 
 
 _F32 = nb.float32

@@ -27,7 +27,7 @@ from ..numerics import EXP_MAX
 from .fastexp import FASTMATH, vexp, vexp32
 from .threads import run_tasks
 
-__all__ = ["pairwise_sums", "field", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR"]
+__all__ = ["pairwise_sums", "field", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR", "UNROLL_MAX"]
 
 _ROWS = 8  # queries per parallel task (they share one work buffer)
 
@@ -161,7 +161,7 @@ def _fused_kernel(d: int, dv: int, uniform: bool = False, single: bool = False):
 
 
 #: dimensions up to which the unrolled single-pass kernel is used
-_UNROLL_MAX = 8
+UNROLL_MAX = 8
 
 
 def _as_batch(x, name):
@@ -212,8 +212,8 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     single = precision == "single"
-    if single and P.shape[-1] > _UNROLL_MAX:
-        raise ValueError(f"single precision is compiled for d <= {_UNROLL_MAX}, got d = {P.shape[-1]}.")
+    if single and P.shape[-1] > UNROLL_MAX:
+        raise ValueError(f"single precision is compiled for d <= {UNROLL_MAX}, got d = {P.shape[-1]}.")
     W = np.asarray(weights, dtype=float).reshape(P.shape[0], P.shape[1])
     Kx = P if K is None else P @ np.asarray(K, dtype=float).T
     Qx = beta * (Xq if Q is None else Xq @ np.asarray(Q, dtype=float).T)
@@ -234,7 +234,7 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     args = (np.ascontiguousarray(Qx), KxT, VxT, np.ascontiguousarray(W), np.ascontiguousarray(bound), num, den, shift)
     if single:
         args = tuple(a.astype(np.float32) for a in args[:5]) + tuple(np.empty(a.shape, np.float32) for a in args[5:])
-    if d <= _UNROLL_MAX:
+    if d <= UNROLL_MAX:
         uniform = bool(W.shape[1] > 0 and np.all(W == W[:, :1]))
         run_tasks(_fused_kernel(d, VxT.shape[1], uniform, single), B * m, *args)
         if single:

@@ -284,8 +284,8 @@ def _discretisation_floor(cfg, density, w, data) -> None:
     """W_p between the initial density and the grid measure it enters the distances as (validation.wasserstein.
     discretisation), stored as ``wasserstein_discretisation``; a warning where it exceeds half the smallest
     distance measured at t = 0, whose decay in N it then flattens (a rate fitted there measures the grid as
-    much as the particles). Measured on examples/compare_sphere.toml: at lmax 24 the estimate is 0.043, 0.92
-    of W1 at N = 3000, and W1/√(log N) ~ N^-0.454 [-0.485, -0.424]; at lmax 48, 0.022 (0.47 of it) and
+    much as the particles). Measured on examples/compare_sphere.toml: at lmax 24 the estimate is 0.043, 0.75
+    of W1 at N = 3000 (0.057), and W1/√(log N) ~ N^-0.454 [-0.485, -0.424]; at lmax 48, 0.022 (0.47 of it) and
     N^-0.512 [-0.535, -0.489], the law's -1/2."""
     if isinstance(density, LagrangianMeasure):
         return

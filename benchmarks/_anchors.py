@@ -1,0 +1,20 @@
+"""Plain-NumPy anchors shared by the benchmark scripts: classical RK4 and the S^{d-1} SA field."""
+
+import numpy as np
+
+
+def rk4_step(rate, y, h=1e-3):
+    """One classical RK4 step of ẏ = rate(y)."""
+    k1 = rate(y)
+    k2 = rate(y + 0.5 * h * k1)
+    k3 = rate(y + 0.5 * h * k2)
+    k4 = rate(y + h * k3)
+    return y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+def numpy_field(x, beta):
+    """The SA field of equal-weight particles x on the sphere: Gram matrix, exp, matmul, projection."""
+    G = x @ x.T
+    E = np.exp(beta * (G - G.max(axis=1, keepdims=True)))
+    U = (E @ x) / E.sum(axis=1, keepdims=True)
+    return U - np.sum(U * x, axis=1, keepdims=True) * x
