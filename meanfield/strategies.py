@@ -18,6 +18,10 @@ name              what is summed, how                                        off
                   Fourier moments of an empirical measure (circle)           particles); L2 grids in R^d
 ``separable``     softmax sums factorised on a tensor grid,                  softmax on R^d grids
                   e^{β⟨Ax,y⟩} = Π_k e^{β(Ax)_k y_k}
+``moments``       the moment generating function of the density: one        self-attention on S² grids,
+                  precomputed matrix per head from its coefficients to       any Q, K, V, several heads
+                  those of Z(x) = ∫e^{β⟨Qx,Ky⟩}ρ(y)dy and of ∫e^{…}yρ(y)dy    (where its degree and size
+                                                                             allow)
 ``fused``         whole RK4 step sequences of small systems in compiled      batches of small particle
                   code                                                       systems, one head
 ================  =========================================================  ===========================
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 __all__ = ["STRATEGIES", "check"]
 
-STRATEGIES = ("auto", "quadrature", "pairwise", "spectral", "separable", "fused")
+STRATEGIES = ("auto", "quadrature", "pairwise", "spectral", "separable", "moments", "fused")
 
 
 def check(path: str, offered: tuple[str, ...], where: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import strategies
 from ..base import Domain, register
 from ..zonal import choose_rate, energy_beta
 from . import energy as _energy, lagrangian, plotting as _plotting, sampling as _sampling
@@ -15,9 +16,10 @@ from .continuity import SphereQuadrature, SphereSpectral, funk_hecke
 from .geometry import (UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent, retract,
                        spherical)
 from .grid import SphereGrid
-from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, default_backend
+from .moments import SphereMoments, moments_refusal
+from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, dealiased_degree, default_backend
 
-__all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature", "funk_hecke", "project_tangent",
+__all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature", "SphereMoments", "funk_hecke", "project_tangent",
            "retract", "normalise", "check_on_sphere", "geodesic", "spherical", "BACKENDS", "DuccBackend",
            "PyshtoolsBackend", "default_backend"]
 
@@ -42,6 +44,16 @@ class Sphere(UnitSphereGeometry, Domain):
         return x.ndim >= 1 and x.shape[-1] >= 3 and on_sphere(x, atol)
 
     def rate(self, model, grid, path="auto", field=None):
+        """Zonal models: the spectral path; any other self-attention: the moment path where it applies
+        (:mod:`.moments`); else the quadrature sums. ``path`` forces one."""
+        strategies.check(path, ("quadrature", "spectral", "moments"), "S²")
+        field = model.field if field is None else field
+        if path == "moments" or (path == "auto" and model.zonal is None):
+            why = moments_refusal(model, grid.lmax, dealiased_degree(grid.lmax))
+            if why is None:
+                return SphereMoments(grid, model, field)
+            if path == "moments":
+                raise ValueError(f"the moments path does not apply to {model!r} on {grid!r}: {why}.")
         return choose_rate(model, grid, path, SphereSpectral, SphereQuadrature, "S²", field)
 
     coordinates = staticmethod(spherical)

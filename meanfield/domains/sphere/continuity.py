@@ -275,7 +275,8 @@ class SphereQuadrature(_SphereRate):
         self._e = [(theta_hat[..., k], phi_hat[..., k]) for k in range(3)]
         self._shape = theta_hat.shape[:-1]
 
-    def _field(self, values):
+    def _field(self, values, rho=None):
+        """X at the dealiased nodes, shape (ntheta, nphi, 3); ``rho``: the density there, where known."""
         X = self.field(self.grid.points.reshape(-1, 3), (values * self.grid.weights).ravel(), self._queries)
         return X.reshape(self._shape + (3,))
 
@@ -286,7 +287,7 @@ class SphereQuadrature(_SphereRate):
         B = self.backend
         cilm = B.analysis(values, self.L)
         rho = B.synthesis(cilm, self.Ld)
-        X = self._field(values)
+        X = self._field(values, rho)
         div = np.zeros(rho.shape)
         for k in range(3):
             g_t, g_p = surface_gradient(B.analysis(rho * X[..., k], self.Ld), self.Ld, B)
