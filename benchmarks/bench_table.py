@@ -11,7 +11,8 @@ Rows
 s2-step      S² SA β = 4, one RK4 step, L = 63 / 127 / 255: the solver's right-hand side
              (``SPHERE.rate``) against a loop on shtns (scalar synthesis of ρ and u,
              gradient synthesis of u, one vector analysis of the flux, on the same
-             dealiased Gauss grid); also the cilm reference path of the same formulas.
+             dealiased Gauss grid); also the cilm reference path of the same formulas, and the
+             solver on the optional shtns backend (where shtns is installed).
 s2-heads     S² two random heads (general Q, K, V), one RK4 step at lmax 24 and 48: the
              solver's default path (the moment path where the version has it) and the
              quadrature path with the compiled sum, against the quadrature path with the
@@ -127,6 +128,13 @@ def row_s2_step(repeat):
                                for t in g.colatitudes]) / mass
             note = f"tendencies agree to {np.max(np.abs(ours - theirs)) / np.max(np.abs(ours)):.0e}"
         report(f"S² SA β=4 RK4 step, L = {L}", t_ours, t_sht, "shtns loop (4 transforms/RHS)", note)
+        try:
+            g_s = mf.SphereGrid(L, backend="shtns")
+        except (ValueError, ImportError):  # a version without the optional shtns backend
+            continue
+        rate_s = SPHERE.rate(mf.SelfAttention(beta), g_s)
+        t_s = median(lambda: rk4_step(rate_s.rate, y), repeat)
+        report(f"S² SA β=4 RK4 step, L = {L}, backend='shtns'", t_s, t_sht, "shtns loop (4 transforms/RHS)")
 
 
 def two_heads(d=3, beta=2.0):

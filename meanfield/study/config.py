@@ -78,7 +78,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "grid": {
         "n": Key("int", None, "circle: number of nodes", minimum=4),
         "lmax": Key("int", None, "sphere: spherical-harmonic degree", minimum=2),
-        "backend": Key("str", None, "sphere: transform library", choices=("ducc0", "pyshtools")),
+        "backend": Key("str", None, "sphere: transform library", choices=("ducc0", "pyshtools", "shtns")),
         "bounds": Key("bounds", None, "euclidean: [[a1, b1]] or [[a1, b1], [a2, b2]]"),
         "shape": Key("shape", None, "euclidean: cells per dimension (an integer or one per dimension)"),
     },

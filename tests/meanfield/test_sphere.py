@@ -208,6 +208,38 @@ def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
         SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized, fast=True)
 
 
+@pytest.mark.parametrize("beta, normalized", [(4.0, True), (0.0, True), (1.5, False)])
+def test_shtns_backend_equals_ducc0(beta, normalized):
+    """The optional shtns backend (skipped where shtns is absent): its transforms and its fused right-hand side
+    against ducc0's on the same grid, L = 40 (shtns) and L = 20 (below shtns' 32 colatitudes: ducc0 does it)."""
+    pytest.importorskip("shtns")
+    import pickle
+
+    from meanfield.domains.sphere import SphereSpectral
+
+    for L in (20, 40):
+        v = _smooth_positive(L, seed=L)
+        d, s = mf.SphereGrid(L, backend="ducc0"), mf.SphereGrid(L, backend="shtns")
+        assert np.max(np.abs(s.backend.analysis(v, L) - d.backend.analysis(v, L))) <= 1e-14 * np.max(np.abs(v))
+        c = d.backend.analysis(v, L)
+        assert np.max(np.abs(s.backend.synthesis(c, L) - v)) <= 1e-13 * np.max(np.abs(v))
+        ref, fast = SphereSpectral(d, beta, 0.7, normalized), SphereSpectral(s, beta, 0.7, normalized)
+        assert fast.shtns == (L >= 31)
+        a, speed_a, _ = ref.rate_and_speeds(v)
+        b, speed_b, _ = fast.rate_and_speeds(v)
+        assert np.max(np.abs(a - b)) <= 5e-12 * np.max(np.abs(a))
+        assert speed_b == pytest.approx(speed_a, rel=1e-13) and fast.speeds(v)[0] == pytest.approx(speed_a, rel=1e-13)
+        assert np.array_equal(pickle.loads(pickle.dumps(fast)).rate(v), b)
+
+
+def test_shtns_backend_says_how_to_install_it(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "shtns", None)  # import shtns now raises ImportError
+    with pytest.raises(ImportError, match="libfftw3-dev"):
+        mf.SphereGrid(40, backend="shtns")
+
+
 @pytest.mark.parametrize("normalized", [True, False])
 def test_compiled_quadrature_field_equals_the_models_sum(normalized):
     """The solver's quadrature path sums the grid measure with the compiled pairwise kernel; its right-hand
@@ -222,8 +254,8 @@ def test_compiled_quadrature_field_equals_the_models_sum(normalized):
                                   normalized=normalized) for _ in range(2)]
         model = mf.MultiHeadAttention(heads)
         values = mf.Density.from_function(grid, lambda x: np.exp(x[..., 0] + 0.5 * x[..., 1] ** 2)).values
-        ref = domain.rate(model, grid).rate(values)
-        fast = domain.rate(model, grid, "auto", _compiled_field(model)).rate(values)
+        ref = domain.rate(model, grid, "quadrature").rate(values)
+        fast = domain.rate(model, grid, "quadrature", _compiled_field(model)).rate(values)
         assert np.max(np.abs(fast - ref)) <= 1e-12 * np.max(np.abs(ref))
 
 

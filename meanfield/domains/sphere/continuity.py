@@ -35,6 +35,7 @@ from scipy.special import ive
 from ...numerics import check_usa_beta
 from .grid import SphereGrid
 from .ducc import ring_plan
+from .shtns_plans import MIN_NLAT, ShtnsBackend, shtns_plan
 from .gauss import alm_layout, ladder
 from .transforms import (DuccBackend, dealiased_degree, frames, laplacian, nodes, pad_coefficients,
                          surface_gradient)
@@ -103,9 +104,12 @@ class SphereSpectral(_SphereRate):
     u, sin θ ∂_θ u, Δu; the φ-derivatives are i m times the same Legendre
     coefficients), one batched ring FFT, one analysis there and one transform
     each way on the grid of degree L, on ``nphi`` longitudes per dealiased ring
-    (default :func:`fast_ring_count`). With pyshtools, or ``fast=False``, it
-    runs the same formulas through cilm arrays and one-call transforms on the
-    GLQ grid of degree L_d (the reference the fast path is tested against).
+    (default :func:`fast_ring_count`). With the optional shtns backend (grids of
+    at least 32 colatitudes) the same fields come from shtns' transforms: 3 scalar
+    syntheses (ρ, u, Δu) and 2 gradient syntheses (∇ρ, ∇u) on the dealiased grid,
+    one analysis there, one transform each way at L. With pyshtools, or
+    ``fast=False``, it runs the same formulas through cilm arrays and one-call
+    transforms on the GLQ grid of degree L_d (the reference the fast paths are tested against).
     """
 
     path = "spectral"
@@ -119,11 +123,53 @@ class SphereSpectral(_SphereRate):
         self._D0 = D[0]
         self._N = N[None, :, None]
         self._lap_L = laplacian(self.L)
-        self.fast = self.backend is DuccBackend if fast is None else bool(fast)
-        if self.fast and self.backend is not DuccBackend:
-            raise ValueError(f"`fast` needs the ducc0 backend, got backend {self.backend.name!r}.")
+        nphi = fast_ring_count(self.Ld) if nphi is None else int(nphi)
+        self.shtns = self.backend is ShtnsBackend and self.L + 1 >= MIN_NLAT and fast is not False
+        if self.shtns:
+            self._plan_shtns(N, nphi)
+            self.fast = True
+            return
+        fast_capable = self.backend in (DuccBackend, ShtnsBackend)
+        self.fast = fast_capable if fast is None else bool(fast)
+        if self.fast and not fast_capable:
+            raise ValueError(f"`fast` needs the ducc0 or shtns backend, got backend {self.backend.name!r}.")
         if self.fast:
-            self._plan_fast(N, fast_ring_count(self.Ld) if nphi is None else int(nphi))
+            self._plan_fast(N, nphi)
+
+    def _plan_shtns(self, N, nphi):
+        self._sL = shtns_plan(self.L)
+        self._sd = shtns_plan(self.L, self.Ld, nphi)
+        l = self._sd.l
+        self._N_alm = N[l]
+        self._lap_alm = -(l * (l + 1.0)) * N[l]
+        self._ones = np.ones(self.Ld + 1)
+
+    def _shtns_rings(self, alm, density: bool):
+        """The 7 (density) or 3 fields of :meth:`_potential_rings` on the dealiased grid with shtns, with the
+        θ-derivative and the φ-derivative / sin θ in place of sin θ ∂_θ and ∂_φ (``_combine`` with 1/sin θ = 1)."""
+        sh = self._sd
+        g = sh.scratch(("rings", density), (7 if density else 3,) + tuple(sh.spat_shape))
+        Na = self._N_alm * alm
+        j = 0
+        if density:
+            sh.SH_to_spat(alm, g[0])
+            sh.SHsph_to_spat(alm, g[1], g[2])
+            sh.SH_to_spat(self._lap_alm * alm, g[6])
+            j = 3
+        sh.SH_to_spat(Na, g[j])
+        sh.SHsph_to_spat(Na, g[j + 1], g[j + 2])
+        return g
+
+    def _rate_shtns(self, values):
+        alm = self._sL.analys(np.ascontiguousarray(values, dtype=float))
+        g = self._shtns_rings(alm, density=True)
+        div = self._sd.scratch("div", g.shape[1:])
+        scale, beta, c = self._potential_constants(alm)
+        speed2 = _combine(g, self._ones, scale, beta, c, div)
+        tendency = self._sd.analys(div)
+        tendency *= -1.0
+        tendency[0] = 0.0
+        return self._sL.synth(tendency), float(np.sqrt(speed2)), 0.0
 
     def _plan_fast(self, N, nphi):
         L = self.L
@@ -197,6 +243,12 @@ class SphereSpectral(_SphereRate):
         return float(np.sqrt(np.max(f_t * f_t + f_p * f_p)))
 
     def speeds(self, values):
+        if self.shtns:
+            alm = self._sL.analys(np.ascontiguousarray(values, dtype=float))
+            u, u_t, u_p = self._shtns_rings(alm, density=False)
+            scale, beta, c = self._potential_constants(alm)
+            factor = c * scale / (1.0 + beta * scale * u)
+            return self._speed(factor * u_t, factor * u_p), 0.0
         if self.fast:
             alm = self._pL.analysis(values)
             u, u_st, u_p = self._potential_rings(alm, density=False)
@@ -208,6 +260,8 @@ class SphereSpectral(_SphereRate):
         return self._speed(f_t, f_p), 0.0
 
     def rate_and_speeds(self, values):
+        if self.shtns:
+            return self._rate_shtns(values)
         if self.fast:
             return self._rate_fast(values)
         B, Ld = self.backend, self.Ld

@@ -18,8 +18,9 @@ class SphereGrid(Grid):
     ----------
     lmax : int
         Spherical-harmonic degree, >= 2.
-    backend : {"ducc0", "pyshtools"}, optional
-        Transform library; default ducc0 where importable (:func:`default_backend`).
+    backend : {"ducc0", "pyshtools", "shtns"}, optional
+        Transform library; default ducc0 where importable (:func:`default_backend`). "shtns" is
+        optional (it needs FFTW from the system; ``ImportError`` with the install line where absent).
 
     Attributes
     ----------
@@ -43,6 +44,10 @@ class SphereGrid(Grid):
         if name not in BACKENDS:
             raise ValueError(f"`backend` must be one of {sorted(BACKENDS)}, got {backend!r}.")
         self.backend = BACKENDS[name]
+        if name == "shtns":
+            from .shtns_plans import require
+
+            require()  # the ImportError that says how to install it, now rather than at the first transform
         self.lmax = int(lmax)
         _, w = glq(self.lmax)
         nlon = 2 * self.lmax + 1

@@ -10,10 +10,11 @@ analysis is exact for band-limited data.
 
 Transforms go through a small backend interface: ``analysis(values, L) ->
 cilm`` and ``synthesis(cilm, L) -> values`` on the GLQ grid of degree L.
-Two backends, in a name → class table (:data:`BACKENDS`):
-:class:`PyshtoolsBackend` (SHTOOLS) and :class:`DuccBackend` (ducc0, a pure
+Three backends, in a name → class table (:data:`BACKENDS`):
+:class:`PyshtoolsBackend` (SHTOOLS), :class:`DuccBackend` (ducc0, a pure
 wheel and a dependency; its ring plans in :mod:`.ducc`), the default where
-importable; both are cross-checked to 1e-12 in the tests.
+importable, and the optional :class:`ShtnsBackend` (SHTns, which needs FFTW
+from the system; :mod:`.shtns_plans`); they are cross-checked to 1e-12 in the tests.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import numpy as np
 from .ducc import DuccBackend, complex_alm, sht_threads
 from .gauss import glq, ladder, pad_coefficients
 from .geometry import spherical
+from .shtns_plans import ShtnsBackend
 
-__all__ = ["glq", "nodes", "frames", "PyshtoolsBackend", "DuccBackend", "BACKENDS", "default_backend",
+__all__ = ["glq", "nodes", "frames", "PyshtoolsBackend", "DuccBackend", "ShtnsBackend", "BACKENDS", "default_backend",
            "pad_coefficients", "degree_power", "dealiased_degree", "laplacian", "surface_gradient", "evaluate",
            "upper_bound"]
 
@@ -78,7 +80,7 @@ class PyshtoolsBackend:
         return MakeGridGLQ(pad_coefficients(cilm, lmax), zero, lmax=lmax, norm=4, csphase=1, extend=False)
 
 
-BACKENDS = {"pyshtools": PyshtoolsBackend, "ducc0": DuccBackend}
+BACKENDS = {"pyshtools": PyshtoolsBackend, "ducc0": DuccBackend, "shtns": ShtnsBackend}  # shtns: optional
 
 
 def default_backend() -> str:
