@@ -96,7 +96,7 @@ def test_moment_path_refuses_what_it_cannot_do():
     g = mf.SphereGrid(16)
     hot = mf.SelfAttention(60.0, Q=np.diag([1.0, 0.5, 0.2]))  # its kernel needs degree > the dealiased grid's
     assert SPHERE.rate(hot, g).path == "quadrature"
-    with pytest.raises(ValueError, match="needs degree"):
+    with pytest.raises(ValueError, match="needs a degree above"):
         SPHERE.rate(hot, g, "moments")
     assert SPHERE.rate(mf.SelfAttention(2.0), g).path == "spectral"  # zonal: Funk–Hecke stays the default
 

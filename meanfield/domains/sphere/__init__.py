@@ -17,11 +17,11 @@ from .geometry import (UnitSphereGeometry, check_on_sphere, geodesic, normalise,
                        spherical)
 from .grid import SphereGrid
 from .moments import SphereMoments, moments_refusal
-from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, dealiased_degree, default_backend
+from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, ShtnsBackend, dealiased_degree, default_backend
 
-__all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature", "SphereMoments", "funk_hecke", "project_tangent",
-           "retract", "normalise", "check_on_sphere", "geodesic", "spherical", "BACKENDS", "DuccBackend",
-           "PyshtoolsBackend", "default_backend"]
+__all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature", "SphereMoments", "funk_hecke",
+           "project_tangent", "retract", "normalise", "check_on_sphere", "geodesic", "spherical", "BACKENDS",
+           "DuccBackend", "PyshtoolsBackend", "ShtnsBackend", "default_backend"]
 
 
 class Sphere(UnitSphereGeometry, Domain):

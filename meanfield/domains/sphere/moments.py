@@ -33,8 +33,9 @@ Round-off (a posteriori): Z and N are sums of harmonics, accurate to about
 max Z / min Z over the nodes — at most e^{2s}, reached when ρ collapses to a
 point. Where that estimate, ``ROUNDOFF`` (D + 1) κ, exceeds ``tol``, the
 evaluation is done by the quadrature sums instead (counted in
-:attr:`SphereMoments.fallbacks`), so the path never returns a field less
-accurate than ``tol`` for lack of conditioning.
+:attr:`SphereMoments.fallbacks`), so the path does not return a field whose
+estimated round-off exceeds ``tol``. (The estimate is not a proof; it was
+checked against the quadrature sums, see :data:`TOL`.)
 
 The transforms here are ducc0's ring plans (:mod:`.ducc`) whatever the grid's
 backend; the divergence is the quadrature path's (:class:`.continuity.SphereQuadrature`).
@@ -74,11 +75,18 @@ def truncation_tail(s: float, D: int) -> float:
     return float(np.sum((2 * l + 1) * spherical_in(l, s)))
 
 
-def moment_degree(s: float, L: int) -> int:
-    """Smallest D with (L + 2) e^s T_D(s) <= 1e-16: the truncation degree of 𝒦 for ‖A‖₂ = s, ρ of degree L."""
+def moment_degree(s: float, L: int, limit: int | None = None) -> int:
+    """Smallest D with (L + 2) e^s T_D(s) <= 1e-16: the truncation degree of 𝒦 for ‖A‖₂ = s, ρ of degree L.
+
+    The search stops at ``limit`` (default 2L + 64) and returns ``limit + 1`` past it.
+    """
+    limit = 2 * L + 64 if limit is None else int(limit)
     D = 0
-    while (L + 2) * np.exp(s) * truncation_tail(s, D) > TRUNCATION:
-        D += 1
+    with np.errstate(over="ignore"):
+        while not (L + 2) * np.exp(s) * truncation_tail(s, D) <= TRUNCATION:  # inf (s past ~700) goes on
+            D += 1
+            if D > limit:
+                break
     return D
 
 
@@ -103,10 +111,10 @@ def moments_refusal(model, L: int, Ld: int) -> str | None:
             return f"head {i} acts on R^{h.dim}, not R³"
         A = _head_operator(h)[0]
         s = float(np.linalg.norm(A, 2))
-        D = moment_degree(s, L)
+        D = moment_degree(s, L, limit=Ld)
         if D > Ld:
-            return (f"head {i} has ‖βKᵀQ‖₂ = {s:.3g}, whose kernel needs degree {D} > {Ld}, the dealiased "
-                    f"grid's; refine the grid")
+            return (f"head {i} has ‖βKᵀQ‖₂ = {s:.3g}, whose kernel needs a degree above {Ld}, the "
+                    f"dealiased grid's; refine the grid")
         if _matrix_bytes(D, L) > MATRIX_BYTES:
             return (f"head {i} has ‖βKᵀQ‖₂ = {s:.3g}: its matrix of degree {D} would take "
                     f"{_matrix_bytes(D, L) / 2**20:.0f} MiB > {MATRIX_BYTES / 2**20:.0f} MiB")
