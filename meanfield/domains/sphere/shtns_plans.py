@@ -10,6 +10,10 @@ Conventions: shtns' orthonormal harmonics without the Condon–Shortley phase, c
 same m-major packing as ducc0's (healpy's), so a_lm = (C_lm − i S_lm)/√2 for m > 0 and a_l0 = C_l0
 (ducc0 carries the extra (−1)^m of the phase). Grids with fewer than 32 colatitudes, which shtns
 refuses, are transformed by ducc0.
+
+Threads: each plan runs on :func:`.ducc.sht_threads` OpenMP threads and keeps its work arrays per
+Python thread; calling one plan from several Python threads at once is not tested (the ducc0 plans
+are, in ``tests/meanfield/test_sphere.py``).
 """
 
 from __future__ import annotations
