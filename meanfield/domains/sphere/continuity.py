@@ -125,29 +125,62 @@ class SphereSpectral(_SphereRate):
         self._lap_L = laplacian(self.L)
         nphi = fast_ring_count(self.Ld) if nphi is None else int(nphi)
         self.shtns = self.backend is ShtnsBackend and self.L + 1 >= MIN_NLAT and fast is not False
-        if self.shtns:
-            self._plan_shtns(N, nphi)
-            self.fast = True
-            return
         fast_capable = self.backend in (DuccBackend, ShtnsBackend)
-        self.fast = fast_capable if fast is None else bool(fast)
+        self.fast = self.shtns or (fast_capable if fast is None else bool(fast))
         if self.fast and not fast_capable:
             raise ValueError(f"`fast` needs the ducc0 or shtns backend, got backend {self.backend.name!r}.")
         if self.fast:
             self._plan_fast(N, nphi)
 
-    def _plan_shtns(self, N, nphi):
-        self._sL = shtns_plan(self.L)
-        self._sd = shtns_plan(self.L, self.Ld, nphi)
-        l = self._sd.l
+    def _plan_fast(self, N, nphi):
+        """Plans of the grid of degree L (``_pL``) and the dealiased one (``_pd``): ducc0 ring plans, or shtns
+        plans with the same ``analysis``/``synthesis``/``scratch``; ``_sin`` is what ``_potential_rings``' θ and
+        φ fields are still to be divided by (sin θ on the rings, 1 with shtns, which returns the derivatives)."""
+        L = self.L
+        l, m, _ = alm_layout(L)  # shtns packs its coefficients the same way
         self._N_alm = N[l]
         self._lap_alm = -(l * (l + 1.0)) * N[l]
-        self._ones = np.ones(self.Ld + 1)
+        if self.shtns:
+            self._pL, self._pd = shtns_plan(L), shtns_plan(L, self.Ld, nphi)
+            self._sin = np.ones((self.Ld + 1, 1))
+        else:
+            self._pL, self._pd = ring_plan(L), ring_plan(L, self.Ld, nphi)
+            self._sin = self._pd.sin_theta
+            self._im = 1j * self._pd.m
+            # sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_{lm} Y_{l−1,m}: a_lm for l <= L + 1, m <= L
+            lad_l, lad_m = np.meshgrid(np.arange(L + 2), np.arange(L + 1), indexing="ij")
+            self._ladder = np.ascontiguousarray(ladder(lad_l, lad_m))
+            self._n1 = (L + 2) * (L + 3) // 2
+        self._inv_sin = 1.0 / self._sin[:, 0]
 
-    def _shtns_rings(self, alm, density: bool):
-        """The 7 (density) or 3 fields of :meth:`_potential_rings` on the dealiased grid with shtns, with the
-        θ-derivative and the φ-derivative / sin θ in place of sin θ ∂_θ and ∂_φ (``_combine`` with 1/sin θ = 1)."""
-        sh = self._sd
+    def _legs(self, alm, spectra, j):
+        """Λ_m of f, of sin θ ∂_θ f and of ∂_φ f on the dealiased rings into ``spectra[j: j + 3]``, f = Σ a_lm Y_lm."""
+        st = self._pd.scratch("st", (self._n1,), complex)
+        _sin_theta_derivative(alm, self.L, self._ladder, st)
+        k = self.L + 1
+        leg = self._pd.leg(alm, out=spectra[j, :, :k])
+        self._pd.leg(st, self.L + 1, out=spectra[j + 1, :, :k])
+        np.multiply(leg, self._im, out=spectra[j + 2, :, :k])
+
+    def _potential_rings(self, alm, density: bool):
+        """Values on the dealiased grid of ((ρ, sin θ ∂_θ ρ, ∂_φ ρ) if density,) u, sin θ ∂_θ u, ∂_φ u,
+        (Δu if density); with shtns, ∂_θ and ∂_φ / sin θ in place of sin θ ∂_θ and ∂_φ (``_sin`` = 1).
+
+        u = Σ N_l a_lm Y_lm (:func:`funk_hecke`).
+        """
+        if self.shtns:
+            return self._shtns_fields(alm, density)
+        spectra = self._pd.spectra(7 if density else 3, key=density)
+        Na = self._N_alm * alm
+        if density:
+            self._legs(alm, spectra, 0)
+            self._pd.leg(self._lap_alm * alm, out=spectra[6, :, : self.L + 1])
+        self._legs(Na, spectra, 3 if density else 0)
+        return self._pd.rings(spectra, out=self._pd.scratch(("rings", density), spectra.shape[:-1] + (self._pd.nphi,)))
+
+    def _shtns_fields(self, alm, density: bool):
+        """:meth:`_potential_rings` with shtns: scalar syntheses and gradient (spheroidal) syntheses."""
+        sh = self._pd
         g = sh.scratch(("rings", density), (7 if density else 3,) + tuple(sh.spat_shape))
         Na = self._N_alm * alm
         j = 0
@@ -160,52 +193,6 @@ class SphereSpectral(_SphereRate):
         sh.SHsph_to_spat(Na, g[j + 1], g[j + 2])
         return g
 
-    def _rate_shtns(self, values):
-        alm = self._sL.analys(np.ascontiguousarray(values, dtype=float))
-        g = self._shtns_rings(alm, density=True)
-        div = self._sd.scratch("div", g.shape[1:])
-        scale, beta, c = self._potential_constants(alm)
-        speed2 = _combine(g, self._ones, scale, beta, c, div)
-        tendency = self._sd.analys(div)
-        tendency *= -1.0
-        tendency[0] = 0.0
-        return self._sL.synth(tendency), float(np.sqrt(speed2)), 0.0
-
-    def _plan_fast(self, N, nphi):
-        L = self.L
-        self._pL = ring_plan(L)
-        self._pd = ring_plan(L, self.Ld, nphi)
-        l, m, _ = alm_layout(L)
-        self._N_alm = N[l]
-        self._lap_alm = -(l * (l + 1.0)) * N[l]
-        self._im = 1j * self._pd.m
-        # sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_{lm} Y_{l−1,m}: a_lm for l <= L + 1, m <= L
-        lad_l, lad_m = np.meshgrid(np.arange(L + 2), np.arange(L + 1), indexing="ij")
-        self._ladder = np.ascontiguousarray(ladder(lad_l, lad_m))
-        self._n1 = (L + 2) * (L + 3) // 2
-
-    def _legs(self, alm, spectra, j):
-        """Λ_m of f, of sin θ ∂_θ f and of ∂_φ f on the dealiased rings into ``spectra[j: j + 3]``, f = Σ a_lm Y_lm."""
-        st = self._pd.scratch("st", (self._n1,), complex)
-        _sin_theta_derivative(alm, self.L, self._ladder, st)
-        k = self.L + 1
-        leg = self._pd.leg(alm, out=spectra[j, :, :k])
-        self._pd.leg(st, self.L + 1, out=spectra[j + 1, :, :k])
-        np.multiply(leg, self._im, out=spectra[j + 2, :, :k])
-
-    def _potential_rings(self, alm, density: bool):
-        """Ring values of ((ρ, sin θ ∂_θ ρ, ∂_φ ρ) if density,) u, sin θ ∂_θ u, ∂_φ u, (Δu if density).
-
-        u = Σ N_l a_lm Y_lm (:func:`funk_hecke`), on the dealiased rings.
-        """
-        spectra = self._pd.spectra(7 if density else 3, key=density)
-        Na = self._N_alm * alm
-        if density:
-            self._legs(alm, spectra, 0)
-            self._pd.leg(self._lap_alm * alm, out=spectra[6, :, : self.L + 1])
-        self._legs(Na, spectra, 3 if density else 0)
-        return self._pd.rings(spectra, out=self._pd.scratch(("rings", density), spectra.shape[:-1] + (self._pd.nphi,)))
-
     def _potential_constants(self, alm):
         """(s, β, c) with ∇φ = c s∇u/(1 + βsu): SA s = 1/(λ_0 ρ_00 Y_00); USA s = 1, β → 0, c → c e^β."""
         if not self.normalized:
@@ -216,7 +203,7 @@ class SphereSpectral(_SphereRate):
         alm = self._pL.analysis(values)
         g = self._potential_rings(alm, density=True)
         div = self._pd.scratch("div", g.shape[1:])
-        speed2 = _combine(g, 1.0 / self._pd.sin_theta[:, 0], *self._potential_constants(alm), div)
+        speed2 = _combine(g, self._inv_sin, *self._potential_constants(alm), div)
         tendency = self._pd.analysis(div)
         tendency *= -1.0
         tendency[0] = 0.0
@@ -243,25 +230,17 @@ class SphereSpectral(_SphereRate):
         return float(np.sqrt(np.max(f_t * f_t + f_p * f_p)))
 
     def speeds(self, values):
-        if self.shtns:
-            alm = self._sL.analys(np.ascontiguousarray(values, dtype=float))
-            u, u_t, u_p = self._shtns_rings(alm, density=False)
-            scale, beta, c = self._potential_constants(alm)
-            factor = c * scale / (1.0 + beta * scale * u)
-            return self._speed(factor * u_t, factor * u_p), 0.0
         if self.fast:
             alm = self._pL.analysis(values)
             u, u_st, u_p = self._potential_rings(alm, density=False)
             scale, beta, c = self._potential_constants(alm)
-            factor = c * scale / (1.0 + beta * scale * u) / self._pd.sin_theta
+            factor = c * scale / (1.0 + beta * scale * u) / self._sin
             f_t, f_p = factor * u_st, factor * u_p
         else:
             f_t, f_p, _ = self.gradient_and_laplacian(self.backend.analysis(values, self.L))
         return self._speed(f_t, f_p), 0.0
 
     def rate_and_speeds(self, values):
-        if self.shtns:
-            return self._rate_shtns(values)
         if self.fast:
             return self._rate_fast(values)
         B, Ld = self.backend, self.Ld

@@ -26,7 +26,7 @@ import numpy as np
 
 from .gauss import alm_layout, glq, pad_coefficients
 
-__all__ = ["DuccBackend", "RingPlan", "ring_plan", "sht_threads", "complex_alm", "real_cilm"]
+__all__ = ["DuccBackend", "RingPlan", "ThreadScratch", "ring_plan", "sht_threads", "complex_alm", "real_cilm"]
 
 
 def sht_threads() -> int:
@@ -42,7 +42,25 @@ def sht_threads() -> int:
     return int(numba.get_num_threads())
 
 
-class RingPlan:
+class ThreadScratch:
+    """Per-thread work arrays of a transform plan (which sets ``self._local = threading.local()``)."""
+
+    def scratch(self, key, shape, dtype=float) -> np.ndarray:
+        """A work array of this thread, zeroed when first made and reused by every later call with ``key``.
+
+        Arrays of a few MB allocated afresh in every right-hand side cost more
+        in page faults than the FFTs that fill them; callers must not return
+        them (their contents change at the next call) and must overwrite what
+        they read, except parts they keep zero.
+        """
+        store = self._local.__dict__
+        a = store.get(key)
+        if a is None or a.shape != tuple(shape) or a.dtype != np.dtype(dtype):
+            a = store[key] = np.zeros(shape, dtype=dtype)
+        return a
+
+
+class RingPlan(ThreadScratch):
     """Synthesis and analysis of degree-``lmax`` coefficients on the GLQ rings of degree ``grid_lmax``.
 
     Parameters
@@ -77,20 +95,6 @@ class RingPlan:
 
     def __reduce__(self):  # the work arrays are per thread and per process: rebuild, do not copy
         return (type(self), (self.lmax, self.grid_lmax, self.nphi))
-
-    def scratch(self, key, shape, dtype=float) -> np.ndarray:
-        """A work array of this thread, zeroed when first made and reused by every later call with ``key``.
-
-        Arrays of a few MB allocated afresh in every right-hand side cost more
-        in page faults than the FFTs that fill them; callers must not return
-        them (their contents change at the next call) and must overwrite what
-        they read, except parts they keep zero.
-        """
-        store = self._local.__dict__
-        a = store.get(key)
-        if a is None or a.shape != tuple(shape) or a.dtype != np.dtype(dtype):
-            a = store[key] = np.zeros(shape, dtype=dtype)
-        return a
 
     def spectra(self, k: int, key=None) -> np.ndarray:
         """Ring spectra for ``k`` fields, shape (k, ntheta, nphi // 2 + 1), zero above order lmax: fill

@@ -49,7 +49,7 @@ import numpy as np
 from scipy.special import spherical_in
 
 from .continuity import SphereQuadrature
-from .ducc import ring_plan
+from .ducc import ring_plan, sht_threads
 from .gauss import alm_layout
 from .geometry import project_tangent, spherical
 from .transforms import nodes
@@ -124,8 +124,6 @@ def moments_refusal(model, L: int, Ld: int) -> str | None:
 def _legendre_at(theta: np.ndarray, l: int) -> np.ndarray:
     """λ_lm(θ), m = 0..l, at arbitrary colatitudes: ducc0's normalised Legendre functions (Y_lm = λ_lm e^{imφ})."""
     from ducc0.sht.experimental import alm2leg
-
-    from .ducc import sht_threads
 
     mstart = alm_layout(l)[2]
     alm = np.zeros(mstart[-1] + l + 1, dtype=complex)

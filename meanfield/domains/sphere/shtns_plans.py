@@ -23,22 +23,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from .ducc import DuccBackend, complex_alm, real_cilm, sht_threads
+from .ducc import DuccBackend, ThreadScratch, complex_alm, real_cilm, sht_threads
 from .gauss import alm_layout, pad_coefficients
 
-__all__ = ["ShtnsBackend", "ShtnsPlan", "shtns_plan", "available", "require", "phase", "MIN_NLAT"]
+__all__ = ["ShtnsBackend", "ShtnsPlan", "shtns_plan", "require", "phase", "MIN_NLAT"]
 
 #: shtns refuses Gauss grids of fewer colatitudes.
 MIN_NLAT = 32
-
-
-def available() -> bool:
-    """Whether shtns imports."""
-    try:
-        import shtns  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def require():
@@ -53,7 +44,7 @@ def require():
     return shtns
 
 
-class ShtnsPlan:
+class ShtnsPlan(ThreadScratch):
     """A ``shtns.sht`` on one grid (its methods pass through) with per-thread work arrays; pickles by rebuilding.
 
     Parameters: as :func:`shtns_plan`, and ``nthreads`` for shtns' OpenMP threads.
@@ -78,13 +69,13 @@ class ShtnsPlan:
     def __reduce__(self):
         return (type(self), self.args)
 
-    def scratch(self, key, shape) -> np.ndarray:
-        """A float work array of this thread reused by every call with ``key`` (as :meth:`.ducc.RingPlan.scratch`)."""
-        store = self._local.__dict__
-        a = store.get(key)
-        if a is None or a.shape != tuple(shape):
-            a = store[key] = np.zeros(shape)
-        return a
+    def analysis(self, values: np.ndarray) -> np.ndarray:
+        """Coefficients (shtns' layout) of values on the grid, as :meth:`.ducc.RingPlan.analysis`."""
+        return self.sh.analys(np.ascontiguousarray(values, dtype=float))
+
+    def synthesis(self, alm: np.ndarray) -> np.ndarray:
+        """Values on the grid of coefficients in shtns' layout (a new array)."""
+        return self.sh.synth(alm)
 
 
 @lru_cache(maxsize=32)
@@ -119,12 +110,11 @@ class ShtnsBackend:
     def analysis(cls, values: np.ndarray, lmax: int) -> np.ndarray:
         if lmax + 1 < MIN_NLAT:
             return DuccBackend.analysis(values, lmax)
-        alm = shtns_plan(lmax).analys(np.ascontiguousarray(values, dtype=float))
-        return real_cilm(alm * phase(lmax), lmax)
+        return real_cilm(shtns_plan(lmax).analysis(values) * phase(lmax), lmax)
 
     @classmethod
     def synthesis(cls, cilm: np.ndarray, lmax: int) -> np.ndarray:
         if lmax + 1 < MIN_NLAT:
             return DuccBackend.synthesis(cilm, lmax)
         alm = complex_alm(pad_coefficients(cilm, lmax), lmax) * phase(lmax)
-        return shtns_plan(lmax).synth(alm)
+        return shtns_plan(lmax).synthesis(alm)
