@@ -1,4 +1,5 @@
-"""Plain-NumPy anchors shared by the benchmark scripts: classical RK4 and the S^{d-1} SA field."""
+"""Plain-NumPy anchors shared by the benchmark scripts: classical RK4 and the S^{d-1} SA field; and the solver's own
+RK4 step on S² (``solver_step``), timed against them."""
 
 import numpy as np
 
@@ -18,3 +19,14 @@ def numpy_field(x, beta):
     E = np.exp(beta * (G - G.max(axis=1, keepdims=True)))
     U = (E @ x) / E.sum(axis=1, keepdims=True)
     return U - np.sum(U * x, axis=1, keepdims=True) * x
+
+
+def solver_step(rate, y, h=1e-3):
+    """One RK4 step as ``solve`` takes it: a fixed stepper, its stages on the coefficients where the right-hand
+    side offers them (``coefficient_stages``); in versions without them, four right-hand sides on grid values."""
+    if not getattr(rate, "coefficient_stages", False):
+        return lambda: rk4_step(rate.rate, y, h)
+    from meanfield.integrate.steppers import FixedStepper, Stages
+
+    stages = Stages(rate.coefficients, rate.values, lambda z: rate.coefficient_rate_and_speeds(z)[0])
+    return lambda: FixedStepper(rate.rate, 0.0, y, 1.0, h=h, stages=stages).step()

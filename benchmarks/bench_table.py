@@ -8,11 +8,13 @@ are skipped with a note.
 
 Rows
 ----
-s2-step      S² SA β = 4, one RK4 step, L = 63 / 127 / 255: the solver's right-hand side
-             (``SPHERE.rate``) against a loop on shtns (scalar synthesis of ρ and u,
-             gradient synthesis of u, one vector analysis of the flux, on the same
-             dealiased Gauss grid); also the cilm reference path of the same formulas, and the
-             solver on the optional shtns backend (where shtns is installed).
+s2-step      S² SA β = 4, one RK4 step, L = 63 / 127 / 255: the solver's step (``solve``'s
+             fixed stepper: stages on the coefficients where the version has them, else
+             four right-hand sides ``SPHERE.rate`` on grid values) against a loop on shtns
+             (scalar synthesis of ρ and u, gradient synthesis of u, one vector analysis of
+             the flux, on the same dealiased Gauss grid, state = coefficients); also the cilm
+             reference path (scalar form), and the solver on the optional shtns backend
+             (where shtns is installed).
 s2-heads     S² two random heads (general Q, K, V), one RK4 step at lmax 24 and 48: the
              solver's default path (the moment path where the version has it) and the
              quadrature path with the compiled sum, against the quadrature path with the
@@ -47,7 +49,7 @@ import scipy.fft as sfft  # noqa: E402
 
 import meanfield as mf  # noqa: E402
 from meanfield.kernels.fastexp import FASTMATH, vexp  # noqa: E402
-from _anchors import numpy_field, rk4_step  # noqa: E402
+from _anchors import numpy_field, rk4_step, solver_step  # noqa: E402
 from _timing import median  # noqa: E402
 
 ROWS = ("s2-step", "s2-heads", "particles", "s2-spectral", "rd", "circle")
@@ -103,7 +105,7 @@ def row_s2_step(repeat):
         g = mf.SphereGrid(L, backend="ducc0")
         y = mf.Density.from_function(g, f).values
         rate = SPHERE.rate(mf.SelfAttention(beta), g)
-        t_ours = median(lambda: rk4_step(rate.rate, y), repeat)
+        t_ours = median(solver_step(rate, y), repeat)
         try:
             ref = SphereSpectral(g, beta, 1.0, True, fast=False)
         except TypeError:  # a version without the ring-plan path
@@ -133,7 +135,7 @@ def row_s2_step(repeat):
         except (ValueError, ImportError):  # a version without the optional shtns backend
             continue
         rate_s = SPHERE.rate(mf.SelfAttention(beta), g_s)
-        t_s = median(lambda: rk4_step(rate_s.rate, y), repeat)
+        t_s = median(solver_step(rate_s, y), repeat)
         report(f"S² SA β=4 RK4 step, L = {L}, backend='shtns'", t_s, t_sht, "shtns loop (4 transforms/RHS)")
 
 

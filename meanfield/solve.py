@@ -53,8 +53,8 @@ import numpy as np
 from . import checks, kernels
 from .density import Density
 from .domains.zonal import energy_from_excess
-from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
-                        Tracker)
+from .integrate import (METHODS, Integrator, InterruptTracker, Problem, ProgressTracker, Stages, Status,
+                        StopIntegration, Tracker)
 from .integrate.steppers import ADAPTIVE
 from .lagrangian import LagrangianMeasure, refines, transport, transport_density
 from .models import heads, rate_scale
@@ -179,6 +179,20 @@ class GridProblem(Problem):
 
     def probe(self, y):
         self.speeds = self.rhs.speeds(y)
+
+    def stages(self):
+        """The right-hand side's coefficients as the fixed steps' stage variables, where it has them
+        (``coefficient_stages``: the S² spectral path on ring plans); else None."""
+        rhs = self.rhs
+        if not getattr(rhs, "coefficient_stages", False):
+            return None
+
+        def rate(z):
+            dz, vmax, strain = rhs.coefficient_rate_and_speeds(z)
+            self.speeds = (max(self.speeds[0], vmax), max(self.speeds[1], strain))
+            return dz
+
+        return Stages(rhs.coefficients, rhs.values, rate)
 
     def begin_step(self):
         self.speeds = (0.0, 0.0)

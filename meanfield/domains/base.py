@@ -160,7 +160,10 @@ class Domain(abc.ABC):
 
         Returns an object with ``rate(values)``, ``rate_and_speeds(values) ->
         (rate, max |X|, max strain)``, ``speeds(values)`` and ``path`` (the
-        strategy resolved)."""
+        strategy resolved); where ``coefficient_stages`` is true, also
+        ``coefficients(values)``, ``values(coefficients)`` and
+        ``coefficient_rate_and_speeds(coefficients)``, in which the fixed steps
+        run their stages (:class:`meanfield.integrate.Stages`)."""
 
     def energy_beta(self, model) -> float | None:
         """β_eff of the interaction energy E_β monitored along ``model`` on this domain, or None."""

@@ -61,6 +61,10 @@ class Problem:
         """The stability cap of the next step from what was measured (before the CFL factor); inf: none."""
         return np.inf
 
+    def stages(self):
+        """:class:`.steppers.Stages` for the fixed steps' stages, or None (default: the stages run on y)."""
+        return None
+
     def reject(self, t: float, y, reason: str):
         """A candidate step from (t, y) was rejected: the state to redo it from, or raise :class:`StopIntegration`."""
         raise StopIntegration(t, y, reason)
@@ -125,7 +129,8 @@ class Integrator:
             return self._custom(self._rate, t, y, t_bound)
         if self.method in FIXED:
             h = self.dt if self.subdivide else self._next_h
-            return FixedStepper(self._rate, t, y, t_bound, method=self.method, h=h, subdivide=self.subdivide)
+            return FixedStepper(self._rate, t, y, t_bound, method=self.method, h=h, subdivide=self.subdivide,
+                                stages=self.problem.stages())
         self.problem.probe(y)
         return AdaptiveStepper(self._rate, t, y, t_bound, method=self.method, rtol=self.rtol, atol=self.atol,
                                max_step=self.cfl * self.problem.max_step())

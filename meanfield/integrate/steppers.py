@@ -19,16 +19,25 @@ Fixed-step rules (:class:`FixedStepper`): steps of ``h`` (a number, or a
 callable giving the next step) with the last one shortened to land on
 ``t_bound``; or, with ``subdivide=True``, the interval cut into the fewest equal
 steps not exceeding ``h`` (:func:`equal_steps`).
+
+Stages in other variables (:class:`Stages`): a fixed step may run its stages on
+z = encode(y) where the right-hand side is cheaper there (on S², the spectral
+path's coefficients: no transform at degree L per stage) and return
+y + decode(z_new − z). The schemes are linear combinations of stages, so this is
+the same step as in y wherever f(y) = decode(rate(encode(y))) and
+encode(decode(z)) = z; the part of y that encode does not see (grid values
+beyond the expansion) is carried along unchanged, as f never changes it.
 """
 
 from __future__ import annotations
 
 import abc
+from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.integrate as si
 
-__all__ = ["rk4", "ssprk3", "equal_steps", "Stepper", "FixedStepper", "AdaptiveStepper", "STEPPERS", "METHODS",
+__all__ = ["rk4", "ssprk3", "equal_steps", "Stages", "Stepper", "FixedStepper", "AdaptiveStepper", "STEPPERS", "METHODS",
            "FIXED", "ADAPTIVE", "make_stepper"]
 
 
@@ -52,6 +61,18 @@ def equal_steps(interval: float, h: float) -> tuple[int, float]:
     """The fewest equal steps of size <= h covering ``interval``: (number, size)."""
     nsteps = max(1, int(np.ceil(interval / h * (1.0 - 1e-12))))
     return nsteps, interval / nsteps
+
+
+class Stages(NamedTuple):
+    """The variables the stages of a fixed step run in (module docstring).
+
+    encode : y ↦ z (linear); decode : z ↦ y, with encode(decode(z)) = z; rate : z ↦ dz/dt,
+    with f(y) = decode(rate(encode(y))).
+    """
+
+    encode: Callable
+    decode: Callable
+    rate: Callable
 
 
 class Stepper(abc.ABC):
@@ -112,11 +133,14 @@ class FixedStepper(Stepper):
         The step (or a function returning the next one, e.g. a CFL step).
     subdivide : bool
         Cut [t, t_bound] into the fewest equal steps <= h instead of shortening the last one.
+    stages : Stages, optional
+        Run the stages in these variables (module docstring).
     """
 
-    def __init__(self, f, t, y, t_bound, method: str = "rk4", h=None, subdivide: bool = False):
+    def __init__(self, f, t, y, t_bound, method: str = "rk4", h=None, subdivide: bool = False,
+                 stages: Stages | None = None):
         super().__init__(f, t, y, t_bound)
-        self.method, self._scheme = method, FIXED[method]
+        self.method, self._scheme, self._stages = method, FIXED[method], stages
         self._h = h
         self._equal = equal_steps(self.t_bound - self.t, h) if subdivide and self.t < self.t_bound else None
         self._taken = 0
@@ -131,8 +155,16 @@ class FixedStepper(Stepper):
             if last:
                 h = self.t_bound - self.t
         self._taken += 1
-        y = self._scheme(self._f, self.y, h)
+        if self._stages is None:
+            y = self._scheme(self._f, self.y, h)
+        else:
+            z = self._stages.encode(self.y)
+            y = self.y + self._stages.decode(self._scheme(self._rate_z, z, h) - z)
         return (self.t_bound if last else self.t + h), y, h, None
+
+    def _rate_z(self, z):
+        self.nfev += 1
+        return self._stages.rate(z)
 
 
 class AdaptiveStepper(Stepper):

@@ -213,3 +213,31 @@ def test_the_progress_bar_shows_rounded_times(capsys):
     bar.finalize(0.08103095921703266, None, None)
     err = capsys.readouterr().err
     assert "t = 0.08103/1" in err and "0.0810309592" not in err
+
+
+@pytest.mark.parametrize("method", ["rk4", "ssprk3"])
+def test_stages_in_other_variables_are_the_same_step(method):
+    """A nonlinear f(y) = decode(g(encode(y))) with encode a projection onto 3 of 5 orthonormal directions:
+    the stages run on z = encode(y) give the y-space step to round-off, carry the part of y encode does not see
+    unchanged, and count their evaluations."""
+    from meanfield.integrate.steppers import Stages
+
+    Q = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 5)))[0][:, :3]
+    M = np.array([[-0.3, 1.0, 0.2], [-1.0, -0.2, 0.0], [0.1, 0.4, -0.5]])
+
+    def g(z):
+        return M @ z + 0.3 * np.sin(z)
+
+    def f(y):
+        return Q @ g(Q.T @ y)
+
+    y0 = np.array([1.0, 0.5, -0.2, 0.7, 0.3])
+    plain = FixedStepper(f, 0.0, y0, 1.0, method=method, h=0.1)
+    staged = FixedStepper(f, 0.0, y0, 1.0, method=method, h=0.1, stages=Stages(lambda y: Q.T @ y, lambda z: Q @ z, g))
+    while plain.status == "running":
+        plain.step()
+        staged.step()
+    assert staged.status == "finished" and staged.nfev == plain.nfev
+    assert np.max(np.abs(staged.y - plain.y)) <= 1e-14
+    residual = y0 - Q @ (Q.T @ y0)  # not seen by f: unchanged
+    assert np.max(np.abs((staged.y - Q @ (Q.T @ staged.y)) - residual)) <= 1e-15

@@ -183,8 +183,11 @@ def _smooth_positive(L, seed):
 @pytest.mark.parametrize("beta, normalized", [(4.0, True), (0.0, True), (1.5, False)])
 @pytest.mark.parametrize("L", [24, 63])
 def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
-    """The fused ring-plan right-hand side is the cilm-array path to round-off (same grid), and the
-    FFT-friendly longitude count changes it only by the products' aliasing, below 1e-12 here."""
+    """The ring-plan right-hand side (the flux form) against the cilm-array path (the scalar form): two formulas
+    for the same tendency, equal to round-off (1.2e-12 measured at L = 63, β = 0: the flux form multiplies the
+    round-off of the analysed flux by |∇Y_lm| ~ l; both are within the tendency's conditioning of the exact
+    tendency, test_sphere_flux.py); the FFT-friendly longitude count changes it only by the products'
+    aliasing, below that here."""
     from meanfield.domains.sphere import SphereSpectral
     from meanfield.domains.sphere.transforms import dealiased_degree
 
@@ -197,10 +200,10 @@ def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
     a, speed_a, _ = reference.rate_and_speeds(v)
     b, speed_b, _ = same_grid.rate_and_speeds(v)
     scale = np.max(np.abs(a))
-    assert np.max(np.abs(a - b)) <= 1e-12 * scale
+    assert np.max(np.abs(a - b)) <= 3e-12 * scale
     assert speed_b == pytest.approx(speed_a, rel=1e-13)
     assert same_grid.speeds(v)[0] == pytest.approx(speed_a, rel=1e-13)
-    assert np.max(np.abs(default.rate(v) - a)) <= 1e-12 * scale
+    assert np.max(np.abs(default.rate(v) - a)) <= 3e-12 * scale
     # and both transform libraries: pyshtools' cilm path on its own grid, to their agreement (7e-13 measured)
     p = SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized)
     assert np.max(np.abs(p.rate(v) - a)) <= 5e-12 * scale
@@ -277,3 +280,27 @@ def test_ring_plan_rates_pickle_and_do_not_share_work_arrays_across_threads():
         for _ in range(5):
             got = list(pool.map(rate.rate, values))
             assert all(np.array_equal(a, b) for a, b in zip(got, expected))
+
+
+@pytest.mark.parametrize("method", ["rk4", "ssprk3"])
+def test_solve_runs_its_stages_on_coefficients_as_on_values(method, monkeypatch):
+    """The fixed steps' stages on the a_lm (one transform each way per step) give the same solve as stages on the
+    grid values, CFL steps included; the values' part beyond degree L is carried unchanged."""
+    from meanfield.solve import GridProblem
+
+    g = mf.SphereGrid(24)
+    d = mf.Density.from_function(g, lambda x: np.exp(2.0 * x[..., 2] + x[..., 0] * x[..., 1]))
+    z = np.random.default_rng(0).standard_normal(g.shape)
+    d = mf.Density(g, d.values + 1e-6 * (z - g.from_coefficients(g.coefficients(z))))  # a part beyond degree L
+    model = mf.SelfAttention(4.0)
+    staged = mf.solve(model, d, (0.0, 0.5), t_eval=[0.25, 0.5], method=method)
+    assert GridProblem(model, g, "auto", True, 256).stages() is not None
+    monkeypatch.setattr(GridProblem, "stages", lambda self: None)
+    plain = mf.solve(model, d, (0.0, 0.5), t_eval=[0.25, 0.5], method=method)
+    assert staged.nsteps == plain.nsteps and staged.nfev == plain.nfev
+    for a, b in zip(staged.densities, plain.densities):
+        assert np.max(np.abs(a.values - b.values)) <= 1e-13 * np.max(np.abs(b.values))
+    residual = d.values - g.from_coefficients(g.coefficients(d.values))
+    last = staged.densities[-1].values
+    assert np.max(np.abs(residual)) > 1e-7  # the test means something
+    assert np.max(np.abs(last - g.from_coefficients(g.coefficients(last)) - residual)) <= 1e-13

@@ -10,16 +10,20 @@ so the mass is conserved to round-off.
   USA: φ = (c/β) K_β*ρ (times e^β, kept unscaled as MATH.md requires),
   SA:  φ = (c/β) log K_β*ρ = (c/β) log1p(β u) + const, u = Σ_{l>=1} (λ_l/β) ρ_lm Y_lm / (λ_0 ρ_00 Y_00),
   which tends to c·u as β → 0 (the β = 0 field P_x^⊥ m, λ_1/β → 4π/3).
-  The divergence is div(ρ∇φ) = ∇ρ·∇φ + ρΔφ with
-  SA:  ∇φ = c∇u/(1 + βu),  Δφ = c[Δu/(1 + βu) − β|∇u|²/(1 + βu)²],
-  USA: ∇φ = (c e^β)∇U,     Δφ = (c e^β)ΔU,
-  where ∇ρ, ∇u and Δu come straight from coefficient arrays (Δ Y_lm = −l(l+1)Y_lm).
-  The symmetric scalar form ½[Δ(ρφ) + ρΔφ − φΔρ] of MATH.md §2.1 is exact too,
-  but it applies Δ to *analysed products*, whose round-off ε sits at every
-  degree: the top degrees then gain ε L(L+1) per unit time (measured: 2e-12
-  at L = 48 by t = 1 where the exact coefficient is 1e-13), which the
-  resolution monitor reads as loss of resolution. The form used here never
-  differentiates round-off.
+  The fast paths take the divergence in flux form: the flux F = ρ∇φ on the
+  dealiased rings, with
+  SA:  ∇φ = c∇u/(1 + βu),  USA: ∇φ = (c e^β)∇U,
+  and (−div F)_lm = ∫ F·∇Ȳ_lm by one vector analysis (the adjoint of the
+  gradient synthesis). The reference path takes the scalar form
+  div(ρ∇φ) = ∇ρ·∇φ + ρΔφ with Δφ = c[Δu/(1 + βu) − β|∇u|²/(1 + βu)²] (SA) or
+  (c e^β)ΔU (USA), where ∇ρ, ∇u and Δu come straight from coefficient arrays
+  (Δ Y_lm = −l(l+1)Y_lm). Neither applies Δ to analysed products, as the
+  symmetric scalar form ½[Δ(ρφ) + ρΔφ − φΔρ] of MATH.md §2.1 would: their
+  round-off ε sits at every degree, and Δ makes it ε L(L+1) at the top
+  degrees per unit time (measured: 2e-12 at L = 48 by t = 1 where the exact
+  coefficient is 1e-13), which the resolution monitor reads as loss of
+  resolution. The flux form multiplies the flux's round-off by |∇Y_lm| ~ l
+  once; measured, no more than the scalar form's (:class:`SphereSpectral`).
 - :class:`SphereQuadrature` (any model): X = ``field`` (the model's reference
   sum) at the dealiased nodes for the grid measure; div_S F = Σ_k ⟨∇_S F_k, e_k⟩
   for the Cartesian components F_k of the flux F = ρX, with ∇_S from
@@ -36,7 +40,7 @@ from ...numerics import check_usa_beta
 from .grid import SphereGrid
 from .ducc import ring_plan
 from .shtns_plans import MIN_NLAT, ShtnsBackend, shtns_plan
-from .gauss import alm_layout, ladder
+from .gauss import alm_layout
 from .transforms import (DuccBackend, dealiased_degree, frames, laplacian, nodes, pad_coefficients,
                          surface_gradient)
 
@@ -97,19 +101,31 @@ def fast_ring_count(lmax_d: int) -> int:
 
 
 class SphereSpectral(_SphereRate):
-    """Funk–Hecke field and scalar-transform divergence for zonal kernels on S².
+    r"""Funk–Hecke field and the flux's divergence for zonal kernels on S².
 
-    With the ducc0 backend the right-hand side runs on precomputed ring plans
-    (:mod:`.ducc`): 5 Legendre syntheses on the dealiased rings (ρ, sin θ ∂_θ ρ,
-    u, sin θ ∂_θ u, Δu; the φ-derivatives are i m times the same Legendre
-    coefficients), one batched ring FFT, one analysis there and one transform
-    each way on the grid of degree L, on ``nphi`` longitudes per dealiased ring
-    (default :func:`fast_ring_count`). With the optional shtns backend (grids of
-    at least 32 colatitudes) the same fields come from shtns' transforms: 3 scalar
-    syntheses (ρ, u, Δu) and 2 gradient syntheses (∇ρ, ∇u) on the dealiased grid,
-    one analysis there, one transform each way at L. With pyshtools, or
-    ``fast=False``, it runs the same formulas through cilm arrays and one-call
-    transforms on the GLQ grid of degree L_d (the reference the fast paths are tested against).
+    Fast path (ducc0 ring plans, :mod:`.ducc`, or the optional shtns plans on grids
+    of at least 32 colatitudes): from the coefficients a_lm of ρ (degree L), the
+    dealiased rings carry ρ, u and ∇u (2 scalar syntheses and one gradient
+    synthesis: ducc0's spin-1 "DERIV1" transform, shtns' spheroidal synthesis), the
+    flux F = ρ∇φ is formed there, and one vector analysis (the adjoint of the gradient
+    synthesis) gives −div F directly:
+
+        (−div F)_lm = −∫ Ȳ_lm div F = ∫ F·∇Ȳ_lm    (shtns: F = ∇S + curl T, −div F = l(l+1) S).
+
+    4 ring FFTs out and 2 back per right-hand side, on ``nphi`` longitudes per
+    dealiased ring (default :func:`fast_ring_count`). The fixed-step integrators
+    run their stages on the coefficients (:meth:`coefficient_rate_and_speeds`,
+    :class:`meanfield.integrate.Stages`): one analysis per step and one synthesis
+    at degree L instead of one each per stage. The analysed flux is differentiated
+    once (its round-off ε|F| at degree l is multiplied by sqrt(l(l + 1))); measured,
+    the top coefficients of the tendency of a degree-4 density, exactly zero for USA,
+    sit at 2e-14 (L = 48) to 3e-13 (L = 255) of ρ_00, no higher than those of the scalar
+    form below (2e-14 to 4e-13).
+
+    Reference path (pyshtools, or ``fast=False``): the scalar form
+    div(ρ∇φ) = ∇ρ·∇φ + ρΔφ through cilm arrays and one-call transforms on the GLQ
+    grid of degree L_d, which the fast paths are tested against (an independent
+    formula for the same tendency).
     """
 
     path = "spectral"
@@ -129,69 +145,41 @@ class SphereSpectral(_SphereRate):
         self.fast = self.shtns or (fast_capable if fast is None else bool(fast))
         if self.fast and not fast_capable:
             raise ValueError(f"`fast` needs the ducc0 or shtns backend, got backend {self.backend.name!r}.")
+        self.coefficient_stages = self.fast  # solve's fixed steps run their stages on the a_lm
         if self.fast:
-            self._plan_fast(N, nphi)
+            self._N_alm = N[alm_layout(self.L)[0]]  # shtns packs its coefficients as ducc0 does
+            plan = shtns_plan if self.shtns else ring_plan
+            self._pL, self._pd = plan(self.L), plan(self.L, self.Ld, nphi)
 
-    def _plan_fast(self, N, nphi):
-        """Plans of the grid of degree L (``_pL``) and the dealiased one (``_pd``): ducc0 ring plans, or shtns
-        plans with the same ``analysis``/``synthesis``/``scratch``; ``_sin`` is what ``_potential_rings``' θ and
-        φ fields are still to be divided by (sin θ on the rings, 1 with shtns, which returns the derivatives)."""
-        L = self.L
-        l, m, _ = alm_layout(L)  # shtns packs its coefficients the same way
-        self._N_alm = N[l]
-        self._lap_alm = -(l * (l + 1.0)) * N[l]
-        if self.shtns:
-            self._pL, self._pd = shtns_plan(L), shtns_plan(L, self.Ld, nphi)
-            self._sin = np.ones((self.Ld + 1, 1))
-        else:
-            self._pL, self._pd = ring_plan(L), ring_plan(L, self.Ld, nphi)
-            self._sin = self._pd.sin_theta
-            self._im = 1j * self._pd.m
-            # sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_{lm} Y_{l−1,m}: a_lm for l <= L + 1, m <= L
-            lad_l, lad_m = np.meshgrid(np.arange(L + 2), np.arange(L + 1), indexing="ij")
-            self._ladder = np.ascontiguousarray(ladder(lad_l, lad_m))
-            self._n1 = (L + 2) * (L + 3) // 2
-        self._inv_sin = 1.0 / self._sin[:, 0]
+    # ---- the fast path: coefficients a_lm in the plans' layout
+    def coefficients(self, values) -> np.ndarray:
+        """The a_lm (degree L, the plans' layout) of grid values: the stages' state (fast path only)."""
+        return self._pL.analysis(values)
 
-    def _legs(self, alm, spectra, j):
-        """Λ_m of f, of sin θ ∂_θ f and of ∂_φ f on the dealiased rings into ``spectra[j: j + 3]``, f = Σ a_lm Y_lm."""
-        st = self._pd.scratch("st", (self._n1,), complex)
-        _sin_theta_derivative(alm, self.L, self._ladder, st)
-        k = self.L + 1
-        leg = self._pd.leg(alm, out=spectra[j, :, :k])
-        self._pd.leg(st, self.L + 1, out=spectra[j + 1, :, :k])
-        np.multiply(leg, self._im, out=spectra[j + 2, :, :k])
+    def values(self, alm) -> np.ndarray:
+        """Grid values of coefficients from :meth:`coefficients` (a new array)."""
+        return self._pL.synthesis(alm)
 
-    def _potential_rings(self, alm, density: bool):
-        """Values on the dealiased grid of ((ρ, sin θ ∂_θ ρ, ∂_φ ρ) if density,) u, sin θ ∂_θ u, ∂_φ u,
-        (Δu if density); with shtns, ∂_θ and ∂_φ / sin θ in place of sin θ ∂_θ and ∂_φ (``_sin`` = 1).
-
-        u = Σ N_l a_lm Y_lm (:func:`funk_hecke`).
-        """
-        if self.shtns:
-            return self._shtns_fields(alm, density)
-        spectra = self._pd.spectra(7 if density else 3, key=density)
+    def _rings(self, alm, density: bool):
+        """Values on the dealiased grid of u and of its gradient (∂_θ u, ∂_φ u / sin θ) divided by the plan's
+        ``gradient_scale`` (and ρ if ``density``), u = Σ N_l a_lm Y_lm (:func:`funk_hecke`); a work array of the
+        plan (overwritten at the next call)."""
+        k = 4 if density else 3
         Na = self._N_alm * alm
+        pd = self._pd
+        if self.shtns:
+            g = pd.scratch(("rings", density), (k,) + tuple(pd.spat_shape))
+            pd.SH_to_spat(Na, g[0])
+            pd.SHsph_to_spat(Na, g[1], g[2])
+            if density:
+                pd.SH_to_spat(alm, g[3])
+            return g
+        spectra = pd.spectra(k, key=density)
+        n = self.L + 1
+        pd.gradient_legs(Na, out=spectra[:3, :, :n])
         if density:
-            self._legs(alm, spectra, 0)
-            self._pd.leg(self._lap_alm * alm, out=spectra[6, :, : self.L + 1])
-        self._legs(Na, spectra, 3 if density else 0)
-        return self._pd.rings(spectra, out=self._pd.scratch(("rings", density), spectra.shape[:-1] + (self._pd.nphi,)))
-
-    def _shtns_fields(self, alm, density: bool):
-        """:meth:`_potential_rings` with shtns: scalar syntheses and gradient (spheroidal) syntheses."""
-        sh = self._pd
-        g = sh.scratch(("rings", density), (7 if density else 3,) + tuple(sh.spat_shape))
-        Na = self._N_alm * alm
-        j = 0
-        if density:
-            sh.SH_to_spat(alm, g[0])
-            sh.SHsph_to_spat(alm, g[1], g[2])
-            sh.SH_to_spat(self._lap_alm * alm, g[6])
-            j = 3
-        sh.SH_to_spat(Na, g[j])
-        sh.SHsph_to_spat(Na, g[j + 1], g[j + 2])
-        return g
+            pd.leg(alm, out=spectra[3, :, :n])
+        return pd.rings(spectra, out=pd.scratch(("rings", density), spectra.shape[:-1] + (pd.nphi,)))
 
     def _potential_constants(self, alm):
         """(s, β, c) with ∇φ = c s∇u/(1 + βsu): SA s = 1/(λ_0 ρ_00 Y_00); USA s = 1, β → 0, c → c e^β."""
@@ -199,16 +187,22 @@ class SphereSpectral(_SphereRate):
             return 1.0, 0.0, self.c * np.exp(self.beta)
         return 1.0 / (self._D0 * alm[0].real * Y00), self.beta, self.c
 
-    def _rate_fast(self, values):
-        alm = self._pL.analysis(values)
-        g = self._potential_rings(alm, density=True)
-        div = self._pd.scratch("div", g.shape[1:])
-        speed2 = _combine(g, self._inv_sin, *self._potential_constants(alm), div)
-        tendency = self._pd.analysis(div)
-        tendency *= -1.0
-        tendency[0] = 0.0
-        return self._pL.synthesis(tendency), float(np.sqrt(speed2)), 0.0
+    def coefficient_rate_and_speeds(self, alm):
+        """(coefficients of ∂_t ρ = −div(ρ∇φ), max |X|, 0) from the a_lm of ρ (fast path only)."""
+        pd = self._pd
+        g = self._rings(alm, density=True)
+        flux = pd.scratch("flux", (2,) + g.shape[1:])
+        speed2 = _flux(g, pd.gradient_scale, pd.flux_scale, *self._potential_constants(alm), flux)
+        return pd.divergence_analysis(flux), float(np.sqrt(speed2)), 0.0
 
+    def coefficient_speeds(self, alm):
+        """(max |X|, 0) from the a_lm of ρ (fast path only)."""
+        u, u_t, u_p = self._rings(alm, density=False)
+        scale, beta, c = self._potential_constants(alm)
+        factor = (c * scale) * self._pd.gradient_scale[:, None] / (1.0 + beta * scale * u)
+        return self._speed(factor * u_t, factor * u_p), 0.0
+
+    # ---- the reference path (cilm arrays)
     def gradient_and_laplacian(self, cilm):
         """(∂_θ φ, ∂_φ φ / sin θ, Δφ) of the potential on the dealiased grid, X = ∇φ."""
         B, Ld = self.backend, self.Ld
@@ -231,18 +225,14 @@ class SphereSpectral(_SphereRate):
 
     def speeds(self, values):
         if self.fast:
-            alm = self._pL.analysis(values)
-            u, u_st, u_p = self._potential_rings(alm, density=False)
-            scale, beta, c = self._potential_constants(alm)
-            factor = c * scale / (1.0 + beta * scale * u) / self._sin
-            f_t, f_p = factor * u_st, factor * u_p
-        else:
-            f_t, f_p, _ = self.gradient_and_laplacian(self.backend.analysis(values, self.L))
+            return self.coefficient_speeds(self.coefficients(values))
+        f_t, f_p, _ = self.gradient_and_laplacian(self.backend.analysis(values, self.L))
         return self._speed(f_t, f_p), 0.0
 
     def rate_and_speeds(self, values):
         if self.fast:
-            return self._rate_fast(values)
+            tendency, speed, strain = self.coefficient_rate_and_speeds(self.coefficients(values))
+            return self.values(tendency), speed, strain
         B, Ld = self.backend, self.Ld
         cilm = B.analysis(values, self.L)
         rho = B.synthesis(cilm, Ld)
@@ -253,42 +243,23 @@ class SphereSpectral(_SphereRate):
 
 
 @numba.njit(cache=True, nogil=True)
-def _sin_theta_derivative(alm, L, a, out):
-    """Healpy-ordered coefficients (degree L + 1) of sin θ ∂_θ f from those of f (degree L), into ``out``:
-    sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_lm Y_{l−1,m}, a = :func:`.gauss.ladder` (l, m)."""
-    for m in range(L + 1):
-        src = m * (2 * L + 1 - m) // 2  # entry (l, m) at src + l
-        dst = m * (2 * L + 3 - m) // 2  # in the layout of degree L + 1
-        for l in range(m, L + 2):
-            out[dst + l] = 0.0
-        for l in range(m, L + 1):
-            f = alm[src + l]
-            out[dst + l + 1] += l * a[l + 1, m] * f
-            if l > m:
-                out[dst + l - 1] -= (l + 1) * a[l, m] * f
-    return out
+def _flux(g, gradient_scale, flux_scale, scale, beta, c, flux):
+    """The flux F = ρ∇φ times ``flux_scale`` at every ring node, into ``flux`` (2, ntheta, nphi); returns max |∇φ|².
 
-
-@numba.njit(cache=True, nogil=True)
-def _combine(g, inv_sin, scale, beta, c, div):
-    """div(ρ∇φ) = ∇ρ·∇φ + ρΔφ at every ring node, into ``div``; returns max |∇φ|².
-
-    ``g`` holds the ring values of :meth:`SphereSpectral._potential_rings`
-    (ρ, sin θ ∂_θ ρ, ∂_φ ρ, u, sin θ ∂_θ u, ∂_φ u, Δu); with s = ``scale``,
-    ∇φ = c s∇u/(1 + βsu) and Δφ = c[sΔu/(1 + βsu) − β s²|∇u|²/(1 + βsu)²],
-    the formulas of :meth:`SphereSpectral.gradient_and_laplacian`, fused (one division per node).
+    ``g`` holds the ring values of :meth:`SphereSpectral._rings` (u, the gradient of u over
+    ``gradient_scale``, ρ); with s = ``scale``, ∇φ = c s∇u/(1 + βsu), the field of
+    :meth:`SphereSpectral.gradient_and_laplacian` (one division per node).
     """
     vmax = 0.0
     for i in range(g.shape[1]):
-        w = inv_sin[i]
+        w = gradient_scale[i]
         for k in range(g.shape[2]):
-            u_t = g[4, i, k] * w * scale
-            u_p = g[5, i, k] * w * scale
-            r = 1.0 / (1.0 + beta * scale * g[3, i, k])
-            f_t = c * u_t * r
-            f_p = c * u_p * r
-            lap_f = c * r * (g[6, i, k] * scale - beta * (u_t * u_t + u_p * u_p) * r)
-            div[i, k] = g[1, i, k] * w * f_t + g[2, i, k] * w * f_p + g[0, i, k] * lap_f
+            r = c * scale * w / (1.0 + beta * scale * g[0, i, k])
+            f_t = r * g[1, i, k]
+            f_p = r * g[2, i, k]
+            rho = g[3, i, k] * flux_scale[i]
+            flux[0, i, k] = rho * f_t
+            flux[1, i, k] = rho * f_p
             speed2 = f_t * f_t + f_p * f_p
             if not speed2 <= vmax:  # NaN propagates, as with np.max
                 vmax = speed2

@@ -20,11 +20,12 @@ with the Gauss weights w_θ and 2π/n_φ: a_lm = Σ_θ w_θ λ_lm(θ) (2π/n_φ)
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
+import numba
 import numpy as np
 
-from .gauss import alm_layout, glq, pad_coefficients
+from .gauss import alm_layout, glq, ladder, pad_coefficients
 
 __all__ = ["DuccBackend", "RingPlan", "ThreadScratch", "ring_plan", "sht_threads", "complex_alm", "real_cilm"]
 
@@ -87,6 +88,12 @@ class RingPlan(ThreadScratch):
         self.theta = np.arccos(zero)
         self.sin_theta = np.sqrt(1.0 - zero**2)[:, None]
         self._weights = (w * (2.0 * np.pi / self.nphi))[:, None]
+        self._im = 1j * np.arange(self.lmax + 1)
+        #: per ring, 1/sin θ: what the ring values of :meth:`gradient_legs` are multiplied by (shtns' plans: 1)
+        self.gradient_scale = 1.0 / self.sin_theta[:, 0]
+        #: per ring, w_θ (2π/nphi)/sin θ: what :meth:`divergence_analysis` wants F multiplied by (the quadrature
+        #: weight folded in, which saves a pass over the spectra; shtns' plans: 1)
+        self.flux_scale = self._weights[:, 0] * self.gradient_scale
         self.mval = np.arange(self.lmax + 1, dtype=np.uintp)
         self.m = np.arange(self.lmax + 1)
         self.shape = (self.grid_lmax + 1, self.nphi)
@@ -117,6 +124,27 @@ class RingPlan(ThreadScratch):
                       nthreads=sht_threads(), leg=None if out is None else out[None])
         return leg[0]
 
+    @cached_property
+    def _ladder(self):
+        """:func:`.gauss.ladder` (l, m) for l <= lmax + 1, m <= lmax."""
+        l, m = np.meshgrid(np.arange(self.lmax + 2), np.arange(self.lmax + 1), indexing="ij")
+        return np.ascontiguousarray(ladder(l, m))
+
+    def gradient_legs(self, alm: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Λ_m of f, sin θ ∂_θ f and ∂_φ f, f = Σ a_lm Y_lm of degree ``lmax``, into ``out`` (3, ntheta, lmax + 1).
+
+        Scalar transforms only (a spin-1 Legendre transform costs 2.6 of them in ducc0):
+        sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_lm Y_{l−1,m} (a = :func:`.gauss.ladder`)
+        is one synthesis of degree lmax + 1, and ∂_φ is i m on Λ_m. On the rings,
+        :attr:`gradient_scale` (1/sin θ) turns them into (∂_θ f, ∂_φ f / sin θ).
+        """
+        st = self.scratch("st", ((self.lmax + 2) * (self.lmax + 3) // 2,), complex)
+        _sin_theta_derivative(alm, self.lmax, self._ladder, st)
+        self.leg(alm, out=out[0])
+        self.leg(st, self.lmax + 1, out=out[1])
+        np.multiply(out[0], self._im, out=out[2])
+        return out
+
     def rings(self, spectra: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Ring values (..., ntheta, nphi) of ring spectra (..., ntheta, nphi // 2 + 1) (:meth:`spectra`)."""
         from ducc0.fft import c2r
@@ -143,6 +171,31 @@ class RingPlan(ThreadScratch):
         np.multiply(spectrum[:, : self.lmax + 1], self._weights, out=leg[0])
         return leg2alm(leg=leg, lmax=self.lmax, theta=self.theta, mval=self.mval,
                        mstart=alm_layout(self.lmax)[2], nthreads=sht_threads())[0]
+
+
+    def divergence_analysis(self, field: np.ndarray) -> np.ndarray:
+        r"""Degree-``lmax`` coefficients of −div_S F of a tangent field F on the rings, from
+        ``field`` = (F_θ, F_φ) × :attr:`flux_scale` (w_θ (2π/nphi)/sin θ per ring), shape (2, ntheta, nphi).
+
+        The adjoint of :meth:`gradient_legs` under the grid's quadrature:
+
+            (−div F)_lm = −∫ Ȳ_lm div F = ∫ F·∇Ȳ_lm = ∫ (F_θ/sin θ) sin θ ∂_θ Ȳ_lm − i m ∫ (F_φ/sin θ) Ȳ_lm
+                        = l a_{l+1,m} A_{l+1,m} − (l+1) a_lm A_{l−1,m} − i m B_lm,
+
+        A and B the analyses (degree lmax + 1 and lmax) of F_θ/sin θ and F_φ/sin θ.
+        Exact where F·∇Y_lm is within the quadrature's degree (band-limited F of degree
+        <= 2 grid_lmax + 1 − lmax); the l = 0 coefficient is exactly 0 (mass is conserved).
+        """
+        from ducc0.fft import r2c
+        from ducc0.sht.experimental import leg2alm
+
+        spectrum = r2c(field, axes=(2,), forward=True, nthreads=sht_threads(),
+                       out=self.scratch("r2c-vector", (2, self.grid_lmax + 1, self._nfreq), complex))
+        leg = spectrum[:, None, :, : self.lmax + 1]  # the weights are in the field already
+        common = {"theta": self.theta, "mval": self.mval, "nthreads": sht_threads()}
+        A = leg2alm(leg=leg[0], lmax=self.lmax + 1, mstart=alm_layout(self.lmax + 1)[2][: self.lmax + 1], **common)
+        B = leg2alm(leg=leg[1], lmax=self.lmax, mstart=alm_layout(self.lmax)[2], **common)
+        return _divergence_adjoint(A[0], B[0], self.lmax, self._ladder, np.empty_like(B[0]))
 
 
 @lru_cache(maxsize=32)
@@ -204,3 +257,35 @@ class DuccBackend:
     @classmethod
     def synthesis(cls, cilm: np.ndarray, lmax: int) -> np.ndarray:
         return ring_plan(lmax).synthesis(complex_alm(pad_coefficients(cilm, lmax), lmax))
+
+
+@numba.njit(cache=True, nogil=True)
+def _sin_theta_derivative(alm, L, a, out):
+    """Healpy-ordered coefficients (degree L + 1) of sin θ ∂_θ f from those of f (degree L), into ``out``:
+    sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_lm Y_{l−1,m}, a = :func:`.gauss.ladder` (l, m)."""
+    for m in range(L + 1):
+        src = m * (2 * L + 1 - m) // 2  # entry (l, m) at src + l
+        dst = m * (2 * L + 3 - m) // 2  # in the layout of degree L + 1
+        for l in range(m, L + 2):
+            out[dst + l] = 0.0
+        for l in range(m, L + 1):
+            f = alm[src + l]
+            out[dst + l + 1] += l * a[l + 1, m] * f
+            if l > m:
+                out[dst + l - 1] -= (l + 1) * a[l, m] * f
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _divergence_adjoint(A, B, L, a, out):
+    """(−div F)_lm = l a_{l+1,m} A_{l+1,m} − (l+1) a_lm A_{l−1,m} − i m B_lm into ``out`` (degree L):
+    the transpose of :func:`_sin_theta_derivative` on A (degree L + 1) plus ∂_φ's −i m on B (degree L)."""
+    for m in range(L + 1):
+        src = m * (2 * L + 3 - m) // 2  # A's entry (l, m), layout of degree L + 1
+        dst = m * (2 * L + 1 - m) // 2  # out's and B's, degree L
+        for l in range(m, L + 1):
+            v = l * a[l + 1, m] * A[src + l + 1] - 1j * m * B[dst + l]
+            if l > m:
+                v -= (l + 1) * a[l, m] * A[src + l - 1]
+            out[dst + l] = v
+    return out

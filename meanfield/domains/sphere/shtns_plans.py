@@ -60,9 +60,11 @@ class ShtnsPlan(ThreadScratch):
             raise RuntimeError(f"shtns laid the grid out as {sh.spat_shape}, not {(grid_lmax + 1, nphi)}.")
         self.sh = sh
         self._local = threading.local()
+        self._ll1 = sh.l * (sh.l + 1.0)
+        self.gradient_scale = self.flux_scale = np.ones(grid_lmax + 1)  # shtns' gradients are ∂_θ, ∂_φ / sin θ
 
     def __getattr__(self, name):  # analys, synth, SH_to_spat, SHsph_to_spat, l, spat_shape, cos_theta, ...
-        if name in ("sh", "_local", "args"):
+        if name in ("sh", "_local", "args", "_ll1", "gradient_scale", "flux_scale"):
             raise AttributeError(name)
         return getattr(self.sh, name)
 
@@ -76,6 +78,11 @@ class ShtnsPlan(ThreadScratch):
     def synthesis(self, alm: np.ndarray) -> np.ndarray:
         """Values on the grid of coefficients in shtns' layout (a new array)."""
         return self.sh.synth(alm)
+
+    def divergence_analysis(self, field: np.ndarray) -> np.ndarray:
+        """Coefficients of −div_S F of a tangent field F = (F_θ, F_φ) on the grid, as
+        :meth:`.ducc.RingPlan.divergence_analysis`: F = ∇S + curl T gives −div F = l(l + 1) S."""
+        return self._ll1 * self.sh.analys(field[0], field[1])[0]
 
 
 @lru_cache(maxsize=32)
