@@ -197,10 +197,8 @@ class SphereSpectral(_SphereRate):
 
     def coefficient_speeds(self, alm):
         """(max |X|, 0) from the a_lm of ρ (fast path only)."""
-        u, u_t, u_p = self._rings(alm, density=False)
-        scale, beta, c = self._potential_constants(alm)
-        factor = (c * scale) * self._pd.gradient_scale[:, None] / (1.0 + beta * scale * u)
-        return self._speed(factor * u_t, factor * u_p), 0.0
+        g = self._rings(alm, density=False)
+        return float(np.sqrt(_max_speed2(g, self._pd.gradient_scale, *self._potential_constants(alm)))), 0.0
 
     # ---- the reference path (cilm arrays)
     def gradient_and_laplacian(self, cilm):
@@ -242,6 +240,14 @@ class SphereSpectral(_SphereRate):
         return self._finish(B.analysis(div, Ld)), self._speed(f_t, f_p), 0.0
 
 
+@numba.njit(inline="always")
+def _potential_gradient(g, i, k, w, scale, beta, c):
+    """∇φ = c s∇u/(1 + βsu) at ring node (i, k) from :meth:`SphereSpectral._rings`' values ``g``
+    (u, then the gradient of u over ``gradient_scale`` w)."""
+    r = c * scale * w / (1.0 + beta * scale * g[0, i, k])
+    return r * g[1, i, k], r * g[2, i, k]
+
+
 @numba.njit(cache=True, nogil=True)
 def _flux(g, gradient_scale, flux_scale, scale, beta, c, flux):
     """The flux F = ρ∇φ times ``flux_scale`` at every ring node, into ``flux`` (2, ntheta, nphi); returns max |∇φ|².
@@ -254,14 +260,26 @@ def _flux(g, gradient_scale, flux_scale, scale, beta, c, flux):
     for i in range(g.shape[1]):
         w = gradient_scale[i]
         for k in range(g.shape[2]):
-            r = c * scale * w / (1.0 + beta * scale * g[0, i, k])
-            f_t = r * g[1, i, k]
-            f_p = r * g[2, i, k]
+            f_t, f_p = _potential_gradient(g, i, k, w, scale, beta, c)
             rho = g[3, i, k] * flux_scale[i]
             flux[0, i, k] = rho * f_t
             flux[1, i, k] = rho * f_p
             speed2 = f_t * f_t + f_p * f_p
             if not speed2 <= vmax:  # NaN propagates, as with np.max
+                vmax = speed2
+    return vmax
+
+
+@numba.njit(cache=True, nogil=True)
+def _max_speed2(g, gradient_scale, scale, beta, c):
+    """max |∇φ|² over the ring nodes (:func:`_flux` without the flux)."""
+    vmax = 0.0
+    for i in range(g.shape[1]):
+        w = gradient_scale[i]
+        for k in range(g.shape[2]):
+            f_t, f_p = _potential_gradient(g, i, k, w, scale, beta, c)
+            speed2 = f_t * f_t + f_p * f_p
+            if not speed2 <= vmax:
                 vmax = speed2
     return vmax
 
