@@ -23,7 +23,7 @@ so the mass is conserved to round-off.
   degrees per unit time (measured: 2e-12 at L = 48 by t = 1 where the exact
   coefficient is 1e-13), which the resolution monitor reads as loss of
   resolution. The flux form multiplies the flux's round-off by |∇Y_lm| ~ l
-  once; measured, no more than the scalar form's (:class:`SphereSpectral`).
+  once (measured in :class:`SphereSpectral`).
 - :class:`SphereQuadrature` (any model): X = ``field`` (the model's reference
   sum) at the dealiased nodes for the grid measure; div_S F = Σ_k ⟨∇_S F_k, e_k⟩
   for the Cartesian components F_k of the flux F = ρX, with ∇_S from
@@ -105,22 +105,27 @@ class SphereSpectral(_SphereRate):
 
     Fast path (ducc0 ring plans, :mod:`.ducc`, or the optional shtns plans on grids
     of at least 32 colatitudes): from the coefficients a_lm of ρ (degree L), the
-    dealiased rings carry ρ, u and ∇u (2 scalar syntheses and one gradient
-    synthesis: ducc0's spin-1 "DERIV1" transform, shtns' spheroidal synthesis), the
-    flux F = ρ∇φ is formed there, and one vector analysis (the adjoint of the gradient
-    synthesis) gives −div F directly:
+    dealiased rings carry u, ∇u and ρ (ducc0: 3 scalar Legendre syntheses, ∇ through
+    the ladder of sin θ ∂_θ, :meth:`.ducc.RingPlan.gradient_legs`; shtns: 2 scalar and
+    one spheroidal synthesis), the flux F = ρ∇φ is formed there, and the adjoint of
+    the gradient gives −div F directly (ducc0: 2 scalar analyses,
+    :meth:`.ducc.RingPlan.divergence_analysis`; shtns: one vector analysis):
 
         (−div F)_lm = −∫ Ȳ_lm div F = ∫ F·∇Ȳ_lm    (shtns: F = ∇S + curl T, −div F = l(l+1) S).
 
     4 ring FFTs out and 2 back per right-hand side, on ``nphi`` longitudes per
     dealiased ring (default :func:`fast_ring_count`). The fixed-step integrators
     run their stages on the coefficients (:meth:`coefficient_rate_and_speeds`,
-    :class:`meanfield.integrate.Stages`): one analysis per step and one synthesis
-    at degree L instead of one each per stage. The analysed flux is differentiated
-    once (its round-off ε|F| at degree l is multiplied by sqrt(l(l + 1))); measured,
-    the top coefficients of the tendency of a degree-4 density, exactly zero for USA,
-    sit at 2e-14 (L = 48) to 3e-13 (L = 255) of ρ_00, no higher than those of the scalar
-    form below (2e-14 to 4e-13).
+    :class:`meanfield.integrate.Stages`): one analysis and one synthesis at degree L
+    per step instead of per stage.
+
+    Round-off: the analysed flux's is multiplied by |∇Y_lm| ~ l. Against the exact
+    β = 0 tendency (tests/meanfield/test_sphere_flux.py) the fast path errs by 7.5 times
+    the tendency's own conditioning at L = 63 (its change under a round-off perturbation
+    of ρ), the scalar form on ducc0 by 4.3; the top coefficients of the tendency of a
+    degree-4 density, exactly zero for USA, sit at 3e-14 / 1.3e-13 / 2.3e-13 of ρ_00
+    at L = 48 / 127 / 255 (scalar form: 2e-14 / 1.7e-13 / 3.5e-13), far below the
+    resolution monitor's tail_tol.
 
     Reference path (pyshtools, or ``fast=False``): the scalar form
     div(ρ∇φ) = ∇ρ·∇φ + ρΔφ through cilm arrays and one-call transforms on the GLQ
