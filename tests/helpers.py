@@ -23,3 +23,16 @@ def smooth_density(n: int) -> mf.Density:
 
 def l1_error(density: mf.Density, exact_values: np.ndarray) -> float:
     return float(density.grid.integrate(np.abs(density.values - exact_values)))
+
+
+def smooth_positive_sphere(L: int, seed: int) -> np.ndarray:
+    """Values on SphereGrid(L) of a positive density of degree L: exp of a random expansion with coefficients
+    ~ e^{−l/2}, projected to degree L (pyshtools)."""
+    from meanfield.domains.sphere import PyshtoolsBackend as B
+
+    rng = np.random.default_rng(seed)
+    l = np.arange(L + 1)[:, None]
+    c = rng.standard_normal((2, L + 1, L + 1)) * np.exp(-l / 2.0)
+    c = np.stack([np.tril(c[0]), np.tril(c[1], -1) + 0.0])
+    c[1, :, 0] = 0.0
+    return B.synthesis(B.analysis(np.exp(B.synthesis(c, L)), L), L)

@@ -7,6 +7,7 @@ from scipy.stats import special_ortho_group
 import meanfield as mf
 from meanfield import exact
 from meanfield.domains import SPHERE
+from tests.helpers import smooth_positive_sphere
 from validation import observed_order
 
 W0 = 0.3 * np.array([0.1, -0.2, 0.2]) / np.linalg.norm([0.1, -0.2, 0.2])  # |w_0| = 0.3, off-axis
@@ -168,18 +169,6 @@ def test_backends_agree_and_solutions_match():
 
 
 # ------------------------------------------------------------------ the ring-plan fast path
-def _smooth_positive(L, seed):
-    """A positive density of degree L: exp of a random expansion with coefficients ~ e^{−l/2}, projected."""
-    from meanfield.domains.sphere import PyshtoolsBackend as B
-
-    rng = np.random.default_rng(seed)
-    l = np.arange(L + 1)[:, None]
-    c = rng.standard_normal((2, L + 1, L + 1)) * np.exp(-l / 2.0)
-    c = np.stack([np.tril(c[0]), np.tril(c[1], -1) + 0.0])
-    c[1, :, 0] = 0.0
-    return B.synthesis(B.analysis(np.exp(B.synthesis(c, L)), L), L)
-
-
 @pytest.mark.parametrize("beta, normalized", [(4.0, True), (0.0, True), (1.5, False)])
 @pytest.mark.parametrize("L", [24, 63])
 def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
@@ -191,7 +180,7 @@ def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
     from meanfield.domains.sphere import SphereSpectral
     from meanfield.domains.sphere.transforms import dealiased_degree
 
-    v = _smooth_positive(L, seed=L)
+    v = smooth_positive_sphere(L, seed=L)
     g = mf.SphereGrid(L, backend="ducc0")
     reference = SphereSpectral(g, beta, 0.7, normalized, fast=False)
     same_grid = SphereSpectral(g, beta, 0.7, normalized, nphi=2 * dealiased_degree(L) + 1)
@@ -221,7 +210,7 @@ def test_shtns_backend_equals_ducc0(beta, normalized):
     from meanfield.domains.sphere import SphereSpectral
 
     for L in (20, 40):
-        v = _smooth_positive(L, seed=L)
+        v = smooth_positive_sphere(L, seed=L)
         d, s = mf.SphereGrid(L, backend="ducc0"), mf.SphereGrid(L, backend="shtns")
         assert np.max(np.abs(s.backend.analysis(v, L) - d.backend.analysis(v, L))) <= 1e-14 * np.max(np.abs(v))
         c = d.backend.analysis(v, L)
@@ -272,7 +261,7 @@ def test_ring_plan_rates_pickle_and_do_not_share_work_arrays_across_threads():
 
     g = mf.SphereGrid(20)
     rate = SPHERE.rate(mf.SelfAttention(3.0), g)
-    values = [_smooth_positive(20, seed) for seed in range(4)]
+    values = [smooth_positive_sphere(20, seed) for seed in range(4)]
     expected = [rate.rate(v) for v in values]
     copy = pickle.loads(pickle.dumps(rate))
     assert np.array_equal(copy.rate(values[0]), expected[0])

@@ -120,9 +120,9 @@ class SphereSpectral(_SphereRate):
     per step instead of per stage.
 
     Round-off: the analysed flux's is multiplied by |∇Y_lm| ~ l. Against the exact
-    β = 0 tendency (tests/meanfield/test_sphere_flux.py) the fast path errs by 7.5 times
+    β = 0 tendency (tests/meanfield/test_sphere_flux.py) the fast path errs by 7.2 times
     the tendency's own conditioning at L = 63 (its change under a round-off perturbation
-    of ρ), the scalar form on ducc0 by 4.3; the top coefficients of the tendency of a
+    of ρ), the scalar form on ducc0 by 4.2; the top coefficients of the tendency of a
     degree-4 density, exactly zero for USA, sit at 3e-14 / 1.3e-13 / 2.3e-13 of ρ_00
     at L = 48 / 127 / 255 (scalar form: 2e-14 / 1.7e-13 / 3.5e-13), far below the
     resolution monitor's tail_tol.
