@@ -176,17 +176,17 @@ def simulate(
         empirical measure is Σ w_i δ_{x_i}.
     path : {"auto", "quadrature", "pairwise", "spectral", "fused"}
         Field strategy (:mod:`meanfield.strategies`): the model's own sum
-        ``model.field`` (the reference, and the only one for R^d Sinkhorn
-        attention); the fused pairwise kernel (on spheres, and compiled rows
-        for R^d softmax, L2, masked and sigmoid attention); (Q = qI, K = kI,
+        ``model.field`` (the reference); the fused pairwise kernel (on spheres,
+        and compiled rows for the R^d models, Sinkhorn's potentials
+        included); (Q = qI, K = kI,
         V = cI on the circle and S²) the O(nL) and O(nL²) spectral sums, with
         a certified truncation bound (``field_error_bound``); or, for RK4 with one
         head, "fused": whole step sequences of each realisation in compiled
         code. "auto" picks spectral on the circle from 1024 particles and on
         S² from 6 (L + 1)² particles (L = ``sphere_degree(β)``: 26 at β = 4,
         so n >= 4374), fused for batches of at most 64 particles, pairwise
-        otherwise on spheres and for those R^d models up to d = 8, quadrature
-        otherwise in R^d.
+        otherwise on spheres, and in R^d for Sinkhorn attention and for the
+        other models up to d = 8, quadrature otherwise in R^d.
     precision : {"double", "single"}
         "single" sums the field in float32 (the pairwise kernel on spheres,
         d <= 8; "auto" then means "pairwise"): about 2.8× faster at n = 4096,
@@ -303,8 +303,10 @@ def _strategy(path, model, domain, x, method, weights) -> str:
         if path not in ("auto", "quadrature") and not (path == "pairwise" and compiled):
             raise ValueError(f"R^d models use the quadrature path (model.field), and {kernels.compiled_models} "
                              f"attention also the compiled pairwise one; got path {path!r} for {model!r}.")
-        if path == "auto":  # NumPy's matrix products win from d ~ 16 on (benchmarks/bench_table.py --rows rd)
-            return "pairwise" if compiled and d <= COMPILED_RD_UP_TO else "quadrature"
+        if path == "auto":  # NumPy's matrix products win from d ~ 16 on (benchmarks/bench_table.py --rows rd),
+            # except for Sinkhorn's potentials, whose log-sum-exp passes are 7× faster compiled at d = 16
+            sinkhorn = all(h.kind == "sinkhorn" for h in heads(model))
+            return "pairwise" if compiled and (d <= COMPILED_RD_UP_TO or sinkhorn) else "quadrature"
         return path
     if path == "spectral" and (d not in (2, 3) or zonal is None):
         raise ValueError("the spectral path needs the circle (d = 2) or S² (d = 3) and Q = qI, K = kI, V = cI; got "

@@ -3,7 +3,7 @@
 =========================  ===============================================================
 :func:`pairwise_sums`      Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), fused, row-shifted (``pairwise``)
 :func:`field`              X[μ] of any sphere model from those sums (``pairwise``)
-:func:`euclidean_field`    Γ[μ] of R^d softmax, L2, masked and sigmoid attention, compiled rows (``pairwise``)
+:func:`euclidean_field`    Γ[μ] of R^d softmax, L2, masked, sigmoid and Sinkhorn attention, compiled rows (``pairwise``)
 :func:`energy`             E_β of point sets (no n×n array)
 :func:`circle_spectral_field`  the circle's O((n + m)L) field of an empirical measure (``spectral``)
 =========================  ===============================================================

@@ -20,8 +20,12 @@ the mask count exactly 0. Sigmoid attention,
 Γ(x_i) = Σ_j w_j σ(⟨Ax_i, y_j⟩ + b) V y_j, has its own loop. The loops are
 generated with the sums over the d coordinates unrolled, as in
 :mod:`.pairwise` (compiled once per process for each d).
-Sinkhorn attention is not compiled: its potentials (the Sinkhorn iterations)
-dominate its cost and stay in :meth:`Sinkhorn.potentials`.
+Sinkhorn attention is softmax attention with logits ⟨Ax_i, y_j⟩/τ and offsets
+o_j = log w_j + g_j, g its potentials (:meth:`Sinkhorn.potentials`); these come
+from :func:`sinkhorn_potentials`, the same log-domain iteration with each
+half-step f_i = −log Σ_j e^{⟨a_i, y_j⟩ + o_j} one pass of compiled rows
+(:func:`log_normalisers`, shifted and redone like the softmax rows), no n×n
+array in memory.
 
 Each is tested equal to the model's ``field`` to 1e-12 relative.
 """
@@ -32,14 +36,15 @@ import numba as nb
 import numpy as np
 
 from ..models.base import heads
+from ..models.euclidean import sinkhorn_log_weights, sinkhorn_marginal_error
 from .fastexp import FASTMATH, vexp
 from .pairwise import UNROLL_MAX  # the same unrolling limit as the pairwise kernels
 from .threads import run_tasks
 
-__all__ = ["euclidean_field", "compiled_models"]
+__all__ = ["euclidean_field", "compiled_models", "log_normalisers", "sinkhorn_potentials"]
 
 #: kinds of R^d heads :func:`euclidean_field` sums
-compiled_models = ("softmax", "l2", "masked", "sigmoid")
+compiled_models = ("softmax", "l2", "masked", "sigmoid", "sinkhorn")
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
@@ -75,6 +80,21 @@ def _exact_row(ai, YT, VyT, offsets, tq, ty, out, i):
 
 #: rows whose shifted normaliser falls below this are redone with their exact maximum
 UNDERFLOW = 1e-200
+#: log-normaliser rows shifted by an estimate (not a bound) are redone where their sum exceeds this
+OVERFLOW = 1e300
+
+
+@nb.njit(inline="always", fastmath=FASTMATH, error_model="numpy", boundscheck=False)
+def _shifted_logits(ai, YT, offsets, sh, buf):
+    """buf_j = ⟨a_i, y_j⟩ + o_j − sh: d + 1 vectorised passes."""
+    d, n = YT.shape
+    for j in range(n):
+        buf[j] = offsets[j] - sh
+    for k in range(d):
+        ak = ai[k]
+        row = YT[k]
+        for j in range(n):
+            buf[j] += ak * row[j]
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
@@ -85,14 +105,7 @@ def _softmax_rows(a, YT, VyT, offsets, tq, ty, bound, out, start, stop):
     masked = tq.size > 0
     buf = np.empty(n)
     for i in range(start, stop):
-        sh = bound[i]
-        for j in range(n):
-            buf[j] = offsets[j] - sh
-        for k in range(d):
-            ak = a[i, k]
-            row = YT[k]
-            for j in range(n):
-                buf[j] += ak * row[j]
+        _shifted_logits(a[i], YT, offsets, bound[i], buf)
         z = 0.0
         for j in range(n):
             e = vexp(buf[j])
@@ -109,6 +122,45 @@ def _softmax_rows(a, YT, VyT, offsets, tq, ty, bound, out, start, stop):
             for j in range(n):
                 acc += buf[j] * row[j]
             out[i, k] = acc / z
+
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _exact_log_normaliser(ai, YT, offsets):
+    """log Σ_j e^{⟨a_i, y_j⟩ + o_j}, shifted by the row's exact maximum."""
+    buf = np.empty(YT.shape[1])
+    _shifted_logits(ai, YT, offsets, 0.0, buf)
+    smax = np.max(buf)
+    z = 0.0
+    for j in range(buf.size):
+        z += vexp(buf[j] - smax)
+    return smax + np.log(z)
+
+
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _log_normaliser_rows(a, YT, offsets, bound, out, start, stop):
+    """The rows of :data:`_LOG_NORMALISER_TEMPLATE` for any d: d + 2 vectorised passes over a row buffer."""
+    buf = np.empty(YT.shape[1])
+    for i in range(start, stop):
+        sh = bound[i]
+        _shifted_logits(a[i], YT, offsets, sh, buf)
+        z = 0.0
+        for j in range(buf.size):
+            z += vexp(buf[j])
+        out[i] = sh + np.log(z) if UNDERFLOW <= z <= OVERFLOW else _exact_log_normaliser(a[i], YT, offsets)
+
+
+_LOG_NORMALISER_TEMPLATE = """
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
+def kernel(a, YT, offsets, bound, out, start, stop):
+    n = YT.shape[1]
+{rows}
+    for i in range(start, stop):
+{loads}
+        sh = bound[i]
+        z = 0.0
+        for j in range(n):
+            z += vexp(offsets[j] + {dot} - sh)
+        out[i] = sh + np.log(z) if UNDERFLOW <= z <= OVERFLOW else exact_log_normaliser(a[i], YT, offsets)
+"""
 
 _SOFTMAX_TEMPLATE = """
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
@@ -152,7 +204,8 @@ _KERNELS = {}
 def _kernel(kind: str, d: int, dv: int, masked: bool = False):
     """The row kernel of ``kind`` with the sums over the d coordinates and dv outputs unrolled (compiled once
     per process and key). "softmax": rows shifted by ``bound`` (an upper bound of the allowed logits), rows
-    whose normaliser underflows redone by :func:`_exact_row`; "sigmoid": one pass."""
+    whose normaliser underflows redone by :func:`_exact_row`; "log_normaliser": the same rows' log Σ_j e^{s_ij}
+    (dv = 0); "sigmoid": one pass."""
     key = (kind, d, dv, masked)
     if key not in _KERNELS:
         i4, i8, i12 = " " * 4, " " * 8, " " * 12
@@ -168,9 +221,11 @@ def _kernel(kind: str, d: int, dv: int, masked: bool = False):
             mask=" if ty[j] <= tq[i] else 0.0" if masked else "",
             stores="\n".join(f"{i8}out[i, {k}] = acc{k}" for k in range(dv)),
         )
-        template = _SOFTMAX_TEMPLATE if kind == "softmax" else _SIGMOID_TEMPLATE
+        template = {"softmax": _SOFTMAX_TEMPLATE, "sigmoid": _SIGMOID_TEMPLATE,
+                    "log_normaliser": _LOG_NORMALISER_TEMPLATE}[kind]
         scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "exact_row": _exact_row,
-                 "UNDERFLOW": UNDERFLOW}
+                 "exact_log_normaliser": _exact_log_normaliser, "UNDERFLOW": UNDERFLOW,
+                 "OVERFLOW": OVERFLOW}
         exec(compile(template.format(**fields), f"<{kind} rows d={d} dv={dv}>", "exec"), scope)
         _KERNELS[key] = scope["kernel"]
     return _KERNELS[key]
@@ -201,6 +256,73 @@ def _softmax(a, y, Vy, offsets, out, tq=None, ty=None):
     return out
 
 
+def log_normalisers(a, y, offsets, out=None, ynorm=None, shift=None):
+    """out_i = log Σ_j e^{⟨a_i, y_j⟩ + offsets_j} for a (m, d), y (n, d) and finite offsets (n,), compiled rows.
+
+    Row i is summed as shift_i + log Σ_j e^{s_ij − shift_i}. The default shift is
+    |a_i| max_j |y_j| + max_j offsets_j >= max_j s_ij (Cauchy–Schwarz); a closer
+    estimate of the result (``shift``, e.g. its value at the previous Sinkhorn
+    iteration) loses less to round-off (the error is of the order of ulp(|shift_i − out_i|)),
+    need not be a bound. Rows whose shifted sum leaves [1e-200, 1e300] are redone
+    with their exact maximum. ``ynorm`` (max_j |y_j|) may be passed when known.
+    """
+    a = np.ascontiguousarray(a, dtype=float)
+    out = np.empty(a.shape[0]) if out is None else out
+    if shift is None:
+        ynorm = np.max(np.linalg.norm(y, axis=1)) if ynorm is None else ynorm
+        shift = np.linalg.norm(a, axis=1) * ynorm + np.max(offsets)
+    d = y.shape[1]
+    kernel = _kernel("log_normaliser", d, 0) if d <= UNROLL_MAX else _log_normaliser_rows
+    run_tasks(kernel, a.shape[0], a, np.ascontiguousarray(y.T), np.ascontiguousarray(offsets, dtype=float),
+              np.ascontiguousarray(shift, dtype=float), out)
+    return out
+
+
+def sinkhorn_potentials(model, points, weights) -> np.ndarray:
+    r"""The potentials g of :meth:`meanfield.models.Sinkhorn.potentials` for one system, in compiled rows.
+
+    The same iteration, stopping rule and errors: from f = −log Σ_j w_j e^{S_ij},
+    S_ij = ⟨Ax_i, x_j⟩/τ, each iteration sets
+
+        g_j = −log Σ_i e^{⟨Aᵀx_j/τ, x_i⟩ + f_i + ℓ_i},   f'_i = −log Σ_j e^{⟨Ax_i/τ, x_j⟩ + g_j + ℓ_j}
+
+    (ℓ = :func:`~meanfield.models.euclidean.sinkhorn_log_weights`) and returns g once
+    max_i |e^{f_i − f'_i} − 1| <= ``model.tol`` or its round-off floor
+    (:func:`~meanfield.models.euclidean.sinkhorn_marginal_error`); ``RuntimeError`` after ``model.max_iter``
+    iterations.
+    Two passes of :func:`log_normalisers` per iteration, O(n) memory. Each row is shifted by its value at
+    the previous iteration rounded to an integer: within log n + 1 of its maximum, so its error is ulp-sized
+    as with the exact maxima of the NumPy iteration, and the same from one iteration to the next once the
+    potentials settle, so that the iteration reaches a fixed point in floating point (shifted by the
+    unrounded previous value, it can cycle by one ulp, above ``tol`` where |S| ~ 10³).
+
+    Parameters
+    ----------
+    model : Sinkhorn
+    points : ndarray, shape (n, d)
+    weights : ndarray, shape (n,)
+
+    Returns
+    -------
+    ndarray, shape (n,)
+    """
+    d = points.shape[1]
+    A = model.A(d) / model.tau
+    rows, cols = points @ A.T, points @ A  # ⟨rows_i, x_j⟩ = S_ij = ⟨x_i, cols_j⟩
+    ynorm = np.max(np.linalg.norm(points, axis=1))
+    logw = sinkhorn_log_weights(weights)
+    f = -log_normalisers(rows, points, logw, ynorm=ynorm)
+    g = None
+    for _ in range(model.max_iter):  # each half-step shifted by its previous value, rounded (the first: the bound)
+        g = -log_normalisers(cols, points, f + logw, ynorm=ynorm, shift=None if g is None else np.rint(-g))
+        f_next = -log_normalisers(rows, points, g + logw, shift=np.rint(-f))
+        err, floor = sinkhorn_marginal_error(f, f_next, g)
+        if err <= max(model.tol, floor):
+            return g
+        f = f_next
+    raise RuntimeError(f"Sinkhorn did not reach tol = {model.tol:g} in {model.max_iter} iterations.")
+
+
 def _head(h, y, w, x):
     """One head's field for one system: points y (n, d), weights w (n,), queries x (m, d)."""
     kind = h.kind
@@ -222,6 +344,9 @@ def _head(h, y, w, x):
         return out
     if kind == "softmax":
         return _softmax(h.beta * x @ A.T, y, y @ V.T, _log(w), out)
+    if kind == "sinkhorn":
+        g = sinkhorn_potentials(h, y, w)
+        return _softmax(x @ A.T / h.tau, y, y @ V.T, _log(w) + (g - np.max(g)), out)
     if kind == "l2":
         Ky = y @ K.T
         return _softmax(x @ A.T / h.tau, y, y @ V.T, _log(w) - np.sum(Ky * Ky, axis=1) / (2.0 * h.tau), out)
@@ -229,7 +354,7 @@ def _head(h, y, w, x):
 
 
 def euclidean_field(model, points, weights, queries) -> np.ndarray:
-    """Γ[μ](queries) of an R^d model whose heads are all softmax, L2, masked or sigmoid attention.
+    """Γ[μ](queries) of an R^d model whose heads are all softmax, L2, masked, sigmoid or Sinkhorn attention.
 
     Same contract as ``model.field`` for points (..., n, d), weights (..., n) and queries (..., m, d)
     of one batch shape; no input checks beyond that (the caller's, as in :func:`particles.simulate`).

@@ -14,7 +14,8 @@ import numpy as np
 from .. import checks
 from .base import Head, check_weights, log_kernel_excess, row_chunks, softmax_jacobian
 
-__all__ = ["EuclideanAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EUCLIDEAN_MODELS", "check_points"]
+__all__ = ["EuclideanAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EUCLIDEAN_MODELS", "check_points",
+           "sinkhorn_log_weights", "sinkhorn_marginal_error"]
 
 
 def check_points(points, weights, queries, d_model):
@@ -196,6 +197,27 @@ class L2(EuclideanAttention):
                                  self._offsets(points))
 
 
+def sinkhorn_log_weights(weights) -> np.ndarray:
+    """log w_j, with the log of the smallest positive double (≈ −708.4) for w_j = 0 (Sinkhorn's potentials stay
+    finite on points without mass)."""
+    return np.log(np.where(weights > 0, weights, np.finfo(float).tiny))
+
+
+def sinkhorn_marginal_error(f, f_next, g) -> tuple[float, float]:
+    r"""The row marginals' largest relative error max_i |e^{f_i − f'_i} − 1| after a g-update, and its
+    round-off floor 4ε(max|f| + max|g|).
+
+    Each potential is a log-sum-exp of S_ij + g_j + ℓ_j (or of f), rounded to
+    about ε·max(|S|, |f|, |g|); where the potentials are large (|S| ~ 10³, a
+    cloud far from the origin) this exceeds a tolerance of 1e-13, and the
+    iteration would never stop. Both Sinkhorn iterations stop when the error is
+    below ``max(tol, floor)``.
+    """
+    err = float(np.max(np.abs(np.expm1(f - f_next))))
+    floor = 4.0 * np.finfo(float).eps * float(np.max(np.abs(f)) + np.max(np.abs(g)))
+    return err, floor
+
+
 @dataclass(frozen=True, eq=False)
 class Sinkhorn(EuclideanAttention):
     r"""Sinkhorn attention in R^d (CACP; MATH.md §3, §5).
@@ -205,7 +227,8 @@ class Sinkhorn(EuclideanAttention):
     Since k^0 = a(x) e^{⟨Ax, y⟩/τ} b(y), the limit is e^{⟨Ax,y⟩/τ + f(x) + g(y)}
     with the symmetric entropic coupling of μ with itself, cost −⟨Ax, y⟩/τ:
     g is found in the log domain on the support of μ until both marginals
-    are met to ``tol`` (max relative error), and at any query x the field is
+    are met to ``tol`` (max relative error; or to the round-off floor of the
+    potentials, 4ε(max|f| + max|g|), where that is larger), and at any query x the field is
     the softmax of ⟨Ax, y_j⟩/τ + g_j over μ. ``RuntimeError`` if ``max_iter``
     iterations do not reach ``tol``.
     """
@@ -224,20 +247,34 @@ class Sinkhorn(EuclideanAttention):
             raise ValueError(f"`max_iter` must be a positive integer, got {self.max_iter!r}.")
 
     def potentials(self, points, weights) -> np.ndarray:
-        """g (shape (..., n)): log-scalings with Σ_j w_j e^{S_ij + f_i + g_j} = 1 for both marginals."""
+        r"""g (shape (..., n)): log-scalings with Σ_j w_j e^{S_ij + f_i + g_j} = 1 for both marginals.
+
+        Sinkhorn–Knopp in the log domain from f = g = 0, S_ij = ⟨Ax_i, x_j⟩/τ,
+        ℓ_j = log w_j (log of the smallest double for w_j = 0):
+
+            f_i ← −log Σ_j e^{S_ij + g_j + ℓ_j},   g_j ← −log Σ_i e^{S_ij + f_i + ℓ_i}.
+
+        After a g-update the column marginals hold exactly and the row marginals
+        are e^{f_i − f'_i}, f' the next f-update; the iteration stops when
+        max_i |e^{f_i − f'_i} − 1| <= ``tol``, or below its round-off floor
+        4ε(max|f| + max|g|) where that is larger (:func:`sinkhorn_marginal_error`);
+        that f' starts the next iteration, so each iteration costs two
+        log-sum-exps. The compiled twin is
+        :func:`meanfield.kernels.euclidean.sinkhorn_potentials`.
+        """
         from scipy.special import logsumexp
 
         d = points.shape[-1]
         S = (points @ self.A(d).T) @ np.swapaxes(points, -1, -2) / self.tau  # S_ij = ⟨Ax_i, x_j⟩/τ
-        logw = np.log(np.where(weights > 0, weights, np.finfo(float).tiny))
-        f = np.zeros(points.shape[:-1])
-        g = np.zeros(points.shape[:-1])
+        logw = sinkhorn_log_weights(weights)
+        f = -logsumexp(S + logw[..., None, :], axis=-1)  # g = 0
         for _ in range(self.max_iter):
-            f = -logsumexp(S + (g + logw)[..., None, :], axis=-1)
             g = -logsumexp(S + (f + logw)[..., :, None], axis=-2)
-            row = logsumexp(S + (g + logw)[..., None, :], axis=-1) + f
-            if np.max(np.abs(np.expm1(row))) <= self.tol:
+            f_next = -logsumexp(S + (g + logw)[..., None, :], axis=-1)
+            err, floor = sinkhorn_marginal_error(f, f_next, g)
+            if err <= max(self.tol, floor):
                 return g
+            f = f_next
         raise RuntimeError(f"Sinkhorn did not reach tol = {self.tol:g} in {self.max_iter} iterations.")
 
     def field(self, points, weights, queries) -> np.ndarray:

@@ -198,10 +198,68 @@ def test_compiled_rd_fields_equal_the_models_sums(d):
             got = kernels.euclidean_field(model, x, w, q)
             assert got.shape == ref.shape
             assert np.max(np.abs(got - ref)) <= 1e-12 * np.max(np.abs(ref)), (model, shift)
-    from meanfield.models import Sinkhorn
-
     with pytest.raises(ValueError, match="compiled"):
-        kernels.euclidean_field(Sinkhorn(), x, w, q)
+        kernels.euclidean_field(mf.SelfAttention(beta=1.0), x, w, q)
+
+
+@pytest.mark.parametrize("d", [2, 16])
+def test_log_normalisers_equal_logsumexp(d):
+    """log Σ_j e^{⟨a_i, y_j⟩ + o_j} in compiled rows equals scipy's logsumexp to round-off of its terms, with the
+    Cauchy–Schwarz shift (loose by more than 460 for a far cloud: those rows are redone exactly) and with given
+    shifts above or more than 709 below the result (the rows whose sum overflows are redone exactly)."""
+    from scipy.special import logsumexp
+
+    from meanfield.kernels.euclidean import log_normalisers
+
+    rng = np.random.default_rng(d)
+    for spread in (1.0, 30.0):
+        a = rng.standard_normal((40, d)) * spread
+        y = rng.standard_normal((500, d)) * spread
+        o = rng.standard_normal(500)
+        ref = logsumexp(a @ y.T + o, axis=1)
+        scale = np.max(np.abs(a @ y.T)) + 1.0
+        for shift in (None, ref + 3.0, ref - rng.choice([0.5, 800.0], ref.size)):
+            got = log_normalisers(a, y, o, shift=shift)
+            assert np.max(np.abs(got - ref)) <= 1e-14 * scale, (spread, shift is None)
+
+
+@pytest.mark.parametrize("d", [2, 5, 16])
+def test_compiled_sinkhorn_equals_the_models_iteration(d):
+    """Sinkhorn attention through compiled log-sum-exp rows equals the model's NumPy iteration to round-off
+    (identity and random Q, K, V, a multi-head sum, weights some zero, a batch, and a cloud far from the origin
+    where |S_ij| ~ 10³: there the potentials' round-off exceeds tol = 1e-13, so both stop at its floor), and
+    its potentials meet both marginals: Σ_j w_j e^{S_ij + f_i + g_j} = 1 = Σ_i w_i e^{S_ij + f_i + g_j}."""
+    from scipy.special import logsumexp
+
+    from meanfield.kernels.euclidean import sinkhorn_potentials
+    from meanfield.models import Sinkhorn, Softmax
+
+    rng = np.random.default_rng(10 + d)
+    mats = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3)]
+    models = [Sinkhorn(), Sinkhorn(*mats, tau=0.7), mf.MultiHeadAttention([Sinkhorn(tau=2.0), Softmax(beta=0.5)])]
+    for model in models:
+        for shift in (0.0, 40.0):
+            x = rng.standard_normal((2, 300, d)) / np.sqrt(d) + shift
+            q = rng.standard_normal((2, 50, d)) / np.sqrt(d) + shift
+            w = rng.uniform(0.5, 1.5, (2, 300))
+            w[:, :7] = 0.0
+            w /= w.sum(-1, keepdims=True)
+            ref = model.field(x, w, q)
+            got = kernels.euclidean_field(model, x, w, q)
+            assert np.max(np.abs(got - ref)) <= 1e-12 * np.max(np.abs(ref)), (model, shift)
+    sk = models[1]
+    for shift in (0.0, 40.0):
+        x = rng.standard_normal((300, d)) / np.sqrt(d) + shift
+        w = rng.uniform(0.5, 1.5, 300)
+        w /= w.sum()
+        g = sinkhorn_potentials(sk, x, w)
+        S = (x @ sk.A(d).T) @ x.T / sk.tau
+        f = -logsumexp(S + g + np.log(w), axis=1)  # f from g: the rows' marginals hold by construction
+        cols = logsumexp(S + f[:, None] + np.log(w)[:, None], axis=0) + g
+        floor = 8 * np.finfo(float).eps * (np.max(np.abs(f)) + np.max(np.abs(g)) + np.max(np.abs(S)))
+        assert np.max(np.abs(cols)) <= max(10 * sk.tol, floor), shift  # and so the columns', to tol
+    with pytest.raises(RuntimeError, match="did not reach"):
+        sinkhorn_potentials(Sinkhorn(max_iter=2), x, w)
 
 
 def test_rd_particles_take_the_compiled_path():
@@ -215,9 +273,10 @@ def test_rd_particles_take_the_compiled_path():
         assert a.path == "pairwise" and b.path == "quadrature"
         assert np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
     assert simulate(Softmax(), np.zeros((10, 16)), [0.0, 0.1]).path == "quadrature"  # NumPy wins at d = 16
-    assert simulate(Sinkhorn(), x[:10], [0.0, 0.1]).path == "quadrature"
-    with pytest.raises(ValueError, match="pairwise"):
-        simulate(Sinkhorn(), x, [0.0, 0.1], path="pairwise")
+    assert simulate(Sinkhorn(), np.zeros((10, 16)), [0.0, 0.1]).path == "pairwise"  # not for Sinkhorn
+    a = simulate(Sinkhorn(tau=1.3), x, [0.0, 0.3], dt=0.05)
+    b = simulate(Sinkhorn(tau=1.3), x, [0.0, 0.3], dt=0.05, path="quadrature")
+    assert a.path == "pairwise" and np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
 
 
 def test_float32_exponential_is_accurate_to_a_few_ulps():
