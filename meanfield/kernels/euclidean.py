@@ -25,7 +25,7 @@ o_j = log w_j + g_j, g its potentials (:meth:`Sinkhorn.potentials`); these come
 from :func:`sinkhorn_potentials`, the same log-domain iteration with each
 half-step f_i = −log Σ_j e^{⟨a_i, y_j⟩ + o_j} one pass of compiled rows
 (:func:`log_normalisers`, shifted and redone like the softmax rows), no n×n
-array in memory.
+array in memory (for d > 8 and n <= 4096, S and Sᵀ are stored instead).
 
 Each is tested equal to the model's ``field`` to 1e-12 relative.
 """
@@ -82,6 +82,8 @@ def _exact_row(ai, YT, VyT, offsets, tq, ty, out, i):
 UNDERFLOW = 1e-200
 #: log-normaliser rows shifted by an estimate (not a bound) are redone where their sum exceeds this
 OVERFLOW = 1e300
+#: Sinkhorn's potentials store S and Sᵀ (d > 8) up to this many entries each (n = 4096: 128 MiB)
+SINKHORN_MATRIX_MAX = 4096 * 4096
 
 
 @nb.njit(inline="always", fastmath=FASTMATH, error_model="numpy", boundscheck=False)
@@ -146,6 +148,29 @@ def _log_normaliser_rows(a, YT, offsets, bound, out, start, stop):
         for j in range(buf.size):
             z += vexp(buf[j])
         out[i] = sh + np.log(z) if UNDERFLOW <= z <= OVERFLOW else _exact_log_normaliser(a[i], YT, offsets)
+
+
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _matrix_log_normaliser_rows(S, offsets, shift, out, start, stop):
+    """out_i = log Σ_j e^{S_ij + o_j} from a stored matrix S, shifted by ``shift`` (redone exactly where the
+    shifted sum leaves [UNDERFLOW, OVERFLOW])."""
+    n = S.shape[1]
+    buf = np.empty(n)
+    for i in range(start, stop):
+        sh = shift[i]
+        z = 0.0
+        for j in range(n):
+            z += vexp(S[i, j] + offsets[j] - sh)
+        if UNDERFLOW <= z <= OVERFLOW:
+            out[i] = sh + np.log(z)
+            continue
+        for j in range(n):
+            buf[j] = S[i, j] + offsets[j]
+        smax = np.max(buf)
+        z = 0.0
+        for j in range(n):
+            z += vexp(buf[j] - smax)
+        out[i] = smax + np.log(z)
 
 
 _LOG_NORMALISER_TEMPLATE = """
@@ -290,11 +315,14 @@ def sinkhorn_potentials(model, points, weights) -> np.ndarray:
     max_i |e^{f_i − f'_i} − 1| <= ``model.tol`` or its round-off floor
     (:func:`~meanfield.models.euclidean.sinkhorn_marginal_error`); ``RuntimeError`` after ``model.max_iter``
     iterations.
-    Two passes of :func:`log_normalisers` per iteration, O(n) memory. Each row is shifted by its value at
-    the previous iteration rounded to an integer: within log n + 1 of its maximum, so its error is ulp-sized
-    as with the exact maxima of the NumPy iteration, and the same from one iteration to the next once the
-    potentials settle, so that the iteration reaches a fixed point in floating point (shifted by the
-    unrounded previous value, it can cycle by one ulp, above ``tol`` where |S| ~ 10³).
+    Two passes of :func:`log_normalisers` per iteration, O(n) memory; for d > 8 (where the products
+    ⟨a_i, y_j⟩ cost more than the exponentials) and n² <= :data:`SINKHORN_MATRIX_MAX`, S and Sᵀ are stored
+    instead (one matrix product each, 2n² doubles: 268 MB at n = 4096) and each pass reads their rows.
+    Each row is shifted by its value at the previous iteration rounded to an integer: within log n + 1 of
+    its maximum, so its error is ulp-sized as with the exact maxima of the NumPy iteration, and the same
+    from one iteration to the next once the potentials settle, so that the iteration reaches a fixed point
+    in floating point (shifted by the unrounded previous value, it can cycle by one ulp, above ``tol``
+    where |S| ~ 10³).
 
     Parameters
     ----------
@@ -306,16 +334,37 @@ def sinkhorn_potentials(model, points, weights) -> np.ndarray:
     -------
     ndarray, shape (n,)
     """
-    d = points.shape[1]
+    n, d = points.shape
     A = model.A(d) / model.tau
     rows, cols = points @ A.T, points @ A  # ⟨rows_i, x_j⟩ = S_ij = ⟨x_i, cols_j⟩
-    ynorm = np.max(np.linalg.norm(points, axis=1))
     logw = sinkhorn_log_weights(weights)
-    f = -log_normalisers(rows, points, logw, ynorm=ynorm)
+    if d > UNROLL_MAX and n * n <= SINKHORN_MATRIX_MAX:  # S and Sᵀ stored: each pass reads a row, no products
+
+        def stored(M):
+            row_max = np.max(M, axis=1)
+
+            def log_sums(offsets, shift):
+                out = np.empty(n)
+                shift = row_max + np.max(offsets) if shift is None else shift
+                run_tasks(_matrix_log_normaliser_rows, n, M, np.ascontiguousarray(offsets), shift, out)
+                return out
+
+            return log_sums
+
+        f_pass, g_pass = stored(rows @ points.T), stored(cols @ points.T)  # S, and Sᵀ by a product (faster)
+    else:
+        ynorm = np.max(np.linalg.norm(points, axis=1))
+
+        def products(a):
+            return lambda offsets, shift: log_normalisers(a, points, offsets, ynorm=ynorm, shift=shift)
+
+        f_pass, g_pass = products(rows), products(cols)
+
+    f = -f_pass(logw, None)
     g = None
     for _ in range(model.max_iter):  # each half-step shifted by its previous value, rounded (the first: the bound)
-        g = -log_normalisers(cols, points, f + logw, ynorm=ynorm, shift=None if g is None else np.rint(-g))
-        f_next = -log_normalisers(rows, points, g + logw, shift=np.rint(-f))
+        g = -g_pass(f + logw, None if g is None else np.rint(-g))
+        f_next = -f_pass(g + logw, np.rint(-f))
         err, floor = sinkhorn_marginal_error(f, f_next, g)
         if err <= max(model.tol, floor):
             return g
