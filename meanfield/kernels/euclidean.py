@@ -318,10 +318,10 @@ def sinkhorn_potentials(model, points, weights) -> np.ndarray:
     Two passes of :func:`log_normalisers` per iteration, O(n) memory; for d > 8 (where the products
     ⟨a_i, y_j⟩ cost more than the exponentials) and n² <= :data:`SINKHORN_MATRIX_MAX`, S and Sᵀ are stored
     instead (one matrix product each, 2n² doubles: 268 MB at n = 4096) and each pass reads their rows.
-    Each row is shifted by its value at the previous iteration rounded to an integer: within log n + 1 of
-    its maximum, so its error is ulp-sized as with the exact maxima of the NumPy iteration, and the same
-    from one iteration to the next once the potentials settle, so that the iteration reaches a fixed point
-    in floating point (shifted by the unrounded previous value, it can cycle by one ulp, above ``tol``
+    Each row is shifted by its value at the previous iteration rounded to an integer (rows the estimate
+    misses by more than ~460 are redone exactly): once the potentials settle, within log n + 1 of the
+    row's maximum, so its error is ulp-sized as with the exact maxima of the NumPy iteration, and the same
+    from one iteration to the next, so that the iteration reaches a fixed point in floating point (shifted by the unrounded previous value, it can cycle by one ulp, above ``tol``
     where |S| ~ 10³).
 
     Parameters

@@ -198,7 +198,7 @@ class L2(EuclideanAttention):
 
 
 def sinkhorn_log_weights(weights) -> np.ndarray:
-    """log w_j, with the log of the smallest positive double (≈ −708.4) for w_j = 0 (Sinkhorn's potentials stay
+    """log w_j, with the log of the smallest positive normal double (≈ −708.4) for w_j = 0 (Sinkhorn's potentials stay
     finite on points without mass)."""
     return np.log(np.where(weights > 0, weights, np.finfo(float).tiny))
 
@@ -250,7 +250,7 @@ class Sinkhorn(EuclideanAttention):
         r"""g (shape (..., n)): log-scalings with Σ_j w_j e^{S_ij + f_i + g_j} = 1 for both marginals.
 
         Sinkhorn–Knopp in the log domain from f = g = 0, S_ij = ⟨Ax_i, x_j⟩/τ,
-        ℓ_j = log w_j (log of the smallest double for w_j = 0):
+        ℓ_j = log w_j (log of the smallest normal double for w_j = 0):
 
             f_i ← −log Σ_j e^{S_ij + g_j + ℓ_j},   g_j ← −log Σ_i e^{S_ij + f_i + ℓ_i}.
 
