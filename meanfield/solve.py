@@ -173,9 +173,12 @@ class GridProblem(Problem):
 
     # ---- the integrator's questions
     def rate(self, y):
-        dy, vmax, strain = self.rhs.rate_and_speeds(y)
+        return self._measured(*self.rhs.rate_and_speeds(y))
+
+    def _measured(self, rate, vmax, strain):
+        """``rate``, after folding the speeds measured with it into this step's maxima."""
         self.speeds = (max(self.speeds[0], vmax), max(self.speeds[1], strain))
-        return dy
+        return rate
 
     def probe(self, y):
         self.speeds = self.rhs.speeds(y)
@@ -186,13 +189,7 @@ class GridProblem(Problem):
         rhs = self.rhs
         if not getattr(rhs, "coefficient_stages", False):
             return None
-
-        def rate(z):
-            dz, vmax, strain = rhs.coefficient_rate_and_speeds(z)
-            self.speeds = (max(self.speeds[0], vmax), max(self.speeds[1], strain))
-            return dz
-
-        return Stages(rhs.coefficients, rhs.values, rate)
+        return Stages(rhs.coefficients, rhs.values, lambda z: self._measured(*rhs.coefficient_rate_and_speeds(z)))
 
     def begin_step(self):
         self.speeds = (0.0, 0.0)

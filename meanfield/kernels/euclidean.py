@@ -125,16 +125,22 @@ def _softmax_rows(a, YT, VyT, offsets, tq, ty, bound, out, start, stop):
                 acc += buf[j] * row[j]
             out[i, k] = acc / z
 
-@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _exact_log_normaliser(ai, YT, offsets):
-    """log Σ_j e^{⟨a_i, y_j⟩ + o_j}, shifted by the row's exact maximum."""
-    buf = np.empty(YT.shape[1])
-    _shifted_logits(ai, YT, offsets, 0.0, buf)
+@nb.njit(inline="always", fastmath=FASTMATH, error_model="numpy", boundscheck=False)
+def _log_sum_exp(buf):
+    """log Σ_j e^{buf_j}, shifted by the exact maximum."""
     smax = np.max(buf)
     z = 0.0
     for j in range(buf.size):
         z += vexp(buf[j] - smax)
     return smax + np.log(z)
+
+
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _exact_log_normaliser(ai, YT, offsets):
+    """log Σ_j e^{⟨a_i, y_j⟩ + o_j}, shifted by the row's exact maximum."""
+    buf = np.empty(YT.shape[1])
+    _shifted_logits(ai, YT, offsets, 0.0, buf)
+    return _log_sum_exp(buf)
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
@@ -166,11 +172,7 @@ def _matrix_log_normaliser_rows(S, offsets, shift, out, start, stop):
             continue
         for j in range(n):
             buf[j] = S[i, j] + offsets[j]
-        smax = np.max(buf)
-        z = 0.0
-        for j in range(n):
-            z += vexp(buf[j] - smax)
-        out[i] = smax + np.log(z)
+        out[i] = _log_sum_exp(buf)
 
 
 _LOG_NORMALISER_TEMPLATE = """
@@ -281,7 +283,7 @@ def _softmax(a, y, Vy, offsets, out, tq=None, ty=None):
     return out
 
 
-def log_normalisers(a, y, offsets, out=None, ynorm=None, shift=None):
+def log_normalisers(a, y, offsets, ynorm=None, shift=None):
     """out_i = log Σ_j e^{⟨a_i, y_j⟩ + offsets_j} for a (m, d), y (n, d) and finite offsets (n,), compiled rows.
 
     Row i is summed as shift_i + log Σ_j e^{s_ij − shift_i}. The default shift is
@@ -292,7 +294,7 @@ def log_normalisers(a, y, offsets, out=None, ynorm=None, shift=None):
     with their exact maximum. ``ynorm`` (max_j |y_j|) may be passed when known.
     """
     a = np.ascontiguousarray(a, dtype=float)
-    out = np.empty(a.shape[0]) if out is None else out
+    out = np.empty(a.shape[0])
     if shift is None:
         ynorm = np.max(np.linalg.norm(y, axis=1)) if ynorm is None else ynorm
         shift = np.linalg.norm(a, axis=1) * ynorm + np.max(offsets)
