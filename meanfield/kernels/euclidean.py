@@ -38,6 +38,7 @@ import numpy as np
 from ..models.base import heads
 from ..models.euclidean import sinkhorn_log_weights, sinkhorn_marginal_error
 from .fastexp import FASTMATH, vexp
+from .layout import aligned
 from .pairwise import UNROLL_MAX  # the same unrolling limit as the pairwise kernels
 from .threads import run_tasks
 
@@ -274,9 +275,8 @@ def _softmax(a, y, Vy, offsets, out, tq=None, ty=None):
     bound = np.linalg.norm(a, axis=1) * np.max(np.linalg.norm(y, axis=1)) + np.max(finite)
     masked = tq is not None
     empty = np.empty(0)
-    args = (np.ascontiguousarray(a), np.ascontiguousarray(y.T), np.ascontiguousarray(Vy.T),
-            np.ascontiguousarray(offsets), empty if tq is None else np.ascontiguousarray(tq),
-            empty if ty is None else np.ascontiguousarray(ty), bound, out)
+    args = (np.ascontiguousarray(a), aligned(y.T), aligned(Vy.T), aligned(offsets),  # streamed: aligned
+            empty if tq is None else np.ascontiguousarray(tq), empty if ty is None else aligned(ty), bound, out)
     d = y.shape[1]
     kernel = _kernel("softmax", d, Vy.shape[1], masked) if d <= UNROLL_MAX else _softmax_rows
     run_tasks(kernel, a.shape[0], *args)
@@ -300,8 +300,7 @@ def log_normalisers(a, y, offsets, ynorm=None, shift=None):
         shift = np.linalg.norm(a, axis=1) * ynorm + np.max(offsets)
     d = y.shape[1]
     kernel = _kernel("log_normaliser", d, 0) if d <= UNROLL_MAX else _log_normaliser_rows
-    run_tasks(kernel, a.shape[0], a, np.ascontiguousarray(y.T), np.ascontiguousarray(offsets, dtype=float),
-              np.ascontiguousarray(shift, dtype=float), out)
+    run_tasks(kernel, a.shape[0], a, aligned(y.T), aligned(offsets), np.ascontiguousarray(shift, dtype=float), out)
     return out
 
 
@@ -348,7 +347,7 @@ def sinkhorn_potentials(model, points, weights) -> np.ndarray:
             def log_sums(offsets, shift):
                 out = np.empty(n)
                 shift = row_max + np.max(offsets) if shift is None else shift
-                run_tasks(_matrix_log_normaliser_rows, n, M, np.ascontiguousarray(offsets), shift, out)
+                run_tasks(_matrix_log_normaliser_rows, n, M, aligned(offsets), shift, out)
                 return out
 
             return log_sums
@@ -390,8 +389,8 @@ def _head(h, y, w, x):
     A = K.T @ Q
     out = np.empty((x.shape[0], d))
     if kind == "sigmoid":
-        run_tasks(_kernel("sigmoid", d, d), x.shape[0], np.ascontiguousarray(x @ A.T), np.ascontiguousarray(y.T),
-                  np.ascontiguousarray((y @ V.T).T), w, float(h.b), out)
+        run_tasks(_kernel("sigmoid", d, d), x.shape[0], np.ascontiguousarray(x @ A.T), aligned(y.T),
+                  aligned((y @ V.T).T), aligned(w), float(h.b), out)
         return out
     if kind == "softmax":
         return _softmax(h.beta * x @ A.T, y, y @ V.T, _log(w), out)

@@ -25,6 +25,7 @@ from ..domains.sphere.geometry import project_tangent
 from ..models.base import heads
 from ..numerics import EXP_MAX
 from .fastexp import FASTMATH, vexp, vexp32
+from .layout import aligned
 from .threads import run_tasks
 
 __all__ = ["pairwise_sums", "field", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR", "UNROLL_MAX"]
@@ -220,8 +221,8 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     if isinstance(V, str):
         VxT = np.empty((P.shape[0], 0, P.shape[1]))
     else:
-        VxT = np.ascontiguousarray(np.swapaxes(P if V is None else P @ np.asarray(V, dtype=float).T, 1, 2))
-    KxT = np.ascontiguousarray(np.swapaxes(Kx, 1, 2))
+        VxT = np.swapaxes(P if V is None else P @ np.asarray(V, dtype=float).T, 1, 2)
+    KxT = np.swapaxes(Kx, 1, 2)
     B, m = Xq.shape[0], Xq.shape[1]
     num = np.empty((B, m, VxT.shape[1]))
     den = np.empty((B, m))
@@ -231,9 +232,11 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     # where it is loose enough to underflow are redone with their exact maximum
     bound = np.linalg.norm(Qx, axis=-1) * np.max(np.linalg.norm(Kx, axis=-1), axis=-1, keepdims=True)
     d = P.shape[-1]
-    args = (np.ascontiguousarray(Qx), KxT, VxT, np.ascontiguousarray(W), np.ascontiguousarray(bound), num, den, shift)
+    dtype = np.float32 if single else np.float64
+    # the streamed arrays (keys, values, weights) aligned for the SIMD loop over j
+    args = tuple(aligned(a, dtype) for a in (Qx, KxT, VxT, W, bound)) + (num, den, shift)
     if single:
-        args = tuple(a.astype(np.float32) for a in args[:5]) + tuple(np.empty(a.shape, np.float32) for a in args[5:])
+        args = args[:5] + tuple(np.empty(a.shape, np.float32) for a in args[5:])
     if d <= UNROLL_MAX:
         uniform = bool(W.shape[1] > 0 and np.all(W == W[:, :1]))
         run_tasks(_fused_kernel(d, VxT.shape[1], uniform, single), B * m, *args)
