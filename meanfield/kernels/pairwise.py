@@ -204,7 +204,7 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     Notes
     -----
     Inputs must be finite (the public callers check). The exponential is the
-    vectorised :func:`particles._exp.vexp`, exact to 1 ulp.
+    vectorised :func:`meanfield.kernels.fastexp.vexp`, within one ulp.
     """
     P, Xq = _as_batch(points, "points"), _as_batch(queries, "queries")
     lead = np.shape(points)[:-2]
