@@ -51,8 +51,6 @@ SPECTRAL_FROM = 1024
 SPHERE_SPECTRAL_PER_MODE = 6
 #: 'auto' runs batches of at most this many particles per system fully compiled (RK4, one head)
 FUSED_UP_TO = 64
-#: 'auto' sums R^d models with compiled rows (kernels.euclidean_field) up to this dimension
-COMPILED_RD_UP_TO = 8
 
 
 @dataclass(frozen=True)
@@ -303,10 +301,9 @@ def _strategy(path, model, domain, x, method, weights) -> str:
         if path not in ("auto", "quadrature") and not (path == "pairwise" and compiled):
             raise ValueError(f"R^d models use the quadrature path (model.field), and {kernels.compiled_models} "
                              f"attention also the compiled pairwise one; got path {path!r} for {model!r}.")
-        if path == "auto":  # NumPy's matrix products win from d ~ 16 on (benchmarks/bench_table.py --rows rd),
-            # except for Sinkhorn's potentials: compiled, its field is 8× faster at n = 4096, d = 16
-            sinkhorn = all(h.kind == "sinkhorn" for h in heads(model))
-            return "pairwise" if compiled and (d <= COMPILED_RD_UP_TO or sinkhorn) else "quadrature"
+        if path == "auto":  # the compiled sums win at every d (benchmarks/bench_table.py --rows rd): unrolled
+            # rows up to d = 8, blocks of matrix products with compiled exponentials beyond
+            return "pairwise" if compiled else "quadrature"
         return path
     if path == "spectral" and (d not in (2, 3) or zonal is None):
         raise ValueError("the spectral path needs the circle (d = 2) or S² (d = 3) and Q = qI, K = kI, V = cI; got "

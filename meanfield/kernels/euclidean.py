@@ -17,9 +17,16 @@ with its exact maximum, as the models' NumPy sums shift every row. Terms
 clamped by :func:`.fastexp.vexp` (more than 708 below the shift) are then
 below e^{-248} of the row's largest, under round-off; points not allowed by
 the mask count exactly 0. Sigmoid attention,
-Γ(x_i) = Σ_j w_j σ(⟨Ax_i, y_j⟩ + b) V y_j, has its own loop. The loops are
-generated with the sums over the d coordinates unrolled, as in
-:mod:`.pairwise` (compiled once per process for each d).
+Γ(x_i) = Σ_j w_j σ(⟨Ax_i, y_j⟩ + b) V y_j, has its own loop.
+
+Up to d = 8 (``UNROLL_MAX``) each row is one loop, generated with the sums
+over the d coordinates unrolled as in :mod:`.pairwise` (compiled once per
+process for each d). Beyond, a block of rows at a time has its logits computed
+by one matrix product, their exponentials in compiled rows and the values by a
+second product (:func:`_blocked_softmax`, :func:`_blocked_sigmoid`). Those
+products are BLAS's: numba's thread count leaves their bits alone, BLAS's own
+(``OPENBLAS_NUM_THREADS``) may change the last ones, as in NumPy's sums.
+
 Sinkhorn attention is softmax attention with logits ⟨Ax_i, y_j⟩/τ and offsets
 o_j = log w_j + g_j, g its potentials (:meth:`Sinkhorn.potentials`); these come
 from :func:`sinkhorn_potentials`, the same log-domain iteration with each
@@ -101,30 +108,87 @@ def _shifted_logits(ai, YT, offsets, sh, buf):
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _softmax_rows(a, YT, VyT, offsets, tq, ty, bound, out, start, stop):
-    """The softmax rows of :data:`_SOFTMAX_TEMPLATE` for any d: d + dv + 2 vectorised passes over a row buffer."""
-    d, n = YT.shape
-    dv = VyT.shape[0]
+def _exp_rows(S, offsets, tq, ty, bound, i0, z, start, stop):
+    """In place, rows r of a block of logits (queries i0 + r): S_rj ← e^{S_rj + o_j − b_r} over the allowed j
+    (0 elsewhere), b_r = bound[i0 + r] an upper bound of the row's logits; z_r = Σ_j S_rj, or −1 where that
+    sum falls below UNDERFLOW (the caller redoes the row with its exact maximum)."""
+    n = S.shape[1]
     masked = tq.size > 0
-    buf = np.empty(n)
-    for i in range(start, stop):
-        _shifted_logits(a[i], YT, offsets, bound[i], buf)
-        z = 0.0
+    for r in range(start, stop):
+        row = S[r]
+        sh = bound[i0 + r]
+        acc = 0.0
         for j in range(n):
-            e = vexp(buf[j])
-            if masked and ty[j] > tq[i]:
+            e = vexp(row[j] + offsets[j] - sh)
+            if masked and ty[j] > tq[i0 + r]:
                 e = 0.0
-            buf[j] = e
-            z += e
-        if z < UNDERFLOW:
+            row[j] = e
+            acc += e
+        z[r] = acc if acc >= UNDERFLOW else -1.0
+
+
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _sigmoid_rows(S, w, b, start, stop):
+    """In place, rows of a block of logits: S_rj ← w_j σ(S_rj + b), as the unrolled sigmoid loop computes it."""
+    n = S.shape[1]
+    for r in range(start, stop):
+        row = S[r]
+        for j in range(n):
+            s = b + row[j]
+            e = vexp(-abs(s)) if abs(s) < 708.0 else 0.0  # exp(-|s|), 0 below round-off (no clamp)
+            q = 1.0 / (1.0 + e)
+            row[j] = w[j] * (q if s >= 0.0 else e * q)
+
+
+#: entries of one block of logits in the d > UNROLL_MAX softmax path (4 MiB: 128 rows at n = 4096)
+BLOCK_ENTRIES = 2**19
+
+
+def _blocks(m: int, n: int):
+    """A buffer for blocks of rows of an m × n matrix of logits (:data:`BLOCK_ENTRIES` entries) and the blocks'
+    row ranges."""
+    rows = min(m, max(8, BLOCK_ENTRIES // max(n, 1)))
+    return aligned(np.empty((rows, n))), [(i0, min(m, i0 + rows)) for i0 in range(0, m, rows)]
+
+
+def _blocked_sigmoid(a, y, Vy, w, b, out):
+    """Sigmoid rows for d > UNROLL_MAX: per block of rows the logits by one matrix product, w_j σ(s_ij + b) in
+    compiled rows (:func:`_sigmoid_rows`), the values by a second product."""
+    S, blocks = _blocks(a.shape[0], y.shape[0])
+    w = aligned(w)
+    for i0, i1 in blocks:
+        block = S[: i1 - i0]
+        np.matmul(a[i0:i1], y.T, out=block)
+        run_tasks(_sigmoid_rows, i1 - i0, block, w, b)
+        np.matmul(block, Vy, out=out[i0:i1])
+    return out
+
+
+def _blocked_softmax(a, y, Vy, offsets, bound, out, tq=None, ty=None):
+    """The softmax rows for d > UNROLL_MAX, a block of rows at a time: the logits ⟨a_i, y_j⟩ by one matrix
+    product, their shifted exponentials in compiled rows (:func:`_exp_rows`), the values by a second product;
+    rows whose normaliser underflows are redone with their exact maximum (:func:`_exact_row`).
+    1.9× faster than rows of d + dv + 2 passes over a buffer at n = 4096, d = 16 (28 against 57 ms)."""
+    offsets = aligned(offsets)
+    empty = np.empty(0)
+    tq = empty if tq is None else np.ascontiguousarray(tq, dtype=float)
+    ty = empty if ty is None else aligned(ty)
+    S, blocks = _blocks(a.shape[0], y.shape[0])
+    z = np.empty(S.shape[0])
+    redo = []
+    for i0, i1 in blocks:
+        block, zb = S[: i1 - i0], z[: i1 - i0]
+        np.matmul(a[i0:i1], y.T, out=block)
+        run_tasks(_exp_rows, i1 - i0, block, offsets, tq, ty, bound, i0, zb)
+        np.matmul(block, Vy, out=out[i0:i1])
+        out[i0:i1] /= zb[:, None]
+        redo.extend(i0 + np.flatnonzero(zb < 0.0))
+    if redo:
+        YT, VyT = np.ascontiguousarray(y.T), np.ascontiguousarray(Vy.T)
+        for i in redo:
             _exact_row(a[i], YT, VyT, offsets, tq, ty, out, i)
-            continue
-        for k in range(dv):
-            row = VyT[k]
-            acc = 0.0
-            for j in range(n):
-                acc += buf[j] * row[j]
-            out[i, k] = acc / z
+    return out
+
 
 @nb.njit(inline="always", fastmath=FASTMATH, error_model="numpy", boundscheck=False)
 def _log_sum_exp(buf):
@@ -273,13 +337,13 @@ def _softmax(a, y, Vy, offsets, out, tq=None, ty=None):
         out[:] = 0.0
         return out
     bound = np.linalg.norm(a, axis=1) * np.max(np.linalg.norm(y, axis=1)) + np.max(finite)
+    if y.shape[1] > UNROLL_MAX:
+        return _blocked_softmax(a, y, Vy, offsets, bound, out, tq, ty)
     masked = tq is not None
     empty = np.empty(0)
     args = (np.ascontiguousarray(a), aligned(y.T), aligned(Vy.T), aligned(offsets),  # streamed: aligned
             empty if tq is None else np.ascontiguousarray(tq), empty if ty is None else aligned(ty), bound, out)
-    d = y.shape[1]
-    kernel = _kernel("softmax", d, Vy.shape[1], masked) if d <= UNROLL_MAX else _softmax_rows
-    run_tasks(kernel, a.shape[0], *args)
+    run_tasks(_kernel("softmax", y.shape[1], Vy.shape[1], masked), a.shape[0], *args)
     return out
 
 
@@ -389,6 +453,8 @@ def _head(h, y, w, x):
     A = K.T @ Q
     out = np.empty((x.shape[0], d))
     if kind == "sigmoid":
+        if d > UNROLL_MAX:
+            return _blocked_sigmoid(x @ A.T, y, y @ V.T, w, float(h.b), out)
         run_tasks(_kernel("sigmoid", d, d), x.shape[0], np.ascontiguousarray(x @ A.T), aligned(y.T),
                   aligned((y @ V.T).T), aligned(w), float(h.b), out)
         return out

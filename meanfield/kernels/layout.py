@@ -20,11 +20,11 @@ ALIGNMENT = 64
 def aligned(a, dtype=np.float64) -> np.ndarray:
     """A C-contiguous array equal to ``a`` whose data start on an :data:`ALIGNMENT` boundary.
 
-    ``a`` itself when it already is one (of ``dtype``), otherwise a copy.
+    ``a`` itself when it already is one (of ``dtype``) or is empty, otherwise a copy.
     """
     a = np.asarray(a, dtype=dtype)
-    if a.flags.c_contiguous and a.ctypes.data % ALIGNMENT == 0:
-        return a
+    if a.size == 0 or (a.flags.c_contiguous and a.ctypes.data % ALIGNMENT == 0):
+        return np.ascontiguousarray(a)  # an empty array has nothing to align
     buf = np.empty(a.nbytes + ALIGNMENT, dtype=np.uint8)
     start = -buf.ctypes.data % ALIGNMENT
     out = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
