@@ -31,8 +31,9 @@ Sinkhorn attention is softmax attention with logits ⟨Ax_i, y_j⟩/τ and offse
 o_j = log w_j + g_j, g its potentials (:meth:`Sinkhorn.potentials`); these come
 from :func:`sinkhorn_potentials`, the same log-domain iteration with each
 half-step f_i = −log Σ_j e^{⟨a_i, y_j⟩ + o_j} one pass of compiled rows
-(:func:`log_normalisers`, shifted and redone like the softmax rows), no n×n
-array in memory (for d > 8 and n <= 4096, S and Sᵀ are stored instead).
+(:func:`log_normalisers`, shifted and redone like the softmax rows; for d > 8
+in blocks of rows like the softmax sums), no n×n array in memory (for d > 8 and
+n <= 4096, S and Sᵀ are stored instead: each pass then reads rows).
 
 Each is tested equal to the model's ``field`` to 1e-12 relative.
 """
@@ -209,22 +210,9 @@ def _exact_log_normaliser(ai, YT, offsets):
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _log_normaliser_rows(a, YT, offsets, bound, out, start, stop):
-    """The rows of :data:`_LOG_NORMALISER_TEMPLATE` for any d: d + 2 vectorised passes over a row buffer."""
-    buf = np.empty(YT.shape[1])
-    for i in range(start, stop):
-        sh = bound[i]
-        _shifted_logits(a[i], YT, offsets, sh, buf)
-        z = 0.0
-        for j in range(buf.size):
-            z += vexp(buf[j])
-        out[i] = sh + np.log(z) if UNDERFLOW <= z <= OVERFLOW else _exact_log_normaliser(a[i], YT, offsets)
-
-
-@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
 def _matrix_log_normaliser_rows(S, offsets, shift, out, start, stop):
-    """out_i = log Σ_j e^{S_ij + o_j} from a stored matrix S, shifted by ``shift`` (redone exactly where the
-    shifted sum leaves [UNDERFLOW, OVERFLOW])."""
+    """out_i = log Σ_j e^{S_ij + o_j} from a stored matrix (or block of rows) S, shifted by ``shift`` (redone
+    exactly where the shifted sum leaves [UNDERFLOW, OVERFLOW])."""
     n = S.shape[1]
     buf = np.empty(n)
     for i in range(start, stop):
@@ -356,15 +344,23 @@ def log_normalisers(a, y, offsets, ynorm=None, shift=None):
     iteration) loses less to round-off (the error is of the order of ulp(|shift_i − out_i|)),
     need not be a bound. Rows whose shifted sum leaves [1e-200, 1e300] are redone
     with their exact maximum. ``ynorm`` (max_j |y_j|) may be passed when known.
+    For d > 8 the logits of a block of rows come from one matrix product.
     """
     a = np.ascontiguousarray(a, dtype=float)
     out = np.empty(a.shape[0])
     if shift is None:
         ynorm = np.max(np.linalg.norm(y, axis=1)) if ynorm is None else ynorm
         shift = np.linalg.norm(a, axis=1) * ynorm + np.max(offsets)
-    d = y.shape[1]
-    kernel = _kernel("log_normaliser", d, 0) if d <= UNROLL_MAX else _log_normaliser_rows
-    run_tasks(kernel, a.shape[0], a, aligned(y.T), aligned(offsets), np.ascontiguousarray(shift, dtype=float), out)
+    shift = np.ascontiguousarray(shift, dtype=float)
+    if y.shape[1] <= UNROLL_MAX:
+        run_tasks(_kernel("log_normaliser", y.shape[1], 0), a.shape[0], a, aligned(y.T), aligned(offsets), shift, out)
+        return out
+    S, blocks = _blocks(a.shape[0], y.shape[0])  # the logits of a block of rows by one matrix product
+    offsets = aligned(offsets)
+    for i0, i1 in blocks:
+        block = S[: i1 - i0]
+        np.matmul(a[i0:i1], y.T, out=block)
+        run_tasks(_matrix_log_normaliser_rows, i1 - i0, block, offsets, shift[i0:i1], out[i0:i1])
     return out
 
 

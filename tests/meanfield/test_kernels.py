@@ -205,11 +205,14 @@ def test_compiled_rd_fields_equal_the_models_sums(d, monkeypatch):
 
 
 @pytest.mark.parametrize("d", [2, 16])
-def test_log_normalisers_equal_logsumexp(d):
+def test_log_normalisers_equal_logsumexp(d, monkeypatch):
     """log Σ_j e^{⟨a_i, y_j⟩ + o_j} in compiled rows equals scipy's logsumexp to round-off of its terms, with the
     Cauchy–Schwarz shift (loose by more than 460 for a far cloud: those rows are redone exactly) and with given
-    shifts above or more than 709 below the result (the rows whose sum overflows are redone exactly)."""
+    shifts above or more than 709 below the result (the rows whose sum overflows are redone exactly). d = 16:
+    blocks of 16 rows, the last one partial."""
     from scipy.special import logsumexp
+
+    monkeypatch.setattr("meanfield.kernels.euclidean.BLOCK_ENTRIES", 16 * 500)
 
     from meanfield.kernels.euclidean import log_normalisers
 
