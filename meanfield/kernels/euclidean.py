@@ -156,7 +156,7 @@ def _blocked_sigmoid(a, y, Vy, w, b, out):
     """Sigmoid rows for d > UNROLL_MAX: per block of rows the logits by one matrix product, w_j σ(s_ij + b) in
     compiled rows (:func:`_sigmoid_rows`), the values by a second product."""
     S, blocks = _blocks(a.shape[0], y.shape[0])
-    w = aligned(w)
+    y, w = np.ascontiguousarray(y), aligned(w)  # y once, not a copy per product
     for i0, i1 in blocks:
         block = S[: i1 - i0]
         np.matmul(a[i0:i1], y.T, out=block)
@@ -174,6 +174,7 @@ def _blocked_softmax(a, y, Vy, offsets, bound, out, tq=None, ty=None):
     empty = np.empty(0)
     tq = empty if tq is None else np.ascontiguousarray(tq, dtype=float)
     ty = empty if ty is None else aligned(ty)
+    y = np.ascontiguousarray(y)  # (masked attention passes a column slice): once, not a copy per product
     S, blocks = _blocks(a.shape[0], y.shape[0])
     z = np.empty(S.shape[0])
     redo = []
@@ -356,7 +357,7 @@ def log_normalisers(a, y, offsets, ynorm=None, shift=None):
         run_tasks(_kernel("log_normaliser", y.shape[1], 0), a.shape[0], a, aligned(y.T), aligned(offsets), shift, out)
         return out
     S, blocks = _blocks(a.shape[0], y.shape[0])  # the logits of a block of rows by one matrix product
-    offsets = aligned(offsets)
+    y, offsets = np.ascontiguousarray(y), aligned(offsets)
     for i0, i1 in blocks:
         block = S[: i1 - i0]
         np.matmul(a[i0:i1], y.T, out=block)
