@@ -183,8 +183,8 @@ def simulate(
         code. "auto" picks spectral on the circle from 1024 particles and on
         S² from 6 (L + 1)² particles (L = ``sphere_degree(β)``: 26 at β = 4,
         so n >= 4374), fused for batches of at most 64 particles, pairwise
-        otherwise on spheres, and in R^d for Sinkhorn attention and for the
-        other models up to d = 8, quadrature otherwise in R^d.
+        otherwise on spheres and for every R^d model (every R^d model has
+        compiled sums).
     precision : {"double", "single"}
         "single" sums the field in float32 (the pairwise kernel on spheres,
         d <= 8; "auto" then means "pairwise"): about 2.8× faster at n = 4096,
