@@ -21,7 +21,6 @@ NaN: callers check that their inputs and outputs are finite.
 
 from __future__ import annotations
 
-
 import numba as nb
 import numpy as np
 from numba import types
