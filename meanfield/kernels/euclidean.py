@@ -128,38 +128,47 @@ def _exp_rows(S, offsets, tq, ty, bound, i0, z, start, stop):
         z[r] = acc if acc >= UNDERFLOW else -1.0
 
 
+@nb.njit(inline="always", fastmath=FASTMATH, error_model="numpy", boundscheck=False)
+def _sigmoid(s):
+    """σ(s) = 1/(1 + e^{−s}) without overflow: from e^{−|s|} (0 below round-off, no clamp)."""
+    e = vexp(-abs(s)) if abs(s) < 708.0 else 0.0
+    r = 1.0 / (1.0 + e)
+    return r if s >= 0.0 else e * r
+
+
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
 def _sigmoid_rows(S, w, b, start, stop):
-    """In place, rows of a block of logits: S_rj ← w_j σ(S_rj + b), as the unrolled sigmoid loop computes it."""
+    """In place, rows of a block of logits: S_rj ← w_j σ(S_rj + b)."""
     n = S.shape[1]
     for r in range(start, stop):
         row = S[r]
         for j in range(n):
-            s = b + row[j]
-            e = vexp(-abs(s)) if abs(s) < 708.0 else 0.0  # exp(-|s|), 0 below round-off (no clamp)
-            q = 1.0 / (1.0 + e)
-            row[j] = w[j] * (q if s >= 0.0 else e * q)
+            row[j] = w[j] * _sigmoid(b + row[j])
 
 
 #: entries of one block of logits in the d > UNROLL_MAX softmax path (4 MiB: 128 rows at n = 4096)
 BLOCK_ENTRIES = 2**19
 
 
-def _blocks(m: int, n: int):
-    """A buffer for blocks of rows of an m × n matrix of logits (:data:`BLOCK_ENTRIES` entries) and the blocks'
-    row ranges."""
+def _logit_blocks(a, y):
+    """The logits a yᵀ a block of rows at a time (at most :data:`BLOCK_ENTRIES` entries, one buffer): yields
+    (i0, i1, block), block = a[i0:i1] yᵀ by one matrix product, which the caller may overwrite."""
+    m, n = a.shape[0], y.shape[0]
+    y = np.ascontiguousarray(y)  # once (masked attention passes a column slice), not a copy per product
     rows = min(m, max(8, BLOCK_ENTRIES // max(n, 1)))
-    return aligned(np.empty((rows, n))), [(i0, min(m, i0 + rows)) for i0 in range(0, m, rows)]
+    S = aligned(np.empty((rows, n)))
+    for i0 in range(0, m, rows):
+        i1 = min(m, i0 + rows)
+        block = S[: i1 - i0]
+        np.matmul(a[i0:i1], y.T, out=block)
+        yield i0, i1, block
 
 
 def _blocked_sigmoid(a, y, Vy, w, b, out):
     """Sigmoid rows for d > UNROLL_MAX: per block of rows the logits by one matrix product, w_j σ(s_ij + b) in
     compiled rows (:func:`_sigmoid_rows`), the values by a second product."""
-    S, blocks = _blocks(a.shape[0], y.shape[0])
-    y, w = np.ascontiguousarray(y), aligned(w)  # y once, not a copy per product
-    for i0, i1 in blocks:
-        block = S[: i1 - i0]
-        np.matmul(a[i0:i1], y.T, out=block)
+    w = aligned(w)
+    for i0, i1, block in _logit_blocks(a, y):
         run_tasks(_sigmoid_rows, i1 - i0, block, w, b)
         np.matmul(block, Vy, out=out[i0:i1])
     return out
@@ -174,13 +183,9 @@ def _blocked_softmax(a, y, Vy, offsets, bound, out, tq=None, ty=None):
     empty = np.empty(0)
     tq = empty if tq is None else np.ascontiguousarray(tq, dtype=float)
     ty = empty if ty is None else aligned(ty)
-    y = np.ascontiguousarray(y)  # (masked attention passes a column slice): once, not a copy per product
-    S, blocks = _blocks(a.shape[0], y.shape[0])
-    z = np.empty(S.shape[0])
     redo = []
-    for i0, i1 in blocks:
-        block, zb = S[: i1 - i0], z[: i1 - i0]
-        np.matmul(a[i0:i1], y.T, out=block)
+    for i0, i1, block in _logit_blocks(a, y):
+        zb = np.empty(i1 - i0)
         run_tasks(_exp_rows, i1 - i0, block, offsets, tq, ty, bound, i0, zb)
         np.matmul(block, Vy, out=out[i0:i1])
         out[i0:i1] /= zb[:, None]
@@ -272,10 +277,7 @@ def kernel(a, YT, VyT, w, b, out, start, stop):
 {loads}
 {zeros}
         for j in range(n):
-            s = b + {dot}
-            e = vexp(-abs(s)) if abs(s) < 708.0 else 0.0  # exp(-|s|), 0 below round-off (no clamp)
-            r = 1.0 / (1.0 + e)
-            c = w[j] * (r if s >= 0.0 else e * r)
+            c = w[j] * sigmoid(b + {dot})
 {accumulate_c}
 {stores}
 """
@@ -304,7 +306,7 @@ def _kernel(kind: str, d: int, dv: int, masked: bool = False):
         )
         template = {"softmax": _SOFTMAX_TEMPLATE, "sigmoid": _SIGMOID_TEMPLATE,
                     "log_normaliser": _LOG_NORMALISER_TEMPLATE}[kind]
-        scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "exact_row": _exact_row,
+        scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "sigmoid": _sigmoid, "exact_row": _exact_row,
                  "exact_log_normaliser": _exact_log_normaliser, "UNDERFLOW": UNDERFLOW,
                  "OVERFLOW": OVERFLOW}
         exec(compile(template.format(**fields), f"<{kind} rows d={d} dv={dv}>", "exec"), scope)
@@ -356,11 +358,8 @@ def log_normalisers(a, y, offsets, ynorm=None, shift=None):
     if y.shape[1] <= UNROLL_MAX:
         run_tasks(_kernel("log_normaliser", y.shape[1], 0), a.shape[0], a, aligned(y.T), aligned(offsets), shift, out)
         return out
-    S, blocks = _blocks(a.shape[0], y.shape[0])  # the logits of a block of rows by one matrix product
-    y, offsets = np.ascontiguousarray(y), aligned(offsets)
-    for i0, i1 in blocks:
-        block = S[: i1 - i0]
-        np.matmul(a[i0:i1], y.T, out=block)
+    offsets = aligned(offsets)
+    for i0, i1, block in _logit_blocks(a, y):
         run_tasks(_matrix_log_normaliser_rows, i1 - i0, block, offsets, shift[i0:i1], out[i0:i1])
     return out
 
