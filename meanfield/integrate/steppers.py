@@ -26,7 +26,10 @@ path's coefficients: no transform at degree L per stage) and return
 y + decode(z_new − z). The schemes are linear combinations of stages, so this is
 the same step as in y wherever f(y) = decode(rate(encode(y))) and
 encode(decode(z)) = z; the part of y that encode does not see (grid values
-beyond the expansion) is carried along unchanged, as f never changes it.
+beyond the expansion) is carried along unchanged, as f never changes it. The
+next step starts from z_new, which is encode(y + decode(z_new − z)) up to
+round-off, as long as the stepper's ``y`` is still the array that step made
+(so one encode per stepper, not one per step: on S², one analysis saved per step).
 """
 
 from __future__ import annotations
@@ -144,6 +147,7 @@ class FixedStepper(Stepper):
         self._h = h
         self._equal = equal_steps(self.t_bound - self.t, h) if subdivide and self.t < self.t_bound else None
         self._taken = 0
+        self._z = self._z_of = None  # the stage variables of the state y the last step made
 
     def _step_impl(self):
         if self._equal is not None:
@@ -158,8 +162,10 @@ class FixedStepper(Stepper):
         if self._stages is None:
             y = self._scheme(self._f, self.y, h)
         else:
-            z = self._stages.encode(self.y)
-            y = self.y + self._stages.decode(self._scheme(self._rate_z, z, h) - z)
+            z = self._z if self._z_of is self.y else self._stages.encode(self.y)
+            z_new = self._scheme(self._rate_z, z, h)
+            y = self.y + self._stages.decode(z_new - z)
+            self._z, self._z_of = z_new, y
         return (self.t_bound if last else self.t + h), y, h, None
 
     def _rate_z(self, z):

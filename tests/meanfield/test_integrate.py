@@ -219,7 +219,8 @@ def test_the_progress_bar_shows_rounded_times(capsys):
 def test_stages_in_other_variables_are_the_same_step(method):
     """A nonlinear f(y) = decode(g(encode(y))) with encode a projection onto 3 of 5 orthonormal directions:
     the stages run on z = encode(y) give the y-space step to round-off, carry the part of y encode does not see
-    unchanged, and count their evaluations."""
+    unchanged, and count their evaluations; each step starts from the last one's z, so y is encoded once, and
+    again only when the stepper's y is replaced (as the integrator does after a retraction)."""
     from meanfield.integrate.steppers import Stages
 
     Q = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 5)))[0][:, :3]
@@ -231,13 +232,22 @@ def test_stages_in_other_variables_are_the_same_step(method):
     def f(y):
         return Q @ g(Q.T @ y)
 
+    encoded = []
+
+    def encode(y):
+        encoded.append(y)
+        return Q.T @ y
+
     y0 = np.array([1.0, 0.5, -0.2, 0.7, 0.3])
     plain = FixedStepper(f, 0.0, y0, 1.0, method=method, h=0.1)
-    staged = FixedStepper(f, 0.0, y0, 1.0, method=method, h=0.1, stages=Stages(lambda y: Q.T @ y, lambda z: Q @ z, g))
+    staged = FixedStepper(f, 0.0, y0, 1.0, method=method, h=0.1, stages=Stages(encode, lambda z: Q @ z, g))
     while plain.status == "running":
         plain.step()
         staged.step()
+        if staged.t == pytest.approx(0.5):
+            staged.y = staged.y.copy()  # a new array: its z is not known
     assert staged.status == "finished" and staged.nfev == plain.nfev
+    assert len(encoded) == 2 and encoded[0] is y0
     assert np.max(np.abs(staged.y - plain.y)) <= 1e-14
     residual = y0 - Q @ (Q.T @ y0)  # not seen by f: unchanged
     assert np.max(np.abs((staged.y - Q @ (Q.T @ staged.y)) - residual)) <= 1e-15

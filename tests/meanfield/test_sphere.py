@@ -200,6 +200,48 @@ def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
         SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized, fast=True)
 
 
+@pytest.mark.parametrize("beta", [0.5, 4.0, 40.0])
+def test_potential_is_truncated_only_below_round_off(beta, monkeypatch):
+    """potential_degree(a, L, N) = L_u: the degrees of u = Σ N_l a_lm Y_lm past L_u add to ∇u at most
+    Σ_{l>L_u} N_l c_l ‖a_l‖ (Cauchy–Schwarz and Σ_m |∇Y_lm|² = l(l+1)(2l+1)/4π = c_l²), which is at most
+    2⁻⁵³ Σ_l N_l c_l ‖a_l‖, the scale of the full sum's round-off: measured by synthesising that tail alone on the
+    dealiased rings. L_u is where N_l ~ (β/2)^l/(2l+1)!! makes it so (< L for moderate β), and the right-hand side
+    with the truncated potential equals the one with the full potential to round-off."""
+    from meanfield.domains.sphere import SphereSpectral, continuity
+    from meanfield.domains.sphere.continuity import funk_hecke, potential_degree
+    from meanfield.domains.sphere.gauss import alm_layout
+
+    L = 63
+    g = mf.SphereGrid(L)
+    rho = mf.Density.from_function(g, lambda x: np.exp(12.0 * x[..., 2] + 3.0 * x[..., 0] * x[..., 1])).values
+    rate = SphereSpectral(g, beta, 1.0, True)
+    a = rate.coefficients(rho)
+    _, N = funk_hecke(L, beta)
+    l, m, _ = alm_layout(L)
+    norm = np.sqrt(np.bincount(l, np.where(m > 0, 2.0, 1.0) * np.abs(a) ** 2, minlength=L + 1))
+    bound = N * np.sqrt(np.arange(L + 1) * np.arange(1, L + 2) * (2 * np.arange(L + 1) + 1) / (4 * np.pi)) * norm
+    Lu = potential_degree(a, L, N)
+    assert 1 <= Lu <= L and np.sum(bound[Lu + 1:]) <= 2.0**-53 * np.sum(bound) < np.sum(bound[Lu:])
+    assert Lu < {0.5: 20, 4.0: 30, 40.0: L}[beta]
+    pd = rate._pd
+    tail = np.where(l > Lu, N[l] * a, 0.0)
+    spectra = pd.spectra(3)
+    pd.gradient_legs(tail, out=spectra[:, :, : L + 1])
+    values = pd.rings(spectra)
+    grad = np.hypot(values[1], values[2]) * pd.gradient_scale[:, None]
+    assert np.max(grad) <= np.sum(bound[Lu + 1:])
+    assert np.max(np.abs(values[0])) <= np.sum(bound[Lu + 1:])
+    full, cut = pd.spectra(3), pd.spectra(3)
+    pd.gradient_legs(N[l] * a, out=full[:, :, : L + 1])
+    pd.gradient_legs(N[l] * a, out=cut[:, :, : L + 1], degree=Lu)
+    full, cut = pd.rings(full), pd.rings(cut)
+    assert np.max(np.abs(full - cut)) <= 4 * 2.0**-53 * np.sum(bound)
+    assert potential_degree(a * np.nan, L, N) == L  # non-finite coefficients: nothing is dropped
+    truncated = rate.rate(rho)
+    monkeypatch.setattr(continuity, "potential_degree", lambda a, L, N: L)
+    assert np.max(np.abs(rate.rate(rho) - truncated)) <= 1e-14 * np.max(np.abs(truncated))
+
+
 @pytest.mark.parametrize("beta, normalized", [(4.0, True), (0.0, True), (1.5, False)])
 def test_shtns_backend_equals_ducc0(beta, normalized):
     """The optional shtns backend (skipped where shtns is absent): its transforms and its fused right-hand side

@@ -141,7 +141,7 @@ class SphereSpectral(_SphereRate):
         check_usa_beta(beta, normalized, "S²")
         self.beta, self.c, self.normalized = float(beta), float(c), bool(normalized)
         D, N = funk_hecke(self.L, self.beta)
-        self._D0 = D[0]
+        self._D0, self._N_l = D[0], N
         self._N = N[None, :, None]
         self._lap_L = laplacian(self.L)
         nphi = fast_ring_count(self.Ld) if nphi is None else int(nphi)
@@ -181,7 +181,7 @@ class SphereSpectral(_SphereRate):
             return g
         spectra = pd.spectra(k, key=density)
         n = self.L + 1
-        pd.gradient_legs(Na, out=spectra[:3, :, :n])
+        pd.gradient_legs(Na, out=spectra[:3, :, :n], degree=potential_degree(alm, self.L, self._N_l))
         if density:
             pd.leg(alm, out=spectra[3, :, :n])
         return pd.rings(spectra, out=pd.scratch(("rings", density), spectra.shape[:-1] + (pd.nphi,)))
@@ -243,6 +243,43 @@ class SphereSpectral(_SphereRate):
         f_t, f_p, lap_f = self.gradient_and_laplacian(cilm)
         div = r_t * f_t + r_p * f_p + rho * lap_f
         return self._finish(B.analysis(div, Ld)), self._speed(f_t, f_p), 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def potential_degree(alm, L, N):
+    r"""The degree L_u <= L past which the potential u = Σ N_l a_lm Y_lm is below round-off: the smallest L_u >= 1 with
+
+        Σ_{l > L_u} N_l c_l ‖a_l‖ <= 2⁻⁵³ Σ_l N_l c_l ‖a_l‖,   c_l = √(l(l+1)(2l+1)/4π),   ‖a_l‖² = Σ_m |a_lm|²,
+
+    from the healpy-ordered ``alm`` of degree L (‖a_l‖² = |a_l0|² + 2 Σ_{m>0} |a_lm|²) and the multipliers N_l.
+
+    By Cauchy–Schwarz and the addition theorem (Σ_m |∇Y_lm(x)|² = l(l+1)(2l+1)/4π), N_l c_l ‖a_l‖ bounds
+    the degree-l part of |∇u| at every point, so the right-hand side bounds Σ|terms| of the full sum, the
+    scale of its round-off: the truncated ∇u differs from the full one by at most one unit round-off of that
+    bound, and u by less (the weights √(l(l+1)) grow, so the tail's share of u's bound is smaller). N_l decays
+    like (β/2)^l/(2l+1)!!: L_u = 24 at β = 4 and 90 at β = 100 for coefficients of equal norm per degree, so
+    the syntheses of u and ∇u cost (L_u/L)² of full ones where β is moderate. Non-finite coefficients give L.
+    """
+    norm2 = np.zeros(L + 1)
+    for m in range(L + 1):
+        start = m * (2 * L + 1 - m) // 2
+        w = 1.0 if m == 0 else 2.0
+        for l in range(m, L + 1):
+            a = alm[start + l]
+            norm2[l] += w * (a.real * a.real + a.imag * a.imag)
+    terms = np.zeros(L + 1)
+    total = 0.0
+    for l in range(1, L + 1):
+        terms[l] = N[l] * np.sqrt(l * (l + 1.0) * (2.0 * l + 1.0) / (4.0 * np.pi) * norm2[l])
+        total += terms[l]
+    if not np.isfinite(total):
+        return L
+    tail = 0.0
+    for l in range(L, 0, -1):
+        tail += terms[l]
+        if tail > 2.0**-53 * total:
+            return l
+    return 1
 
 
 @numba.njit(inline="always")

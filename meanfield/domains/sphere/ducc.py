@@ -114,17 +114,25 @@ class RingPlan(ThreadScratch):
             return np.zeros(shape, dtype=complex)
         return self.scratch(("spectra", key), shape, complex)
 
-    def leg(self, alm: np.ndarray, lmax: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
-        """Λ_m(θ) on the rings, shape (ntheta, lmax + 1), of healpy-ordered ``alm`` of degree ``lmax``.
+    def leg(self, alm: np.ndarray, lmax: int | None = None, out: np.ndarray | None = None, orders: int | None = None,
+            layout: int | None = None) -> np.ndarray:
+        """Λ_m(θ) on the rings, shape (ntheta, orders + 1), of the degrees <= ``lmax`` and orders <= ``orders``
+        (default min(lmax, the plan's lmax)) of healpy-ordered ``alm`` packed for degree ``layout`` (default lmax).
 
-        ``out``: where to write them, e.g. ``spectra[j, :, :lmax + 1]`` (returned).
+        ``out``: where to write them, e.g. ``spectra[j, :, :lmax + 1]`` (returned); its columns above
+        ``orders`` are set to zero.
         """
         from ducc0.sht.experimental import alm2leg
 
         lmax = self.lmax if lmax is None else lmax
-        mstart = alm_layout(lmax)[2][: self.lmax + 1]
-        leg = alm2leg(alm=alm.reshape(1, -1), lmax=lmax, theta=self.theta, mval=self.mval, mstart=mstart,
-                      nthreads=sht_threads(), leg=None if out is None else out[None])
+        orders = min(lmax, self.lmax) if orders is None else orders
+        layout = lmax if layout is None else layout
+        mstart = alm_layout(layout)[2][: orders + 1]
+        if out is not None:
+            out[:, orders + 1:] = 0.0
+            out = out[:, : orders + 1]
+        leg = alm2leg(alm=alm.reshape(1, -1), lmax=lmax, theta=self.theta, mval=self.mval[: orders + 1],
+                      mstart=mstart, nthreads=sht_threads(), leg=None if out is None else out[None])
         return leg[0]
 
     @cached_property
@@ -133,18 +141,23 @@ class RingPlan(ThreadScratch):
         l, m = np.meshgrid(np.arange(self.lmax + 2), np.arange(self.lmax + 1), indexing="ij")
         return np.ascontiguousarray(ladder(l, m))
 
-    def gradient_legs(self, alm: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def gradient_legs(self, alm: np.ndarray, out: np.ndarray, degree: int | None = None) -> np.ndarray:
         """Λ_m of f, sin θ ∂_θ f and ∂_φ f, f = Σ a_lm Y_lm of degree ``lmax``, into ``out`` (3, ntheta, lmax + 1).
 
         Scalar transforms only (a spin-1 Legendre transform costs 2.6 of them in ducc0):
         sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_lm Y_{l−1,m} (a = :func:`.gauss.ladder`)
         is one synthesis of degree lmax + 1, and ∂_φ is i m on Λ_m. On the rings,
         :attr:`gradient_scale` (1/sin θ) turns them into (∂_θ f, ∂_φ f / sin θ).
+
+        ``degree``: f truncated to degrees <= ``degree`` (default lmax; ``alm`` keeps the layout of degree lmax),
+        which costs (degree/lmax)² of the full transforms; orders above it are zero in ``out``.
         """
-        st = self.scratch("st", ((self.lmax + 2) * (self.lmax + 3) // 2,), complex)
-        _sin_theta_derivative(alm, self.lmax, self._ladder, st)
-        self.leg(alm, out=out[0])
-        self.leg(st, self.lmax + 1, out=out[1])
+        L = self.lmax
+        degree = L if degree is None else int(degree)
+        st = self.scratch("st", ((L + 2) * (L + 3) // 2,), complex)
+        _sin_theta_derivative(alm, L, degree, self._ladder, st)
+        self.leg(alm, degree, out=out[0], layout=L)
+        self.leg(st, degree + 1, out=out[1], orders=degree, layout=L + 1)
         np.multiply(out[0], self._im, out=out[2])
         return out
 
@@ -262,15 +275,16 @@ class DuccBackend:
 
 
 @numba.njit(cache=True, nogil=True)
-def _sin_theta_derivative(alm, L, a, out):
-    """Healpy-ordered coefficients (degree L + 1) of sin θ ∂_θ f from those of f (degree L), into ``out``:
-    sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_lm Y_{l−1,m}, a = :func:`.gauss.ladder` (l, m)."""
-    for m in range(L + 1):
+def _sin_theta_derivative(alm, L, degree, a, out):
+    """Healpy-ordered coefficients (layout of degree L + 1) of sin θ ∂_θ f from those of f (layout of degree L)
+    truncated to degrees <= ``degree``, into ``out`` (its entries of orders <= ``degree`` and degrees
+    <= ``degree`` + 1): sin θ ∂_θ Y_lm = l a_{l+1,m} Y_{l+1,m} − (l+1) a_lm Y_{l−1,m}, a = :func:`.gauss.ladder` (l, m)."""
+    for m in range(degree + 1):
         src = m * (2 * L + 1 - m) // 2  # entry (l, m) at src + l
         dst = m * (2 * L + 3 - m) // 2  # in the layout of degree L + 1
-        for l in range(m, L + 2):
+        for l in range(m, degree + 2):
             out[dst + l] = 0.0
-        for l in range(m, L + 1):
+        for l in range(m, degree + 1):
             f = alm[src + l]
             out[dst + l + 1] += l * a[l + 1, m] * f
             if l > m:
