@@ -23,10 +23,13 @@ def numpy_field(x, beta):
 
 def solver_step(rate, y, h=1e-3):
     """One RK4 step as ``solve`` takes it: a fixed stepper, its stages on the coefficients where the right-hand
-    side offers them (``coefficient_stages``); in versions without them, four right-hand sides on grid values."""
+    side offers them (``coefficient_stages``), stepping on from its last state as ``solve`` does within an output
+    interval (so, where the version keeps them, from its last stage variables); in versions without stages, four
+    right-hand sides on grid values."""
     if not getattr(rate, "coefficient_stages", False):
         return lambda: rk4_step(rate.rate, y, h)
     from meanfield.integrate.steppers import FixedStepper, Stages
 
     stages = Stages(rate.coefficients, rate.values, lambda z: rate.coefficient_rate_and_speeds(z)[0])
-    return lambda: FixedStepper(rate.rate, 0.0, y, 1.0, h=h, stages=stages).step()
+    stepper = FixedStepper(rate.rate, 0.0, y, np.inf, h=h, stages=stages)
+    return stepper.step

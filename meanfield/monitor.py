@@ -72,15 +72,16 @@ class ResolutionMonitor:
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"`{name}` must be a positive finite number, got {v!r}.")
 
-    def check_state(self, grid, values) -> str | None:
-        """None if ``values`` is resolved on ``grid``, else the reason."""
+    def check_state(self, grid, values, spectrum=None) -> str | None:
+        """None if ``values`` is resolved on ``grid``, else the reason (``spectrum``: ``grid.spectrum(values)``,
+        if known)."""
         if not np.all(np.isfinite(values)):
             return "the density has non-finite values"
         mean = float(grid.integrate(values)) / float(np.sum(grid.weights))
         vmin = float(np.min(values))
         if vmin < -self.neg_tol * mean:
             return f"the density is negative (min {vmin:.3g}, mean {mean:.3g})"
-        return grid.resolution(values, self.tail_tol)
+        return grid.resolution(values, self.tail_tol, spectrum=spectrum)
 
     def check_energy(self, e_old: float, e_new: float, sign: float) -> str | None:
         """None if the energy moved in the direction ``sign`` (up to round-off)."""

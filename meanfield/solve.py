@@ -226,9 +226,12 @@ class GridProblem(Problem):
         raise StopIntegration(t, y, f"the adaptive integrator failed: {message}")
 
     # ---- energy
-    def excess_energy(self, values):
-        """e^{-β}(E_β − m²/2β) on the current grid, or None without an energy."""
-        return None if self.energy_beta is None else self.domain.excess_energy(self.grid, values, self.energy_beta)
+    def excess_energy(self, values, spectrum=None):
+        """e^{-β}(E_β − m²/2β) on the current grid, or None without an energy (``spectrum``:
+        ``grid.spectrum(values)``, if known)."""
+        if self.energy_beta is None:
+            return None
+        return self.domain.excess_energy(self.grid, values, self.energy_beta, spectrum)
 
     def energy_from_excess(self, excess, mass):
         """E_β from e^{-β}(E_β − m²/2β), which the monitor has already computed (NaN without an energy)."""
@@ -259,10 +262,11 @@ class ResolutionTracker(Tracker):
 
     def check(self, t, y):
         p = self.problem
-        reason = self.monitor.check_state(p.grid, y)
+        spectrum = p.grid.spectrum(y) if np.all(np.isfinite(y)) else None  # one analysis for both checks
+        reason = self.monitor.check_state(p.grid, y, spectrum)
         self._candidate = None
         if reason is None and p.energy_beta is not None:
-            self._candidate = p.excess_energy(y)
+            self._candidate = p.excess_energy(y, spectrum)
             reason = self.monitor.check_energy(self.excess, self._candidate, p.energy_sign)
         return reason
 

@@ -57,9 +57,17 @@ class Grid(abc.ABC):
     def interpolate(self, values, points) -> np.ndarray:
         """The density represented by ``values`` at points of the domain."""
 
+    def spectrum(self, values):
+        """What the resolution check and the energy both read of ``values``: the expansion's coefficients on
+        the spectral grids, computed once per state and passed to :meth:`resolution` and
+        :meth:`Domain.excess_energy` as ``spectrum``; None (the default) where they read the values."""
+        return None
+
     @abc.abstractmethod
-    def resolution(self, values, tail_tol: float) -> str | None:
-        """None if ``values`` are resolved on this grid, else the reason (MATH.md §2.2)."""
+    def resolution(self, values, tail_tol: float, *, spectrum=None) -> str | None:
+        """None if ``values`` are resolved on this grid, else the reason (MATH.md §2.2).
+
+        ``spectrum``: :meth:`spectrum` of ``values`` where the caller has it (not computed again)."""
 
     @abc.abstractmethod
     def coordinates(self) -> dict[str, tuple[np.ndarray, dict]]:
@@ -169,8 +177,9 @@ class Domain(abc.ABC):
         """β_eff of the interaction energy E_β monitored along ``model`` on this domain, or None."""
         return None
 
-    def excess_energy(self, grid, values, beta: float) -> float:
-        """e^{-β}(E_β − m²/2β), finite for every β (well conditioned as β → 0)."""
+    def excess_energy(self, grid, values, beta: float, spectrum=None) -> float:
+        """e^{-β}(E_β − m²/2β), finite for every β (well conditioned as β → 0); ``spectrum``:
+        ``grid.spectrum(values)`` where the caller has it."""
         raise NotImplementedError(f"no interaction energy on the {self.name}")
 
     def energy(self, grid, values, beta: float) -> float:

@@ -1,5 +1,7 @@
 """The domain protocol, for every domain: geometry, grids, measures that carry their domain, the circle's Fourier module."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -171,3 +173,33 @@ def test_circle_fft_entry_points_equal_scipy(n):
     assert np.max(np.abs(fourier.rfft(X) - sfft.rfft(X, axis=-1))) <= 1e-14 * np.max(np.abs(sfft.rfft(X)))
     C = sfft.rfft(X, axis=-1)
     assert np.max(np.abs(fourier.irfft(C, n) - X)) <= 1e-14 * np.max(np.abs(X))
+
+
+@pytest.mark.parametrize("domain", ALL, ids=lambda d: d.name)
+def test_the_monitor_reads_one_spectrum_per_accepted_state(domain, monkeypatch):
+    """The resolution check and the energy read the same spectrum of a state (``grid.spectrum``): given it, they
+    equal their values-only forms exactly, and ``solve`` analyses each accepted state once for both (the number of
+    spectra grows by one per step), not once per check."""
+    d = density(domain)
+    grid, tol = d.grid, 1e-10
+    spectrum = grid.spectrum(d.values)
+    assert (spectrum is None) == (domain is EUCLIDEAN)
+    assert grid.resolution(d.values, tol, spectrum=spectrum) == grid.resolution(d.values, tol)
+    assert grid.resolution(d.values, 1e-20, spectrum=spectrum) == grid.resolution(d.values, 1e-20)
+    model = Softmax(np.eye(2)) if domain is EUCLIDEAN else mf.SelfAttention(2.0)
+    beta = domain.energy_beta(model)
+    if beta is not None:
+        assert domain.excess_energy(grid, d.values, beta, spectrum) == domain.excess_energy(grid, d.values, beta)
+    calls = []
+    counted = "spectrum" if domain is EUCLIDEAN else "coefficients"  # the analyses themselves, where there are any
+    original = getattr(type(grid), counted)
+    monkeypatch.setattr(type(grid), counted, lambda self, v: calls.append(1) or original(self, v))
+    counts = []
+    for dt in (0.01, 0.005):
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # mass leaving R^d's box: not this test's subject
+            sol = mf.solve(model, d, (0.0, 0.04), dt=dt, method="rk4")
+        counts.append((len(calls), sol.nsteps))
+    (c1, n1), (c2, n2) = counts
+    assert n2 > n1 and c2 - c1 == n2 - n1

@@ -29,7 +29,7 @@ def i0_minus_one(beta: float) -> float:
             return total
 
 
-def excess_energy(grid: CircleGrid, values, beta: float) -> float:
+def excess_energy(grid: CircleGrid, values, beta: float, spectrum=None) -> float:
     r"""e^{-β}(E_β − m²/2β) of the trigonometric interpolant, m its mass, by Parseval.
 
     E_β = (1/2β)∫ρ (K_β*ρ) dθ = (2π²/β) Σ_{k∈Z} I_k(β)|ρ̂_k|² and m = 2πρ̂_0, so
@@ -37,9 +37,10 @@ def excess_energy(grid: CircleGrid, values, beta: float) -> float:
     weighs |ρ̂_k|² by m_k²/2 (2, and ½ for the split Nyquist mode; :func:`fourier.multiplicity`).
     Mass is conserved, so this is monotone exactly when E_β is, and it stays well
     conditioned as β → 0, where it tends to ½|∫x dμ|² = 2π²|ρ̂_1|² (the value
-    :meth:`SelfAttention.energy` gives at β = 0).
+    :meth:`SelfAttention.energy` gives at β = 0). ``spectrum``: ``grid.spectrum(values)`` (ρ̂_k) where the
+    caller has it.
     """
-    c = grid.coefficients(values)
+    c = grid.coefficients(values) if spectrum is None else spectrum
     a2 = c.real**2 + c.imag**2
     if beta == 0.0:
         return float(np.pi**2 * a2[1] * 0.5 * fourier.multiplicity(grid.n)[1] ** 2)

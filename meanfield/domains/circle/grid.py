@@ -140,21 +140,26 @@ class CircleGrid(Grid):
         """Evaluate the trigonometric interpolant of nodal ``values`` at angles θ."""
         return fourier.evaluate(values, theta)
 
-    def spectral_tail(self, values: np.ndarray) -> float:
-        """max |ρ̂_k| over the top 1/16 of the wavenumbers, relative to |ρ̂_0|.
+    def spectrum(self, values: np.ndarray) -> np.ndarray:
+        """ρ̂_k (:meth:`coefficients`), which the resolution check and the energy both read."""
+        return self.coefficients(values)
+
+    def spectral_tail(self, values: np.ndarray, spectrum: np.ndarray | None = None) -> float:
+        """max |ρ̂_k| over the top 1/16 of the wavenumbers, relative to |ρ̂_0| (``spectrum``: :meth:`spectrum`
+        of ``values``, if known).
 
         The band is the highest max(2, k'/16) wavenumbers up to k' = (n − 1)//2;
         the Nyquist mode of an even grid is left out, since the solver holds it
         fixed (its derivative is set to zero). A resolved density has
         coefficients decaying to round-off before n/2.
         """
-        c = np.abs(fourier.rfft(values))
+        c = np.abs(self.coefficients(values) if spectrum is None else spectrum)
         top = (self.n - 1) // 2
         width = max(2, top // 16)
         return float(np.max(c[top - width + 1 : top + 1]) / c[0])
 
-    def resolution(self, values, tail_tol: float) -> str | None:
-        tail = self.spectral_tail(values)
+    def resolution(self, values, tail_tol: float, *, spectrum=None) -> str | None:
+        tail = self.spectral_tail(values, spectrum)
         if not tail <= tail_tol:
             return f"the spectral tail {tail:.6g} exceeds tail_tol = {tail_tol:.6g} on {self!r}"
         return None

@@ -148,7 +148,7 @@ class EuclideanGrid(Grid):
         core = inner[tuple(slice(1, -1) for _ in range(self.dim))]
         return float(inner.sum() - core.sum())
 
-    def resolution(self, values, tail_tol: float | None = None, cells: float = 2.0) -> str | None:
+    def resolution(self, values, tail_tol: float | None = None, cells: float = 2.0, *, spectrum=None) -> str | None:
         """A reason if the density is narrower than ``cells`` cells in some direction, else None.
 
         A heuristic, not a bound (there is no spectral tail here; ``tail_tol`` is not used)."""

@@ -106,8 +106,10 @@ class SphereSpectral(_SphereRate):
     Fast path (ducc0 ring plans, :mod:`.ducc`, or the optional shtns plans on grids
     of at least 32 colatitudes): from the coefficients a_lm of ρ (degree L), the
     dealiased rings carry u, ∇u and ρ (ducc0: 3 scalar Legendre syntheses, ∇ through
-    the ladder of sin θ ∂_θ, :meth:`.ducc.RingPlan.gradient_legs`; shtns: 2 scalar and
-    one spheroidal synthesis), the flux F = ρ∇φ is formed there, and the adjoint of
+    the ladder of sin θ ∂_θ, :meth:`.ducc.RingPlan.gradient_legs`, those of u and
+    sin θ ∂_θ u only to the degree :func:`potential_degree` past which u's terms are
+    below round-off — about 15–30 for moderate β, whatever L; shtns: 2 scalar and
+    one spheroidal synthesis of degree L), the flux F = ρ∇φ is formed there, and the adjoint of
     the gradient gives −div F directly (ducc0: 2 scalar analyses,
     :meth:`.ducc.RingPlan.divergence_analysis`; shtns: one vector analysis):
 

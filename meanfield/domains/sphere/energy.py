@@ -38,9 +38,11 @@ def excess_from_power(p, beta: float) -> float:
     return float((D[1:] @ p[1:] + 4.0 * np.pi * _i0m1_scaled(beta) * p[0]) / (2.0 * beta))
 
 
-def excess_energy(grid: SphereGrid, values, beta: float) -> float:
-    r"""e^{-β}(E_β − m²/2β) of the expansion on the grid, by Parseval (:func:`excess_from_power`)."""
-    return excess_from_power(np.sum(grid.coefficients(values) ** 2, axis=(0, 2)), beta)
+def excess_energy(grid: SphereGrid, values, beta: float, spectrum=None) -> float:
+    r"""e^{-β}(E_β − m²/2β) of the expansion on the grid, by Parseval (:func:`excess_from_power`);
+    ``spectrum``: ``grid.spectrum(values)`` (its coefficients) where the caller has it."""
+    c = grid.coefficients(values) if spectrum is None else spectrum
+    return excess_from_power(np.sum(c**2, axis=(0, 2)), beta)
 
 
 def energy(grid: SphereGrid, values, beta: float) -> float:

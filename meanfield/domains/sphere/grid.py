@@ -138,14 +138,19 @@ class SphereGrid(Grid):
             raise ValueError(f"`points` must be unit vectors in R^3 for a sphere grid, got shape {x.shape}.")
         return evaluate(self.coefficients(values), x)
 
-    def spectral_tail(self, values: np.ndarray) -> float:
-        """sqrt(max power per degree) over the top 1/16 of degrees, relative to |c_00|."""
-        p = degree_power(self.coefficients(values))
+    def spectrum(self, values: np.ndarray) -> np.ndarray:
+        """The coefficients c_lm (:meth:`coefficients`), which the resolution check and the energy both read."""
+        return self.coefficients(values)
+
+    def spectral_tail(self, values: np.ndarray, spectrum: np.ndarray | None = None) -> float:
+        """sqrt(max power per degree) over the top 1/16 of degrees, relative to |c_00|
+        (``spectrum``: :meth:`spectrum` of ``values``, if known)."""
+        p = degree_power(self.coefficients(values) if spectrum is None else spectrum)
         width = max(2, self.lmax // 16)
         return float(np.sqrt(np.max(p[-width:])) / abs(np.sqrt(p[0])))
 
-    def resolution(self, values, tail_tol: float) -> str | None:
-        tail = self.spectral_tail(values)
+    def resolution(self, values, tail_tol: float, *, spectrum=None) -> str | None:
+        tail = self.spectral_tail(values, spectrum)
         if not tail <= tail_tol:
             return f"the spectral tail {tail:.6g} exceeds tail_tol = {tail_tol:.6g} on {self!r}"
         return None
