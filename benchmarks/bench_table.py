@@ -16,8 +16,9 @@ s2-step      S² SA β = 4, one RK4 step, L = 63 / 127 / 255: the solver's step 
              reference path (scalar form), and the solver on the optional shtns backend
              (where shtns is installed).
 s2-heads     S² two random heads (general Q, K, V), one RK4 step at lmax 24 and 48: the
-             solver's default path (the moment path where the version has it) and the
-             quadrature path with the compiled sum, against the quadrature path with the
+             solver's default path (the moment path where the version has it; its step as
+             ``solve`` takes it, stages on the coefficients where the version has them) and
+             the quadrature path with the compiled sum, against the quadrature path with the
              models' NumPy sum.
 particles    S² particles n = 4096, d = 3, SA β = 4: one field (fused kernel against
              NumPy, and against a numba loop that only evaluates the n² exponentials
@@ -179,7 +180,7 @@ def row_s2_heads(repeat):
         if field is not None and default.path != "quadrature":
             paths.append(("quadrature, compiled sum", SPHERE.rate(model, g, "quadrature", field)))
         for name, rate in paths:
-            t = median(lambda: rk4_step(rate.rate, y), repeat)
+            t = median(solver_step(rate, y), repeat)  # on the coefficients where the path has stages there
             report(f"S² two random heads, RK4 step, lmax {L}, {name}", t, t_ref, "quadrature, the models' NumPy sum",
                    "target ≤ 500 ms at lmax 48" if L == 48 else "")
 

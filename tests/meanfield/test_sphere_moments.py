@@ -90,6 +90,11 @@ def test_roundoff_estimate_bounds_the_error_and_falls_back_past_tol():
     assert loose.fallbacks == 0 and 1e-14 < err <= loose.roundoff
     strict = SphereMoments(g, model, model.field, tol=0.1 * loose.roundoff)
     assert np.array_equal(strict._field(y), ref) and strict.fallbacks == 1
+    # the right-hand side on the coefficients falls back too (the sums over the values the coefficients give),
+    # equal to the quadrature path's up to the two divergence formulas' round-off
+    tendency = strict.rate(y)
+    assert strict.fallbacks == 2
+    assert relative(tendency, SphereQuadrature(g, model.field).rate(y)) <= 1e-12
 
 
 def test_moment_path_refuses_what_it_cannot_do():

@@ -17,10 +17,10 @@ and in y: its degree-l part in either variable is at most (2l + 1) i_l(s) in
 size, s = ‖A‖₂. Truncated at degree D in both, the map is one matrix 𝒦 from
 the coefficients of degree <= min(D, L) of its argument to those of degree <= D
 of Z (or N_k), built once per head and grid (:func:`moment_matrix`). Per
-right-hand side this costs one analysis at L and three on the dealiased grid
-(ρ and y_k ρ), one 4-column product with 𝒦 per head and four syntheses of
-degree D per head — O(L³) where the quadrature sums over the grid measure
-cost O(L⁴).
+right-hand side (on the a_lm of ρ) this costs one synthesis of ρ and three
+analyses of degree min(D, L) of y_k ρ on the dealiased grid, one 4-column product
+with 𝒦 per head, four syntheses of degree D per head and the divergence's two
+analyses — O(L³) where the quadrature sums over the grid measure cost O(L⁴).
 
 Truncation bound (a priori): for ρ >= 0 of degree <= L and mass m, both
 truncations together change Z and N by at most T_D(s)(1 + (L + 1)) m, with
@@ -38,7 +38,11 @@ estimated round-off exceeds ``tol``. (The estimate is not a proof; it was
 checked against the quadrature sums, see :data:`TOL`.)
 
 The transforms here are ducc0's ring plans (:mod:`.ducc`) whatever the grid's
-backend; the divergence is the quadrature path's (:class:`.continuity.SphereQuadrature`).
+backend; the divergence is the spectral path's flux form: F = ρX on the dealiased
+nodes and (−div F)_lm = ∫ F·∇Ȳ_lm by the adjoint of the gradient
+(:meth:`.ducc.RingPlan.divergence_analysis`). The state of the fixed steps' stages is
+the a_lm of ρ, as on the spectral path (one analysis and one synthesis at degree L
+per step, not per stage).
 """
 
 from __future__ import annotations
@@ -205,30 +209,47 @@ class SphereMoments(SphereQuadrature):
         self.Dy = Dy = max(h.Dy for h in self.heads)
         for h in self.heads:  # every head's columns in the layout of degree Dy, so one set of arguments serves all
             h.K = _relayout_columns(h.K, h.Dy, Dy)
-        self._plan_L = ring_plan(Dy, self.L)
         self._plan_d = ring_plan(Dy, self.Ld)
         self._synth = {h.D: ring_plan(h.D, self.Ld) for h in self.heads}
+        self._pL, self._pd = ring_plan(self.L), ring_plan(self.L, self.Ld)  # a_lm ↔ values; ρ and −div F on the nodes
+        l, m, _ = alm_layout(Dy)
+        self._low = alm_layout(self.L)[2][m].astype(np.intp) + l  # where the a_lm of degree <= Dy sit in a_lm
         self._points = nodes(self.Ld)[2]
         self._xyz = np.ascontiguousarray(np.moveaxis(self._points, -1, 0))
         self.fallbacks = 0
         self.roundoff = 0.0  # the last evaluation's a-posteriori estimate
 
-    def _arguments(self, values, rho):
+    # ---- the stages' variables: the a_lm of ρ (degree L, ducc0's layout)
+    coefficient_stages = True
+
+    def coefficients(self, values) -> np.ndarray:
+        """The a_lm (degree L, ducc0's layout) of grid values: the stages' state."""
+        return self._pL.analysis(values)
+
+    def values(self, alm) -> np.ndarray:
+        """Grid values of coefficients from :meth:`coefficients` (a new array)."""
+        return self._pL.synthesis(alm)
+
+    def _arguments(self, alm, rho):
         """Coefficients of degree <= Dy of ρ, xρ, yρ, zρ, as real columns (2 n_Dy, 4)."""
         n = (self.Dy + 1) * (self.Dy + 2)
         out = np.empty((4, n))
-        out[0] = self._plan_L.analysis(values).view(float)
+        out[0] = alm[self._low].view(float)
         for k in range(3):
             out[k + 1] = self._plan_d.analysis(rho * self._xyz[k]).view(float)
         return out.T
 
     def _field(self, values, rho=None):
-        """Σ_h P_x^⊥ V_h N_h/Z_h (SA) or P_x^⊥ V_h N_h (USA) at the dealiased nodes; the quadrature sums where
-        an SA head's round-off estimate exceeds ``tol`` (USA has no division: its error stays ε(D + 1) of
-        max |N| in absolute terms, as the quadrature sums' own)."""
-        if rho is None:
-            rho = self.backend.synthesis(self.backend.analysis(values, self.L), self.Ld)
-        args = self._arguments(values, rho)
+        """X at the dealiased nodes, shape (ntheta, nphi, 3), for grid values (:meth:`_moment_field`)."""
+        alm = self.coefficients(values)
+        return self._moment_field(alm, self._pd.synthesis(alm) if rho is None else rho, values)
+
+    def _moment_field(self, alm, rho, values=None):
+        """Σ_h P_x^⊥ V_h N_h/Z_h (SA) or P_x^⊥ V_h N_h (USA) at the dealiased nodes, from the a_lm of ρ and its
+        values ``rho`` there; the quadrature sums (over the grid values, ``values`` if given) where an SA head's
+        round-off estimate exceeds ``tol`` (USA has no division: its error stays ε(D + 1) of max |N| in absolute
+        terms, as the quadrature sums' own)."""
+        args = self._arguments(alm, rho)
         u = np.zeros((3,) + self._shape)
         roundoff = 0.0
         for h in self.heads:
@@ -245,8 +266,24 @@ class SphereMoments(SphereQuadrature):
         self.roundoff = roundoff
         if not roundoff <= self.tol:
             self.fallbacks += 1
-            return super()._field(values, rho)
+            return super()._field(self.values(alm) if values is None else values, rho)
         return project_tangent(self._points, np.moveaxis(u, 0, -1))
+
+    def coefficient_rate_and_speeds(self, alm):
+        """(coefficients of ∂_t ρ = −div(ρX), max |X|, 0) from the a_lm of ρ: the flux F = ρX on the dealiased
+        nodes in (θ̂, φ̂) components, and −div F by the adjoint of the gradient
+        (:meth:`.ducc.RingPlan.divergence_analysis`), as the spectral path."""
+        pd = self._pd
+        rho = pd.synthesis(alm)
+        X = self._moment_field(alm, rho)
+        flux = np.empty((2,) + self._shape)
+        for j in range(2):
+            flux[j] = rho * pd.flux_scale[:, None] * sum(X[..., k] * self._e[k][j] for k in range(3))
+        return pd.divergence_analysis(flux), float(np.sqrt(np.max(np.sum(X * X, axis=-1)))), 0.0
+
+    def rate_and_speeds(self, values):
+        tendency, speed, strain = self.coefficient_rate_and_speeds(self.coefficients(values))
+        return self.values(tendency), speed, strain
 
 
 def _relayout_columns(K: np.ndarray, Dy: int, Dmax: int) -> np.ndarray:
