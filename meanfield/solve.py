@@ -185,7 +185,7 @@ class GridProblem(Problem):
 
     def stages(self):
         """The right-hand side's coefficients as the fixed steps' stage variables, where it has them
-        (``coefficient_stages``: the S² spectral path on ring plans); else None."""
+        (``coefficient_stages``: the S² spectral path on ring plans, the S² moment path); else None."""
         rhs = self.rhs
         if not getattr(rhs, "coefficient_stages", False):
             return None
@@ -262,7 +262,7 @@ class ResolutionTracker(Tracker):
 
     def check(self, t, y):
         p = self.problem
-        spectrum = p.grid.spectrum(y) if np.all(np.isfinite(y)) else None  # one analysis for both checks
+        spectrum = p.grid.spectrum(y)  # one analysis for both checks (read only once the state is finite)
         reason = self.monitor.check_state(p.grid, y, spectrum)
         self._candidate = None
         if reason is None and p.energy_beta is not None:

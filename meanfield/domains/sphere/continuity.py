@@ -88,6 +88,12 @@ class _SphereRate:
     def rate(self, values):
         return self.rate_and_speeds(values)[0]
 
+    def _rate_through_coefficients(self, values):
+        """``rate_and_speeds`` of the paths with ``coefficient_stages``: their coefficient right-hand side
+        between one analysis and one synthesis at degree L."""
+        tendency, speed, strain = self.coefficient_rate_and_speeds(self.coefficients(values))
+        return self.values(tendency), speed, strain
+
 
 def fast_ring_count(lmax_d: int) -> int:
     """Longitudes of the dealiased rings on the fast path: the smallest 2^a 3^b 5^c ... >= 2 L_d + 1.
@@ -236,8 +242,7 @@ class SphereSpectral(_SphereRate):
 
     def rate_and_speeds(self, values):
         if self.fast:
-            tendency, speed, strain = self.coefficient_rate_and_speeds(self.coefficients(values))
-            return self.values(tendency), speed, strain
+            return self._rate_through_coefficients(values)
         B, Ld = self.backend, self.Ld
         cilm = B.analysis(values, self.L)
         rho = B.synthesis(cilm, Ld)

@@ -276,14 +276,14 @@ class SphereMoments(SphereQuadrature):
         pd = self._pd
         rho = pd.synthesis(alm)
         X = self._moment_field(alm, rho)
+        weighted = rho * pd.flux_scale[:, None]
         flux = np.empty((2,) + self._shape)
         for j in range(2):
-            flux[j] = rho * pd.flux_scale[:, None] * sum(X[..., k] * self._e[k][j] for k in range(3))
+            flux[j] = weighted * sum(X[..., k] * self._e[k][j] for k in range(3))
         return pd.divergence_analysis(flux), float(np.sqrt(np.max(np.sum(X * X, axis=-1)))), 0.0
 
     def rate_and_speeds(self, values):
-        tendency, speed, strain = self.coefficient_rate_and_speeds(self.coefficients(values))
-        return self.values(tendency), speed, strain
+        return self._rate_through_coefficients(values)
 
 
 def _relayout_columns(K: np.ndarray, Dy: int, Dmax: int) -> np.ndarray:
