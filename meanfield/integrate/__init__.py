@@ -11,10 +11,10 @@ May import numpy, scipy and tqdm only.
 """
 
 from .integrator import Integrator, Problem, StopIntegration
-from .steppers import (ADAPTIVE, FIXED, METHODS, STEPPERS, AdaptiveStepper, FixedStepper, Stages, Stepper, equal_steps,
-                       rk4, ssprk3)
+from .steppers import (ADAPTIVE, FIXED, METHODS, STEPPERS, AdaptiveStepper, FixedStepper, RecordingStepper, Stages,
+                       Stepper, equal_steps, rk4, ssprk3)
 from .trackers import FiniteTracker, InterruptTracker, OutputTracker, ProgressTracker, Status, Tracker
 
-__all__ = ["Integrator", "Problem", "StopIntegration", "Stages", "Stepper", "FixedStepper", "AdaptiveStepper", "STEPPERS",
+__all__ = ["Integrator", "Problem", "StopIntegration", "Stages", "Stepper", "FixedStepper", "AdaptiveStepper", "RecordingStepper", "STEPPERS",
            "METHODS", "FIXED", "ADAPTIVE", "equal_steps", "rk4", "ssprk3", "Tracker", "ProgressTracker",
            "OutputTracker", "FiniteTracker", "InterruptTracker", "Status"]

@@ -65,6 +65,12 @@ class Problem:
         """:class:`.steppers.Stages` for the fixed steps' stages, or None (default: the stages run on y)."""
         return None
 
+    def adapt(self, t: float, y):
+        """Before every step: a replacement of the accepted state ``y`` at ``t`` where the representation must
+        change (e.g. panels bisected where the flow map steepened), or None to go on with ``y``; may raise
+        :class:`StopIntegration`. The stepper then restarts from the replacement and the trackers are reset."""
+        return None
+
     def reject(self, t: float, y, reason: str):
         """A candidate step from (t, y) was rejected: the state to redo it from, or raise :class:`StopIntegration`."""
         raise StopIntegration(t, y, reason)
@@ -201,6 +207,11 @@ class Integrator:
         stepper = self._stepper(t, y, t_out)
         try:
             while stepper.status == "running":
+                replaced = self.problem.adapt(stepper.t, stepper.y)
+                if replaced is not None:
+                    stepper.restart(replaced)
+                    for tr in self.trackers:
+                        tr.reset(stepper.t, replaced)
                 t_prev, y_prev = stepper.t, stepper.y
                 if stepper.adaptive:
                     y_prev = np.array(y_prev, copy=True)
@@ -216,6 +227,7 @@ class Integrator:
                     self._retire(old)
                     continue
                 stepper.y = y_new
+                stepper.accept()
                 self._accept(stepper.t, y_new, h, stepper.substeps)
                 if stepper.adaptive:
                     stepper.max_step = self.cfl * self.problem.max_step()

@@ -15,6 +15,11 @@ method     stepper
 "dop853"   Dormand–Prince 8(5,3) (``scipy.integrate.DOP853``), adaptive
 =========  =========================================================================
 
+:class:`RecordingStepper` is Dormand–Prince 8(5,3) on scipy's tableau with its own step
+control, for right-hand sides that return a *record* with each stage (the adaptive Lagrangian
+panels record the moments of the measure at every stage, and replay new characteristics
+through them): the records of each accepted step are handed on when the integrator accepts it.
+
 Fixed-step rules (:class:`FixedStepper`): steps of ``h`` (a number, or a
 callable giving the next step) with the last one shortened to land on
 ``t_bound``; or, with ``subdivide=True``, the interval cut into the fewest equal
@@ -40,8 +45,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.integrate as si
 
-__all__ = ["rk4", "ssprk3", "equal_steps", "Stages", "Stepper", "FixedStepper", "AdaptiveStepper", "STEPPERS", "METHODS",
-           "FIXED", "ADAPTIVE", "make_stepper"]
+__all__ = ["rk4", "ssprk3", "equal_steps", "Stages", "Stepper", "FixedStepper", "AdaptiveStepper", "RecordingStepper",
+           "STEPPERS", "METHODS", "FIXED", "ADAPTIVE", "make_stepper"]
 
 
 def rk4(f, y, h):
@@ -124,6 +129,15 @@ class Stepper(abc.ABC):
     @abc.abstractmethod
     def _step_impl(self) -> tuple[float, np.ndarray, float, str | None]:
         """(t_new, y_new, h, None), or (t, y, 0, message) on failure."""
+
+    def accept(self) -> None:
+        """The integrator accepted the step just taken (no tracker rejected it): commit what it recorded."""
+
+    def restart(self, y) -> None:
+        """Go on from the state ``y`` at the current time (a problem replaced its state between steps, e.g.
+        bisected panels): forget everything computed from the old state. The fixed steppers carry nothing
+        over (their stage variables are re-encoded from a new array); others override this."""
+        self.y = y
 
 
 class FixedStepper(Stepper):
@@ -208,6 +222,104 @@ class AdaptiveStepper(Stepper):
         """The interpolant of the last step, t ↦ y(t) (shaped)."""
         dense = self._solver.dense_output()
         return lambda t: dense(t).reshape(self._shape)
+
+
+class RecordingStepper(Stepper):
+    r"""Dormand–Prince 8(5,3) on scipy's tableau, whose right-hand side also returns a record of each stage.
+
+    ``f(y) -> (dy/dt, record)``. One step evaluates the 12 stages and f at the new state (first
+    same as last: it is the next step's first stage), estimates the error as scipy's DOP853 does,
+
+    .. math::
+
+        \mathrm{err} = h\,\frac{\|e_5\|^2}{\sqrt{(\|e_5\|^2 + 0.01\|e_3\|^2)\,N}},
+        \qquad e_k = \frac{\sum_j E_{k,j} K_j}{\mathrm{atol} + \mathrm{rtol}\max(|y|, |y_{new}|)},
+
+    and retries with h·max(0.2, 0.9 err^{-1/8}) until err < 1; the next step is
+    h·min(10, 0.9 err^{-1/8}). A step shortened to land on ``t_bound`` does not shrink the
+    step proposed after it (:attr:`h`, which the next stepper of the run may start from).
+    On :meth:`accept`, ``on_accept(h, records)`` receives the step and the records of its
+    stages (shape ``(12,) + record shape``), in the order of scipy's ``DOP853.A``.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(y) -> (rate, record)``; records are arrays of one shape and dtype.
+    first_step : float
+        The first step tried.
+    fsal : tuple, optional
+        ``(rate, record)`` at ``y`` from an earlier stepper of the same run (saves one evaluation).
+    on_accept : callable, optional
+    """
+
+    adaptive = True
+    stages = si.DOP853.B.size  # stages per step, each with its record (the last one is the next step's first)
+    _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
+
+    def __init__(self, f, t, y, t_bound, *, rtol: float = 1e-12, atol: float = 1e-12, first_step: float,
+                 fsal=None, on_accept=None):
+        super().__init__(f, t, y, t_bound)
+        tableau = si.DOP853
+        self._A, self._B, self._E3, self._E5 = tableau.A, tableau.B, tableau.E3, tableau.E5
+        self.rtol, self.atol, self.h = rtol, atol, float(first_step)
+        self.fsal, self._on_accept, self._pending = fsal, on_accept, None
+        self.max_step = np.inf  # the integrator's cap (a CFL bound); none by default
+
+    def _fr(self, y):
+        self.nfev += 1
+        return self.f(y)
+
+    def restart(self, y):
+        self.y, self.fsal = y, None
+
+    def _step_impl(self):
+        y, t = self.y, self.t
+        if self.fsal is None:
+            self.fsal = self._fr(y)
+        ns = self._B.size
+        t_next = self.t_bound
+        while True:
+            h = min(self.h, t_next - t, self.max_step)
+            K = np.empty((ns + 1,) + y.shape)
+            K[0] = self.fsal[0]
+            records = [self.fsal[1]]
+            for i in range(1, ns):
+                K[i], rec = self._fr(y + h * _combine(self._A[i, :i], K[:i]))
+                records.append(rec)
+            y_new = y + h * _combine(self._B, K[:ns])
+            K[ns], rec_new = self._fr(y_new)
+            scale = self.atol + self.rtol * np.maximum(np.abs(y), np.abs(y_new))
+            e5 = np.sum((_combine(self._E5, K) / scale) ** 2)
+            e3 = np.sum((_combine(self._E3, K) / scale) ** 2)
+            err = 0.0 if e5 == 0 and e3 == 0 else h * e5 / np.sqrt((e5 + 0.01 * e3) * y.size)
+            if not np.isfinite(err):
+                return t, y, 0.0, f"the rate is not finite in the step from t = {t:.6g}"
+            if err < 1.0:
+                break
+            self.h = h * max(self._MIN_FACTOR, self._SAFETY * err ** (-1.0 / 8.0))
+            if self.h < 1e-14 * max(1.0, abs(t)):
+                return t, y, 0.0, f"the step size underflowed at t = {t:.6g}"
+        landed = h == t_next - t
+        grown = h * (self._MAX_FACTOR if err == 0 else min(self._MAX_FACTOR, self._SAFETY * err ** (-1.0 / 8.0)))
+        self.h = max(self.h, grown) if landed else grown
+        self.fsal = (K[ns], rec_new)
+        self._pending = (h, np.stack(records))
+        return (t_next if landed else t + h), y_new, h, None
+
+    def accept(self):
+        if self._on_accept is not None and self._pending is not None:
+            self._on_accept(*self._pending)
+        self._pending = None
+
+
+def _combine(c, K):
+    """Σ_j c_j K_j over the nonzero c_j, in order: a Runge–Kutta stage or an error estimate (elementwise NumPy, no
+    BLAS product, whose threads would compete with the compiled field sums' for the cores)."""
+    out = np.zeros(K.shape[1:])
+    for cj, Kj in zip(c, K):
+        if cj != 0.0:
+            out += cj * Kj
+    return out
 
 
 FIXED = {"rk4": rk4, "ssprk3": ssprk3}

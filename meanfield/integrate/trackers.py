@@ -34,10 +34,18 @@ __all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTrack
 
 
 class Status(enum.Enum):
-    """How an integration ended."""
+    """How an integration ended.
+
+    SUCCESS: the end of the interval was reached; EVENT: a terminal event stopped it
+    (:class:`EventTracker`); RESOLUTION_LOST: the representation could no longer resolve
+    the solution to its stated accuracy; FAILED: the integrator failed (a non-finite rate,
+    an adaptive step that underflowed); INTERRUPTED: Ctrl-C or SIGTERM.
+    """
 
     SUCCESS = "success"
+    EVENT = "event"
     RESOLUTION_LOST = "resolution lost"
+    FAILED = "failed"
     INTERRUPTED = "interrupted"
 
 

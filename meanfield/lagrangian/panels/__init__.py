@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...integrate import InterruptTracker, ProgressTracker, Status
-from .base import TABLEAU, combine, condition
+from ...integrate import (Integrator, InterruptTracker, Problem, ProgressTracker, RecordingStepper, Status,
+                          StopIntegration, Tracker)
+from .base import condition
 from .circle import CircleField, CirclePanels
 from .sphere import SphereField, SpherePanels
 
-__all__ = ["PanelTransport", "transport_panels", "DOMAINS"]
-
-_SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
+__all__ = ["PanelTransport", "PanelProblem", "transport_panels", "DOMAINS"]
 
 #: Panels and field records by domain: (panel set, field record, default order, narrowest panel split, default
 #: tol). S²'s tol bounds each panel's quadrature error of the degree-L moments directly; at 1e-10 the moments of
@@ -80,6 +79,105 @@ class PanelTransport:
         self.frames, self.nfev, self.nsteps, self.status, self.message = tuple(frames), nfev, nsteps, status, message
         self.path, self.points, self.panels = "spectral", np.asarray(points), np.asarray(panels)
         self.origins, self.unresolved_mass, self.t = tuple(origins), float(unresolved_mass), float(t)
+
+
+class PanelProblem(Problem, Tracker):
+    """The characteristics on adaptive panels as a :class:`~meanfield.integrate.Problem` (module docstring).
+
+    The state is the (points, ℓ) array of every Gauss node, panel-major. Before every step :meth:`adapt`
+    bisects the panels whose map is no longer resolved and replays the new points through the recorded field;
+    the steps are Dormand–Prince 8(5,3) (:class:`~meanfield.integrate.RecordingStepper`), which hands the
+    moments of every stage of every accepted step to the record. As a tracker it keeps the panels' state and
+    conditioning after every accepted step and gathers the frames at the output times.
+    """
+
+    def __init__(self, model, density, *, order, panels, tol, rtol, atol, max_points, first_step):
+        name = density.domain.name
+        Panels, Field, default_order, min_width, default_tol = DOMAINS[name]
+        order = default_order if order is None else order
+        self.tol = default_tol if tol is None else tol
+        self.F = F = Field(model)
+        self.L, self.k, self.ncol = F.degree, F.k, F.ncol
+        count = panels if panels is not None else Panels.default_count(density, int(order))
+        self.P = Panels(density, int(order), int(count), float(self.tol), min_width)
+        self.rtol, self.atol, self.max_points, self.h = rtol, atol, max_points, first_step
+        self.budget, self.unresolved_mass = 1e3 * self.tol, 0.0
+        # the record of the field: step sizes and stage moments, grown by doubling
+        ns = RecordingStepper.stages
+        self.hs = np.empty(64)
+        self.M = np.empty((64, ns) + F.record_shape, dtype=F.record_dtype)
+        self.nrec = 0
+        self.fsal = None
+        self.frames, self.origins, self.points, self.counts = [], [], [], []
+
+    def state(self) -> np.ndarray:
+        return self.P.y.reshape(-1, self.ncol)
+
+    # ---- the integrator's questions
+    def rate_and_record(self, y):
+        return self.F.rate(y[:, :self.k], self.P.w.ravel())
+
+    def rate(self, y):
+        return self.rate_and_record(y)[0]
+
+    def retract(self, y):
+        return self.F.retract(y)
+
+    def adapt(self, t, y):
+        """Bisect where the map has steepened (new points replayed through the record); StopIntegration where
+        float64 cannot resolve it or ``max_points`` would be exceeded."""
+        P, L, bisected = self.P, self.L, False
+        while True:
+            split, stuck, added = P.unresolved(L)
+            if 2.0 * max(1, L) * stuck > self.budget:
+                raise StopIntegration(t, y, f"at t = {t:.6g} the flow map is steeper than float64 resolves the initial "
+                                      f"point on panels of mass {stuck:.3g}: the moments could err by "
+                                      f"{2 * max(1, L) * stuck:.3g} > {self.budget:.3g}; stopped rather than lose "
+                                      "accuracy")
+            self.unresolved_mass = max(self.unresolved_mass, stuck)
+            if not added:
+                return self.state() if bisected else None
+            if P.w.size + added > self.max_points:
+                raise StopIntegration(t, y, f"at t = {t:.6g} resolving the flow map needs more than max_points = "
+                                      f"{self.max_points} points; stopped rather than lose accuracy")
+            P.bisect(split, self._replay)
+            self.fsal, bisected = None, True
+
+    def _replay(self, y, cond):
+        self.F.replay(y, cond, self.hs[:self.nrec], self.M[:self.nrec])
+
+    def _record(self, h, records):
+        if self.nrec == self.hs.size:
+            self.hs = np.concatenate([self.hs, np.empty(self.hs.size)])
+            self.M = np.concatenate([self.M, np.empty_like(self.M)])
+        self.hs[self.nrec], self.M[self.nrec] = h, records
+        self.nrec += 1
+
+    def stepper(self, f, t, y, t_bound):
+        """One recording stepper per output interval, going on with the last one's step and first stage."""
+        s = RecordingStepper(self.rate_and_record, t, y, t_bound, rtol=self.rtol, atol=self.atol, first_step=self.h,
+                             fsal=self.fsal, on_accept=self._record)
+        self._current = s
+        return s
+
+    def fail(self, t, y, message):
+        raise StopIntegration(t, y, f"the Lagrangian panels failed: {message}", status=Status.FAILED)
+
+    # ---- as a tracker: the panels' state after each accepted step, the frames at the outputs
+    def handle(self, t, y, h):
+        self.P.y = y.reshape(self.P.y.shape)
+        condition(self.P.cond, self.P.y[..., -1])
+        self.h, self.fsal = self._current.h, self._current.fsal
+
+    def reset(self, t, y):
+        self.P.y = y.reshape(self.P.y.shape)
+
+    def output(self, t, y):
+        P = self.P
+        self.frames.append(P.frame(t))
+        self.origins.append(P.origins())
+        self.points.append(P.w.size)
+        self.counts.append(P.count)
 
 
 def transport_panels(model, density, t_span, t_eval, *, order: int | None = None, panels: int | None = None,
@@ -125,129 +223,26 @@ def transport_panels(model, density, t_span, t_eval, *, order: int | None = None
         raise ValueError(f"adaptive panels need a zonal model (Q = qI, K = kI, V = cI); got {model!r}.")
     if name not in DOMAINS:
         raise ValueError(f"adaptive panels are built on {sorted(DOMAINS)}; got a density on the {name}.")
-    Panels, Field, default_order, min_width, default_tol = DOMAINS[name]
-    order = default_order if order is None else order
-    tol = default_tol if tol is None else tol
-    if int(order) < 4:
+    if order is not None and int(order) < 4:
         raise ValueError(f"`order` must be at least 4, got {order!r}.")
-    if not (np.isfinite(tol) and tol > 0):
+    if tol is not None and not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"`tol` must be positive, got {tol!r}.")
     if not float(t_span[1]) > float(t_span[0]):
         raise ValueError(f"`t_span` must increase, got {t_span!r}.")
     if np.any(np.diff(np.asarray(t_eval, dtype=float)) <= 0) or np.any(np.asarray(t_eval) < t_span[0]) \
             or np.any(np.asarray(t_eval) > t_span[1]):
         raise ValueError(f"`t_eval` must increase strictly inside `t_span` = {tuple(t_span)!r}, got {t_eval!r}.")
-    F = Field(model)
-    L, k, ncol = F.degree, F.k, F.ncol
     t0, t1 = float(t_span[0]), float(t_span[1])
-    outputs = np.asarray(t_eval, dtype=float)
-    count = panels if panels is not None else Panels.default_count(density, int(order))
-    P = Panels(density, int(order), int(count), float(tol), min_width)
-    A_rk, B_rk, E3, E5 = TABLEAU.A, TABLEAU.B, TABLEAU.E3, TABLEAU.E5
-    ns = B_rk.size
-
-    # the record of the field: step sizes and stage moments, grown by doubling
-    hs = np.empty(64)
-    M = np.empty((64, ns) + F.record_shape, dtype=F.record_dtype)
-    nrec = 0
-
-    def replay(y, cond):
-        F.replay(y, cond, hs[:nrec], M[:nrec])
-
-    frames, origins, npts, npan = [], [], [], []
-
-    def output(t):
-        frames.append(P.frame(t))
-        origins.append(P.origins())
-        npts.append(P.w.size)
-        npan.append(P.count)
-
-    t, nfev, nsteps = t0, 0, 0
-    budget, unresolved_mass = 1e3 * tol, 0.0
-    k_out = 0
-    while k_out < outputs.size and outputs[k_out] <= t0:
-        output(t0)
-        k_out += 1
-    status, message = Status.SUCCESS, "the Lagrangian measure reached the end of the interval"
-    trackers = (ProgressTracker(t1 - t0, enabled=progress), InterruptTracker())
-    for tracker in trackers:
-        tracker.initialize(t0, None)
-    h = first_step if first_step is not None else min(0.01, t1 - t0)
-    K0 = rec0 = None
+    problem = PanelProblem(model, density, order=order, panels=panels, tol=tol, rtol=rtol, atol=atol,
+                           max_points=max_points, first_step=first_step if first_step is not None else min(0.01, t1 - t0))
+    trackers = [problem, ProgressTracker(t1 - t0, enabled=progress), InterruptTracker()]
+    integrator = Integrator(problem, "dop853", trackers=trackers, stepper=problem.stepper)
+    status, message, t = Status.SUCCESS, "the Lagrangian measure reached the end of the interval", t1
     try:
-        while t < t1 and status is Status.SUCCESS:
-            # refine where the map has steepened, then the rate of the (new) point set
-            while True:
-                split, stuck, added = P.unresolved(L)
-                if 2.0 * max(1, L) * stuck > budget:
-                    status = Status.RESOLUTION_LOST
-                    message = (f"at t = {t:.6g} the flow map is steeper than float64 resolves the initial point on "
-                               f"panels of mass {stuck:.3g}: the moments could err by {2 * max(1, L) * stuck:.3g} "
-                               f"> {budget:.3g}; stopped rather than lose accuracy")
-                    break
-                unresolved_mass = max(unresolved_mass, stuck)
-                if not added:
-                    break
-                if P.w.size + added > max_points:
-                    status = Status.RESOLUTION_LOST
-                    message = (f"at t = {t:.6g} resolving the flow map needs more than max_points = {max_points} "
-                               f"points; stopped rather than lose accuracy")
-                    break
-                P.bisect(split, replay)
-                K0 = None
-            if status is not Status.SUCCESS:
-                break
-            w = P.w.ravel()
-            y = P.y.reshape(-1, ncol)
-            if K0 is None:
-                K0, rec0 = F.rate(y[:, :k], w)
-                nfev += 1
-            # one Dormand–Prince 8(5,3) step, landing on the next output
-            t_next = outputs[k_out] if k_out < outputs.size else t1
-            while True:
-                h_step = min(h, t_next - t)
-                K = np.empty((ns + 1,) + y.shape)
-                recs = np.empty((ns,) + F.record_shape, dtype=F.record_dtype)
-                K[0], recs[0] = K0, rec0
-                for i in range(1, ns):
-                    state = y[:, :k] + h_step * combine(A_rk[i, :i], K[:i], k)
-                    K[i], recs[i] = F.rate(state, w)
-                y_new = y + h_step * combine(B_rk, K[:ns], ncol)
-                K[ns], rec_new = F.rate(y_new[:, :k], w)
-                nfev += ns
-                scale_y = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
-                err5 = combine(E5, K, ncol) / scale_y
-                err3 = combine(E3, K, ncol) / scale_y
-                e5, e3 = np.sum(err5 ** 2), np.sum(err3 ** 2)
-                err = 0.0 if e5 == 0 and e3 == 0 else h_step * e5 / np.sqrt((e5 + 0.01 * e3) * y.size)
-                if not np.isfinite(err):
-                    raise FloatingPointError(f"the Lagrangian measure's rate is not finite at t = {t:.6g}.")
-                if err < 1.0:
-                    break
-                h = h_step * max(_MIN_FACTOR, _SAFETY * err ** (-1.0 / 8.0))
-                if h < 1e-14 * max(1.0, abs(t)):
-                    raise FloatingPointError(f"the step size underflowed at t = {t:.6g}.")
-            if nrec == hs.size:
-                hs = np.concatenate([hs, np.empty(hs.size)])
-                M = np.concatenate([M, np.empty_like(M)])
-            hs[nrec], M[nrec] = h_step, recs
-            nrec += 1
-            nsteps += 1
-            landed = h_step == t_next - t
-            t = t_next if landed else t + h_step
-            P.y = F.retract(y_new).reshape(P.y.shape)
-            condition(P.cond, P.y[..., -1])
-            K0, rec0 = K[ns], rec_new
-            for tracker in trackers:  # the bar, then a deferred Ctrl-C (meanfield.interrupts)
-                tracker.handle(t, None, h_step)
-            grown = h_step * (_MAX_FACTOR if err == 0 else min(_MAX_FACTOR, _SAFETY * err ** (-1.0 / 8.0)))
-            h = max(h, grown) if landed else grown  # a step shortened to land on an output does not shrink the next
-            while k_out < outputs.size and outputs[k_out] <= t:
-                output(t)
-                k_out += 1
+        integrator.run(t0, problem.state(), np.asarray(t_eval, dtype=float), t1)
+    except StopIntegration as stop:
+        status, message, t = stop.status, stop.reason, stop.t
     except KeyboardInterrupt:
-        status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
-    finally:
-        for tracker in trackers:
-            tracker.finalize(t, None, status)
-    return PanelTransport(frames, nfev, nsteps, status, message, npts, npan, origins, unresolved_mass, t)
+        status, message, t = Status.INTERRUPTED, "interrupted (Ctrl-C)", problem.frames[-1].t if problem.frames else t0
+    return PanelTransport(problem.frames, integrator.nfev, integrator.nsteps, status, message, problem.points,
+                          problem.counts, problem.origins, problem.unresolved_mass, t)

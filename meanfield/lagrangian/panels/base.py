@@ -1,16 +1,16 @@
 """What the panels of every domain share: Gauss–Legendre nodes and their discrete Legendre transform, the
-conditioning of a characteristic, and the Runge–Kutta tableau the field is recorded on."""
+conditioning of a characteristic, and the Runge–Kutta tableau the field is recorded on (that of
+:class:`meanfield.integrate.RecordingStepper`)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-import numba as nb
 import numpy as np
 import scipy.integrate as si
 from numpy.polynomial import legendre
 
-__all__ = ["gauss", "condition", "combine", "TABLEAU"]
+__all__ = ["gauss", "condition", "TABLEAU"]
 
 #: The tableau (A, B, C, E3, E5) of scipy's Dormand–Prince 8(5,3): the stages the field is recorded at.
 TABLEAU = si.DOP853
@@ -32,21 +32,3 @@ def condition(cond, ell):
     along the characteristic (at the accepted steps), with the running minimum of ℓ_i (``cond[..., 0]``)."""
     np.minimum(cond[..., 0], ell, out=cond[..., 0])
     np.maximum(cond[..., 1], ell - cond[..., 0], out=cond[..., 1])
-
-
-@nb.njit(cache=True)
-def combine(c, K, cols):
-    """Σ_j c_j K[j, :, :cols], shape (n, cols): a Runge–Kutta stage or an error estimate.
-
-    Compiled and single-threaded on purpose: as a BLAS product (``np.tensordot``) it wakes the BLAS threads,
-    whose spinning then competes with the compiled field sums' threads for the cores (measured: 2.3× slower
-    runs on two cores)."""
-    n = K.shape[1]
-    out = np.zeros((n, cols))
-    for j in range(c.size):
-        cj = c[j]
-        if cj != 0.0:
-            for q in range(n):
-                for a in range(cols):
-                    out[q, a] += cj * K[j, q, a]
-    return out
