@@ -22,6 +22,17 @@ try:
     from meanfield import kernels  # new layout
 except ImportError:
     from particles import kernels  # old layout
+import inspect
+
+#: since the representations (issue 30): ``strategy=`` names the field strategy (was ``path=``) and a lost resolution
+#: is a status of the returned Solution unless raising is asked for
+NEW = "strategy" in inspect.signature(mf.solve).parameters
+
+
+def kw(strategy=None, raising=False):
+    out = {} if strategy is None else ({"strategy": strategy} if NEW else {"path": strategy})
+    return out | ({"raise_on_failure": True} if raising and NEW else {})
+
 
 out = {}
 
@@ -69,10 +80,10 @@ put("c_dop", mf.solve(mf.SelfAttention(2.0, normalized=False), smooth(64), (0, 0
 put("c_ssp", mf.solve(mf.SelfAttention(3.0, V=-np.eye(2)), smooth(64), (0, 0.5), method="ssprk3", dt=0.01, refine=True))
 heads = [mf.SelfAttention(1.0), mf.SelfAttention(2.0, V=np.array([[0.5, 0.2], [-0.1, 1.0]]))]
 put("c_multi", mf.solve(MultiHeadAttention(heads), smooth(64), (0, 1), dt=0.02, refine=True))
-put("c_quad", mf.solve(mf.SelfAttention(3.0), smooth(96), (0, 1), dt=0.01, path="quadrature", refine=False))
+put("c_quad", mf.solve(mf.SelfAttention(3.0), smooth(96), (0, 1), dt=0.01, refine=False, **kw("quadrature")))
 try:
     mf.solve(mf.SelfAttention(4.0), mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0])),
-             (0, 30), t_eval=np.linspace(0, 30, 31), refine=False)
+             (0, 30), t_eval=np.linspace(0, 30, 31), refine=False, representation="grid", **kw(raising=True))
 except mf.ResolutionError as e:
     out["c_fail.t"] = np.array(e.t)
     put("c_fail", e.solution)
@@ -105,7 +116,7 @@ with warnings.catch_warnings():
         mm, SS = (m0, S0) if d == 2 else (np.array([0.2]), np.array([[0.3]]))
         rho0 = mf.Density.from_function(g, lambda x: G.gaussian_pdf(x, mm, SS))
         put(name, mf.solve(model, rho0, (0, 0.3), t_eval=[0, 0.1, 0.3]))
-        put(name + "_q", mf.solve(model, rho0, (0, 0.1), path="quadrature"))
+        put(name + "_q", mf.solve(model, rho0, (0, 0.1), **kw("quadrature")))
 
 # --- particles
 x0 = pt.uniform_sphere(200, 3, rng=1, batch=2)

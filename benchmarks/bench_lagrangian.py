@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 import meanfield as mf
-from meanfield.kernels.circle import circle_spectral_divergence
-from meanfield.kernels.sphere import sphere_spectral_divergence
+from meanfield.domains.circle.point_sums import circle_spectral_divergence
+from meanfield.domains.sphere.point_sums import sphere_spectral_divergence
 from meanfield.lagrangian import cluster_history, start, transport, transport_panels
 from _timing import best, median
 

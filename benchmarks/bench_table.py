@@ -176,8 +176,8 @@ def row_s2_heads(repeat):
         default = SPHERE.rate(model, g) if field is None else SPHERE.rate(model, g, "auto", field)
         ref = SPHERE.rate(model, g, "quadrature")
         t_ref = median(lambda: rk4_step(ref.rate, y), min(repeat, 5))
-        paths = [(default.path, default)]
-        if field is not None and default.path != "quadrature":
+        paths = [(default.strategy, default)]
+        if field is not None and default.strategy != "quadrature":
             paths.append(("quadrature, compiled sum", SPHERE.rate(model, g, "quadrature", field)))
         for name, rate in paths:
             t = median(solver_step(rate, y), repeat)  # on the coefficients where the path has stages there
@@ -251,7 +251,7 @@ def row_particles(repeat):
 
 def row_s2_spectral(repeat):
     from meanfield import kernels
-    from meanfield.kernels.sphere import sphere_spectral_field
+    from meanfield.domains.sphere.point_sums import sphere_spectral_field
     from particles import uniform_sphere
 
     beta = 4.0
@@ -271,7 +271,7 @@ def row_s2_spectral(repeat):
 
     t_auto = median(lambda: simulate(model, xs, [0.0, 0.01], dt=0.01), min(repeat, 5))
     path = simulate(model, xs, [0.0, 0.01], dt=0.01).path
-    t_pw = median(lambda: simulate(model, xs, [0.0, 0.01], dt=0.01, path="pairwise"), min(repeat, 5))
+    t_pw = median(lambda: simulate(model, xs, [0.0, 0.01], dt=0.01, strategy="pairwise"), min(repeat, 5))
     report("S² particles RK4 step n=2·10⁴ via simulate ('auto')", t_auto, t_pw, "path='pairwise'", f"path {path!r}")
 
 

@@ -329,7 +329,7 @@ def _demo(args) -> int:
     refinements = len(json.loads(ds.attrs.get("refinements", "[]")))
     name = grid0.resolution_name
     lines = [
-        f"model        {ds.attrs['model']} ({ds.attrs['solver_path']} path)",
+        f"model        {ds.attrs['model']} ({ds.attrs['solver_strategy']} strategy)",
         f"grid         {name} = {ds.attrs['resolution']} → {ds.attrs['resolution_final']}"
         + (f" ({refinements} refinements)" if refinements else ""),
         f"time         reached t = {ds.attrs['t_reached']:g} of {cfg['time']['t_end']:g} in {ds.attrs['nsteps']} steps "

@@ -112,6 +112,16 @@ class Density:
         """∫ ρ, by the grid's quadrature."""
         return float(self.grid.integrate(self.values))
 
+    def energy(self, beta: float) -> float:
+        """E_β = (1/2β)∬ e^{β⟨x,y⟩} ρ(x)ρ(y) (½|∫x dρ|² at β = 0; GLPR §3.2) by the domain's quadrature of the grid
+        (``OverflowError`` past β ≈ 709); circle and S² only."""
+        return self.domain.energy(self.grid, self.values, float(beta))
+
+    @property
+    def dim(self) -> int:
+        """The dimension d of the ambient R^d of the grid's points."""
+        return self.grid.dim
+
     def normalized(self) -> "Density":
         """The same density scaled to mass 1."""
         return Density(self.grid, self.values / self.mass())

@@ -14,27 +14,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
+# the two densities are the domains' Poisson-kernel laws (their one definition); the oracles built on them are here
+from .domains.circle.laws import check_poisson_parameter, wrapped_cauchy
+from .domains.sphere.laws import check_ball_point, mobius_density
+
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics"]
-
-
-def _check_a(a) -> complex:
-    a = complex(a)
-    if not abs(a) < 1:
-        raise ValueError(f"the Poisson parameter `a` must satisfy |a| < 1, got {a!r}.")
-    return a
-
-
-def wrapped_cauchy(theta, a) -> np.ndarray:
-    r"""Wrapped Cauchy (Poisson kernel) density with respect to dθ.
-
-    .. math:: f_a(θ) = \frac{1}{2π}\frac{1 - |a|^2}{|e^{iθ} - a|^2},\qquad |a| < 1,
-
-    whose trigonometric moments are ∫ e^{inθ} f_a dθ = aⁿ (n >= 0).
-    """
-    a = _check_a(a)
-    theta = np.asarray(theta, dtype=float)
-    return (1.0 - abs(a) ** 2) / (2.0 * np.pi * np.abs(np.exp(1j * theta) - a) ** 2)
 
 
 def ott_antonsen(t, a0) -> np.ndarray:
@@ -47,7 +32,7 @@ def ott_antonsen(t, a0) -> np.ndarray:
 
     Returns complex a(t) with the shape of ``t``.
     """
-    a0 = _check_a(a0)
+    a0 = check_poisson_parameter(a0)
     t = np.asarray(t, dtype=float)
     r2 = abs(a0) ** 2
     if r2 == 0.0:
@@ -77,7 +62,7 @@ def ott_antonsen_characteristics(theta0, t, a0) -> tuple[np.ndarray, np.ndarray]
     log_jacobian : ndarray
         log ∂θ/∂θ_0.
     """
-    a0 = _check_a(a0)
+    a0 = check_poisson_parameter(a0)
     theta0 = np.asarray(theta0, dtype=float)
     r2 = abs(a0) ** 2
     if r2 == 0.0:
@@ -98,7 +83,7 @@ def wrapped_cauchy_sample(phi, a) -> np.ndarray:
     e^{iθ} = (e^{iφ} + a)/(1 + ā e^{iφ}) maps the uniform law to f_a (MATH.md §3).
     Returns θ in [0, 2π).
     """
-    a = _check_a(a)
+    a = check_poisson_parameter(a)
     z = np.exp(1j * np.asarray(phi, dtype=float))
     return np.mod(np.angle((z + a) / (1.0 + np.conj(a) * z)), 2.0 * np.pi)
 
@@ -143,31 +128,6 @@ def equiangular(t, n: int, beta: float, normalized: bool = True) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- S^{D-1} at β = 0 (Möbius family)
-def _check_w(w, D):
-    w = np.asarray(w, dtype=float)
-    if w.shape != (D,):
-        raise ValueError(f"`w` must be a vector of length D = {D}, got shape {w.shape}.")
-    if not np.linalg.norm(w) < 1:
-        raise ValueError(f"`w` must lie in the open unit ball, got |w| = {np.linalg.norm(w):.6g}.")
-    return w
-
-
-def mobius_density(x, w) -> np.ndarray:
-    r"""p_w(x)/|S^{D-1}|: the Möbius-invariant family as a density against surface area.
-
-    p_w(x) = ((1 − |w|²)/|x − w|²)^{D−1} with respect to the normalised surface
-    measure (MATH.md §3; the power D − 1, not the harmonic measure's), so
-    the density against surface area divides by |S^{D-1}| (4π on S²).
-    """
-    from scipy.special import gamma
-
-    x = np.asarray(x, dtype=float)
-    D = x.shape[-1]
-    w = _check_w(w, D)
-    area = 2.0 * np.pi ** (D / 2.0) / gamma(D / 2.0)
-    return ((1.0 - w @ w) / np.sum((x - w) ** 2, axis=-1)) ** (D - 1) / area
-
-
 def mobius_mean_factor(s) -> np.ndarray:
     r"""g_3(s): the first moment of p_w on S² is g_3(|w|) w/|w| (MATH.md §3).
 
@@ -271,7 +231,7 @@ def mobius_characteristics(x0, t: float, w0) -> tuple[np.ndarray, np.ndarray]:
     log_jacobian : ndarray, shape (...)
     """
     x0 = np.asarray(x0, dtype=float)
-    w0 = _check_w(w0, 3)
+    w0 = check_ball_point(w0, 3)
     s0 = float(np.linalg.norm(w0))
     if s0 == 0.0:
         return x0.copy(), np.zeros(x0.shape[:-1])

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ResolutionError", "ResolutionMonitor"]
+__all__ = ["ResolutionError", "IntegrationError", "ResolutionMonitor"]
 
 
 class ResolutionError(RuntimeError):
@@ -50,12 +50,18 @@ class ResolutionError(RuntimeError):
         self.reason = reason
         self.solution = solution
         self.initial = bool(initial)
-        if hint is None:
-            hint = (
-                "Pass refine=True (with a larger max_n) to refine the grid, or use the particle "
-                "system, which is the reference in the collapse regime (MATH.md §2.2)."
-            )
-        super().__init__(f"the solution is no longer resolved after t = {self.t:.6g}: {reason}. {hint}")
+        self.hint = hint
+        super().__init__(f"the solution is no longer resolved after t = {self.t:.6g}: {reason}."
+                         + ("" if hint is None else f" {hint}"))
+
+
+class IntegrationError(RuntimeError):
+    """The integration failed (a non-finite rate, an adaptive step that underflowed): ``t``, ``reason`` and the
+    partial ``solution`` up to ``t``."""
+
+    def __init__(self, t: float, reason: str, solution=None):
+        self.t, self.reason, self.solution = float(t), reason, solution
+        super().__init__(f"the integration failed after t = {self.t:.6g}: {reason}")
 
 
 @dataclass(frozen=True)

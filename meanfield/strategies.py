@@ -1,21 +1,24 @@
-"""The one vocabulary of field strategies: how the sums of X[μ] are computed.
+"""Field strategies: how the sums of X[μ] are computed, and the one place that chooses among them.
 
 Every strategy computes the same velocity field X[μ] (MATH.md §2, §5); the
-reference is ``quadrature`` and each fast path is tested against it.
-``solve(path=...)`` and ``particles.simulate(path=...)`` take these names; a
-target offers the ones that apply to it and ``"auto"`` picks the fastest.
+reference is ``quadrature`` and each fast one is tested against it. ``solve``,
+``particles.simulate`` and the Lagrangian measure take these names as ``strategy``;
+what applies to a target is listed, best first, by :func:`for_grid` (the domain's
+right-hand sides), :func:`for_nodes` (the Lagrangian measure) and :func:`for_particles`,
+and :func:`resolve` is the only code that turns ``"auto"`` into a strategy (or refuses a
+named one, saying why it does not apply).
 
 ================  =========================================================  ===========================
 name              what is summed, how                                        offered by
 ================  =========================================================  ===========================
-``quadrature``    ``model.field`` over the measure's atoms: grid nodes ×     every grid, every particle
-                  quadrature weights, or particles × their weights (NumPy,    system (the reference)
+``quadrature``    ``model.field`` over the measure's atoms: grid nodes ×     every grid, every point set
+                  quadrature weights, or points × their weights (NumPy,       (the reference)
                   row chunks)
-``pairwise``      the same sums fused in compiled code (numba), no n×m       particles on S^{d-1}
-                  array, exact row maxima where the bound is loose
+``pairwise``      the same sums fused in compiled code (numba), no n×m       particles on S^{d-1}; R^d
+                  array, exact row maxima where the bound is loose            models with compiled rows
 ``spectral``      multipliers of the kernel: Bessel I_k (circle),            zonal models on the circle
-                  Funk–Hecke i_l (S²), FFT convolution (R^d, L2 with Q = K),  and S² (grids; circle
-                  Fourier moments of an empirical measure (circle)           particles); L2 grids in R^d
+                  Funk–Hecke i_l (S²), FFT convolution (R^d, L2 with Q = K),  and S² (grids, Lagrangian
+                  Fourier / harmonic moments of a point set                  nodes, particles); L2 grids
 ``separable``     softmax sums factorised on a tensor grid,                  softmax on R^d grids
                   e^{β⟨Ax,y⟩} = Π_k e^{β(Ax)_k y_k}
 ``moments``       the moment generating function of the density: one        self-attention on S² grids,
@@ -29,16 +32,69 @@ name              what is summed, how                                        off
 
 from __future__ import annotations
 
-__all__ = ["STRATEGIES", "check"]
+from .domains.zonal import zonal_refusal
+from .kernels import compiled_models
+from .models import SelfAttention, heads
+
+__all__ = ["STRATEGIES", "resolve", "for_grid", "for_nodes", "for_particles", "FUSED_UP_TO"]
 
 STRATEGIES = ("auto", "quadrature", "pairwise", "spectral", "separable", "moments", "fused")
 
+#: 'auto' runs batches of at most this many particles per system fully compiled (RK4, one head).
+FUSED_UP_TO = 64
 
-def check(path: str, offered: tuple[str, ...], where: str) -> str:
-    """``path`` if ``where`` offers it (``"auto"`` always), else ``ValueError`` listing the offered names."""
-    choices = ("auto",) + tuple(offered)
-    if path not in STRATEGIES:
-        raise ValueError(f"`path` must be one of {STRATEGIES}, got {path!r}.")
-    if path not in choices:
-        raise ValueError(f"`path` {path!r} does not apply to {where}; it offers {choices}.")
-    return path
+
+def resolve(requested: str, offered: dict[str, str | None], where: str) -> str:
+    """The strategy for ``requested`` among ``offered`` (name → None where it applies, else why not; best first).
+
+    ``"auto"`` is the first that applies; a named strategy must apply (``ValueError`` saying why not, or
+    listing what ``where`` offers).
+    """
+    if requested not in STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {requested!r}.")
+    if requested == "auto":
+        return next(name for name, why in offered.items() if why is None)
+    if requested not in offered:
+        raise ValueError(f"`strategy` {requested!r} does not apply to {where}; it offers {('auto',) + tuple(offered)}.")
+    why = offered[requested]
+    if why is not None:
+        raise ValueError(f"`strategy` {requested!r} does not apply to {where}: {why}.")
+    return requested
+
+
+def for_grid(model, grid) -> dict[str, str | None]:
+    """The right-hand sides ``grid``'s domain has for ``model`` (``Domain.grid_strategies``)."""
+    return grid.domain.grid_strategies(model, grid)
+
+
+def _spectral_refusal(model, domain, d: int) -> str | None:
+    if domain.point_sums(d) is None:
+        return f"the {domain.name} has no spectral sums of points in R^{d} (the circle and S² have)"
+    return zonal_refusal(model)
+
+
+def for_nodes(model, domain, d: int) -> dict[str, str | None]:
+    """The Lagrangian measure's field and divergence at its points: spectral sums where the domain has them and the
+    model is zonal, else the model's own sums."""
+    return {"spectral": _spectral_refusal(model, domain, d), "quadrature": None}
+
+
+def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool) -> dict[str, str | None]:
+    """Particles: spectral sums where they pay off (``PointSums.pays_off``), the fused RK4 of small batches, the
+    compiled pairwise sums, the model's own sums; applicable strategies that do not pay off come last."""
+    spectral = _spectral_refusal(model, domain, d)
+    if domain.manifold == "euclidean":
+        compiled = all(h.kind in compiled_models for h in heads(model))
+        return {"pairwise": None if compiled else f"the compiled R^d models are {compiled_models}; got {model!r}",
+                "quadrature": None, "spectral": spectral,
+                "fused": "the fused path runs SelfAttention on spheres"}
+    single = isinstance(model, SelfAttention)
+    fused = None if method == "rk4" and single and not weighted else (
+        "the fused path runs RK4 for a single SelfAttention head with equal weights; got "
+        f"method {method!r}, {model!r}, weights {'given' if weighted else 'equal'}")
+    pays = spectral is None and domain.point_sums(d).pays_off(n, model.zonal.beta)
+    small = fused is None and batched and n <= FUSED_UP_TO
+    order = (["spectral"] if pays else []) + (["fused"] if small else []) + ["pairwise", "quadrature", "spectral",
+                                                                             "fused"]
+    why = {"spectral": spectral, "fused": fused, "pairwise": None, "quadrature": None}
+    return {name: why[name] for name in dict.fromkeys(order)}

@@ -32,10 +32,8 @@ from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
 from meanfield.domains.sphere.geometry import check_on_sphere
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
                                  Stepper, equal_steps)
-from meanfield.models import SelfAttention, heads, rate_scale
-
 from meanfield.kernels.pairwise import UNROLL_MAX
-from meanfield.kernels.sphere import sphere_degree, sphere_spectral_field
+from meanfield.models import heads, rate_scale
 
 from .fused import rk4_small_systems
 from .sampling import sample
@@ -43,14 +41,7 @@ from .sampling import sample
 __all__ = ["simulate", "Trajectory", "rescaled"]
 
 METHODS = ("rk4", "rk45", "dop853")
-PATHS = ("auto", "quadrature", "pairwise", "spectral", "fused")
-#: 'auto' uses the circle spectral path from this many particles on
-SPECTRAL_FROM = 1024
-#: 'auto' uses the S² spectral sums from n >= this × (L + 1)² particles, L = sphere_degree(β): they cost
-#: ~2.5 ns · n(L + 1)² against ~0.5 ns · n² for the pairwise kernel (one thread), a crossover near 5 (L + 1)²
-SPHERE_SPECTRAL_PER_MODE = 6
-#: 'auto' runs batches of at most this many particles per system fully compiled (RK4, one head)
-FUSED_UP_TO = 64
+STRATEGIES = ("auto", "quadrature", "pairwise", "spectral", "fused")
 
 
 @dataclass(frozen=True)
@@ -64,7 +55,7 @@ class Trajectory:
         Positions (unit vectors to round-off on spheres).
     nfev, nsteps : int
         Field evaluations and steps (accepted steps for adaptive methods).
-    method, path : str
+    method, strategy : str
         Integrator and field strategy (:mod:`meanfield.strategies`).
     field_error_bound : float
         Largest bound on the truncation error of the spectral field over the
@@ -80,7 +71,7 @@ class Trajectory:
     nfev: int
     nsteps: int
     method: str
-    path: str
+    strategy: str
     field_error_bound: float
     domain: object = None
     weights: np.ndarray | None = None
@@ -92,7 +83,7 @@ class Trajectory:
 
 def _domain(model, d: int):
     """Where the particles of ``model`` live: R^d, the circle (d = 2) or S^{d-1}."""
-    if model.domain == EUCLIDEAN.model_family:
+    if model.manifold == EUCLIDEAN.manifold:
         return EUCLIDEAN
     return CIRCLE if d == 2 else SPHERE
 
@@ -140,7 +131,7 @@ def simulate(
     *,
     rtol: float = 1e-10,
     atol: float = 1e-12,
-    path: str = "auto",
+    strategy: str = "auto",
     weights=None,
     precision: str = "double",
 ) -> Trajectory:
@@ -172,8 +163,8 @@ def simulate(
     weights : array_like, shape (n,) or x0.shape[:-1], optional
         Particle weights (default 1/n each), e.g. a Gauss–Hermite rule; the
         empirical measure is Σ w_i δ_{x_i}.
-    path : {"auto", "quadrature", "pairwise", "spectral", "fused"}
-        Field strategy (:mod:`meanfield.strategies`): the model's own sum
+    strategy : {"auto", "quadrature", "pairwise", "spectral", "fused"}
+        Field strategy (:mod:`meanfield.strategies`, which resolves "auto"): the model's own sum
         ``model.field`` (the reference); the fused pairwise kernel (on spheres,
         and compiled rows for the R^d models, Sinkhorn's potentials
         included); (Q = qI, K = kI,
@@ -181,7 +172,7 @@ def simulate(
         a certified truncation bound (``field_error_bound``); or, for RK4 with one
         head, "fused": whole step sequences of each realisation in compiled
         code. "auto" picks spectral on the circle from 1024 particles and on
-        S² from 6 (L + 1)² particles (L = ``sphere_degree(β)``: 26 at β = 4,
+        S² from 6 (L + 1)² particles (``Domain.point_sums``; L = ``sphere_degree(β)``: 26 at β = 4,
         so n >= 4374), fused for batches of at most 64 particles, pairwise
         otherwise on spheres and for every R^d model (every R^d model has
         compiled sums).
@@ -199,10 +190,10 @@ def simulate(
     heads(model)  # TypeError for anything but an attention model
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
-    if path not in PATHS:
-        raise ValueError(f"`path` must be one of {PATHS}, got {path!r}.")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     t_eval = checks.output_times(t_eval)
-    euclidean = model.domain == EUCLIDEAN.model_family
+    euclidean = model.manifold == EUCLIDEAN.manifold
     x = _initial_points(x0, rng, euclidean)
     n, d = x.shape[-2], x.shape[-1]
     if model.dim is not None and model.dim != d:
@@ -218,11 +209,13 @@ def simulate(
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     if precision == "single":
-        if domain is EUCLIDEAN or path not in ("auto", "pairwise") or d > UNROLL_MAX:
+        if domain is EUCLIDEAN or strategy not in ("auto", "pairwise") or d > UNROLL_MAX:
             raise ValueError(f"single precision runs the pairwise kernel on spheres (d <= {UNROLL_MAX}); got "
-                             f"path {path!r} for {model!r} in d = {d}.")
-        path = "pairwise"
-    path = _strategy(path, model, domain, x, method, weights)
+                             f"strategy {strategy!r} for {model!r} in d = {d}.")
+        strategy = "pairwise"
+    offered = strategies.for_particles(model, domain, n, d, method=method, batched=x.ndim == 3,
+                                       weighted=weights is not None)
+    path = strategies.resolve(strategy, offered, "particles")
     if weights is None:
         w = np.full(x.shape[:-1], 1.0 / n)
     else:
@@ -239,12 +232,12 @@ def simulate(
             return model.field(y, w, y)
         if path == "pairwise":
             return kernels.field(model, y, w, y, precision)
-        spectral_field = kernels.circle_spectral_field if d == 2 else sphere_spectral_field
+        spectral_field = domain.point_sums(d).field
         flat = y.reshape(-1, n, d)
         out = np.empty_like(flat)
         for b in range(flat.shape[0]):
-            out[b], bound = spectral_field(flat[b], w.reshape(-1, n)[b], flat[b], zonal[0], model.normalized,
-                                           zonal[1])
+            out[b], bound = spectral_field(flat[b], w.reshape(-1, n)[b], flat[b], zonal.beta, model.normalized,
+                                           zonal.c)
             state["bound"] = max(state["bound"], float(np.max(bound)))
         return out.reshape(y.shape)
 
@@ -267,7 +260,7 @@ def simulate(
         nfev=integrator.nfev,
         nsteps=integrator.nsteps,
         method=method,
-        path=path,
+        strategy=path,
         field_error_bound=state["bound"],
         domain=domain,
         weights=w,
@@ -290,39 +283,6 @@ def _initial_points(x0, rng, euclidean):
     if x.shape[-2] < 1:
         raise ValueError("`x0` holds no particles.")
     return SPHERE.retract(x)
-
-
-def _strategy(path, model, domain, x, method, weights) -> str:
-    """Resolve ``path`` (:mod:`meanfield.strategies`) for these particles, or refuse it naming the rule."""
-    n, d = x.shape[-2], x.shape[-1]
-    zonal = model.zonal
-    if domain is EUCLIDEAN:
-        compiled = all(h.kind in kernels.compiled_models for h in heads(model))
-        if path not in ("auto", "quadrature") and not (path == "pairwise" and compiled):
-            raise ValueError(f"R^d models use the quadrature path (model.field), and {kernels.compiled_models} "
-                             f"attention also the compiled pairwise one; got path {path!r} for {model!r}.")
-        if path == "auto":  # the compiled sums win at every d (benchmarks/bench_table.py --rows rd): unrolled
-            # rows up to d = 8, blocks of matrix products with compiled exponentials beyond
-            return "pairwise" if compiled else "quadrature"
-        return path
-    if path == "spectral" and (d not in (2, 3) or zonal is None):
-        raise ValueError("the spectral path needs the circle (d = 2) or S² (d = 3) and Q = qI, K = kI, V = cI; got "
-                         f"d = {d}, {model!r}.")
-    single_head = isinstance(model, SelfAttention)
-    if path == "fused" and (method != "rk4" or not single_head or weights is not None):
-        raise ValueError(
-            "the fused path runs RK4 for a single SelfAttention head with equal weights; got "
-            f"method {method!r}, {model!r}, weights {'given' if weights is not None else 'equal'}."
-        )
-    if path != "auto":
-        return strategies.check(path, ("quadrature", "pairwise", "spectral", "fused"), "particles")
-    if domain is CIRCLE and zonal is not None and n >= SPECTRAL_FROM:
-        return "spectral"
-    if d == 3 and zonal is not None and n >= SPHERE_SPECTRAL_PER_MODE * (sphere_degree(zonal[0]) + 1) ** 2:
-        return "spectral"
-    if weights is None and method == "rk4" and single_head and x.ndim == 3 and n <= FUSED_UP_TO:
-        return "fused"
-    return "pairwise"
 
 
 def rescaled(t, x, V) -> np.ndarray:

@@ -36,3 +36,12 @@ def smooth_positive_sphere(L: int, seed: int) -> np.ndarray:
     c = np.stack([np.tril(c[0]), np.tril(c[1], -1) + 0.0])
     c[1, :, 0] = 0.0
     return B.synthesis(B.analysis(np.exp(B.synthesis(c, L)), L), L)
+
+
+def rhs(domain, model, grid, strategy: str = "auto", field=None):
+    """The domain's continuity right-hand side of ``model`` on ``grid`` for ``strategy`` ("auto" resolved as solve
+    resolves it)."""
+    from meanfield import strategies
+
+    return domain.continuity(model, grid, strategies.resolve(strategy, domain.grid_strategies(model, grid), repr(grid)),
+                             field)

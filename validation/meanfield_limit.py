@@ -126,6 +126,7 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     t_eval = np.asarray(t_eval, dtype=float)
     rng = np.random.default_rng(rng)
     solve_kwargs.setdefault("representation", "grid")  # the distances below take grid densities
+    solve_kwargs.setdefault("raise_on_failure", True)  # a lost resolution is not a distance
     sol = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, progress=progress, **solve_kwargs)
     D = np.empty((ns.size, int(repeats), t_eval.size))
     # each density once, as the distances take it: quantised with its exact CDF on the circle, the grid

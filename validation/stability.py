@@ -57,21 +57,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield import Density, solve
-from meanfield.domains import EUCLIDEAN
-from meanfield.domains.circle import CircleGrid
-from meanfield.domains.sphere import SphereGrid
 from meanfield.models import EUCLIDEAN_MODELS, head_constants, heads, lipschitz_constants
 from meanfield.solve import Solution
 
 from .wasserstein import wasserstein
 
 __all__ = ["Stability", "stability", "lipschitz_constants", "support_radius", "support_radius_bound"]
-
-#: the query grids where maxima over x are taken on the circle and S² (the frame's own grid where finer): their
-#: covering radius h enters the bounds through e^{2a h} and h × ``second``, so coarse grids are not used for this
-_PROBES = {"circle": lambda grid: CircleGrid(max(512, grid.n if grid is not None else 0)),
-           "sphere": lambda grid: SphereGrid(max(48, grid.lmax if grid is not None else 0))}
-
 
 @dataclass(frozen=True)
 class Stability:
@@ -164,6 +155,7 @@ def _solutions(model, mu, nu, t_eval, solve_kwargs):
         raise ValueError("the initial densities coincide: W_1(μ_0, ν_0) = 0, there is no ratio to measure.")
     solve_kwargs.setdefault("refine", mu.domain.default_max_n is not None)  # finite volumes are not refined
     solve_kwargs.setdefault("representation", "grid")  # the distances below are between grid densities
+    solve_kwargs.setdefault("raise_on_failure", True)  # a lost resolution is not a distance
     span = (t_eval[0], t_eval[-1])
     return (solve(model, mu, span, t_eval=t_eval, **solve_kwargs),
             solve(model, nu, span, t_eval=t_eval, **solve_kwargs))
@@ -181,17 +173,14 @@ def _support_radius(frame) -> float:
 def _probes(frame, radius):
     """Query points where maxima over x are taken, the covering radius h, and whether they cover the set."""
     own = frame.grid if isinstance(frame, Density) else None
-    if frame.domain is EUCLIDEAN and own is not None:
-        grid = own
-    elif frame.domain.name in _PROBES:
-        grid = _PROBES[frame.domain.name](own)
-    else:
+    grid = frame.domain.probe_grid(own)  # covering radius h enters the bounds through e^{2a h} and h × ``second``
+    if grid is None:
         raise NotImplementedError("a posteriori bounds for Lagrangian measures in R^d (no probe grid): compare grid "
                                   "solutions (representation='grid').")
     d = grid.points.shape[-1]
     pts = grid.points.reshape(-1, d)
     h = float(grid.covering_radius)
-    if frame.domain is not EUCLIDEAN:
+    if frame.domain.bounded:
         return pts, h, True
     lo, hi = grid.bounds[:, 0], grid.bounds[:, 1]
     covered = bool(np.all(lo <= -radius) and np.all(hi >= radius))
@@ -207,7 +196,7 @@ def _measured_rates(model, frame, radius, consts):
     probes, h, covered = _probes(frame, radius)
     if not covered:
         return float("inf"), float("inf")
-    R = None if frame.domain is not EUCLIDEAN else radius
+    R = None if frame.domain.bounded else radius
     L_mu = 0.0
     for head, c in zip(heads(model), consts):
         if c.a_mu is None or not hasattr(head, "log_kernel_excess"):
@@ -271,9 +260,7 @@ def stability(model, mu, nu, t_eval=None, **solve_kwargs) -> Stability:
     ratio = dist / dist[0]
     tau = t - t[0]
     note = []
-    if domain is EUCLIDEAN:
-        if any(not isinstance(h, EUCLIDEAN_MODELS) for h in heads(model)):
-            raise TypeError(f"`model` must be an R^d model for densities in R^d, got {model!r}.")
+    if not domain.bounded:  # R^d: the supports grow, the constants hold on a ball of the support's radius
         R0 = max(_support_radius(sm.densities[0]), _support_radius(sn.densities[0]))
         radius = support_radius_bound(model, tau, R0)
         factor = 1.0

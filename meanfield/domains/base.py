@@ -18,10 +18,27 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["Domain", "Grid", "Measure", "register", "get", "infer"]
+__all__ = ["Domain", "Grid", "Measure", "PointSums", "register", "get", "infer"]
+
+
+class PointSums(NamedTuple):
+    """The spectral sums of a domain for weighted point sets and zonal models (the ``spectral`` strategy of particles
+    and of the Lagrangian measure): O(n L) on the circle, O(n L²) on S², L = ``degree(β)`` set by β alone.
+
+    ``field(points, weights, queries, beta, normalized, c) -> (X, bound)`` (``bound`` a certified bound on the
+    truncation error per query); ``field_and_divergence(...) -> (X, div X)``; ``excess_energy(points, weights, β)``
+    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether they beat the pairwise sums for n points (measured crossover).
+    """
+
+    degree: Callable
+    field: Callable
+    field_and_divergence: Callable
+    excess_energy: Callable
+    pays_off: Callable
 
 
 class Grid(abc.ABC):
@@ -92,8 +109,20 @@ class Domain(abc.ABC):
         "circle", "sphere" or "euclidean".
     grid_type : type
         Its :class:`Grid` class.
-    model_family : str
-        ``model.domain`` of the models that move it: "sphere" (S^{d-1}, the circle included) or "euclidean".
+    manifold : str
+        ``model.manifold`` of the models that move it: "sphere" (S^{d-1}, the circle included) or "euclidean".
+    volume : float or None
+        Its measure (2π, 4π for S²; None in R^d): the uniform density is 1/volume.
+    periodic : bool
+        Whether its chart coordinate wraps (the circle's angle).
+    unit_vectors : bool
+        Whether its points are unit vectors (the circle, S^{d-1}): ⟨x, y⟩ is then a cosine.
+    coordinate_label : str
+        The name of its chart coordinate in figures ("θ", "x").
+    initial_laws : tuple of str
+        The initial laws of :mod:`meanfield.laws` (and of study files) defined on it.
+    panels : PanelSupport or None
+        The adaptive Lagrangian panels built on it (:mod:`.panels`), with their defaults.
     default_method : str
         The time integrator ``solve`` uses by default.
     default_max_n : int or None
@@ -108,7 +137,13 @@ class Domain(abc.ABC):
     name: str
     grid_type: type
     projection: str | None = None  # the matplotlib projection of its density plots
-    model_family: str = "sphere"  # the models that move it: "sphere" (S^{d-1}) or "euclidean" (R^d)
+    manifold: str = "sphere"  # the models that move it: "sphere" (S^{d-1}) or "euclidean" (R^d)
+    volume: float | None = None
+    periodic: bool = False
+    coordinate_label: str = "x"
+    initial_laws: tuple = ()
+    unit_vectors: bool = False  # its points are unit vectors (the circle, S^{d-1})
+    panels = None
     default_method: str = "rk4"
     default_max_n: int | None = None
     conserves_mass: bool = True
@@ -142,36 +177,66 @@ class Domain(abc.ABC):
     def coordinates(self, x) -> np.ndarray:
         """Intrinsic coordinates: θ ∈ [0, 2π) on the circle, (colatitude, longitude) on S², x in R^d."""
 
+    @abc.abstractmethod
+    def chord_distance(self, chord) -> np.ndarray:
+        """The geodesic distance of two points at Euclidean distance ``chord`` (2 arcsin(chord/2) on unit spheres)."""
+
+    @abc.abstractmethod
+    def intrinsic_dimension(self, d: int) -> int:
+        """The dimension of the domain whose points live in R^d (d − 1 on spheres, d in R^d): it sets the rate
+        E W_1(μ^N, μ) of empirical measures (MATH.md §4)."""
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the domain is compact (has a ``volume``): a measure's support then never grows."""
+        return self.volume is not None
+
+    def probe_grid(self, grid):
+        """The grid on which maxima over x of the field's bounds are taken (``validation.stability``), given a
+        frame's own grid (or None): fine enough that its covering radius h keeps e^{2a h} and h × ``second`` small;
+        by default the frame's own grid (None where it has none)."""
+        return grid
+
+    def point_sums(self, d: int) -> PointSums | None:
+        """The spectral sums of point sets in R^d on this domain (:class:`PointSums`), or None (the default)."""
+        return None
+
     def default_cfl(self, adaptive: bool) -> float:
         """The CFL factor ``solve`` uses by default: 0.1 for fixed steps (an accuracy choice), 0.8 for the
         adaptive methods (a stability cap)."""
         return 0.8 if adaptive else 0.1
 
     # ------------------------------------------------------------------ densities and the continuity equation
-    def check_model(self, model, grid) -> None:
-        """``ValueError`` unless ``model`` moves densities on ``grid`` (its family of domains, its dimension)."""
-        if model.dim is not None and model.dim != grid.dim:
+    def check_model(self, model, where) -> None:
+        """``ValueError`` unless ``model`` moves measures on this domain in the dimension of ``where`` (a grid or a
+        measure with ``dim``)."""
+        if model.manifold != self.manifold:
+            raise ValueError(f"{model!r} lives on the {model.manifold}, but {where!r} is on the {self.name}.")
+        if model.dim is not None and model.dim != where.dim:
             raise ValueError(
-                f"the model's matrices are {model.dim}×{model.dim} but the density lives on {grid!r} in R^{grid.dim}."
+                f"the model's matrices are {model.dim}×{model.dim} but {where!r} lives in R^{where.dim}."
             )
-        if model.domain != self.model_family:
-            raise ValueError(f"{model!r} lives on the {model.domain}, but the density is on {grid!r}.")
 
     @abc.abstractmethod
-    def rate(self, model, grid, path: str = "auto", field=None):
-        """The right-hand side ∂_t ρ = −div(ρ X[ρ]) on ``grid`` for ``path`` (:mod:`meanfield.strategies`).
+    def grid_strategies(self, model, grid) -> dict[str, str | None]:
+        """The strategies (:mod:`meanfield.strategies`) of the continuity right-hand side of ``model`` on ``grid``,
+        best first: each name maps to None where it applies, else to why not. ``strategies.resolve`` picks one."""
 
-        ``field(points, weights, queries)``: the sum X[μ] the quadrature path
+    @abc.abstractmethod
+    def continuity(self, model, grid, strategy: str, field=None):
+        """The right-hand side ∂_t ρ = −div(ρ X[ρ]) on ``grid`` by ``strategy`` (resolved: one that
+        :meth:`grid_strategies` says applies).
+
+        ``field(points, weights, queries)``: the sum X[μ] the quadrature strategy
         evaluates for the grid measure; default ``model.field`` (the model's
         reference sum). :func:`meanfield.solve` passes the compiled
         :func:`meanfield.kernels.field` where it applies.
 
         Returns an object with ``rate(values)``, ``rate_and_speeds(values) ->
-        (rate, max |X|, max strain)``, ``speeds(values)`` and ``path`` (the
-        strategy resolved); where ``coefficient_stages`` is true, also
-        ``coefficients(values)``, ``values(coefficients)`` and
-        ``coefficient_rate_and_speeds(coefficients)``, in which the fixed steps
-        run their stages (:class:`meanfield.integrate.Stages`)."""
+        (rate, max |X|, max strain)``, ``speeds(values)`` and ``strategy``; where
+        ``coefficient_stages`` is true, also ``coefficients(values)``,
+        ``values(coefficients)`` and ``coefficient_rate_and_speeds(coefficients)``,
+        in which the fixed steps run their stages (:class:`meanfield.integrate.Stages`)."""
 
     def energy_beta(self, model) -> float | None:
         """β_eff of the interaction energy E_β monitored along ``model`` on this domain, or None."""
@@ -188,6 +253,15 @@ class Domain(abc.ABC):
 
     def check_initial(self, density) -> None:
         """``ValueError`` if ``density`` cannot start a solve on this domain (nothing by default)."""
+
+    # ------------------------------------------------------------------ initial laws (:mod:`meanfield.laws`)
+    def uniform_noise(self, amplitude: float, modes: int, rng: np.random.Generator):
+        """The perturbed uniform law of :func:`meanfield.laws.uniform_noise` (unnormalised), a function of points."""
+        raise ValueError(f"the uniform-noise law is defined on the circle and the sphere, not on the {self.name}.")
+
+    def poisson(self, a):
+        """The Poisson-kernel (Möbius) law with parameter ``a`` (|a| < 1), a function of points."""
+        raise ValueError(f"the Poisson-kernel law is defined on the circle and the sphere, not on the {self.name}.")
 
     @abc.abstractmethod
     def sample(self, density, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

@@ -72,24 +72,33 @@ class Tracker:
 
 
 class ProgressTracker(Tracker):
-    """A tqdm bar over simulated time (off unless ``enabled``), closed at the end whatever happens."""
+    """A tqdm bar over simulated time (off unless ``enabled``), closed at the end whatever happens.
 
-    def __init__(self, total: float, enabled: bool = True):
-        self.total, self.enabled = float(total), bool(enabled)
+    With ``keep_open`` one bar serves several integrations in a row (the representations of a chain): it counts
+    simulated time across them and is closed by :meth:`close`."""
+
+    def __init__(self, total: float, enabled: bool = True, keep_open: bool = False):
+        self.total, self.enabled, self.keep_open = float(total), bool(enabled), bool(keep_open)
         self.bar = None
 
     def initialize(self, t, y):
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=self.total, disable=not self.enabled, unit="t", leave=False,
-                        bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
+        if self.bar is None:
+            self.bar = tqdm(total=self.total, disable=not self.enabled, unit="t", leave=False,
+                            bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
 
     def handle(self, t, y, h):
         self.bar.update(h)
 
     def finalize(self, t, y, status):
+        if not self.keep_open:
+            self.close()
+
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
 
 
 class OutputTracker(Tracker):

@@ -2,7 +2,7 @@
 
 =========================  ===============================================================
 :func:`pairwise_sums`      Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), fused, row-shifted (``pairwise``)
-:func:`field`              X[μ] of any sphere model from those sums (``pairwise``)
+:func:`field`              X[μ] of any sphere model from those sums (``pairwise``; :func:`grid_field` on grids)
 :func:`euclidean_field`    Γ[μ] of R^d softmax, L2, masked, sigmoid and Sinkhorn attention, compiled rows (``pairwise``)
 :func:`energy`             E_β of point sets (no n×n array)
 :func:`circle_spectral_field`  the circle's O((n + m)L) field of an empirical measure (``spectral``)
@@ -11,13 +11,26 @@
 Each is tested against the model's reference sum (``quadrature``). The grids
 and the particles both use this layer (the particles through
 :func:`particles.simulate`'s strategies), so ``meanfield`` needs nothing from
-``particles`` to be fast. May import numba, the domain layer, the models and
+``particles`` to be fast. The spectral sums of point sets belong to their domains
+(``Domain.point_sums``: ``meanfield.domains.circle.point_sums``, ``meanfield.domains.sphere.point_sums``);
+the circle's are re-exported here. May import numba, the domain layer, the models and
 :mod:`meanfield.numerics`.
 """
 
-from .circle import circle_degree, circle_spectral_field
+from functools import partial
+
+from ..domains.circle.point_sums import circle_degree, circle_spectral_field
+from ..models import SelfAttention, heads
 from .energy import energy
 from .euclidean import compiled_models, euclidean_field
 from .pairwise import field, pairwise_sums
 
-__all__ = ["pairwise_sums", "field", "euclidean_field", "compiled_models", "energy", "circle_degree", "circle_spectral_field"]
+__all__ = ["pairwise_sums", "field", "grid_field", "euclidean_field", "compiled_models", "energy", "circle_degree",
+           "circle_spectral_field"]
+
+
+def grid_field(model):
+    """The quadrature strategy's sums on a grid through the compiled pairwise kernel (:func:`field`, tested equal
+    to ``model.field``) for self-attention on spheres (any Q, K, V, several heads); None (the model's own sum,
+    the finite volumes' in R^d) otherwise."""
+    return partial(field, model) if all(isinstance(h, SelfAttention) for h in heads(model)) else None

@@ -480,7 +480,7 @@ def euclidean_field(model, points, weights, queries) -> np.ndarray:
     Pf, Wf, Xf = P.reshape((-1,) + P.shape[-2:]), W.reshape(-1, P.shape[-2]), X.reshape((-1,) + X.shape[-2:])
     total = 0.0
     for h in heads(model):
-        if h.domain != "euclidean" or h.kind not in compiled_models:
+        if h.kind not in compiled_models:
             raise ValueError(f"no compiled sum for {h!r}; the compiled R^d models are {compiled_models}.")
         total = total + np.stack([_head(h, Pf[b], np.ascontiguousarray(Wf[b]), Xf[b]) for b in range(Pf.shape[0])])
     return np.asarray(total).reshape(X.shape)

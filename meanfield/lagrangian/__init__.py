@@ -8,19 +8,18 @@ measure they carry and the log-density is carried exactly along them.
 :class:`LagrangianMeasure` one frame: points, weights, log ρ at the points, ρ anywhere
 :func:`start`              the Lagrangian measure of a grid density (nodes, ρ_j w_j)
 :func:`start_gaussian`     the Lagrangian measure of a Gaussian in R^d (Gauss–Hermite nodes)
-:func:`transport`          advance it with fixed nodes (``solve(..., representation=...)`` is the front)
-:func:`transport_panels`   the circle's adaptive Gauss panels: nodes inserted where the map steepens
-:func:`transport_density`  from a grid density: panels where they apply, fixed nodes elsewhere
+:func:`transport`          advance it with fixed nodes (``solve(..., representation="nodes")`` is the front)
+:func:`transport_panels`   adaptive Gauss panels (circle, S²): nodes inserted where the map steepens
+                           (``solve(..., representation="panels")``)
 :func:`clusters`           the clusters of a frame; :func:`cluster_history` over a solution
 =========================  ==========================================================
 """
 
 from .clusters import Cluster, cluster_history, clusters
 from .measure import LagrangianMeasure
-from .panels import PanelTransport, transport_panels
-from .transport import (LagrangianProblem, Transport, refines, start, start_gaussian, transport,
-                        transport_density)
+from .panels import PanelProblem, PanelTransport, panels_refusal, transport_panels
+from .transport import LagrangianProblem, Transport, start, start_gaussian, transport
 
-__all__ = ["LagrangianMeasure", "LagrangianProblem", "Transport", "start", "start_gaussian", "transport",
-           "transport_density", "refines", "transport_panels", "PanelTransport", "clusters", "cluster_history",
+__all__ = ["LagrangianMeasure", "LagrangianProblem", "PanelProblem", "Transport", "start", "start_gaussian",
+           "transport", "transport_panels", "panels_refusal", "PanelTransport", "clusters", "cluster_history",
            "Cluster"]

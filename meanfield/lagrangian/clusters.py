@@ -27,7 +27,6 @@ from .measure import LagrangianMeasure
 
 __all__ = ["Cluster", "clusters", "cluster_history", "ClusterHistory"]
 
-_VOLUME = {"circle": 2.0 * np.pi, "sphere": 4.0 * np.pi}
 _CELLS = 16.0  # the longest edge of a cluster's mesh, in cells at the threshold density (ℓ² × level <= 256 × w)
 
 
@@ -45,12 +44,12 @@ def _edges(frame: LagrangianMeasure, dense: np.ndarray, level: float) -> np.ndar
     """The edges along which a cluster is connected (module docstring)."""
     pts, w = frame.points, frame.weights
     if frame.mesh is None:  # circle and R¹: neighbours in the physical (cyclic) order, joined across short gaps
-        key = np.mod(frame.state[:, 0], 2 * np.pi) if frame.domain.name == "circle" else frame.state[:, 0]
+        periodic = frame.domain.periodic
+        key = np.mod(frame.state[:, 0], 2 * np.pi) if periodic else frame.state[:, 0]
         order = np.argsort(key, kind="stable")
-        nxt = np.roll(order, -1) if frame.domain.name == "circle" else order[1:]
+        nxt = np.roll(order, -1) if periodic else order[1:]
         e = np.stack([order[: nxt.size], nxt], axis=1)
-        chord = np.linalg.norm(pts[e[:, 0]] - pts[e[:, 1]], axis=-1)
-        gap = 2.0 * np.arcsin(np.minimum(1.0, 0.5 * chord)) if frame.domain.name in _VOLUME else chord
+        gap = frame.domain.chord_distance(np.linalg.norm(pts[e[:, 0]] - pts[e[:, 1]], axis=-1))
         resolution = 256.0 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(key))))  # float64 cannot part them
         return e[(gap * level <= np.maximum(w[e[:, 0]], w[e[:, 1]])) | (gap <= resolution)]
     tri = np.asarray(frame.mesh)
@@ -73,8 +72,7 @@ def _edges(frame: LagrangianMeasure, dense: np.ndarray, level: float) -> np.ndar
 
 
 def _centre(frame, pts, w):
-    c = w @ pts / np.sum(w)
-    return c / np.linalg.norm(c) if frame.domain.name in _VOLUME else c
+    return frame.domain.retract(w @ pts / np.sum(w))  # the mean, normalised on spheres
 
 
 def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float = 1e-6,
@@ -100,7 +98,7 @@ def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float 
     if not threshold > 0:
         raise ValueError(f"`threshold` must be positive, got {threshold!r}.")
     pts, w = frame.points, frame.weights
-    volume = _VOLUME.get(frame.domain.name)
+    volume = frame.domain.volume
     if volume is None:
         volume = float(np.prod(np.ptp(pts, axis=0)))
     level = threshold * frame.mass() / volume
@@ -114,8 +112,7 @@ def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float 
     # components whose centres are closer than `separation` are one cluster
     if len(groups) > 1:
         centres = np.array([_centre(frame, pts[g], w[g]) for g in groups])
-        near = frame.domain.distance(centres, centres) < separation if frame.domain.name in _VOLUME else \
-            np.linalg.norm(centres[:, None] - centres[None], axis=-1) < separation
+        near = frame.domain.distance(centres, centres) < separation
         _, joined = connected_components(coo_matrix(near), directed=False)
         groups = [np.concatenate([g for g, j in zip(groups, joined) if j == lab]) for lab in np.unique(joined)]
     out = []

@@ -14,15 +14,9 @@ import numpy as np
 
 from ..domains import Measure
 from ..kernels import energy as pairwise_energy
-from ..kernels.circle import circle_excess_energy
-from ..kernels.sphere import sphere_excess_energy
 from ..numerics import EXP_MAX
 
 __all__ = ["LagrangianMeasure"]
-
-#: Excess energies e^{-β}(E_β − m²/2β) by domain: the circle's O(nL) Fourier moments, S²'s O(nL²) harmonic moments;
-#: pairwise elsewhere.
-_EXCESS = {"circle": circle_excess_energy, "sphere": sphere_excess_energy}
 
 
 def _pairwise_excess(points, weights, beta):
@@ -101,6 +95,11 @@ class LagrangianMeasure:
         return self.domain.chart.to_points(self.state)
 
     @property
+    def dim(self) -> int:
+        """The dimension d of the ambient R^d of the points."""
+        return self.points.shape[-1]
+
+    @property
     def density(self) -> np.ndarray:
         """ρ(X_i(t), t) = exp(log ρ_0(x_i) − ℓ_i(t)) (may overflow to inf past 1e308; use ``log_density``)."""
         with np.errstate(over="ignore"):
@@ -119,8 +118,11 @@ class LagrangianMeasure:
         return self.weights @ self.points
 
     def excess_energy(self, beta: float) -> float:
-        """e^{-β}(E_β − m²/2β), finite for every β (½|∫x dμ|² at β = 0)."""
-        return _EXCESS.get(self.domain.name, _pairwise_excess)(self.points, self.weights, float(beta))
+        """e^{-β}(E_β − m²/2β), finite for every β (½|∫x dμ|² at β = 0): by the domain's spectral sums where it has
+        them (the circle's O(nL) Fourier moments, S²'s O(nL²) harmonic moments), else pairwise."""
+        points = self.points
+        sums = self.domain.point_sums(points.shape[-1])
+        return (_pairwise_excess if sums is None else sums.excess_energy)(points, self.weights, float(beta))
 
     def energy(self, beta: float) -> float:
         """E_β = (1/2β) Σ_ij w_i w_j e^{β⟨X_i, X_j⟩} (½|Σ w_i X_i|² at β = 0; GLPR §3.2)."""
@@ -162,7 +164,7 @@ class LagrangianMeasure:
             if ax is None:
                 _, ax = plt.subplots()
             ax.plot(c[order], logr[order], **({"lw": 1} | kwargs))
-            ax.set_xlabel("θ" if self.domain.name == "circle" else "x")
+            ax.set_xlabel(self.domain.coordinate_label)
             ax.set_ylabel("log₁₀ ρ")
             return ax
         if self.domain.projection == "mollweide":

@@ -5,11 +5,10 @@ The state is (chart coordinates of the n points, ℓ_i) and its rate
     dX_i/dt = X[μ_t](X_i),   dℓ_i/dt = div X[μ_t](X_i),   μ_t = Σ_j w_j δ_{X_j(t)}
 
 (docs/MATH.md §6): one field-and-divergence evaluation at the points per stage.
-Strategies (:mod:`meanfield.strategies`): ``spectral`` on the circle and S² for zonal
-models (the O(nL) Fourier sums of :func:`meanfield.kernels.circle.circle_spectral_divergence`,
-the O(nL²) harmonic sums of :func:`meanfield.kernels.sphere.sphere_spectral_divergence`; L set
-by β alone, not by how sharp the clusters are), ``quadrature`` elsewhere
-(``model.field_and_divergence``, NumPy row chunks, O(n²)).
+Strategies (:mod:`meanfield.strategies`): ``spectral`` where the domain has spectral sums of
+point sets and the model is zonal (``Domain.point_sums``: the circle's O(nL) Fourier sums, S²'s
+O(nL²) harmonic sums; L set by β alone, not by how sharp the clusters are), ``quadrature``
+elsewhere (``model.field_and_divergence``, NumPy row chunks, O(n²)).
 """
 
 from __future__ import annotations
@@ -21,17 +20,11 @@ import numpy as np
 from .. import strategies
 from ..domains import EUCLIDEAN
 from ..gaussian import gauss_hermite, gaussian_pdf
-from ..integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker, Status,
-                         StopIntegration)
-from ..kernels.circle import circle_spectral_divergence
-from ..kernels.sphere import sphere_spectral_divergence
+from ..integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
+                         Tracker)
 from .measure import LagrangianMeasure
-from .panels import DOMAINS as PANEL_DOMAINS, transport_panels
 
-__all__ = ["LagrangianProblem", "transport", "start", "start_gaussian", "Transport", "transport_density", "refines"]
-
-#: Compiled field-and-divergence sums of zonal models by domain (the ``spectral`` strategy).
-_SPECTRAL = {"circle": circle_spectral_divergence, "sphere": sphere_spectral_divergence}
+__all__ = ["LagrangianProblem", "transport", "start", "start_gaussian", "Transport", "field_and_divergence"]
 
 
 def start(density) -> LagrangianMeasure:
@@ -90,30 +83,35 @@ def start_gaussian(mean, cov, order: int | None = None) -> LagrangianMeasure:
                              chart.mesh_of(nodes), 0.0)
 
 
-def field_and_divergence(model, domain, weights, path: str):
-    """``f(points) -> (X, div X)`` for the measure Σ w_j δ_{points_j}, by strategy."""
-    offered = ("quadrature", "spectral") if domain.name in _SPECTRAL else ("quadrature",)
-    strategies.check(path, offered, f"the Lagrangian measure on the {domain.name}")
-    zonal = getattr(model, "zonal", None)
-    if path == "spectral" and zonal is None:
-        raise ValueError(f"the spectral path needs Q = qI, K = kI, V = cI (qk >= 0); got {model!r}.")
-    if zonal is not None and path in ("auto", "spectral") and domain.name in _SPECTRAL:
-        kernel = _SPECTRAL[domain.name]
-        beta, c = zonal
-        return (lambda x: kernel(x, weights, x, beta, model.normalized, c)), "spectral"
-    return (lambda x: model.field_and_divergence(x, weights, x)), "quadrature"
+def field_and_divergence(model, domain, d: int, weights, strategy: str):
+    """``(f, strategy)``: ``f(points) -> (X, div X)`` for the measure Σ w_j δ_{points_j} in R^d, by the strategy
+    :func:`meanfield.strategies.resolve` picks for the Lagrangian measure."""
+    strategy = strategies.resolve(strategy, strategies.for_nodes(model, domain, d),
+                                  f"the Lagrangian measure on the {domain.name}")
+    if strategy == "spectral":
+        sums, (beta, c) = domain.point_sums(d), model.zonal
+        return (lambda x: sums.field_and_divergence(x, weights, x, beta, model.normalized, c)), strategy
+    return (lambda x: model.field_and_divergence(x, weights, x)), strategy
 
 
-class LagrangianProblem(Problem):
-    """The characteristic system of a Lagrangian measure as a :class:`~meanfield.integrate.Problem`."""
+class LagrangianProblem(Problem, Tracker):
+    """The characteristic system of a Lagrangian measure with fixed nodes as a :class:`~meanfield.integrate.Problem`;
+    as a tracker it gathers the frames at the output times (``frames``)."""
 
-    def __init__(self, model, frame: LagrangianMeasure, path: str = "auto"):
-        self.domain, self.chart = frame.domain, frame.domain.chart
+    def __init__(self, model, frame: LagrangianMeasure, strategy: str = "auto"):
+        self.domain, self.chart, self.start = frame.domain, frame.domain.chart, frame
         self.k = frame.state.shape[1]
-        self.field, self.path = field_and_divergence(model, self.domain, frame.weights, path)
+        self.field, self.strategy = field_and_divergence(model, self.domain, frame.dim, frame.weights, strategy)
+        self.frames = []
 
     def pack(self, frame: LagrangianMeasure) -> np.ndarray:
         return np.concatenate([frame.state, np.zeros((len(frame), 1))], axis=1)
+
+    def frame(self, t, y) -> LagrangianMeasure:
+        """The Lagrangian measure of the state y = (chart coordinates, ℓ) at time t: log ρ = log ρ_0 − ℓ."""
+        f = self.start
+        return LagrangianMeasure(y[:, : self.k], f.weights, f.log_density - y[:, self.k], f.domain, f.mesh, t,
+                                 check=False)
 
     def rate(self, y):
         state = y[:, : self.k]
@@ -126,6 +124,32 @@ class LagrangianProblem(Problem):
         y[:, : self.k] = self.chart.retract(y[:, : self.k])
         return y
 
+    def reject(self, t, y, reason):
+        raise StopIntegration(t, y, reason, status=Status.FAILED)
+
+    def fail(self, t, y, message):
+        raise StopIntegration(t, y, f"the adaptive integrator failed: {message}", status=Status.FAILED)
+
+    def output(self, t, y):
+        self.frames.append(self.frame(t, y))
+
+    def run(self, t0, t1, t_eval, *, method, dt, rtol, atol, trackers):
+        """Integrate (with :class:`~meanfield.integrate.FiniteTracker`, then ``trackers``) from the start frame at t0
+        through ``t_eval`` to t1: (status, message, t reached, state there, integrator); Ctrl-C and SIGTERM end it
+        with status INTERRUPTED at the last output time."""
+        integrator = Integrator(self, method, dt=dt, rtol=rtol, atol=atol, trackers=[FiniteTracker(), self, *trackers])
+        y0 = self.pack(self.start)
+        status, message = Status.SUCCESS, "the Lagrangian nodes reached the end of the interval"
+        try:
+            t, y = integrator.run(t0, y0, np.asarray(t_eval, dtype=float), t1)
+        except StopIntegration as stop:
+            status, t, y = stop.status, stop.t, stop.y
+            message = f"the Lagrangian integration stopped at t = {stop.t:.6g}: {stop.reason}"
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t, y = (self.frames[-1].t, None) if self.frames else (t0, y0)
+        return status, message, t, y, integrator
+
 
 @dataclass(frozen=True)
 class Transport:
@@ -136,59 +160,20 @@ class Transport:
     nsteps: int
     status: Status
     message: str
-    path: str
+    strategy: str
 
 
 def transport(model, frame: LagrangianMeasure, t_span, t_eval, *, method: str = "dop853", dt: float | None = None,
-              rtol: float = 1e-10, atol: float = 1e-12, path: str = "auto", progress: bool = False) -> Transport:
-    """Advance a Lagrangian measure from ``t_span[0]`` (its time) through ``t_eval``.
+              rtol: float = 1e-10, atol: float = 1e-12, strategy: str = "auto", progress: bool = False) -> Transport:
+    """Advance a Lagrangian measure from ``t_span[0]`` (its time) through ``t_eval`` with its nodes fixed (the
+    ``nodes`` representation of :func:`meanfield.solve`, which is the front).
 
     ``KeyboardInterrupt`` (Ctrl-C, SIGTERM) ends the run with the frames reached: the returned
     ``Transport`` then has status INTERRUPTED (the caller decides whether to raise).
     """
     t0, t1 = float(t_span[0]), float(t_span[1])
-    problem = LagrangianProblem(model, frame, path)
-    outputs = OutputTracker()
-    trackers = [FiniteTracker(), outputs, ProgressTracker(t1 - t0, enabled=progress), InterruptTracker()]
-    integrator = Integrator(problem, method, dt=dt, rtol=rtol, atol=atol, trackers=trackers)
-    ell0 = frame.log_density
-    status, message = Status.SUCCESS, "the Lagrangian measure reached the end of the interval"
-    try:
-        integrator.run(t0, problem.pack(frame), np.asarray(t_eval, dtype=float), t1)
-    except StopIntegration as stop:
-        status, message = stop.status, f"the Lagrangian integration stopped at t = {stop.t:.6g}: {stop.reason}"
-    except KeyboardInterrupt:
-        status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
-    frames = tuple(
-        LagrangianMeasure(y[:, : problem.k], frame.weights, ell0 - y[:, problem.k], frame.domain, frame.mesh, t,
-                          check=False)
-        for t, y in zip(outputs.times, outputs.states)
-    )
-    return Transport(frames, integrator.nfev, integrator.nsteps, status, message, problem.path)
-
-
-def refines(model, domain) -> bool:
-    """Whether the Lagrangian measure of ``model`` on ``domain`` inserts characteristics where the flow map
-    steepens (adaptive Gauss panels: zonal models on the circle and S²), rather than keeping the grid's nodes."""
-    return domain.name in PANEL_DOMAINS and getattr(model, "zonal", None) is not None
-
-
-def transport_density(model, density, t_span, t_eval, *, method: str = "dop853", dt: float | None = None,
-                      rtol: float = 1e-10, atol: float = 1e-12, path: str = "auto", progress: bool = False,
-                      tol: float | None = None):
-    """The Lagrangian solution from a grid density at time ``t_span[0]``: adaptive Gauss panels
-    (:func:`~meanfield.lagrangian.panels.transport_panels`) for zonal models on the circle and S² with the adaptive
-    default method, else the grid's nodes as fixed characteristics (:func:`start`, :func:`transport`).
-
-    Returns a :class:`Transport` or a :class:`~meanfield.lagrangian.panels.PanelTransport` (the same fields).
-    ``tol`` is the panels' moment tolerance (their default where None; fixed nodes have none).
-    """
-    if refines(model, density.domain) and method == "dop853" and dt is None and path in ("auto", "spectral"):
-        return transport_panels(model, density, t_span, t_eval, rtol=rtol, atol=atol, progress=progress,
-                                **({} if tol is None else {"tol": tol}))
-    frame = start(density)
-    if float(t_span[0]) != 0.0:
-        frame = LagrangianMeasure(frame.state, frame.weights, frame.log_density, frame.domain, frame.mesh,
-                                  float(t_span[0]), check=False)
-    return transport(model, frame, t_span, t_eval, method=method, dt=dt, rtol=rtol, atol=atol, path=path,
-                     progress=progress)
+    problem = LagrangianProblem(model, frame, strategy)
+    status, message, _, _, integrator = problem.run(
+        t0, t1, t_eval, method=method, dt=dt, rtol=rtol, atol=atol,
+        trackers=[ProgressTracker(t1 - t0, enabled=progress), InterruptTracker()])
+    return Transport(tuple(problem.frames), integrator.nfev, integrator.nsteps, status, message, problem.strategy)

@@ -8,17 +8,20 @@
 =======================  ===========================================================
 
 Each model has ``field(points, weights, queries)`` (the reference sum),
-``heads``, ``dim``, ``domain`` and ``kind``; :mod:`.bounds` holds the bounds
-on the field used by step sizes and stability estimates. May import the
-domain layer's geometry, :mod:`meanfield.checks` and :mod:`meanfield.numerics`.
+``heads``, ``dim``, ``manifold``, ``zonal`` and ``kind``; each head class has its bounds
+(``constants``, derived in :mod:`.bounds`, which also sums them over heads for step sizes and
+stability estimates). Every kind is registered once in :mod:`.registry`, which the study files
+read. May import the domain layer's geometry, :mod:`meanfield.checks` and :mod:`meanfield.numerics`.
 """
 
-from .base import Head, heads
+from . import registry
+from .base import Head, Zonal, heads
 from .bounds import HeadConstants, head_constants, head_norms, lipschitz_constants, rate_scale
 from .euclidean import EUCLIDEAN_MODELS, L2, EuclideanAttention, Masked, Sigmoid, Sinkhorn, Softmax
 from .multihead import MultiHeadAttention
+from .registry import KINDS, ModelKind, Parameter
 from .sphere import SelfAttention
 
 __all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EuclideanAttention",
-           "EUCLIDEAN_MODELS", "Head", "heads", "head_norms", "rate_scale", "lipschitz_constants",
-           "head_constants", "HeadConstants"]
+           "EUCLIDEAN_MODELS", "Head", "Zonal", "heads", "head_norms", "rate_scale",
+           "lipschitz_constants", "head_constants", "HeadConstants", "registry", "KINDS", "ModelKind", "Parameter"]

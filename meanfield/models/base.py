@@ -3,21 +3,31 @@
 A *head* is an immutable dataclass with matrices Q, K, V (``None`` means the
 identity of any dimension). Every model — one head or a sum of heads — has
 ``heads`` (a tuple of heads), ``dim`` (the d its matrices fix, or None),
-``domain`` ("sphere": S^{d-1}, the circle included; "euclidean": R^d),
-``kind`` (its name in study files) and ``field(points, weights, queries)``.
+``manifold`` (where its tokens live: "sphere", S^{d-1} with the circle included, or
+"euclidean", R^d), ``kind`` (its name in study files, :mod:`.registry`), ``zonal``
+(a :class:`Zonal` record or None) and ``field(points, weights, queries)``.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import checks
 
-__all__ = ["Head", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments", "softmax_jacobian",
-           "log_kernel_excess", "CHUNK"]
+__all__ = ["Head", "Zonal", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments",
+           "softmax_jacobian", "log_kernel_excess", "CHUNK"]
 
 #: Work arrays of the pairwise sums are chunked to at most this many entries.
 CHUNK = 1 << 21
+
+class Zonal(NamedTuple):
+    """A zonal model's kernel: e^{β⟨Qx,Ky⟩} = e^{beta⟨x,y⟩} with ``beta`` = βqk, and V = ``c``·I (MATH.md §2.1;
+    :data:`meanfield.domains.zonal.ZONAL_RULE`)."""
+
+    beta: float
+    c: float
 
 
 class Head:
@@ -27,6 +37,7 @@ class Head:
     """
 
     min_dim = 2
+    manifold: str  # "sphere" (S^{d-1}) or "euclidean" (R^d): a class constant of each model
     Q: np.ndarray | None
     K: np.ndarray | None
     V: np.ndarray | None

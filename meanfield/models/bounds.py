@@ -67,22 +67,25 @@ import numpy as np
 from ..numerics import EXP_MAX
 from .base import heads
 
-__all__ = ["head_norms", "rate_scale", "lipschitz_constants", "head_constants", "HeadConstants"]
+__all__ = ["head_norms", "rate_scale", "lipschitz_constants", "head_constants", "HeadConstants", "exp_or_inf", "norm2",
+           "SIGMOID_CURVATURE"]
 
 #: max |σ''| = 1/(6√3), the sigmoid's second derivative
 SIGMOID_CURVATURE = 1.0 / (6.0 * np.sqrt(3.0))
 
 
-def _norm(M) -> float:
+def norm2(M) -> float:
+    """The operator 2-norm of M (1 for ``None``, the identity)."""
     return 1.0 if M is None else float(np.linalg.norm(M, 2))
 
 
 def head_norms(head) -> tuple[float, float]:
     """(a, v) = (β‖Q‖‖K‖, ‖V‖), operator 2-norms: |β⟨Qx, Ky⟩| <= a and |Vy| <= v on the sphere."""
-    return head.beta * _norm(head.Q) * _norm(head.K), _norm(head.V)
+    return head.beta * norm2(head.Q) * norm2(head.K), norm2(head.V)
 
 
-def _exp(x: float) -> float:
+def exp_or_inf(x: float) -> float:
+    """e^x, or ``inf`` past float64's range."""
     return float("inf") if x > EXP_MAX else float(np.exp(x))
 
 
@@ -117,58 +120,19 @@ class HeadConstants:
 
 
 def head_constants(head, radius: float | None = None) -> HeadConstants:
-    """The :class:`HeadConstants` of one head; ``radius`` R is required in R^d (the sphere has R = 1)."""
-    kind = head.kind
-    if head.domain == "sphere":
-        if radius not in (None, 1, 1.0):
-            raise ValueError(f"`radius` is 1 on the sphere, got {radius!r}.")
-        a, v = head_norms(head)
-        if head.normalized:
-            return HeadConstants(v, v * (2.0 + a), v * (1.0 + 2.0 * a) * _exp(2.0 * a), a, a,
-                                 v * (1.0 + 5.0 * a + 2.0 * a * a))
-        s = _exp(a)
-        return HeadConstants(v, v * s * (2.0 + a), v * s * (1.0 + a), None, a, v * s * (1.0 + 5.0 * a + a * a))
-    if radius is None or not (np.isfinite(radius) and radius > 0):
-        raise ValueError(f"`radius` (the support radius R of the measures in R^d) must be positive and finite, "
-                         f"got {radius!r}.")
-    R = float(radius)
-    nq, nk, v = _norm(head.Q), _norm(head.K), _norm(head.V)
-    d = head.dim or 1
-    nA = float(np.linalg.norm(head.A(d), 2))
-    if kind == "softmax":
-        c = head.beta * nA
-        a = c * R * R
-        return HeadConstants(v, v * a, v * (1.0 + 2.0 * a) * _exp(2.0 * a), a, c * R, 2.0 * v * R * (c * R) ** 2)
-    if kind in ("l2", "sinkhorn"):
-        c = nA / head.tau
-        if kind == "sinkhorn":
-            return HeadConstants(v, v * c * R * R, float("inf"), None, nq * (nq + nk) * R / head.tau,
-                                 2.0 * v * R * (c * R) ** 2)
-        a = nk * (nq + nk) * R * R / head.tau
-        return HeadConstants(v, v * c * R * R, v * (1.0 + 2.0 * a) * _exp(2.0 * a), a,
-                             nq * (nq + nk) * R / head.tau, 2.0 * v * R * (c * R) ** 2)
-    if kind == "sigmoid":
-        return HeadConstants(v, 0.25 * v * nA * R * R, v * (1.0 + 0.25 * nA * R * R), None, 0.0,
-                             SIGMOID_CURVATURE * v * R * (nA * R) ** 2)
-    return HeadConstants(v, float("inf"), float("inf"), None, float("inf"), float("inf"))  # masked
+    """The :class:`HeadConstants` of one head (its ``constants``, next to its field in its model module);
+    ``radius`` R is required in R^d (the sphere has R = 1)."""
+    return head.constants(radius)
 
 
 def rate_scale(model) -> float:
-    """Σ_h v(1 + a) s (module docstring): a bound on sup|u| + sup|∇u| for any probability measure.
+    """Σ_h v(1 + a) s (module docstring): a bound on sup|u| + sup|∇u| for any probability measure (each sphere
+    head's ``speed_bound``).
 
     The solvers scale their default time steps by its inverse. ``inf`` where
     the USA factor e^{a} overflows float64.
     """
-    total = 0.0
-    for h in heads(model):
-        b, nv = head_norms(h)
-        if h.normalized:
-            total += nv * (1.0 + b)
-        elif b + np.log1p(b) + np.log(max(nv, 1e-300)) > EXP_MAX:
-            return float("inf")
-        else:
-            total += nv * (1.0 + b) * np.exp(b)
-    return total
+    return float(sum(h.speed_bound() for h in heads(model)))
 
 
 def lipschitz_constants(model, radius: float | None = None) -> tuple[float, float]:

@@ -13,9 +13,13 @@ import numpy as np
 
 from .. import checks
 from .base import Head, check_weights, log_kernel_excess, row_chunks, softmax_jacobian
+from .bounds import SIGMOID_CURVATURE, HeadConstants, exp_or_inf, norm2
+from .registry import ModelKind, Parameter, register
 
 __all__ = ["EuclideanAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EUCLIDEAN_MODELS", "check_points",
            "sinkhorn_log_weights", "sinkhorn_marginal_error"]
+
+_TAU = Parameter("tau", "float", 1.0, "temperature τ", positive=True)
 
 
 def check_points(points, weights, queries, d_model):
@@ -43,11 +47,38 @@ class EuclideanAttention(Head):
     V: np.ndarray | None = None
 
     min_dim = 1
-    domain = "euclidean"
+    manifold = "euclidean"
     zonal = None
 
     def __post_init__(self):
         self._check_matrices()
+
+    # ------------------------------------------------------------------ bounds (:mod:`.bounds` derives them)
+    def _support(self, radius) -> tuple[float, float, float, float, float]:
+        """(R, ‖Q‖, ‖K‖, ‖V‖, ‖A‖) for a support radius R, which R^d needs."""
+        if radius is None or not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"`radius` (the support radius R of the measures in R^d) must be positive and finite, "
+                             f"got {radius!r}.")
+        return float(radius), norm2(self.Q), norm2(self.K), norm2(self.V), \
+            float(np.linalg.norm(self.A(self.dim or 1), 2))
+
+    def constants(self, radius: float | None = None) -> HeadConstants:
+        """No bound derived (∞): subclasses state theirs."""
+        self._support(radius)
+        inf = float("inf")
+        return HeadConstants(norm2(self.V), inf, inf, None, inf, inf)
+
+    @staticmethod
+    def sum_of_fields(heads, points, weights, queries, divergence: bool = False):
+        """Σ_h Γ_h[μ] (and Σ_h div Γ_h[μ]): in R^d the heads' fields add as they are."""
+        if not divergence:
+            return sum(h.field(points, weights, queries) for h in heads)
+        parts = [h.field_and_divergence(points, weights, queries) for h in heads]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+    def speed_bound(self) -> float:
+        raise TypeError(f"{type(self).__name__} has no speed bound for every measure: in R^d speeds grow with the "
+                        "support; give a step.")
 
     def _softmax_field(self, points, weights, queries, scale):
         """Σ_j w_j e^{scale⟨Ax,y_j⟩} V y_j / Σ_j w_j e^{scale⟨Ax,y_j⟩} at the queries, in row chunks."""
@@ -138,6 +169,13 @@ class Softmax(EuclideanAttention):
         points, weights, queries = check_points(points, weights, queries, self.dim)
         return log_kernel_excess(self.A(points.shape[-1]), self.beta, radius, points, weights, queries)
 
+    def constants(self, radius=None) -> HeadConstants:
+        """The softmax row of :mod:`.bounds`: a = β‖A‖R², L_x = va, L_μ = v(1 + 2a)e^{2a}."""
+        R, _, _, v, nA = self._support(radius)
+        c = self.beta * nA
+        a = c * R * R
+        return HeadConstants(v, v * a, v * (1.0 + 2.0 * a) * exp_or_inf(2.0 * a), a, c * R, 2.0 * v * R * (c * R) ** 2)
+
 
 @dataclass(frozen=True, eq=False)
 class L2(EuclideanAttention):
@@ -195,6 +233,14 @@ class L2(EuclideanAttention):
         points, weights, queries = check_points(points, weights, queries, self.dim)
         return log_kernel_excess(self.A(points.shape[-1]), 1.0 / self.tau, radius, points, weights, queries,
                                  self._offsets(points))
+
+    def constants(self, radius=None) -> HeadConstants:
+        """The L2 row of :mod:`.bounds`: a = ‖K‖(‖Q‖ + ‖K‖)R²/τ, L_x = v‖A‖R²/τ."""
+        R, nq, nk, v, nA = self._support(radius)
+        c = nA / self.tau
+        a = nk * (nq + nk) * R * R / self.tau
+        return HeadConstants(v, v * c * R * R, v * (1.0 + 2.0 * a) * exp_or_inf(2.0 * a), a,
+                             nq * (nq + nk) * R / self.tau, 2.0 * v * R * (c * R) ** 2)
 
 
 def sinkhorn_log_weights(weights) -> np.ndarray:
@@ -297,6 +343,13 @@ class Sinkhorn(EuclideanAttention):
         d = points.shape[-1]
         return softmax_jacobian(self.A(d), self.matrices(d)[2], 1.0 / self.tau, points, weights, queries, g)
 
+    def constants(self, radius=None) -> HeadConstants:
+        """The Sinkhorn row of :mod:`.bounds`: L_x = v‖A‖R²/τ; L_μ not derived (∞)."""
+        R, nq, nk, v, nA = self._support(radius)
+        c = nA / self.tau
+        return HeadConstants(v, v * c * R * R, float("inf"), None, nq * (nq + nk) * R / self.tau,
+                             2.0 * v * R * (c * R) ** 2)
+
 
 @dataclass(frozen=True, eq=False)
 class Sigmoid(EuclideanAttention):
@@ -354,6 +407,12 @@ class Sigmoid(EuclideanAttention):
             G[sl] = (sig * weights) @ (points @ V.T)
             D[sl] = V @ ((sig * (1.0 - sig) * weights) @ outer).reshape(-1, d, d) @ A
         return G, D
+
+    def constants(self, radius=None) -> HeadConstants:
+        """The sigmoid row of :mod:`.bounds`: σ' <= 1/4, L_x = v‖A‖R²/4, L_μ = v(1 + ‖A‖R²/4)."""
+        R, _, _, v, nA = self._support(radius)
+        return HeadConstants(v, 0.25 * v * nA * R * R, v * (1.0 + 0.25 * nA * R * R), None, 0.0,
+                             SIGMOID_CURVATURE * v * R * (nA * R) ** 2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -418,3 +477,13 @@ class Masked(EuclideanAttention):
 
 
 EUCLIDEAN_MODELS = (Softmax, L2, Sinkhorn, Sigmoid, Masked)
+
+register(ModelKind("softmax", Softmax, "euclidean", (
+    Parameter("beta", "float", 1.0, "inverse temperature β (scales A = KᵀQ)", minimum=0.0),), doc="softmax attention in R^d (CACP)"))
+register(ModelKind("l2", L2, "euclidean", (_TAU,), doc="L2 attention, kernel e^{−|Qx−Ky|²/(2τ)}"))
+register(ModelKind("sinkhorn", Sinkhorn, "euclidean", (_TAU,), doc="Sinkhorn attention (doubly stochastic kernel)"))
+register(ModelKind("sigmoid", Sigmoid, "euclidean", (Parameter("b", "float", 0.0, "bias b"),),
+                   doc="sigmoid attention, no normalisation"))
+register(ModelKind("masked", Masked, "euclidean", (
+    Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0),),
+    doc="causal softmax attention on [0, 1] × R^d", study=False))

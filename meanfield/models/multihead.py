@@ -7,9 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..domains.sphere.geometry import project_tangent
 from .base import Head
-from .sphere import check_measure, divergence_from_average
 
 __all__ = ["MultiHeadAttention"]
 
@@ -36,7 +34,7 @@ class MultiHeadAttention:
         for i, h in enumerate(heads):
             if not isinstance(h, Head):
                 raise TypeError(f"`heads[{i}]` must be an attention model, got {type(h).__name__}.")
-        if len({h.domain for h in heads}) > 1:
+        if len({h.manifold for h in heads}) > 1:
             raise ValueError("`heads` mixes sphere (SelfAttention) and R^d heads.")
         dims = {h.dim for h in heads if h.dim is not None}
         if len(dims) > 1:
@@ -56,30 +54,16 @@ class MultiHeadAttention:
         return None
 
     @property
-    def domain(self) -> str:
-        return self.heads[0].domain
+    def manifold(self) -> str:
+        return self.heads[0].manifold
 
     def field(self, points, weights, queries) -> np.ndarray:
         """Σ_h X_h[μ](queries), shape (..., m, d); see :meth:`SelfAttention.field`."""
-        if self.domain == "euclidean":
-            return sum(h.field(points, weights, queries) for h in self.heads)
-        points, weights, queries = check_measure(points, weights, queries)
-        for h in self.heads:
-            h.check_dim(points.shape[-1])
-        total = sum(h.average(points, weights, queries) for h in self.heads)
-        return project_tangent(queries, total)
+        return type(self.heads[0]).sum_of_fields(self.heads, points, weights, queries)
 
     def field_and_divergence(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
         """Σ_h X_h[μ] and its divergence Σ_h div X_h[μ] (the divergence is linear; MATH.md §6)."""
-        if self.domain == "euclidean":
-            parts = [h.field_and_divergence(points, weights, queries) for h in self.heads]
-            return sum(p[0] for p in parts), sum(p[1] for p in parts)
-        points, weights, queries = check_measure(points, weights, queries)
-        for h in self.heads:
-            h.check_dim(points.shape[-1])
-        parts = [h.average_and_strain(points, weights, queries) for h in self.heads]
-        u, strain = sum(p[0] for p in parts), sum(p[1] for p in parts)
-        return project_tangent(queries, u), divergence_from_average(queries, u, strain)
+        return type(self.heads[0]).sum_of_fields(self.heads, points, weights, queries, divergence=True)
 
     def average_and_jacobian(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
         """Σ_h u_h and Σ_h Du_h at ``queries`` (the ambient averages on the sphere, Γ in R^d); unbatched."""

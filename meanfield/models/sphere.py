@@ -29,8 +29,10 @@ import numpy as np
 from .. import checks
 from ..domains.sphere.geometry import check_on_sphere, project_tangent
 from ..numerics import EXP_MAX
-from .base import (Head, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian,
+from .base import (Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian,
                    tilted_moments)
+from .bounds import HeadConstants, exp_or_inf, head_norms
+from .registry import ModelKind, Parameter, register
 
 __all__ = ["SelfAttention", "check_measure", "divergence_from_average"]
 
@@ -108,7 +110,7 @@ class SelfAttention(Head):
     V: np.ndarray | None = None
     normalized: bool = True
 
-    domain = "sphere"  # where the tokens live: S^{d-1} (class constants, not fields)
+    manifold = "sphere"  # where the tokens live: S^{d-1} (class constants, not fields)
     kind = "self-attention"
 
     def __post_init__(self):
@@ -119,17 +121,38 @@ class SelfAttention(Head):
 
     # ------------------------------------------------------------------ info
     @property
-    def zonal(self) -> tuple[float, float] | None:
-        """``(β_eff, c)`` when Q = qI, K = kI, V = cI with qk >= 0, else None.
+    def zonal(self) -> Zonal | None:
+        """``Zonal(beta=β_eff, c)`` when Q = qI, K = kI, V = cI with qk >= 0, else None.
 
         Then ⟨Qx, Ky⟩ = qk⟨x, y⟩, the kernel is zonal with inverse temperature
         β_eff = β q k, and the field is c times the Q = K = V = I field with
-        β_eff. This is when the fast spectral paths apply.
+        β_eff. This is when the fast spectral strategies apply.
         """
         q, k, c = (identity_multiple(M) for M in (self.Q, self.K, self.V))
         if q is None or k is None or c is None or q * k < 0:
             return None
-        return self.beta * q * k, c
+        return Zonal(self.beta * q * k, c)
+
+    # ------------------------------------------------------------------ bounds (:mod:`.bounds` derives them)
+    def constants(self, radius: float | None = None) -> HeadConstants:
+        """The bounds of this head on S^{d-1} (R = 1): SA L_x = v(2 + a), L_μ = v(1 + 2a)e^{2a}; USA with s = e^a."""
+        if radius not in (None, 1, 1.0):
+            raise ValueError(f"`radius` is 1 on the sphere, got {radius!r}.")
+        a, v = head_norms(self)
+        if self.normalized:
+            return HeadConstants(v, v * (2.0 + a), v * (1.0 + 2.0 * a) * exp_or_inf(2.0 * a), a, a,
+                                 v * (1.0 + 5.0 * a + 2.0 * a * a))
+        s = exp_or_inf(a)
+        return HeadConstants(v, v * s * (2.0 + a), v * s * (1.0 + a), None, a, v * s * (1.0 + 5.0 * a + a * a))
+
+    def speed_bound(self) -> float:
+        """v(1 + a)s >= sup|u| + sup|Du| for any probability measure (``inf`` where USA's e^a overflows)."""
+        a, v = head_norms(self)
+        if self.normalized:
+            return v * (1.0 + a)
+        if a + np.log1p(a) + np.log(max(v, 1e-300)) > EXP_MAX:
+            return float("inf")
+        return v * (1.0 + a) * np.exp(a)
 
     def __repr__(self) -> str:
         mats = ", ".join(
@@ -260,6 +283,18 @@ class SelfAttention(Head):
         u, tr = self.average_and_strain(points, weights, queries)
         return project_tangent(queries, u), divergence_from_average(queries, u, tr)
 
+    @staticmethod
+    def sum_of_fields(heads, points, weights, queries, divergence: bool = False):
+        """Σ_h X_h[μ] (and Σ_h div X_h[μ]) of sphere heads: the averages u_h summed, then projected once."""
+        points, weights, queries = check_measure(points, weights, queries)
+        for h in heads:
+            h.check_dim(points.shape[-1])
+        if not divergence:
+            return project_tangent(queries, sum(h.average(points, weights, queries) for h in heads))
+        parts = [h.average_and_strain(points, weights, queries) for h in heads]
+        u, strain = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        return project_tangent(queries, u), divergence_from_average(queries, u, strain)
+
     def average_and_jacobian(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
         r"""u_μ(x) (as :meth:`average`) and its whole Jacobian Du_μ(x) in the ambient R^d, shape (m, d, d).
 
@@ -328,3 +363,9 @@ class SelfAttention(Head):
         if beta > EXP_MAX:
             raise OverflowError(f"E_β overflows float64 for β = {beta:g}; use `scaled_energy`.")
         return s * np.exp(beta)
+
+
+register(ModelKind("self-attention", SelfAttention, "sphere", (
+    Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0),
+    Parameter("normalized", "bool", True, "SA (true) or USA (false)"),
+), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V"))

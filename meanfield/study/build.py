@@ -98,13 +98,17 @@ def build_grid(cfg):
         return _GRIDS[cfg["domain"]](g)
     except (ValueError, TypeError, ImportError) as exc:
         raise StudyError(f"[grid]: {exc}") from None
+    except MemoryError:
+        raise StudyError(f"[grid]: {g} is too large for this machine's memory") from None
 
 
 # --------------------------------------------------------- initial laws
-def build_monitor(cfg) -> ResolutionMonitor:
-    """The resolution monitor of [time] tail_tol, neg_tol, energy_rtol (its defaults where not given)."""
+def build_monitor(cfg) -> ResolutionMonitor | None:
+    """The resolution monitor of [time] tail_tol, neg_tol, energy_rtol (its defaults where not given); None where
+    none is given (solve's default)."""
     tm = cfg["time"]
-    return ResolutionMonitor(**{k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None})
+    given = {k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None}
+    return ResolutionMonitor(**given) if given else None
 
 
 def _noise_circle(amp: float, m: int, rng):

@@ -102,12 +102,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "t_eval": Key("floats", None, "explicit output times (instead of frames), increasing from 0", minimum=0.0),
         "method": Key("str", None, "density integrator (default rk4; ssprk3 in R^d)", choices=METHODS),
         "dt": Key("float", None, "fixed step of rk4/ssprk3 (default: CFL step)", positive=True),
-        "refine": Key("bool", None, "refine the grid when resolution is lost (default true; false in R^d)"),
+        "refine": Key("bool", None, "refine the grid when resolution is lost (default meanfield.solve's: true on the "
+                      "circle and S², false in R^d)"),
         "max_n": Key("int", None, "largest n (circle) or lmax (sphere) refinement may reach", minimum=4),
-        "representation": Key("str", None, "grid: stop where the grid's cap is reached; auto: hand over to the "
-                              "Lagrangian measure there; lagrangian: the Lagrangian measure from t = 0 "
-                              "(default: meanfield.solve's, auto for zonal models on the circle, else grid)",
-                              choices=("grid", "auto", "lagrangian")),
+        "representation": Key("str", None, "the chain of representations (meanfield.solve's representation): auto "
+                              "(default) grid → panels → nodes for zonal models on the circle and S², else the grid "
+                              "alone; grid: stop where the grid's cap is reached; lagrangian: panels → nodes (or "
+                              "nodes) from t = 0; panels, nodes: that one alone",
+                              choices=("grid", "auto", "lagrangian", "panels", "nodes")),
         "lagrangian_tol": Key("float", None, "the Lagrangian panels' moment tolerance (meanfield.solve's "
                               "lagrangian_tol, default 1e-14 on the circle, 1e-10 on S²): a run stops rather than let the moments err by "
                               "more than 1e3 × it", positive=True),
@@ -122,8 +124,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                        positive=True),
         "energy_rtol": Key("float", None, "resolution monitor: relative round-off allowed in the monotone energy "
                            "(default 1e-10)", positive=True),
-        "rtol": Key("float", 1e-10, "rk45/dop853 relative tolerance (meanfield.solve's default)", positive=True),
-        "atol": Key("float", 1e-12, "rk45/dop853 absolute tolerance (meanfield.solve's default)", positive=True),
+        "rtol": Key("float", None, "relative tolerance of the adaptive steps (default meanfield.solve's, 1e-10)",
+                    positive=True),
+        "atol": Key("float", None, "absolute tolerance of the adaptive steps (default meanfield.solve's, 1e-12)",
+                    positive=True),
+        "max_points": Key("int", None, "the Lagrangian panels' most points before the chain goes on with fixed nodes "
+                          "(default meanfield.solve's: 2^20 on the circle, 2^16 on S²)", minimum=1),
     },
     "particles": {
         "n": Key("ints", None, "particle numbers N (one or several; no particles when absent)", minimum=1),
@@ -435,8 +441,6 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     else:
         tm["t_eval"] = [tm["t_end"] * i / (tm["frames"] - 1) for i in range(tm["frames"])]
     refinable = domains.get(domain).default_max_n is not None  # the domain says whether its grids refine
-    if tm["refine"] is None:
-        tm["refine"] = refinable
     if tm["refine"] and not refinable:
         raise StudyError("[time] refine: finite-volume grids are not refined; use a finer [grid] shape")
     if tm["dt"] is not None and tm["method"] in ("rk45", "dop853"):

@@ -27,6 +27,7 @@ from validation.wasserstein import EXACT_OT_MAX
 
 from .. import domains
 from ..io import check_output
+from ..monitor import ResolutionMonitor
 from . import build
 from .config import StudyError
 
@@ -166,7 +167,7 @@ def check(cfg: dict, path=None) -> Estimate:
     est = estimate(cfg, grid)
     mu0 = None if grid is None else build.initial_density(cfg, grid)
     if mu0 is not None:  # the solver would refuse it at t = 0: say so before anything else runs
-        reason = build.build_monitor(cfg).check_state(grid, mu0.values)
+        reason = (build.build_monitor(cfg) or ResolutionMonitor()).check_state(grid, mu0.values)
         if reason is not None:
             raise StudyError(f"[grid]/[initial]: the initial density is not resolved: {reason}; use a finer grid"
                              + (" or loosen [time] tail_tol" if "tail" in reason else ""))

@@ -125,7 +125,8 @@ def _density_vars(sol, t_eval, grid0):
 
 
 def _representation(sol) -> str:
-    """'grid', 'lagrangian', or 'grid+lagrangian' (handed over at attrs['handover'])."""
+    """The representations that made the frames, in order: 'grid', 'grid+panels+nodes', 'nodes', ... (the hand-overs
+    in attrs['handovers'])."""
     kinds = list(dict.fromkeys(sol.representation)) if sol.representation else ["grid"]
     return "+".join(kinds)
 
@@ -169,40 +170,44 @@ def _lagrangian_vars(frames, t_eval):
 
 
 def _solve(cfg, model, mu0, t_eval, progress):
+    """The density's solution as the study's [time] table asks (solve's own defaults where it says nothing)."""
     tm = cfg["time"]
-    kwargs = dict(t_eval=t_eval, method=tm["method"], dt=tm["dt"], refine=tm["refine"], rtol=tm["rtol"],
-                  atol=tm["atol"], progress=progress, representation=tm["representation"])
-    if tm["max_n"] is not None:
-        kwargs["max_n"] = tm["max_n"]
-    if tm["lagrangian_tol"] is not None:
-        kwargs["lagrangian_tol"] = tm["lagrangian_tol"]
-    kwargs["monitor"] = build.build_monitor(cfg)
-    log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
-    start_from = mu0
-    if tm["lagrangian_nodes"] == "grid":  # the grid's nodes as fixed characteristics (solve of a LagrangianMeasure)
-        if tm["representation"] != "lagrangian":
+    representation = tm["representation"]
+    if tm["lagrangian_nodes"] == "grid":  # the grid's nodes as fixed characteristics
+        if representation != "lagrangian":
             raise config.StudyError("[time] lagrangian_nodes = 'grid' needs representation = 'lagrangian'.")
-        start_from = lagrangian.start(mu0)
-        kwargs = {k: kwargs[k] for k in ("t_eval", "method", "dt", "rtol", "atol", "progress", "representation")}
+        representation = "nodes"
+    options = {k: tm[k] for k in SOLVER_KEYS if tm[k] is not None}
+    log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
     try:
-        return solve(model, start_from, (0.0, float(t_eval[-1])), **kwargs), False
-    except ResolutionError as exc:
-        if exc.initial:  # the initial density itself is not resolved: a study to fix
-            raise config.StudyError(f"[grid]: {exc}") from None
-        log.warning("%s", exc)
-        return exc.solution, False
+        sol = solve(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, progress=progress,
+                    representation=representation, monitor=build.build_monitor(cfg), **options)
+    except ResolutionError as exc:  # the initial density itself is not resolved: a study to fix
+        raise config.StudyError(f"[grid]: {exc}") from None
     except Interrupted as exc:
         log.warning("interrupted: keeping the density up to the last output time")
         return exc.solution, True
     except (ValueError, TypeError, OverflowError) as exc:
         raise config.StudyError(f"[time]/[grid]: {exc}") from None
+    for h in sol.handovers:
+        log.info("t = %.6g: the %s handed over to the %s (%s)", h.t, h.source, h.target, h.reason)
+    if sol.status is Status.RESOLUTION_LOST:
+        log.warning("the solution is no longer resolved after t = %.6g: %s%s", sol.t_reached, sol.message,
+                    "" if sol.hint is None else f". {sol.hint}")
+    elif sol.status is not Status.SUCCESS:
+        log.warning("%s (t = %.6g)", sol.message, sol.t_reached)
+    return sol, False
+
+
+#: The [time] keys that are :func:`meanfield.solve`'s options of the same name (None: solve's default).
+SOLVER_KEYS = ("method", "dt", "refine", "max_n", "rtol", "atol", "lagrangian_tol", "max_points")
 
 
 # ------------------------------------------------------------ particles
 def _unit_vectors(cfg) -> bool:
     """Whether the study's points are unit vectors (circle, S^{d-1}): the clustering statistics ⟨x_i, x_j⟩ >= 1 − δ
     and E_β of point sets are defined there."""
-    return domains.get(cfg["domain"]).model_family == "sphere"
+    return domains.get(cfg["domain"]).unit_vectors
 
 
 def _has_particle_energy(model) -> bool:
@@ -359,10 +364,11 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         grids = [d.grid for d in densities if not isinstance(d, LagrangianMeasure)]
         final = grids[-1] if grids else grid
         attrs.update({"grid": repr(grid), "grid_final": repr(final), "resolution": grid.n, "resolution_final": final.n,
-                      "solver_method": sol.method, "solver_path": sol.path, "nfev": sol.nfev, "nsteps": sol.nsteps,
-                      "refinements": json.dumps([list(map(float, r)) for r in sol.refinements]),
+                      "solver_method": sol.method, "solver_strategy": sol.strategy, "nfev": sol.nfev,
+                      "nsteps": sol.nsteps, "refinements": json.dumps([list(map(float, r)) for r in sol.refinements]),
                       "representation": _representation(sol), "handover": -1.0 if sol.handover is None
-                      else float(sol.handover)})
+                      else float(sol.handover),
+                      "handovers": json.dumps([[h.t, h.source, h.target, h.reason] for h in sol.handovers])})
     store = {}
     if cfg["particles"] is not None and not interrupted:
         interrupted = _particles(cfg, model, mu0, t_eval, progress, store)

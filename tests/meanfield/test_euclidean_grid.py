@@ -83,7 +83,7 @@ def test_separable_softmax_equals_direct_sum(d):
     model = Softmax(Q=rng.normal(size=(d, d)), K=rng.normal(size=(d, d)), V=rng.normal(size=(d, d)), beta=2.0)
     a = FiniteVolume(g, model, "separable")
     b = FiniteVolume(g, model, "quadrature")
-    assert a.path == "separable" and b.path == "quadrature"
+    assert a.strategy == "separable" and b.strategy == "quadrature"
     np.testing.assert_allclose(a.velocity(v), b.velocity(v), rtol=1e-11, atol=1e-13)
     with pytest.raises(ValueError, match="separable"):
         FiniteVolume(g, L2(), "separable")

@@ -178,7 +178,7 @@ def test_sigterm_ends_an_integration_as_ctrl_c_does_and_the_handler_is_restored(
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-def test_sigterm_during_solve_keeps_the_partial_solution(monkeypatch):
+def test_sigterm_during_solve_keeps_the_partial_solution():
     import importlib
     import os
     import signal
@@ -187,17 +187,17 @@ def test_sigterm_during_solve_keeps_the_partial_solution(monkeypatch):
 
     solve_module = importlib.import_module("meanfield.solve")  # the attribute meanfield.solve is the function
 
-    class TerminatingProgress(solve_module.ProgressTracker):  # SIGTERM after 30 accepted steps
-        def handle(self, t, y, h):
-            super().handle(t, y, h)
-            self.steps = getattr(self, "steps", 0) + 1
+    class Terminating:  # a user's tracker: SIGTERM after 30 accepted steps
+        steps = 0
+
+        def handle(self, t, frame, h):
+            self.steps += 1
             if self.steps == 30:
                 os.kill(os.getpid(), signal.SIGTERM)
 
-    monkeypatch.setattr(solve_module, "ProgressTracker", TerminatingProgress)
     d = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(np.cos(2 * np.arctan2(x[..., 1], x[..., 0]))))
     with pytest.raises(solve_module.Interrupted) as info:
-        mf.solve(mf.SelfAttention(2.0), d, (0, 1), t_eval=np.linspace(0, 1, 11), dt=0.01)
+        mf.solve(mf.SelfAttention(2.0), d, (0, 1), t_eval=np.linspace(0, 1, 11), dt=0.01, trackers=[Terminating()])
     sol = info.value.solution
     assert sol.status is Status.INTERRUPTED and sol.t[-1] == pytest.approx(0.2) and len(sol.t_steps) == 31
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

@@ -100,7 +100,7 @@ def test_circle_degree_matches_math_md():
 def test_sphere_spectral_matches_pairwise_within_its_bound(rng, beta, normalized, c):
     """The O((n + m)L²) harmonic sums on 2000 points against the pairwise field: equal to 1e-12 relative, with a
     truncation bound below 1e-14; the divergence against the model's own (docs/MATH.md §6); the poles included."""
-    from meanfield.kernels.sphere import sphere_spectral_divergence, sphere_spectral_field
+    from meanfield.domains.sphere.point_sums import sphere_spectral_divergence, sphere_spectral_field
 
     x = pt.uniform_sphere(2000, 3, rng=rng)
     x[:2] = [[0, 0, 1], [0, 0, -1]]
@@ -123,7 +123,7 @@ def test_sphere_spectral_matches_pairwise_within_its_bound(rng, beta, normalized
 def test_sphere_spectral_bound_is_a_bound(rng):
     """Truncated on purpose: the reported bound dominates the actual error and is informative once the truncation
     is below the normaliser."""
-    from meanfield.kernels.sphere import sphere_spectral_field
+    from meanfield.domains.sphere.point_sums import sphere_spectral_field
 
     x = pt.uniform_sphere(500, 3, rng=rng)
     w = np.full(500, 1 / 500)
@@ -139,7 +139,7 @@ def test_sphere_spectral_bound_is_a_bound(rng):
 def test_sphere_harmonic_moments_are_orthonormal_and_give_the_energy(rng):
     """a_lm of a quadrature of the uniform measure vanish for l >= 1 (orthogonality), a_00 = 1/√4π; E_β from the
     moments equals the pairwise energy."""
-    from meanfield.kernels.sphere import harmonic_moments, sphere_excess_energy
+    from meanfield.domains.sphere.point_sums import harmonic_moments, sphere_excess_energy
     from meanfield.lagrangian.measure import LagrangianMeasure
 
     g = mf.SphereGrid(20)
@@ -158,7 +158,7 @@ def test_sphere_harmonic_moments_are_orthonormal_and_give_the_energy(rng):
 
 def test_sphere_spectral_field_for_a_million_points_is_sub_quadratic():
     """One field of 10⁶ points (β = 4) by the harmonic sums equals, at 200 of them, the pairwise sum to 1e-12."""
-    from meanfield.kernels.sphere import sphere_spectral_field
+    from meanfield.domains.sphere.point_sums import sphere_spectral_field
 
     x = pt.uniform_sphere(10 ** 6, 3, rng=3)
     w = np.full(10 ** 6, 1e-6)
@@ -279,14 +279,14 @@ def test_rd_particles_take_the_compiled_path():
     x = np.random.default_rng(0).standard_normal((40, 3))
     for model in (Softmax(beta=1.5), L2(tau=0.8)):
         a = simulate(model, x, [0.0, 0.5], dt=0.05)
-        b = simulate(model, x, [0.0, 0.5], dt=0.05, path="quadrature")
-        assert a.path == "pairwise" and b.path == "quadrature"
+        b = simulate(model, x, [0.0, 0.5], dt=0.05, strategy="quadrature")
+        assert a.strategy == "pairwise" and b.strategy == "quadrature"
         assert np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
-    assert simulate(Softmax(), np.zeros((10, 16)), [0.0, 0.1]).path == "pairwise"  # blocked products at d = 16
-    assert simulate(Sinkhorn(), np.zeros((10, 16)), [0.0, 0.1]).path == "pairwise"
+    assert simulate(Softmax(), np.zeros((10, 16)), [0.0, 0.1]).strategy == "pairwise"  # blocked products at d = 16
+    assert simulate(Sinkhorn(), np.zeros((10, 16)), [0.0, 0.1]).strategy == "pairwise"
     a = simulate(Sinkhorn(tau=1.3), x, [0.0, 0.3], dt=0.05)
-    b = simulate(Sinkhorn(tau=1.3), x, [0.0, 0.3], dt=0.05, path="quadrature")
-    assert a.path == "pairwise" and np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
+    b = simulate(Sinkhorn(tau=1.3), x, [0.0, 0.3], dt=0.05, strategy="quadrature")
+    assert a.strategy == "pairwise" and np.max(np.abs(a.x - b.x)) <= 1e-12 * np.max(np.abs(b.x))
 
 
 def test_float64_exponential_is_accurate_to_one_ulp(rng):
@@ -356,11 +356,11 @@ def test_simulate_in_single_precision():
     model = mf.SelfAttention(4.0)
     a = pt.simulate(model, x, [0.0, 1.0], dt=0.05)
     b = pt.simulate(model, x, [0.0, 1.0], dt=0.05, precision="single")
-    assert b.path == "pairwise" and b.x.dtype == np.float64
+    assert b.strategy == "pairwise" and b.x.dtype == np.float64
     assert np.allclose(np.linalg.norm(b.x, axis=-1), 1.0, atol=1e-14)
     assert 1e-10 < np.max(np.abs(a.x - b.x)) <= 1e-4  # the 1e-5 field error, integrated to t = 1
     with pytest.raises(ValueError, match="single precision"):
-        pt.simulate(model, x, [0.0, 1.0], path="quadrature", precision="single")
+        pt.simulate(model, x, [0.0, 1.0], strategy="quadrature", precision="single")
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -5,7 +5,7 @@ import pytest
 
 import meanfield as mf
 from meanfield import exact, gaussian
-from meanfield.kernels.circle import circle_spectral_divergence
+from meanfield.domains.circle.point_sums import circle_spectral_divergence
 from meanfield.integrate import Status
 from meanfield.lagrangian import LagrangianMeasure, cluster_history, clusters, start, start_gaussian, transport_panels
 from meanfield.models import L2, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax
@@ -108,7 +108,7 @@ def test_circle_beta0_follows_ott_antonsen_while_the_map_is_resolved():
     theta = np.arange(n) * 2 * np.pi / n
     mu0 = mf.Density(mf.CircleGrid(n), exact.wrapped_cauchy(theta, a0))
     sol = mf.solve(mf.SelfAttention(0.0), mu0, (0, 4), t_eval=[1, 2, 4], representation="lagrangian")
-    assert sol.representation == ("lagrangian",) * 3 and sol.handover == 0.0
+    assert sol.representation == ("panels",) * 3 and sol.handover == 0.0 and sol.handovers == ()
     for f in sol.densities:
         a = exact.ott_antonsen(f.t, a0)
         th = np.arctan2(f.points[:, 1], f.points[:, 0])
@@ -163,7 +163,7 @@ def test_gaussian_closures_from_gauss_hermite_nodes(name):
         assert np.sqrt(f.weights @ np.sum((f.points - exact) ** 2, axis=1)) <= 1e-8
         assert gaussian_w2(m, C, mean, cov) <= 1e-8
         assert abs(f.mass() - 1.0) <= 1e-14
-    assert sol.representation == ("lagrangian", "lagrangian") and sol.handover == 0.0
+    assert sol.representation == ("nodes", "nodes") and sol.handover == 0.0
 
 
 # ------------------------------------------------------------------ against the grid; energy
@@ -188,12 +188,19 @@ def test_hand_over_is_recorded_and_keeps_the_mass():
     mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(2 * x[..., 0]))
     sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), t_eval=[1, 4, 8], max_n=128, representation="auto")
     assert sol.success and sol.handover is not None and 0 < sol.handover < 8
-    assert sol.representation[-1] == "lagrangian" and isinstance(sol.densities[-1], LagrangianMeasure)
+    assert sol.representation[-1] in ("panels", "nodes") and isinstance(sol.densities[-1], LagrangianMeasure)
     assert all(isinstance(d, mf.Density) for d, r in zip(sol.densities, sol.representation) if r == "grid")
+    first = sol.handovers[0]
+    assert (first.source, first.target, first.t) == ("grid", "panels", sol.handover) and "max_n = 128" in first.reason
     assert sol.mass[-1] == pytest.approx(1.0, abs=1e-8)
     assert np.all(np.diff(sol.energy) > 0)
-    with pytest.raises(mf.ResolutionError):
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), max_n=128, representation="grid")  # grid only still refuses
+    alone = mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), t_eval=[1, 4, 8], max_n=128, representation="grid")  # stops
+    assert alone.status is Status.RESOLUTION_LOST and alone.t_reached == first.t
+    assert alone.t[-1] == alone.t_reached and alone.representation == ("grid",) * alone.t.size
+    with pytest.raises(mf.ResolutionError, match="max_n = 128") as info:
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 8), t_eval=[1, 4, 8], max_n=128, representation="grid",
+                 raise_on_failure=True)
+    assert info.value.solution.t_reached == alone.t_reached
 
 
 # ------------------------------------------------------------------ clusters, zero density, bad input
@@ -269,7 +276,7 @@ def test_bad_input_is_refused():
         mf.solve(mf.SelfAttention(1.0), mu0, (0, 1), representation="particles")
     with pytest.raises(ValueError, match="spectral"):
         mf.solve(mf.SelfAttention(1.0, Q=2 * np.eye(2) + 0.1), mu0, (0, 1), representation="lagrangian",
-                 path="spectral")
+                 strategy="spectral")
     with pytest.raises(TypeError, match="LagrangianMeasure"):
         clusters(mu0)
     sphere0 = mf.Density.uniform(mf.SphereGrid(8))
@@ -345,7 +352,7 @@ def test_circle_panels_agree_with_the_grid_and_hand_over_continues_the_same_solu
     # handed over at t ≈ 6.6 (max_n = 512): the same solution later on, in its Fourier moments up to k = 40 (the
     # kernel's band) and its density (the hand-over run's interpolant at the from-0 run's points)
     auto = mf.solve(model, mu0, (0, 8), t_eval=[1.0, 2.0, 3.0, 7.0, 8.0], max_n=512, representation="auto")
-    assert 3 < auto.handover < 7 and auto.representation[-2:] == ("lagrangian", "lagrangian")
+    assert 3 < auto.handover < 7 and auto.representation[-2:] == ("panels", "panels")
     k = np.arange(41)
     for a, b in zip(auto.densities[-2:], run.frames[-2:]):
         moments = [f.weights @ np.exp(1j * np.outer(f.state[:, 0], k)) for f in (a, b)]
@@ -370,7 +377,7 @@ def test_sphere_panels_agree_with_the_grid_and_hand_over_continues_the_same_solu
     interpolant at the points, the harmonic moments up to the kernel's degree (in the band-limited W1 bound of
     _harmonic_h1_distance) and E_β; then a run handed over from an lmax-32 grid equals the run from t = 0 in its
     moments and E_β."""
-    from meanfield.kernels.sphere import harmonic_moments, sphere_degree
+    from meanfield.domains.sphere.point_sums import harmonic_moments, sphere_degree
 
     beta, T = 4.0, [1.0, 2.0, 3.0]
     model, L = mf.SelfAttention(beta), sphere_degree(beta)
@@ -389,7 +396,7 @@ def test_sphere_panels_agree_with_the_grid_and_hand_over_continues_the_same_solu
     energy = [f.energy(beta) for f in run.frames]
     assert np.all(np.diff(energy) > 0)
     auto = mf.solve(model, mu0, (0, 4.5), t_eval=T + [4.0, 4.5], max_n=32, refine=True, representation="auto")
-    assert 1 < auto.handover < 3 and auto.representation[-2:] == ("lagrangian", "lagrangian")
+    assert 1 < auto.handover < 3 and auto.representation[-2:] == ("panels", "panels")
     for a, b in zip(auto.densities[-2:], run.frames[-2:]):  # (the moved-mesh interpolant is only linear on S²)
         assert _harmonic_h1_distance(harmonic_moments(a.points, a.weights, L),
                                      harmonic_moments(b.points, b.weights, L), L) <= 1e-6
@@ -425,19 +432,32 @@ def test_panels_refuse_a_model_they_cannot_record():
         transport_panels(mf.SelfAttention(1.0), mu0, (0, 1), [2.0])
 
 
-def test_the_panels_stop_with_a_message_rather_than_lose_accuracy(monkeypatch):
-    from meanfield.lagrangian import panels
-
+def test_the_panels_stop_with_a_message_rather_than_lose_accuracy_and_the_chain_goes_on_with_nodes():
+    """β = 0 from a wrapped Cauchy law (Ott–Antonsen, collapse to a point): the panels stop at max_points with a
+    message; alone, the solution ends there (status RESOLUTION_LOST, its last state the final frame); in the chain
+    panels → nodes the nodes go on from the panels' points to the end, the hand-over recorded, the mass exact and
+    ½|∫x dμ|² non-decreasing (the Lyapunov function at β = 0 of any measure, the discrete one included)."""
     a0, n = 0.3 + 0.2j, 128
     theta = np.arange(n) * 2 * np.pi / n
     mu0 = mf.Density(mf.CircleGrid(n), exact.wrapped_cauchy(theta, a0))
-    run = transport_panels(mf.SelfAttention(0.0), mu0, (0, 20), [2.0, 5.0, 10.0, 20.0], max_points=400)
+    t_eval = [2.0, 5.0, 10.0, 20.0]
+    run = transport_panels(mf.SelfAttention(0.0), mu0, (0, 20), t_eval, max_points=400)
     assert run.status is Status.RESOLUTION_LOST and "max_points = 400" in run.message
     assert [f.t for f in run.frames] == [2.0] and len(run.frames[0]) <= 400 and 2.0 < run.t < 5.0
-    monkeypatch.setitem(panels.transport_panels.__kwdefaults__, "max_points", 400)
-    with pytest.raises(mf.ResolutionError) as e:
-        mf.solve(mf.SelfAttention(0.0), mu0, (0, 20), t_eval=[2.0, 5.0, 10.0, 20.0], representation="lagrangian")
-    assert e.value.solution.t.tolist() == [2.0] and 2.0 < e.value.t < 5.0  # where the cap was met
+    alone = mf.solve(mf.SelfAttention(0.0), mu0, (0, 20), t_eval=t_eval, representation="panels", max_points=400,
+                     rtol=1e-12)  # transport_panels' tolerance: the same steps
+    assert alone.status is Status.RESOLUTION_LOST and "max_points = 400" in alone.message and alone.hint
+    assert alone.t.tolist() == [2.0, run.t] and alone.t_reached == run.t  # where the cap was met
+    with pytest.raises(mf.ResolutionError, match="max_points"):
+        alone.raise_for_status()
+    chain = mf.solve(mf.SelfAttention(0.0), mu0, (0, 20), t_eval=t_eval, representation="lagrangian", max_points=400,
+                     rtol=1e-12)
+    assert chain.success and chain.t.tolist() == t_eval and chain.representation == ("panels",) + ("nodes",) * 3
+    (h,) = chain.handovers
+    assert (h.source, h.target, h.t) == ("panels", "nodes", run.t) and "max_points = 400" in h.reason
+    assert abs(chain.densities[0].weights @ np.exp(1j * chain.densities[0].state[:, 0]) - exact.ott_antonsen(2.0, a0)) \
+        <= 1e-12
+    assert np.all(np.abs(chain.mass - 1.0) <= 1e-13) and np.all(np.diff(chain.energy) >= 0)
 
 
 def test_lagrangian_tol_is_checked():

@@ -6,7 +6,7 @@ import pytest
 import meanfield as mf
 from meanfield import exact
 from meanfield.domains import CIRCLE
-from tests.helpers import cauchy_density, l1_error, smooth_density
+from tests.helpers import cauchy_density, l1_error, smooth_density, rhs
 from validation import observed_order
 
 A0 = 0.3  # |z_0| = 0.3
@@ -123,8 +123,8 @@ def test_linear_rates_around_uniform(normalized, c, k):
 def test_quadrature_and_spectral_rates_agree(beta, normalized):
     d = smooth_density(128)
     model = mf.SelfAttention(beta, normalized=normalized)
-    a = CIRCLE.rate(model, d.grid, "spectral").rate(d.values)
-    b = CIRCLE.rate(model, d.grid, "quadrature").rate(d.values)
+    a = rhs(CIRCLE, model, d.grid, "spectral").rate(d.values)
+    b = rhs(CIRCLE, model, d.grid, "quadrature").rate(d.values)
     scale = np.max(np.abs(a))
     assert np.max(np.abs(a - b)) <= 1e-10 * max(scale, 1.0)
 
@@ -132,9 +132,9 @@ def test_quadrature_and_spectral_rates_agree(beta, normalized):
 def test_quadrature_and_spectral_solutions_agree():
     d = smooth_density(96)
     kw = dict(t_eval=[0, 0.5, 1.0], dt=0.01)
-    s = mf.solve(mf.SelfAttention(3.0), d, (0, 1), path="spectral", **kw)
-    q = mf.solve(mf.SelfAttention(3.0), d, (0, 1), path="quadrature", **kw)
-    assert s.path == "spectral" and q.path == "quadrature"
+    s = mf.solve(mf.SelfAttention(3.0), d, (0, 1), strategy="spectral", **kw)
+    q = mf.solve(mf.SelfAttention(3.0), d, (0, 1), strategy="quadrature", **kw)
+    assert s.strategy == "spectral" and q.strategy == "quadrature"
     for ds, dq in zip(s.densities, q.densities):
         assert np.max(np.abs(ds.values - dq.values)) <= 1e-10
 
@@ -146,7 +146,7 @@ def test_general_qkv_rotation_invariance():
     d = smooth_density(96)
     ref = mf.solve(mf.SelfAttention(2.0), d, (0, 1), dt=0.01)
     rot = mf.solve(mf.SelfAttention(2.0, Q=R, K=R), d, (0, 1), dt=0.01)
-    assert rot.path == "quadrature" and rot.energy is None
+    assert rot.strategy == "quadrature" and rot.energy is None
     assert np.max(np.abs(ref.densities[-1].values - rot.densities[-1].values)) <= 1e-10
 
 
@@ -162,7 +162,7 @@ def test_rotating_the_density_rotates_the_solution():
 def test_multihead_on_the_circle_uses_quadrature_and_conserves_mass():
     heads = [mf.SelfAttention(1.0), mf.SelfAttention(2.0, V=np.array([[0.5, 0.2], [-0.1, 1.0]]))]
     sol = mf.solve(mf.MultiHeadAttention(heads), smooth_density(64), (0, 1), dt=0.02, refine=True)
-    assert sol.path == "quadrature"
+    assert sol.strategy == "quadrature"
     assert np.max(np.abs(sol.mass_steps - 1)) <= 1e-12
 
 
@@ -195,25 +195,32 @@ def test_outputs_land_on_t_eval():
 
 
 # ------------------------------------------------------------------ loss of resolution
-def test_collapse_raises_resolution_error_with_time_never_nan():
+def test_collapse_returns_the_resolved_part_with_its_time_never_nan():
+    """The grid alone cannot follow a collapse: the solution ends where the monitor stopped it, every frame
+    resolved; raising is there on request, with the same partial solution."""
     mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]))
-    with pytest.raises(mf.ResolutionError) as info:
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), t_eval=np.linspace(0, 30, 31), refine=False,
-                 representation="grid")
-    err = info.value
-    assert 0 < err.t < 30 and f"t = {err.t:.6g}" in str(err)
-    partial = err.solution
-    assert partial.status is mf.Status.RESOLUTION_LOST and not partial.success
-    assert partial.t[-1] == pytest.approx(err.t)
+    partial = mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), t_eval=np.linspace(0, 30, 31), refine=False,
+                       representation="grid")
+    assert partial.status is mf.Status.RESOLUTION_LOST and not partial.success and 0 < partial.t_reached < 30
+    assert partial.t[-1] == partial.t_reached and partial.t[:-1].tolist() == list(range(partial.t.size - 1))
+    assert "tail" in partial.message and "refine=True" in partial.hint
     for d in partial.densities:
         assert np.all(np.isfinite(d.values))
         assert d.grid.spectral_tail(d.values) <= 1e-10
+    with pytest.raises(mf.ResolutionError) as info:
+        partial.raise_for_status()
+    err = info.value
+    assert err.t == partial.t_reached and f"t = {err.t:.6g}" in str(err) and err.solution is partial
 
 
 def test_refinement_stops_at_max_n():
     mu0 = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]))
+    sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), refine=True, max_n=256, representation="grid")
+    assert sol.status is mf.Status.RESOLUTION_LOST and "max_n = 256" in sol.message
+    assert sol.densities[-1].grid.n == 256 and [r[2] for r in sol.refinements] == [128, 256]
     with pytest.raises(mf.ResolutionError, match="max_n = 256"):
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), refine=True, max_n=256, representation="grid")
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 30), refine=True, max_n=256, representation="grid",
+                 raise_on_failure=True)
 
 
 def test_unresolved_initial_density_is_refused():
@@ -228,8 +235,8 @@ def test_large_beta_sa_has_no_overflow():
     sol = mf.solve(mf.SelfAttention(800.0), d, (0, 0.05))
     assert np.all(np.isfinite(sol.densities[-1].values))
     assert sol.energy is None  # E_β overflows float64; monotonicity is still monitored
-    a = CIRCLE.rate(mf.SelfAttention(800.0), d.grid, "spectral").rate(d.values)
-    b = CIRCLE.rate(mf.SelfAttention(800.0), d.grid, "quadrature").rate(d.values)
+    a = rhs(CIRCLE, mf.SelfAttention(800.0), d.grid, "spectral").rate(d.values)
+    b = rhs(CIRCLE, mf.SelfAttention(800.0), d.grid, "quadrature").rate(d.values)
     assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
 
 
@@ -250,7 +257,14 @@ def test_usa_overflow_is_reported():
         (dict(t_span=(0, 1), dt=-0.1), ValueError, "dt"),
         (dict(t_span=(0, 1), dt=0.1, method="rk45"), ValueError, "dt"),
         (dict(t_span=(0, 1), max_n=8), ValueError, "max_n"),
-        (dict(t_span=(0, 1), path="fast"), ValueError, "path"),
+        (dict(t_span=(0, 1), strategy="fast"), ValueError, "strategy"),
+        (dict(t_span=(0, 1), max_points=10, representation="grid"), ValueError, "max_points.*panels"),
+        (dict(t_span=(0, 1), refine=True, representation="nodes"), ValueError, "refine.*grid"),
+        (dict(t_span=(0, 1), method="rk4", representation="lagrangian"), ValueError, "method.*panels"),
+        (dict(t_span=(0, 1), method="rk4", representation="nodes"), ValueError, "dt"),
+        (dict(t_span=(0, 1), representation=("nodes", "grid")), ValueError, "grid cannot take over"),
+        (dict(t_span=(0, 1), trackers=[object()]), TypeError, "trackers"),
+        (dict(t_span=(0, 1), events=[1.0]), TypeError, "events"),
     ],
 )
 def test_solve_rejects_bad_arguments(kwargs, exc, match):
@@ -266,8 +280,8 @@ def test_solve_rejects_wrong_model_or_density():
         mf.solve(mf.SelfAttention(1.0), np.ones(32), (0, 1))
     with pytest.raises(TypeError, match="model"):
         mf.solve("SA", smooth_density(32), (0, 1))
-    with pytest.raises(ValueError, match="spectral path"):
-        mf.solve(mf.SelfAttention(1.0, Q=np.diag([1.0, 2.0])), smooth_density(32), (0, 1), path="spectral")
+    with pytest.raises(ValueError, match="strategy.*spectral.*Q = qI"):
+        mf.solve(mf.SelfAttention(1.0, Q=np.diag([1.0, 2.0])), smooth_density(32), (0, 1), strategy="spectral")
 
 
 def test_a_refused_initial_density_is_the_errors_solution():

@@ -7,7 +7,7 @@ from scipy.stats import special_ortho_group
 import meanfield as mf
 from meanfield import exact
 from meanfield.domains import SPHERE
-from tests.helpers import smooth_positive_sphere
+from tests.helpers import smooth_positive_sphere, rhs
 from validation import observed_order
 
 W0 = 0.3 * np.array([0.1, -0.2, 0.2]) / np.linalg.norm([0.1, -0.2, 0.2])  # |w_0| = 0.3, off-axis
@@ -75,8 +75,8 @@ def test_rk4_fourth_order_on_the_sphere():
 def test_fast_and_generic_rates_agree(beta, normalized):
     d = smooth(20)
     m = mf.SelfAttention(beta, normalized=normalized)
-    a = SPHERE.rate(m, d.grid, "spectral").rate(d.values)
-    b = SPHERE.rate(m, d.grid, "quadrature").rate(d.values)
+    a = rhs(SPHERE, m, d.grid, "spectral").rate(d.values)
+    b = rhs(SPHERE, m, d.grid, "quadrature").rate(d.values)
     assert np.max(np.abs(a - b)) <= 1e-10 * max(np.max(np.abs(a)), 1.0)
 
 
@@ -87,10 +87,10 @@ def test_generic_path_random_orthogonal_qk_and_rotation_equivariance():
     model = mf.SelfAttention(2.0, Q=R0, K=R0)
     kw = dict(t_eval=[0, 0.3], dt=0.01)
     a = mf.solve(model, smooth(24), (0, 0.3), **kw)
-    assert a.path == "moments"  # "auto" for a non-zonal model
+    assert a.strategy == "moments"  # "auto" for a non-zonal model
     fast = mf.solve(mf.SelfAttention(2.0), smooth(24), (0, 0.3), **kw)
     assert np.max(np.abs(a.densities[-1].values - fast.densities[-1].values)) <= 1e-10
-    q = mf.solve(model, smooth(24), (0, 0.3), path="quadrature", **kw)
+    q = mf.solve(model, smooth(24), (0, 0.3), strategy="quadrature", **kw)
     assert np.max(np.abs(q.densities[-1].values - fast.densities[-1].values)) <= 1e-10
     # rotating the initial density rotates the solution: ρ^R_t(x) = ρ_t(Rᵀx)
     b = mf.solve(model, smooth(24, R), (0, 0.3), **kw)
@@ -103,7 +103,7 @@ def test_multihead_general_on_the_sphere_conserves_mass():
     rng = np.random.default_rng(2)
     heads = [mf.SelfAttention(1.0, *(rng.normal(size=(3, 3)) for _ in range(3))), mf.SelfAttention(0.5, normalized=False)]
     sol = mf.solve(mf.MultiHeadAttention(heads), smooth(24), (0, 0.04), dt=0.01, refine=True)
-    assert sol.nsteps == 4 and sol.path == "moments"
+    assert sol.nsteps == 4 and sol.strategy == "moments"
     assert np.max(np.abs(sol.mass_steps - 1)) <= 1e-12
 
 
@@ -123,13 +123,16 @@ def test_energy_monotone_and_mass_exact(normalized, c):
     assert sol.energy[-1] == pytest.approx(mf.SelfAttention(3.0).energy(pts, w), rel=1e-12)
 
 
-def test_collapse_beyond_reach_raises_naming_t():
+def test_collapse_beyond_reach_stops_naming_t():
     """Grid only (no hand-over to the Lagrangian measure): the run stops where the grid is lost, saying when."""
     mu0 = mf.Density.from_function(mf.SphereGrid(24), lambda x: np.exp(3 * x[..., 2]))
+    sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), method="rk45", refine=False, representation="grid")
+    assert sol.status is mf.Status.RESOLUTION_LOST and 0 < sol.t_reached < 20 and sol.t[-1] == sol.t_reached
+    assert all(np.all(np.isfinite(d.values)) for d in sol.densities)
     with pytest.raises(mf.ResolutionError) as info:
-        mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), method="rk45", refine=False, representation="grid")
-    assert 0 < info.value.t < 20 and f"t = {info.value.t:.6g}" in str(info.value)
-    assert all(np.all(np.isfinite(d.values)) for d in info.value.solution.densities)
+        mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), method="rk45", refine=False, representation="grid",
+                 raise_on_failure=True)
+    assert info.value.t == sol.t_reached and f"t = {info.value.t:.6g}" in str(info.value)
 
 
 # ------------------------------------------------------------------ bad input
@@ -280,7 +283,7 @@ def test_compiled_quadrature_field_equals_the_models_sum(normalized):
     side equals the one with the model's NumPy sum to round-off, for random Q, K, V and two heads, on S² and
     on the circle."""
     from meanfield.domains import CIRCLE, SPHERE
-    from meanfield.solve import _compiled_field
+    from meanfield.kernels import grid_field as _compiled_field
 
     rng = np.random.default_rng(11)
     for d, domain, grid in ((3, SPHERE, mf.SphereGrid(12)), (2, CIRCLE, mf.CircleGrid(64))):
@@ -288,8 +291,8 @@ def test_compiled_quadrature_field_equals_the_models_sum(normalized):
                                   normalized=normalized) for _ in range(2)]
         model = mf.MultiHeadAttention(heads)
         values = mf.Density.from_function(grid, lambda x: np.exp(x[..., 0] + 0.5 * x[..., 1] ** 2)).values
-        ref = domain.rate(model, grid, "quadrature").rate(values)
-        fast = domain.rate(model, grid, "quadrature", _compiled_field(model)).rate(values)
+        ref = rhs(domain, model, grid, "quadrature").rate(values)
+        fast = rhs(domain, model, grid, "quadrature", _compiled_field(model)).rate(values)
         assert np.max(np.abs(fast - ref)) <= 1e-12 * np.max(np.abs(ref))
 
 
@@ -302,7 +305,7 @@ def test_ring_plan_rates_pickle_and_do_not_share_work_arrays_across_threads():
     from meanfield.domains import SPHERE
 
     g = mf.SphereGrid(20)
-    rate = SPHERE.rate(mf.SelfAttention(3.0), g)
+    rate = rhs(SPHERE, mf.SelfAttention(3.0), g)
     values = [smooth_positive_sphere(20, seed) for seed in range(4)]
     expected = [rate.rate(v) for v in values]
     copy = pickle.loads(pickle.dumps(rate))
@@ -317,7 +320,7 @@ def test_ring_plan_rates_pickle_and_do_not_share_work_arrays_across_threads():
 def test_solve_runs_its_stages_on_coefficients_as_on_values(method, monkeypatch):
     """The fixed steps' stages on the a_lm (one transform each way per step) give the same solve as stages on the
     grid values, CFL steps included; the values' part beyond degree L is carried unchanged."""
-    from meanfield.solve import GridProblem
+    from meanfield.representations import GridProblem
 
     g = mf.SphereGrid(24)
     d = mf.Density.from_function(g, lambda x: np.exp(2.0 * x[..., 2] + x[..., 0] * x[..., 1]))

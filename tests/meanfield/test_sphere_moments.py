@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
+from tests.helpers import rhs
 from meanfield.domains import SPHERE
 from meanfield.domains.sphere.continuity import SphereQuadrature
 from meanfield.domains.sphere.ducc import ring_plan
@@ -35,8 +36,8 @@ def test_moment_path_equals_the_quadrature_path(L, seed):
     """Field and tendency of SA + USA heads with random Q, K, V: the moment path against the models' own sums."""
     model, g = random_heads(seed), mf.SphereGrid(L)
     y = smooth(L)
-    fast = SPHERE.rate(model, g)
-    assert fast.path == "moments"
+    fast = rhs(SPHERE, model, g)
+    assert fast.strategy == "moments"
     ref = SphereQuadrature(g, model.field)
     assert relative(fast._field(y), ref._field(y)) <= 1e-12
     assert relative(fast.rate(y), ref.rate(y)) <= 1e-12
@@ -49,8 +50,8 @@ def test_moment_path_on_a_zonal_model_equals_funk_hecke(beta, V):
     """Q = K = I: the moment matrix must reproduce the spectral path's Funk–Hecke multipliers."""
     g, y = mf.SphereGrid(24), smooth(24)
     model = mf.SelfAttention(beta, V=V)
-    a = SPHERE.rate(model, g, "moments").rate(y)
-    b = SPHERE.rate(model, g, "spectral").rate(y)
+    a = rhs(SPHERE, model, g, "moments").rate(y)
+    b = rhs(SPHERE, model, g, "spectral").rate(y)
     assert relative(a, b) <= 1e-12
 
 
@@ -100,10 +101,10 @@ def test_roundoff_estimate_bounds_the_error_and_falls_back_past_tol():
 def test_moment_path_refuses_what_it_cannot_do():
     g = mf.SphereGrid(16)
     hot = mf.SelfAttention(60.0, Q=np.diag([1.0, 0.5, 0.2]))  # its kernel needs degree > the dealiased grid's
-    assert SPHERE.rate(hot, g).path == "quadrature"
+    assert rhs(SPHERE, hot, g).strategy == "quadrature"
     with pytest.raises(ValueError, match="needs a degree above"):
-        SPHERE.rate(hot, g, "moments")
-    assert SPHERE.rate(mf.SelfAttention(2.0), g).path == "spectral"  # zonal: Funk–Hecke stays the default
+        rhs(SPHERE, hot, g, "moments")
+    assert rhs(SPHERE, mf.SelfAttention(2.0), g).strategy == "spectral"  # zonal: Funk–Hecke stays the default
 
 
 def test_solve_with_two_heads_moments_against_quadrature():
@@ -112,6 +113,6 @@ def test_solve_with_two_heads_moments_against_quadrature():
     mu0 = mf.Density(mf.SphereGrid(24), smooth(24))
     kw = dict(t_eval=[0, 0.3], dt=0.02)
     a = mf.solve(model, mu0, (0, 0.3), **kw)
-    b = mf.solve(model, mu0, (0, 0.3), path="quadrature", **kw)
-    assert a.path == "moments" and b.path == "quadrature" and a.densities[-1].grid.lmax == 48
+    b = mf.solve(model, mu0, (0, 0.3), strategy="quadrature", **kw)
+    assert a.strategy == "moments" and b.strategy == "quadrature" and a.densities[-1].grid.lmax == 48
     assert relative(a.densities[-1].values, b.densities[-1].values) <= 1e-11

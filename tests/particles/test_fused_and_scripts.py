@@ -16,19 +16,19 @@ def test_fused_rk4_equals_generic_rk4(rng, normalized):
     x0 = pt.uniform_sphere(24, d, rng=rng, batch=8)
     dt = 0.02 / mf.models.rate_scale(model)
     t = [0.0, 10 * dt, 25 * dt]
-    a = pt.simulate(model, x0, t, dt=dt, path="fused")
-    b = pt.simulate(model, x0, t, dt=dt, path="pairwise")
-    assert a.path == "fused" and b.path == "pairwise" and a.nsteps == b.nsteps
+    a = pt.simulate(model, x0, t, dt=dt, strategy="fused")
+    b = pt.simulate(model, x0, t, dt=dt, strategy="pairwise")
+    assert a.strategy == "fused" and b.strategy == "pairwise" and a.nsteps == b.nsteps
     assert np.max(np.abs(a.x - b.x)) <= 1e-13
 
 
 def test_fused_path_is_chosen_for_small_batches_and_refuses_multihead(rng):
     x0 = pt.uniform_sphere(16, 3, rng=rng, batch=4)
-    assert pt.simulate(mf.SelfAttention(1.0), x0, [0, 0.1]).path == "fused"
+    assert pt.simulate(mf.SelfAttention(1.0), x0, [0, 0.1]).strategy == "fused"
     heads = mf.MultiHeadAttention([mf.SelfAttention(1.0), mf.SelfAttention(2.0)])
-    assert pt.simulate(heads, x0, [0, 0.1]).path == "pairwise"
+    assert pt.simulate(heads, x0, [0, 0.1]).strategy == "pairwise"
     with pytest.raises(ValueError, match="fused"):
-        pt.simulate(heads, x0, [0, 0.1], path="fused")
+        pt.simulate(heads, x0, [0, 0.1], strategy="fused")
     with pytest.raises(TypeError, match="single-head"):
         fused.rk4_small_systems(heads, x0, 0.01, 1)
 

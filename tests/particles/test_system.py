@@ -124,9 +124,9 @@ def test_spectral_and_pairwise_trajectories_agree(rng):
     th = rng.uniform(0, 2 * np.pi, 1500)
     x0 = np.stack([np.cos(th), np.sin(th)], -1)
     model = mf.SelfAttention(4.0)
-    a = pt.simulate(model, x0, [0, 1], dt=0.02, path="spectral")
-    b = pt.simulate(model, x0, [0, 1], dt=0.02, path="pairwise")
-    assert a.path == "spectral" and b.path == "pairwise"
+    a = pt.simulate(model, x0, [0, 1], dt=0.02, strategy="spectral")
+    b = pt.simulate(model, x0, [0, 1], dt=0.02, strategy="pairwise")
+    assert a.strategy == "spectral" and b.strategy == "pairwise"
     assert np.max(np.abs(a.x - b.x)) <= 1e-12
     assert a.field_error_bound <= 1e-14
 
@@ -135,21 +135,21 @@ def test_spectral_and_pairwise_trajectories_agree(rng):
 def test_sphere_spectral_and_pairwise_trajectories_agree(rng, beta, normalized, c):
     """S² particles through the O(nL²) spectral sums follow the pairwise trajectories to round-off, with a
     certified truncation bound below 1e-14; 'auto' takes them from 6 (L + 1)² particles on."""
-    from meanfield.kernels.sphere import sphere_degree
-    from particles.system import SPHERE_SPECTRAL_PER_MODE
+    from meanfield.domains.sphere.point_sums import sphere_degree
+    from meanfield.domains.sphere import SPECTRAL_PER_MODE as SPHERE_SPECTRAL_PER_MODE
 
     x0 = pt.uniform_sphere(1500, 3, rng=rng)
     model = mf.SelfAttention(beta, V=c * np.eye(3), normalized=normalized)
-    a = pt.simulate(model, x0, [0, 1], dt=0.02, path="spectral")
-    b = pt.simulate(model, x0, [0, 1], dt=0.02, path="pairwise")
-    assert a.path == "spectral" and b.path == "pairwise"
+    a = pt.simulate(model, x0, [0, 1], dt=0.02, strategy="spectral")
+    b = pt.simulate(model, x0, [0, 1], dt=0.02, strategy="pairwise")
+    assert a.strategy == "spectral" and b.strategy == "pairwise"
     assert np.max(np.abs(a.x - b.x)) <= 1e-12
     assert a.field_error_bound <= 1e-14
     n_auto = SPHERE_SPECTRAL_PER_MODE * (sphere_degree(1.0) + 1) ** 2
-    assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto, 3, rng=1), [0, 0.1]).path == "spectral"
-    assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto - 1, 3, rng=1), [0, 0.1]).path == "pairwise"
+    assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto, 3, rng=1), [0, 0.1]).strategy == "spectral"
+    assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto - 1, 3, rng=1), [0, 0.1]).strategy == "pairwise"
     with pytest.raises(ValueError, match="spectral"):
-        pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(50, 4, rng=1), [0, 0.1], path="spectral")
+        pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(50, 4, rng=1), [0, 0.1], strategy="spectral")
 
 
 def test_density_initial_condition_is_sampled_with_rng():
@@ -199,7 +199,7 @@ def test_rotation_equivariance(seed, d, beta):
         (np.eye(2), [0, 1], {"method": "euler"}, ValueError, "method"),
         (np.eye(2), [0, 1], {"method": "rk45", "dt": 0.1}, ValueError, "dt"),
         (np.eye(2), [0, 1], {"dt": -1.0}, ValueError, "dt"),
-        (np.eye(4), [0, 1], {"path": "spectral"}, ValueError, "spectral"),  # S^3: no spectral sums
+        (np.eye(4), [0, 1], {"strategy": "spectral"}, ValueError, "spectral"),  # S^3: no spectral sums
     ],
 )
 def test_bad_input(x0, t_eval, kw, exc, match):

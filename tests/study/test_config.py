@@ -115,7 +115,7 @@ def test_readme_documents_every_key():
 def test_domain_dependent_defaults_and_particles_without_n():
     cfg = read({"domain": "euclidean", "grid": {"bounds": [[-3.0, 3.0]], "shape": 32}})
     assert cfg["initial"]["kind"] == "gaussian" and cfg["model"]["kind"] == "softmax" and cfg["dimension"] == 1
-    assert cfg["time"]["refine"] is False and cfg["initial"]["cov"] == 0.1
+    assert cfg["time"]["refine"] is None and cfg["initial"]["cov"] == 0.1  # solve's default: no refinement in R^d
     assert read(BASE)["initial"]["kind"] == "uniform-noise"
     with pytest.raises(StudyError, match=r"\[particles\] n: missing"):
         read(with_(particles={"repeats": 4}))

@@ -178,7 +178,7 @@ def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tm
              "time": {"t_end": 4.0, "frames": 9, "refine": False, "method": "dop853", "representation": "auto"},
              "output": {"path": str(tmp_path / "r.nc"), "plot": True}}
     ds = run(study, progress=False)
-    assert ds.attrs["status"] == "success" and ds.attrs["representation"] == "grid+lagrangian"
+    assert ds.attrs["status"] == "success" and ds.attrs["representation"] == "grid+panels"
     assert 0.5 < ds.attrs["handover"] < 1.0
     late = ds.time > ds.attrs["handover"]
     np.testing.assert_allclose(ds.density.sel(time=late).sum("theta") * 2 * np.pi / 128, 1.0, atol=1e-12)
@@ -201,7 +201,7 @@ def test_fixed_lagrangian_nodes_in_a_study(tmp_path):
                       "lagrangian_nodes": "grid"},
              "output": {"path": str(tmp_path / "s.nc"), "plot": True}}
     ds = run(study, progress=False)
-    assert ds.attrs["status"] == "success" and ds.attrs["representation"] == "lagrangian"
+    assert ds.attrs["status"] == "success" and ds.attrs["representation"] == "nodes"
     assert ds.sizes["lagrangian_point"] == 25 * 49  # the lmax-24 grid's nodes
     # the frames' cell averages on the grid hold the mass; the figures are drawn
     grid = build.build_grid(read(study))

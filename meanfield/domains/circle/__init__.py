@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Domain, register
+from ..base import Domain, PointSums, register
+from ..panels import PanelSupport
 from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, on_sphere
-from ..zonal import choose_rate, energy_beta
-from . import energy as _energy, lagrangian, plotting as _plotting, sampling as _sampling
+from ..zonal import energy_beta, zonal_strategies
+from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
+    sampling as _sampling
 from .continuity import CircleQuadrature, CircleSpectral, bessel_multipliers
 from .geometry import angles_to_points, points_to_angles, tangents
 from .grid import CircleGrid
+from .panels import CircleField, CirclePanels
 from .sampling import cdf
+
+#: Particles: the O(nL) Fourier sums beat the pairwise kernel from this many points on (measured crossover).
+SPECTRAL_FROM = 1024
 
 __all__ = ["CIRCLE", "Circle", "CircleGrid", "CircleSpectral", "CircleQuadrature", "bessel_multipliers",
            "angles_to_points", "points_to_angles", "tangents", "cdf"]
@@ -27,6 +33,12 @@ class Circle(UnitSphereGeometry, Domain):
     name = "circle"
     grid_type = CircleGrid
     default_max_n = 16384
+    volume = 2.0 * np.pi
+    periodic = True
+    coordinate_label = "θ"
+    initial_laws = ("uniform", "uniform-noise", "von-mises-fisher", "poisson")
+    panels = PanelSupport(CirclePanels, CircleField, order=16, min_width=2.0 * np.pi * 2.0 ** -44, tol=1e-14,
+                          max_points=2 ** 20)
 
     def check_points(self, x, name):
         x = check_on_sphere(x, name)
@@ -38,8 +50,31 @@ class Circle(UnitSphereGeometry, Domain):
         x = np.asarray(x, dtype=float)
         return x.ndim >= 1 and x.shape[-1] == 2 and on_sphere(x, atol)
 
-    def rate(self, model, grid, path="auto", field=None):
-        return choose_rate(model, grid, path, CircleSpectral, CircleQuadrature, "the circle", field)
+    @staticmethod
+    def intrinsic_dimension(d):
+        return 1
+
+    @staticmethod
+    def point_sums(d):
+        return _POINT_SUMS if d == 2 else None
+
+    @staticmethod
+    def probe_grid(grid):
+        return CircleGrid(max(512, grid.n if grid is not None else 0))
+
+    @staticmethod
+    def grid_strategies(model, grid):
+        return zonal_strategies(model)
+
+    @staticmethod
+    def continuity(model, grid, strategy, field=None):
+        if strategy == "spectral":
+            z = model.zonal
+            return CircleSpectral(grid, z.beta, z.c, model.normalized)
+        return CircleQuadrature(grid, model.field if field is None else field)
+
+    uniform_noise = staticmethod(_laws.uniform_noise)
+    poisson = staticmethod(_laws.poisson)
 
     # the sphere's geometry in d = 2 (the mixin), the angle as coordinate; its own energy, sampling, figures
     coordinates = staticmethod(points_to_angles)
@@ -52,5 +87,8 @@ class Circle(UnitSphereGeometry, Domain):
     plot_solution = staticmethod(_plotting.plot_solution)
     chart = lagrangian  # how points of the Lagrangian measure move and carry the density (docs/MATH.md §6)
 
+
+_POINT_SUMS = PointSums(_sums.circle_degree, _sums.circle_spectral_field, _sums.circle_spectral_divergence,
+                        _sums.circle_excess_energy, lambda n, beta: n >= SPECTRAL_FROM)
 
 CIRCLE = register(Circle())

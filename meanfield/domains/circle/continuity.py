@@ -75,7 +75,7 @@ def _speed_and_jump(v):
 class _CircleRate:
     """Padding, product and divergence shared by the circle strategies."""
 
-    path: str
+    strategy: str
 
     def __init__(self, grid: CircleGrid):
         self.grid = grid
@@ -137,7 +137,7 @@ class CircleSpectral(_CircleRate):
         SA (True) or USA (False).
     """
 
-    path = "spectral"
+    strategy = "spectral"
 
     def __init__(self, grid: CircleGrid, beta: float, c: float, normalized: bool):
         super().__init__(grid)
@@ -161,7 +161,7 @@ class CircleSpectral(_CircleRate):
 class CircleQuadrature(_CircleRate):
     """Field by quadrature: ``field(points, weights, queries)`` for the grid measure at the padded nodes."""
 
-    path = "quadrature"
+    strategy = "quadrature"
 
     def __init__(self, grid: CircleGrid, field):
         super().__init__(grid)

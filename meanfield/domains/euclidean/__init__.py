@@ -21,7 +21,8 @@ class Euclidean(Domain):
 
     name = "euclidean"
     grid_type = EuclideanGrid
-    model_family = "euclidean"
+    manifold = "euclidean"
+    initial_laws = ("gaussian",)
     default_method = "ssprk3"  # positivity preserving with the finite-volume CFL step
     default_max_n = None  # finite-volume grids are not refined
     conserves_mass = False
@@ -46,8 +47,19 @@ class Euclidean(Domain):
     def coordinates(x):
         return np.asarray(x, dtype=float)
 
-    def rate(self, model, grid, path="auto", field=None):
-        return FiniteVolume(grid, model, path, field)
+    @staticmethod
+    def chord_distance(chord):
+        return np.asarray(chord)
+
+    @staticmethod
+    def intrinsic_dimension(d):
+        return d
+
+    grid_strategies = staticmethod(FiniteVolume.strategies)
+
+    @staticmethod
+    def continuity(model, grid, strategy, field=None):
+        return FiniteVolume(grid, model, strategy, field)
 
     def check_initial(self, density):
         edge = density.grid.boundary_mass(density.values) / density.mass()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.fft as sfft
 
-from ... import strategies
 from .grid import EuclideanGrid
 
 __all__ = ["FiniteVolume"]
@@ -50,25 +49,31 @@ class FiniteVolume:
     ----------
     grid : EuclideanGrid
     model : an R^d model of :mod:`meanfield.models`
-    path : {"auto", "quadrature", "spectral", "separable"}
-        "spectral" needs L2 attention with Q = K, "separable" softmax attention;
-        "auto" uses them there and "quadrature" otherwise.
+    strategy : {"quadrature", "spectral", "separable"}
+        "spectral" (FFT convolution) needs L2 attention with Q = K, "separable" softmax attention
+        (:meth:`strategies`).
     field : callable, optional
-        ``field(points, weights, queries)`` for the quadrature path; default ``model.field``.
+        ``field(points, weights, queries)`` for the quadrature strategy; default ``model.field``.
     """
 
-    def __init__(self, grid: EuclideanGrid, model, path: str = "auto", field=None):
-        strategies.check(path, ("quadrature", "spectral", "separable"), "finite volumes in R^d")
-        if path == "separable" and model.kind != "softmax":
-            raise ValueError(f"separable summation is for softmax attention; got {model!r}.")
+    @staticmethod
+    def strategies(model, grid=None) -> dict[str, str | None]:
+        """FFT convolution for L2 with Q = K, separable sums for softmax, quadrature always: best first."""
+        return {"spectral": None if _translation_invariant(model) else
+                f"FFT summation needs L2 attention with Q = K (a translation-invariant kernel); got {model!r}",
+                "separable": None if model.kind == "softmax" else
+                f"separable summation is for softmax attention; got {model!r}",
+                "quadrature": None}
+
+    def __init__(self, grid: EuclideanGrid, model, strategy: str = "quadrature", field=None):
+        why = self.strategies(model).get(strategy, f"finite volumes offer {tuple(self.strategies(model))}")
+        if why is not None:
+            raise ValueError(f"`strategy` {strategy!r}: {why}.")
         self.grid, self.model = grid, model
         self.field = model.field if field is None else field
-        invariant = _translation_invariant(model)
-        if path == "spectral" and not invariant:
-            raise ValueError(f"FFT summation needs L2 attention with Q = K (a translation-invariant kernel); got {model!r}.")
-        self.fft = invariant and path in ("auto", "spectral")
-        self.separable = model.kind == "softmax" and path in ("auto", "separable")
-        self.path = "spectral" if self.fft else ("separable" if self.separable else "quadrature")
+        self.fft = strategy == "spectral"
+        self.separable = strategy == "separable"
+        self.strategy = strategy
         if self.fft:
             d = grid.dim
             offs = [np.arange(-(s - 1), s) * h for s, h in zip(grid.shape, grid.widths)]

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import strategies
-from ..base import Domain, register
-from ..zonal import choose_rate, energy_beta
-from . import energy as _energy, lagrangian, plotting as _plotting, sampling as _sampling
+from ..base import Domain, PointSums, register
+from ..panels import PanelSupport
+from ..zonal import energy_beta, zonal_refusal
+from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
+    sampling as _sampling
 from .continuity import SphereQuadrature, SphereSpectral, funk_hecke
 from .geometry import (UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent, retract,
                        spherical)
 from .grid import SphereGrid
 from .moments import SphereMoments, moments_refusal
+from .panels import SphereField, SpherePanels
 from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, ShtnsBackend, dealiased_degree, default_backend
+
+#: Particles: the O(nL²) harmonic sums beat the pairwise kernel from n >= this × (L + 1)² points, L = sphere_degree(β)
+#: (they cost ~2.5 ns · n(L + 1)² against ~0.5 ns · n² for the pairwise kernel on one thread: a crossover near 5 (L + 1)²)
+SPECTRAL_PER_MODE = 6
 
 __all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature", "SphereMoments", "funk_hecke",
            "project_tangent", "retract", "normalise", "check_on_sphere", "geodesic", "spherical", "BACKENDS",
@@ -31,6 +37,13 @@ class Sphere(UnitSphereGeometry, Domain):
     grid_type = SphereGrid
     projection = "mollweide"
     default_max_n = 256
+    volume = 4.0 * np.pi
+    coordinate_label = "(colatitude, longitude)"
+    initial_laws = ("uniform", "uniform-noise", "von-mises-fisher", "poisson")
+    # 2^16 points: where clusters form the panels refine without end along the separatrices between them
+    # (docs/MATH.md §6), reaching 2^16 within seconds of the hand-over; a chain goes on with fixed nodes from there
+    panels = PanelSupport(SpherePanels, SphereField, order=12, min_width=0.5 * np.pi * 2.0 ** -42, tol=1e-10,
+                          max_points=2 ** 16)
 
     def check_points(self, x, name):
         x = check_on_sphere(x, name)
@@ -43,18 +56,38 @@ class Sphere(UnitSphereGeometry, Domain):
         x = np.asarray(x, dtype=float)
         return x.ndim >= 1 and x.shape[-1] >= 3 and on_sphere(x, atol)
 
-    def rate(self, model, grid, path="auto", field=None):
-        """Zonal models: the spectral path; any other self-attention: the moment path where it applies
-        (:mod:`.moments`); else the quadrature sums. ``path`` forces one."""
-        strategies.check(path, ("quadrature", "spectral", "moments"), "S²")
+    @staticmethod
+    def intrinsic_dimension(d):
+        return d - 1
+
+    @staticmethod
+    def point_sums(d):
+        return _POINT_SUMS if d == 3 else None
+
+    @staticmethod
+    def probe_grid(grid):
+        return SphereGrid(max(48, grid.lmax if grid is not None else 0))
+
+    @staticmethod
+    def grid_strategies(model, grid):
+        """Zonal models: the spectral strategy; any self-attention: the moment generating function where its
+        degree and size allow (:mod:`.moments`); always the quadrature sums."""
+        return {"spectral": zonal_refusal(model),
+                "moments": moments_refusal(model, grid.lmax, dealiased_degree(grid.lmax)),
+                "quadrature": None}
+
+    @staticmethod
+    def continuity(model, grid, strategy, field=None):
         field = model.field if field is None else field
-        if path == "moments" or (path == "auto" and model.zonal is None):
-            why = moments_refusal(model, grid.lmax, dealiased_degree(grid.lmax))
-            if why is None:
-                return SphereMoments(grid, model, field)
-            if path == "moments":
-                raise ValueError(f"the moments path does not apply to {model!r} on {grid!r}: {why}.")
-        return choose_rate(model, grid, path, SphereSpectral, SphereQuadrature, "S²", field)
+        if strategy == "spectral":
+            z = model.zonal
+            return SphereSpectral(grid, z.beta, z.c, model.normalized)
+        if strategy == "moments":
+            return SphereMoments(grid, model, field)
+        return SphereQuadrature(grid, field)
+
+    uniform_noise = staticmethod(_laws.uniform_noise)
+    poisson = staticmethod(_laws.poisson)
 
     coordinates = staticmethod(spherical)
     energy_beta = staticmethod(energy_beta)
@@ -66,5 +99,9 @@ class Sphere(UnitSphereGeometry, Domain):
     plot_solution = staticmethod(_plotting.plot_solution)
     chart = lagrangian  # how points of the Lagrangian measure move and carry the density (docs/MATH.md §6)
 
+
+_POINT_SUMS = PointSums(_sums.sphere_degree, _sums.sphere_spectral_field, _sums.sphere_spectral_divergence,
+                        _sums.sphere_excess_energy,
+                        lambda n, beta: n >= SPECTRAL_PER_MODE * (_sums.sphere_degree(beta) + 1) ** 2)
 
 SPHERE = register(Sphere())

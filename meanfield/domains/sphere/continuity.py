@@ -71,7 +71,7 @@ def funk_hecke(lmax: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _SphereRate:
-    path: str
+    strategy: str
 
     def __init__(self, grid: SphereGrid):
         self.grid = grid
@@ -141,7 +141,7 @@ class SphereSpectral(_SphereRate):
     formula for the same tendency).
     """
 
-    path = "spectral"
+    strategy = "spectral"
 
     def __init__(self, grid: SphereGrid, beta: float, c: float, normalized: bool, nphi: int | None = None,
                  fast: bool | None = None):
@@ -336,7 +336,7 @@ def _max_speed2(g, gradient_scale, scale, beta, c):
 class SphereQuadrature(_SphereRate):
     """Field by quadrature: ``field(points, weights, queries)`` for the grid measure at the dealiased nodes."""
 
-    path = "quadrature"
+    strategy = "quadrature"
 
     def __init__(self, grid: SphereGrid, field):
         super().__init__(grid)

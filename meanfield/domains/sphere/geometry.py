@@ -114,7 +114,13 @@ class UnitSphereGeometry:
     """The geometry operations of a domain that is a unit sphere S^{d-1} (the circle is d = 2): a mixin of the
     :class:`~meanfield.domains.base.Domain` classes of S¹ and S^{d-1}."""
 
+    unit_vectors = True  # its points are unit vectors: ⟨x, y⟩ is their cosine (clustering statistics)
     project = staticmethod(project_tangent)
     retract = staticmethod(normalise)
     distance = staticmethod(geodesic)
     one_sided_lipschitz = staticmethod(one_sided_lipschitz)
+
+    @staticmethod
+    def chord_distance(chord):
+        """The geodesic distance 2 arcsin(|x − y|/2) of two points of the unit sphere at chord |x − y|."""
+        return 2.0 * np.arcsin(np.minimum(1.0, 0.5 * np.asarray(chord)))

@@ -197,7 +197,7 @@ class SphereMoments(SphereQuadrature):
         Largest a-posteriori round-off estimate of N/Z accepted, relative.
     """
 
-    path = "moments"
+    strategy = "moments"
 
     def __init__(self, grid, model, field, tol: float = TOL):
         super().__init__(grid, field)

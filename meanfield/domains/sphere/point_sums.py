@@ -31,8 +31,8 @@ import numba as nb
 import numpy as np
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
-from ..domains.sphere import continuity as sphere_continuity, energy as sphere_energy
-from ..numerics import EXP_MAX
+from ...numerics import EXP_MAX
+from . import continuity as sphere_continuity, energy as sphere_energy
 
 __all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zonal_points", "multipliers",
            "sphere_spectral_field", "sphere_spectral_divergence", "sphere_excess_energy", "zonal_scale"]

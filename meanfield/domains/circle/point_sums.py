@@ -16,8 +16,8 @@ import numpy as np
 from scipy.special import ive
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
-from ..domains.circle import continuity, energy as circle_energy, fourier, geometry
-from ..numerics import EXP_MAX
+from ...numerics import EXP_MAX
+from . import continuity, energy as circle_energy, fourier, geometry
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
            "spectral_coefficients", "series_multipliers", "fourier_moments", "zonal_rate", "zonal_rates",

@@ -21,10 +21,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ...kernels.circle import (circle_degree, fourier_moments, series_multipliers, spectral_coefficients, zonal_rate,
+from .point_sums import (circle_degree, fourier_moments, series_multipliers, spectral_coefficients, zonal_rate,
                                zonal_rates, zonal_scale)
-from ..measure import LagrangianMeasure
-from .base import TABLEAU, gauss
+from ..panels import TABLEAU, gauss
 
 __all__ = ["CirclePanels", "CircleField"]
 
@@ -72,7 +71,7 @@ class CircleField:
     record_dtype = complex
 
     def __init__(self, model):
-        beta, c = float(model.zonal[0]), float(model.zonal[1])
+        beta, c = float(model.zonal.beta), float(model.zonal.c)
         self.beta, self.normalized = beta, bool(model.normalized)
         self.scale = zonal_scale(beta, self.normalized, c)
         self.degree = circle_degree(beta, order=2)
@@ -174,7 +173,8 @@ class CirclePanels:
         """The initial angle of each point."""
         return self.x.ravel()
 
-    def frame(self, t: float) -> LagrangianMeasure:
+    def frame(self) -> dict:
+        """The arguments of the Lagrangian measure of the current points (:class:`meanfield.lagrangian.LagrangianMeasure`)."""
         y = self.y.reshape(-1, 2)
-        return LagrangianMeasure(y[:, :1], self.w.ravel(), self.logr0.ravel() - y[:, 1], self.density.domain, None, t,
-                                 check=False, log_condition=self.cond[..., 1].ravel())
+        return dict(state=y[:, :1], weights=self.w.ravel(), log_density=self.logr0.ravel() - y[:, 1], mesh=None,
+                    log_condition=self.cond[..., 1].ravel())

@@ -20,11 +20,11 @@ accepted Dormand–Prince 8(5,3) step, so a new point costs O(L) (circle) or O(L
 recorded stage and does not disturb the others.
 
 ==================  ==============================================================================
-domain              panels, record
+domain              panels, record (each domain's ``panels``: :class:`meanfield.domains.panels.PanelSupport`)
 ==================  ==============================================================================
-circle              intervals of the initial angle, p = 16 nodes (:mod:`.circle`)
+circle              intervals of the initial angle, p = 16 nodes (:mod:`meanfield.domains.circle.panels`)
 sphere (S²)         squares of the six faces of the equiangular cubed sphere, p × p = 12 × 12 nodes,
-                    split along either face coordinate (:mod:`.sphere`)
+                    split along either face coordinate (:mod:`meanfield.domains.sphere.panels`)
 ==================  ==============================================================================
 
 Docs: docs/MATH.md §6 ("adaptive panels").
@@ -34,19 +34,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...integrate import (Integrator, InterruptTracker, Problem, ProgressTracker, RecordingStepper, Status,
-                          StopIntegration, Tracker)
-from .base import condition
-from .circle import CircleField, CirclePanels
-from .sphere import SphereField, SpherePanels
+from ..domains.panels import condition
+from ..domains.zonal import zonal_refusal
+from ..integrate import (Integrator, InterruptTracker, Problem, ProgressTracker, RecordingStepper, Status,
+                         StopIntegration, Tracker)
+from .measure import LagrangianMeasure
 
-__all__ = ["PanelTransport", "PanelProblem", "transport_panels", "DOMAINS"]
+__all__ = ["PanelTransport", "PanelProblem", "transport_panels", "panels_refusal"]
 
-#: Panels and field records by domain: (panel set, field record, default order, narrowest panel split, default
-#: tol). S²'s tol bounds each panel's quadrature error of the degree-L moments directly; at 1e-10 the moments of
-#: smooth solutions agree with a refined grid's to 1e-11 (docs/MATH.md §6).
-DOMAINS = {"circle": (CirclePanels, CircleField, 16, 2.0 * np.pi * 2.0 ** -44, 1e-14),
-           "sphere": (SpherePanels, SphereField, 12, 0.5 * np.pi * 2.0 ** -42, 1e-10)}
+
+def panels_refusal(model, domain) -> str | None:
+    """None if adaptive panels advance ``model`` on ``domain``, else why not."""
+    if domain.panels is None:
+        return f"no adaptive panels are built on the {domain.name}"
+    why = zonal_refusal(model)
+    return None if why is None else f"adaptive panels record a zonal field: {why}"
 
 
 class PanelTransport:
@@ -77,7 +79,7 @@ class PanelTransport:
 
     def __init__(self, frames, nfev, nsteps, status, message, points, panels, origins, unresolved_mass, t):
         self.frames, self.nfev, self.nsteps, self.status, self.message = tuple(frames), nfev, nsteps, status, message
-        self.path, self.points, self.panels = "spectral", np.asarray(points), np.asarray(panels)
+        self.strategy, self.points, self.panels = "spectral", np.asarray(points), np.asarray(panels)
         self.origins, self.unresolved_mass, self.t = tuple(origins), float(unresolved_mass), float(t)
 
 
@@ -92,15 +94,16 @@ class PanelProblem(Problem, Tracker):
     """
 
     def __init__(self, model, density, *, order, panels, tol, rtol, atol, max_points, first_step):
-        name = density.domain.name
-        Panels, Field, default_order, min_width, default_tol = DOMAINS[name]
-        order = default_order if order is None else order
-        self.tol = default_tol if tol is None else tol
-        self.F = F = Field(model)
+        self.domain = density.domain
+        support = self.domain.panels
+        order = support.order if order is None else order
+        self.tol = support.tol if tol is None else tol
+        self.F = F = support.field(model)
         self.L, self.k, self.ncol = F.degree, F.k, F.ncol
-        count = panels if panels is not None else Panels.default_count(density, int(order))
-        self.P = Panels(density, int(order), int(count), float(self.tol), min_width)
-        self.rtol, self.atol, self.max_points, self.h = rtol, atol, max_points, first_step
+        count = panels if panels is not None else support.panels.default_count(density, int(order))
+        self.P = support.panels(density, int(order), int(count), float(self.tol), support.min_width)
+        self.max_points = support.max_points if max_points is None else max_points
+        self.rtol, self.atol, self.h = rtol, atol, first_step
         self.budget, self.unresolved_mass = 1e3 * self.tol, 0.0
         # the record of the field: step sizes and stage moments, grown by doubling
         ns = RecordingStepper.stages
@@ -112,6 +115,10 @@ class PanelProblem(Problem, Tracker):
 
     def state(self) -> np.ndarray:
         return self.P.y.reshape(-1, self.ncol)
+
+    def frame(self, t: float) -> LagrangianMeasure:
+        """The Lagrangian measure of the panels' current points at time t."""
+        return LagrangianMeasure(domain=self.domain, t=t, check=False, **self.P.frame())
 
     # ---- the integrator's questions
     def rate_and_record(self, y):
@@ -174,14 +181,14 @@ class PanelProblem(Problem, Tracker):
 
     def output(self, t, y):
         P = self.P
-        self.frames.append(P.frame(t))
+        self.frames.append(self.frame(t))
         self.origins.append(P.origins())
         self.points.append(P.w.size)
         self.counts.append(P.count)
 
 
 def transport_panels(model, density, t_span, t_eval, *, order: int | None = None, panels: int | None = None,
-                     tol: float | None = None, rtol: float = 1e-12, atol: float = 1e-12, max_points: int = 2 ** 20,
+                     tol: float | None = None, rtol: float = 1e-12, atol: float = 1e-12, max_points: int | None = None,
                      first_step: float | None = None, progress: bool = False) -> PanelTransport:
     r"""Advance the Lagrangian measure of a density on the circle or S² on adaptive panels (module docstring).
 
@@ -189,8 +196,7 @@ def transport_panels(model, density, t_span, t_eval, *, order: int | None = None
     ----------
     model : SelfAttention
         A zonal model (Q = qI, K = kI, V = cI): its field at time s is fixed by the moments of μ_s up to the
-        degree L of :func:`~meanfield.kernels.circle.circle_degree` (circle) or
-        :func:`~meanfield.kernels.sphere.sphere_degree` (S²).
+        degree L of its domain's point sums (``Domain.point_sums(d).degree``).
     density : Density
         On a :class:`~meanfield.CircleGrid` or a :class:`~meanfield.SphereGrid`; its interpolant is ρ_0 at the
         Gauss nodes.
@@ -208,8 +214,10 @@ def transport_panels(model, density, t_span, t_eval, *, order: int | None = None
         on the circle, 1e-10 on S².
     rtol, atol : float
         Dormand–Prince 8(5,3) tolerances for the points and ℓ_i.
-    max_points : int
-        Stop (status RESOLUTION_LOST, with the message) rather than exceed this many points.
+    max_points : int, optional
+        Stop (status RESOLUTION_LOST, with the message) rather than exceed this many points (default the domain's:
+        2^20 on the circle, 2^16 on S², where panels refine without end along the separatrices between forming
+        clusters).
     first_step : float, optional
     progress : bool
 
@@ -217,12 +225,9 @@ def transport_panels(model, density, t_span, t_eval, *, order: int | None = None
     -------
     PanelTransport
     """
-    zonal = getattr(model, "zonal", None)
-    name = density.domain.name
-    if zonal is None:
-        raise ValueError(f"adaptive panels need a zonal model (Q = qI, K = kI, V = cI); got {model!r}.")
-    if name not in DOMAINS:
-        raise ValueError(f"adaptive panels are built on {sorted(DOMAINS)}; got a density on the {name}.")
+    why = panels_refusal(model, density.domain)
+    if why is not None:
+        raise ValueError(f"{why}.")
     if order is not None and int(order) < 4:
         raise ValueError(f"`order` must be at least 4, got {order!r}.")
     if tol is not None and not (np.isfinite(tol) and tol > 0):

@@ -39,11 +39,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ...domains.sphere.geometry import normalise
-from ...kernels.sphere import (field_coefficients, harmonic_moments, multipliers, recurrence, sphere_degree,
+from ..panels import TABLEAU, gauss
+from .geometry import normalise
+from .point_sums import (field_coefficients, harmonic_moments, multipliers, recurrence, sphere_degree,
                                zonal_point, zonal_points, zonal_scale)
-from ..measure import LagrangianMeasure
-from .base import TABLEAU, gauss
 
 __all__ = ["SpherePanels", "SphereField", "FACES", "face_points"]
 
@@ -115,7 +114,7 @@ class SphereField:
     record_dtype = complex
 
     def __init__(self, model):
-        beta, c = float(model.zonal[0]), float(model.zonal[1])
+        beta, c = float(model.zonal.beta), float(model.zonal.c)
         self.beta, self.normalized = beta, bool(model.normalized)
         self.scale = zonal_scale(beta, self.normalized, c)
         self.degree = L = sphere_degree(beta)
@@ -284,7 +283,8 @@ class SpherePanels:
             self._mesh = ConvexHull(self.origins()).simplices
         return self._mesh
 
-    def frame(self, t: float) -> LagrangianMeasure:
+    def frame(self) -> dict:
+        """The arguments of the Lagrangian measure of the current points (:class:`meanfield.lagrangian.LagrangianMeasure`)."""
         y = self.y.reshape(-1, 4)
-        return LagrangianMeasure(y[:, :3], self.w.ravel(), self.logr0.ravel() - y[:, 3], self.density.domain,
-                                 self.mesh(), t, check=False, log_condition=self.cond[..., 1].ravel())
+        return dict(state=y[:, :3], weights=self.w.ravel(), log_density=self.logr0.ravel() - y[:, 3], mesh=self.mesh(),
+                    log_condition=self.cond[..., 1].ravel())

@@ -1,0 +1,19 @@
+"""Representations of the solution, each a problem on the one integrator, and their chains (:func:`meanfield.solve`).
+
+==========================  ==============================================================================
+:class:`GridRepresentation`  a density on its grid, refined while it can be (:mod:`.grid`)
+:class:`PanelsRepresentation`  adaptive Lagrangian panels, zonal models on the circle and S² (:mod:`.lagrangian`)
+:class:`NodesRepresentation`  fixed Lagrangian nodes, any model (:mod:`.lagrangian`)
+:func:`plan`, :func:`run_chain`  which chain applies, and the run that hands over along it (:mod:`.chain`)
+:class:`Solution`            the result, whatever representations made it (:mod:`.base`)
+==========================  ==============================================================================
+"""
+
+from .base import Event, Handover, Hooks, Part, Representation, Settings, Solution
+from .chain import REPRESENTATIONS, check_options, plan, run_chain
+from .grid import GridProblem, GridRepresentation, HistoryTracker, OutflowTracker, ResolutionTracker
+from .lagrangian import NodesRepresentation, PanelsRepresentation
+
+__all__ = ["Representation", "GridRepresentation", "PanelsRepresentation", "NodesRepresentation", "REPRESENTATIONS",
+           "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "plan", "check_options", "run_chain",
+           "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker"]

@@ -1,0 +1,294 @@
+r"""What every representation shares: the protocol, its settings, the part of a run it returns, the solution.
+
+A *representation* is a way to hold the solution μ_t of ∂_t μ + div(μ X[μ]) = 0 that is advanced as a
+:class:`~meanfield.integrate.Problem` on the one :class:`~meanfield.integrate.Integrator`: a grid density
+(:mod:`.grid`), adaptive Lagrangian panels or fixed Lagrangian nodes (:mod:`.lagrangian`). Each states what
+it can of its accuracy and stops (``StopIntegration``) where it can no longer keep it; :func:`.chain.run_chain`
+then hands its last state over to the next representation of the chain, and gathers the parts into one
+:class:`Solution`.
+
+Users' trackers and events see *frames*: the solution at a time as a :class:`~meanfield.Density` (grid) or a
+:class:`~meanfield.lagrangian.LagrangianMeasure` (panels, nodes), whatever representation holds it.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..integrate import InterruptTracker, ProgressTracker, Status, StopIntegration, Tracker
+from ..monitor import IntegrationError, ResolutionError, ResolutionMonitor
+
+__all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The options of :func:`meanfield.solve`, checked once; each representation reads those it takes
+    (``Representation.options``). ``method`` and ``dt`` belong to the chain's first representation."""
+
+    method: str | None = None
+    dt: float | None = None
+    cfl: float | None = None
+    refine: bool | None = None
+    max_n: int | None = None
+    rtol: float = 1e-10
+    atol: float = 1e-12
+    monitor: ResolutionMonitor = field(default_factory=ResolutionMonitor)
+    strategy: str = "auto"
+    lagrangian_tol: float | None = None
+    max_points: int | None = None
+
+
+@dataclass(frozen=True)
+class Handover:
+    """One hand-over of a chain: at ``t`` the representation ``source`` stopped for ``reason`` and ``target`` went on
+    from its last state; ``accuracy`` is what ``target`` can state about its own error."""
+
+    t: float
+    source: str
+    target: str
+    reason: str
+    accuracy: str
+
+
+@dataclass
+class Part:
+    """What one representation computed in a chain (its frames at the output times ``times``, histories, how it
+    ended).
+
+    ``last`` is the state at ``t_reached`` (a frame), handed to the next representation or kept as the final frame
+    where the chain ends there."""
+
+    name: str
+    times: list
+    frames: list
+    status: Status
+    message: str
+    t_reached: float
+    last: object
+    method: str
+    strategy: str
+    nfev: int = 0
+    nsteps: int = 0
+    t_steps: list = field(default_factory=list)
+    mass_steps: list = field(default_factory=list)
+    energy_steps: list = field(default_factory=list)
+    refinements: list = field(default_factory=list)
+    hint: str | None = None
+
+
+class Event:
+    """A function g(t, frame) whose sign changes mark an event (``solve(events=...)``, as in ``solve_ivp``).
+
+    Wraps any callable; attributes ``terminal`` (stop the run at the first occurrence: status EVENT) and
+    ``direction`` (> 0: only rising crossings, < 0: only falling, 0: both) are read from the callable where it has
+    them (scipy's convention), else the arguments.
+    """
+
+    def __init__(self, g, terminal: bool = False, direction: float = 0.0):
+        if not callable(g):
+            raise TypeError(f"`events` must hold callables g(t, frame), got {g!r}.")
+        self.g = g
+        self.terminal = bool(getattr(g, "terminal", terminal))
+        self.direction = float(getattr(g, "direction", direction))
+        self.name = getattr(g, "__name__", repr(g))
+
+
+class _FrameTrackers(Tracker):
+    """The users' trackers and events of one part: each accepted step and output time as a frame.
+
+    Events are located between accepted steps: at a sign change of g between steps (t_a, t_b) the event time is
+    the secant root t_a + (t_b − t_a) g_a/(g_a − g_b); a terminal one ends the run after the step (its state is the
+    last frame)."""
+
+    def __init__(self, hooks: "Hooks", frame):
+        self.hooks, self.frame = hooks, frame
+
+    def initialize(self, t, y):
+        h = self.hooks
+        if not h.started:
+            f = self.frame(t, y)
+            for tr in h.hooks("initialize"):
+                tr(t, f)
+            h.g = [float(e.g(t, f)) for e in h.events]
+            h.t_g, h.started = t, True
+
+    def handle(self, t, y, h_step):
+        h = self.hooks
+        if not (h.trackers or h.events):
+            return
+        f = self.frame(t, y)
+        for tr in h.hooks("handle"):
+            tr(t, f, h_step)
+        stop = None
+        for k, e in enumerate(h.events):
+            g_new = float(e.g(t, f))
+            g_old = h.g[k]
+            crossed = (g_old < 0 <= g_new and e.direction >= 0) or (g_old > 0 >= g_new and e.direction <= 0)
+            if crossed and g_old != g_new:
+                t_event = h.t_g + (t - h.t_g) * g_old / (g_old - g_new)
+                h.t_events[k].append(t_event)
+                if e.terminal and stop is None:
+                    stop = f"the terminal event {e.name} occurred at t ≈ {t_event:.6g}"
+            h.g[k] = g_new
+        h.t_g = t
+        if stop is not None:
+            raise StopIntegration(t, y, stop, status=Status.EVENT)
+
+    def output(self, t, y):
+        hooks = self.hooks.hooks("output")
+        if hooks:
+            f = self.frame(t, y)
+            for tr in hooks:
+                tr(t, f)
+
+
+class Hooks:
+    """What the parts of one chain share: the users' trackers and events, one progress bar over physical time."""
+
+    def __init__(self, trackers=(), events=(), progress: bool = False, total: float = 1.0):
+        self.trackers = list(trackers)
+        for tr in self.trackers:
+            if not any(callable(getattr(tr, hook, None)) for hook in ("initialize", "handle", "output", "finalize")):
+                raise TypeError(f"`trackers` must hold objects with tracker hooks (initialize, handle, output, "
+                                f"finalize; see meanfield.integrate.Tracker), got {tr!r}.")
+        self.events = [e if isinstance(e, Event) else Event(e) for e in events]
+        self.t_events = [[] for _ in self.events]
+        self.g, self.t_g, self.started = [], None, False
+        self.progress = ProgressTracker(total, enabled=progress, keep_open=True)
+
+    def hooks(self, name: str) -> list:
+        """The users' trackers' bound ``name`` hooks, where they have one."""
+        return [getattr(tr, name) for tr in self.trackers if callable(getattr(tr, name, None))]
+
+    def for_part(self, frame) -> list[Tracker]:
+        """The trackers a part's integrator runs besides its own: the users' (on frames ``frame(t, y)``), the bar,
+        the SIGTERM handler."""
+        return [_FrameTrackers(self, frame), self.progress, InterruptTracker()]
+
+    def finish(self, t, last, status) -> None:
+        for finalize in self.hooks("finalize"):
+            finalize(t, last, status)
+        self.progress.close()
+
+
+class Representation(abc.ABC):
+    """A representation of the solution on the integrator (module docstring).
+
+    Attributes
+    ----------
+    name : str
+        "grid", "panels" or "nodes".
+    options : frozenset of str
+        The :func:`meanfield.solve` keywords it reads.
+    accuracy : str
+        What it can state of its error, for the hand-over record.
+    """
+
+    name: str
+    options: frozenset
+    accuracy: str
+
+    @abc.abstractmethod
+    def refusal(self, model, domain, start=None) -> str | None:
+        """None if it advances ``model`` on ``domain`` (from ``start``, where given), else why not."""
+
+    def check(self, settings: Settings, start, first: bool) -> None:
+        """Refuse, before any work, settings it cannot honour for ``start`` (nothing by default)."""
+
+    @abc.abstractmethod
+    def run(self, model, start, t0: float, t1: float, t_eval, settings: Settings, hooks: Hooks,
+            first: bool) -> Part:
+        """Advance from ``start`` (a frame at ``t0``) through the outputs ``t_eval`` to ``t1`` (``first``: it starts
+        the chain, so ``settings.method``/``dt`` are its own)."""
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Result of :func:`meanfield.solve`, whatever representations made it. Time is the first axis of every history.
+
+    Attributes
+    ----------
+    t : ndarray, shape (k,)
+        The times of the frames: the output times reached, and where the run stopped early (a lost resolution,
+        a failure or a terminal event), the time it stopped.
+    densities : tuple
+        The frames: a :class:`~meanfield.Density` (grid; grids may differ after refinement) or a
+        :class:`~meanfield.lagrangian.LagrangianMeasure` (panels, nodes) at each time.
+    mass : ndarray, shape (k,)
+        The mass of each frame.
+    energy : ndarray, shape (k,) or None
+        E_β of each frame (½|∫x dμ|² at β = 0) for zonal models, else None (also None past β ≈ 709 where E_β
+        overflows; monotonicity is still monitored on e^{-β}E_β).
+    t_steps, mass_steps, energy_steps : ndarray
+        The same at every accepted step of the grid (energy_steps None as above).
+    refinements : tuple of (t, n_old, n_new)
+        Grid refinements performed.
+    nfev, nsteps : int
+        Right-hand-side evaluations and accepted steps, all representations together.
+    status : Status
+        SUCCESS, EVENT, RESOLUTION_LOST (the last representation of the chain could not go on at its stated
+        accuracy), FAILED or INTERRUPTED.
+    message : str
+        How the run ended, with every hand-over.
+    method, strategy : str
+        The time integrator and the field strategy (:mod:`meanfield.strategies`) of the first representation.
+    representation : tuple of str
+        The representation that made each frame: "grid", "panels" or "nodes".
+    handovers : tuple of Handover
+        Each hand-over: time, from, to, why, and what the new representation can state of its accuracy.
+    t_events : tuple of ndarray
+        The times of each event of ``events`` (secant roots between accepted steps).
+    t_reached : float
+        The time the solution reached (``t_span[1]`` on success).
+    t_span : (float, float)
+        The interval asked for.
+    hint : str or None
+        What to do where the run stopped early.
+    """
+
+    t: np.ndarray
+    densities: tuple
+    mass: np.ndarray
+    energy: np.ndarray | None
+    t_steps: np.ndarray
+    mass_steps: np.ndarray
+    energy_steps: np.ndarray | None
+    refinements: tuple
+    nfev: int
+    nsteps: int
+    status: Status
+    message: str
+    method: str
+    strategy: str
+    representation: tuple = ()
+    handovers: tuple = ()
+    t_events: tuple = ()
+    t_reached: float = float("nan")
+    t_span: tuple = (float("nan"), float("nan"))
+    hint: str | None = None
+
+    @property
+    def success(self) -> bool:
+        return self.status is Status.SUCCESS
+
+    @property
+    def handover(self) -> float | None:
+        """When a Lagrangian representation took over: the first hand-over from the grid, the start time where the
+        chain started Lagrangian, None where the grid held the whole run."""
+        if self.representation and self.representation[0] != "grid":
+            return float(self.t_span[0])
+        return self.handovers[0].t if self.handovers else None
+
+    def raise_for_status(self) -> "Solution":
+        """This solution where the run reached its end (or a terminal event); else raise
+        :class:`~meanfield.monitor.ResolutionError` (resolution lost) or :class:`~meanfield.monitor.IntegrationError`
+        (failed), each carrying it. Interrupted runs raise in :func:`meanfield.solve` already."""
+        if self.status is Status.RESOLUTION_LOST:
+            raise ResolutionError(self.t_reached, self.message, self, hint=self.hint)
+        if self.status is Status.FAILED:
+            raise IntegrationError(self.t_reached, self.message, self)
+        return self

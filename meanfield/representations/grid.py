@@ -1,0 +1,296 @@
+r"""The grid representation: a density on a grid of its domain, refined where it stops being resolved.
+
+A :class:`GridProblem` is the continuity equation on a grid (the domain's right-hand side for the strategy, the
+CFL step, refinement by zero-padding up to ``max_n``); its trackers are :class:`ResolutionTracker` (the monitor:
+a state that is no longer resolved is rejected, then refined or the run stops), :class:`HistoryTracker` (mass and
+E_β at every step, densities at the outputs) and :class:`OutflowTracker` (mass leaving a box in R^d).
+
+CFL step
+--------
+On the grid the fastest linear time scales are advection at the highest resolved wavenumber, k_max |v| with
+k_max = π/Δθ, and compression by the strain |∂_θ v|. The default step is
+
+    dt = cfl × min(Δθ/max|v|, 1/max|∂_θ v|, 1/L),
+
+with L = :func:`meanfield.models.rate_scale` a bound on the strain for any state (circle and S²; finite volumes
+use their own CFL number, see :class:`~meanfield.domains.euclidean.FiniteVolume`), and ``cfl = 0.1`` by default
+for the fixed-step methods: RK4 is stable to cfl ≈ 0.9, and the smaller default keeps the time error below the
+spatial error of a resolved solution (measured: Ott–Antonsen at n = 256, t = 3, L¹ error 1e-11 at cfl 0.1, 8e-10
+at 0.4, 1e-8 at 0.8). The adaptive methods use cfl = 0.8 as a stability cap only.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import checks, kernels, strategies
+from ..density import Density
+from ..domains.zonal import energy_from_excess
+from ..integrate import Integrator, Problem, Stages, Status, StopIntegration, Tracker
+from ..integrate.steppers import ADAPTIVE
+from ..models import rate_scale
+from ..monitor import ResolutionError, ResolutionMonitor
+from ..numerics import EXP_MAX
+from .base import Hooks, Part, Representation, Settings
+
+__all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker"]
+
+
+# --------------------------------------------------------------------- the problem
+class GridProblem(Problem):
+    """The continuity equation on a grid: right-hand side, CFL step, energy, refinement.
+
+    Parameters
+    ----------
+    model, grid, strategy
+        The model, the grid, the strategy requested (resolved by :func:`meanfield.strategies.resolve` on every grid
+        the run uses; the grid's domain builds the right-hand side).
+    refine : bool
+        Refine (double the resolution by zero-padding, exact for band-limited
+        data) when a step is rejected, up to ``max_n``; else stop.
+    max_n : int
+    """
+
+    def __init__(self, model, grid, strategy: str, refine: bool, max_n: int):
+        self.model, self.strategy_requested, self.refine, self.max_n = model, strategy, refine, max_n
+        self.domain = grid.domain
+        self.field = kernels.grid_field(model)
+        self._use(grid)
+        self.energy_beta = self.domain.energy_beta(model)
+        self.energy_sign = 0.0 if self.energy_beta is None else float(np.sign(model.zonal[1]))
+        self.strain_bound = rate_scale(model) if self.domain.strain_capped else 0.0
+        self.refinements: list[tuple[float, int, int]] = []
+        self.speeds = (0.0, 0.0)
+
+    def _use(self, grid):
+        self.grid = grid
+        self.strategy = strategies.resolve(self.strategy_requested, strategies.for_grid(self.model, grid), repr(grid))
+        self.rhs = self.domain.continuity(self.model, grid, self.strategy, self.field)
+
+    # ---- the integrator's questions
+    def rate(self, y):
+        return self._measured(*self.rhs.rate_and_speeds(y))
+
+    def _measured(self, rate, vmax, strain):
+        """``rate``, after folding the speeds measured with it into this step's maxima."""
+        self.speeds = (max(self.speeds[0], vmax), max(self.speeds[1], strain))
+        return rate
+
+    def probe(self, y):
+        self.speeds = self.rhs.speeds(y)
+
+    def stages(self):
+        """The right-hand side's coefficients as the fixed steps' stage variables, where it has them
+        (``coefficient_stages``: the S² spectral path on ring plans, the S² moment path); else None."""
+        rhs = self.rhs
+        if not getattr(rhs, "coefficient_stages", False):
+            return None
+        return Stages(rhs.coefficients, rhs.values, lambda z: self._measured(*rhs.coefficient_rate_and_speeds(z)))
+
+    def begin_step(self):
+        self.speeds = (0.0, 0.0)
+
+    def max_step(self):
+        vmax, strain = self.speeds
+        bounds = [1.0 / self.strain_bound] if self.strain_bound > 0 else []
+        if vmax > 0:
+            bounds.append(self.grid.spacing / vmax)
+        if strain > 0:
+            bounds.append(1.0 / strain)
+        return min(bounds) if bounds else np.inf
+
+    def reject(self, t, y, reason):
+        """Refine and return the zero-padded state, or stop with the reason."""
+        n = self.grid.n
+        if not self.refine:
+            raise StopIntegration(t, y, reason, hint="Pass refine=True (with a larger max_n) to refine the grid, hand "
+                                  "over to the Lagrangian measure (representation='auto'), or use the particle system, "
+                                  "which is the reference in the collapse regime (MATH.md §2.2).")
+        if 2 * n > self.max_n:
+            raise StopIntegration(
+                t, y, f"{reason}; refinement stopped at max_n = {self.max_n}",
+                hint="Raise max_n to go on refining (clusters sharpen exponentially in time, "
+                "so each doubling buys a bounded time), hand over to the Lagrangian measure "
+                "(representation='auto'; docs/MATH.md §6), or use the "
+                "particle system, which is the reference in the collapse regime (MATH.md §2.2).",
+            )
+        old = self.grid
+        self._use(old.refined())
+        self.refinements.append((t, n, self.grid.n))
+        self.speeds = (0.0, 0.0)
+        return old.resample(y, self.grid.n)
+
+    def fail(self, t, y, message):
+        raise StopIntegration(t, y, f"the adaptive integrator failed: {message}")
+
+    def frame(self, t, y) -> Density:
+        """The state as a density on the current grid (what users' trackers and events see)."""
+        return Density(self.grid, y, check=False)
+
+    # ---- energy
+    def excess_energy(self, values, spectrum=None):
+        """e^{-β}(E_β − m²/2β) on the current grid, or None without an energy (``spectrum``:
+        ``grid.spectrum(values)``, if known)."""
+        if self.energy_beta is None:
+            return None
+        return self.domain.excess_energy(self.grid, values, self.energy_beta, spectrum)
+
+    def energy_from_excess(self, excess, mass):
+        """E_β from e^{-β}(E_β − m²/2β), which the monitor has already computed (NaN without an energy)."""
+        return energy_from_excess(excess, mass, self.energy_beta) if self.has_energy() else np.nan
+
+    def has_energy(self) -> bool:
+        return self.energy_beta is not None and self.energy_beta <= EXP_MAX
+
+
+
+# --------------------------------------------------------------------- its trackers
+class ResolutionTracker(Tracker):
+    """The resolution monitor as a tracker: a candidate state that is no longer resolved is rejected.
+
+    Checks the state (``monitor.check_state``: finite, non-negative, the grid's
+    resolution) and, for zonal models, that E_β moved in its monotone direction
+    (GLPR Lemma 3.7). ``excess`` is e^{-β}(E_β − m²/2β) of the last accepted state.
+    """
+
+    def __init__(self, problem: GridProblem, monitor: ResolutionMonitor):
+        self.problem, self.monitor = problem, monitor
+        self.excess = self._candidate = None
+
+    def initialize(self, t, y):
+        self.excess = self.problem.excess_energy(y)
+
+    def check(self, t, y):
+        p = self.problem
+        spectrum = p.grid.spectrum(y)  # one analysis for both checks (read only once the state is finite)
+        reason = self.monitor.check_state(p.grid, y, spectrum)
+        self._candidate = None
+        if reason is None and p.energy_beta is not None:
+            self._candidate = p.excess_energy(y, spectrum)
+            reason = self.monitor.check_energy(self.excess, self._candidate, p.energy_sign)
+        return reason
+
+    def handle(self, t, y, h):
+        self.excess = self._candidate
+
+    def reset(self, t, y):
+        self.excess = self.problem.excess_energy(y)
+
+
+class HistoryTracker(Tracker):
+    """Mass and E_β at every accepted step, the density at every output time."""
+
+    def __init__(self, problem: GridProblem, resolution: ResolutionTracker):
+        self.problem, self.resolution = problem, resolution
+        self.out_t, self.out_d = [], []
+        self.t_steps, self.mass_steps, self.energy_steps = [], [], []
+
+    def _record(self, t, y):
+        p = self.problem
+        mass = float(p.grid.integrate(y))
+        self.t_steps.append(t)
+        self.mass_steps.append(mass)
+        e = self.resolution.excess
+        self.energy_steps.append(np.nan if e is None else p.energy_from_excess(e, mass))
+
+    def initialize(self, t, y):
+        self._record(t, y)
+
+    def handle(self, t, y, h):
+        self._record(t, y)
+
+    def output(self, t, y):
+        self.out_t.append(t)
+        self.out_d.append(Density(self.problem.grid, y, check=False))
+
+
+class OutflowTracker(Tracker):
+    """Warns once when more than 1e-8 of the mass has left the domain (a box in R^d; ``Solution.mass`` keeps the account)."""
+
+    def __init__(self, problem: GridProblem):
+        self.problem = problem
+        self.mass0, self.warned = None, False
+
+    def initialize(self, t, y):
+        self.mass0 = float(self.problem.grid.integrate(y))
+
+    def handle(self, t, y, h):
+        lost = self.mass0 - float(self.problem.grid.integrate(y))
+        if not self.warned and lost > 1e-8 * self.mass0:
+            self.warned = True
+            warnings.warn(
+                f"{lost:.3g} of the mass ({lost / self.mass0:.2e} relative) has left the box "
+                f"{self.problem.grid!r} by t = {t:.6g}; enlarge the box (Solution.mass keeps the account).",
+                RuntimeWarning,
+                stacklevel=6,
+            )
+
+
+# --------------------------------------------------------------------- the representation
+class GridRepresentation(Representation):
+    """A density on its grid: spectral on the circle and S² (refined by zero-padding, exact for band-limited data),
+    finite volumes in R^d. Resolved while the monitor says so (``Settings.monitor``); stops where it cannot refine."""
+
+    name = "grid"
+    options = frozenset({"method", "dt", "cfl", "refine", "max_n", "rtol", "atol", "monitor", "strategy"})
+    accuracy = "resolved on its grid (spectral tail below the monitor's tail_tol, no negative values)"
+
+    def refusal(self, model, domain, start=None):
+        if start is not None and not isinstance(start, Density):
+            return f"a grid starts from a Density, not a {type(start).__name__}"
+        return None
+
+    @staticmethod
+    def defaults(domain, settings: Settings, first: bool, start_resolution: int):
+        """(method, dt, cfl, refine, max_n) of this run, the domain's defaults where not given."""
+        method = settings.method if first and settings.method is not None else domain.default_method
+        dt = settings.dt if first else None
+        cfl = domain.default_cfl(method in ADAPTIVE) if settings.cfl is None else settings.cfl
+        refinable = domain.default_max_n is not None
+        refine = refinable if settings.refine is None else settings.refine
+        max_n = (domain.default_max_n or start_resolution) if settings.max_n is None else settings.max_n
+        return method, dt, cfl, refine, max(int(max_n), start_resolution)
+
+    def check(self, settings: Settings, start, first: bool) -> None:
+        domain = start.domain
+        if settings.refine and domain.default_max_n is None:
+            raise ValueError("finite-volume grids are not refined: pass refine=False and a finer grid.")
+        if settings.max_n is not None and settings.max_n < start.grid.n:
+            raise ValueError(f"`max_n` must be an integer >= the initial resolution {start.grid.n}, "
+                             f"got {settings.max_n!r}.")
+        method = settings.method if first and settings.method is not None else domain.default_method
+        if settings.dt is not None and method in ADAPTIVE:
+            raise ValueError(f"`dt` fixes the step of 'rk4'/'ssprk3'; method {method!r} chooses its own.")
+        domain.check_initial(start)
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        domain = start.domain
+        method, dt, cfl, refine, max_n = self.defaults(domain, settings, first, start.grid.n)
+        problem = GridProblem(model, start.grid, settings.strategy, refine, max_n)
+        resolution = ResolutionTracker(problem, settings.monitor)
+        history = HistoryTracker(problem, resolution)
+        reason = settings.monitor.check_state(start.grid, start.values)
+        if reason is not None:  # refused: the initial density is bad input, nothing to integrate
+            raise ResolutionError(
+                t0, f"the initial density is not resolved: {reason}", None, initial=True,
+                hint="Sample it on a finer grid (refinement by zero-padding cannot recover data that was never "
+                "sampled)" + (", or loosen the monitor's tail_tol (ResolutionMonitor; [time] tail_tol in a study file)."
+                              if domain.default_max_n is not None else "."))
+        trackers = [resolution, history] + ([] if domain.conserves_mass else [OutflowTracker(problem)])
+        trackers += hooks.for_part(problem.frame)
+        integrator = Integrator(problem, method, dt=dt, cfl=cfl, rtol=settings.rtol, atol=settings.atol,
+                                trackers=trackers)
+        y0 = np.array(start.values)
+        status, message, hint, t_reached = Status.SUCCESS, "the grid reached the end of the interval", None, t1
+        try:
+            t_reached, y = integrator.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached, y = (history.out_t[-1], history.out_d[-1].values) if history.out_t else (t0, y0)
+        return Part("grid", list(history.out_t), list(history.out_d), status, message, float(t_reached), problem.frame(t_reached, y),
+                    method, problem.strategy, integrator.nfev, integrator.nsteps, history.t_steps,
+                    history.mass_steps, history.energy_steps, problem.refinements, hint)
