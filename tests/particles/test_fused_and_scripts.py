@@ -33,7 +33,7 @@ def test_fused_path_is_chosen_for_small_batches_and_refuses_multihead(rng):
         fused.rk4_small_systems(heads, x0, 0.01, 1)
 
 
-def test_phase_diagram_script_small(tmp_path, monkeypatch):
+def test_phase_diagram_script_small(tmp_path, saved_figures):
     """16 realisations of n = 32 points on S², δ = 1e-3, three β, t ≤ 12.
 
     At t = 0 (the same points for every β) ⟨x, y⟩ is uniform on [−1, 1] for independent uniform x, y on S²
@@ -42,14 +42,8 @@ def test_phase_diagram_script_small(tmp_path, monkeypatch):
     ζ₂ = p(1 − p) and ζ₁ = Var E[h | x_i] = 0 (E[h | x_i] = p for every x_i by rotation invariance: the pairs are
     uncorrelated), so sd = √(2p(1 − p)/(R n(n − 1))) ≈ 2.5e-4, and the estimate lies within 5 sd of δ/2.
     The figure shows p over (β, t), the equiangular curve t*(β) and the axes the script states."""
-    import matplotlib.figure
-
     from scripts.phase_diagram import main
 
-    figures = []
-    save = matplotlib.figure.Figure.savefig
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
-                        lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))[1])
     R, n, delta = 16, 32, 1e-3
     main(["--realisations", str(R), "--betas", "3", "--t-max", "12", "--dt-out", "1", "--output", str(tmp_path)])
     data = np.load(tmp_path / "phase_diagram.npz")
@@ -63,8 +57,8 @@ def test_phase_diagram_script_small(tmp_path, monkeypatch):
     # equiangular curve: ρ(t*) = 1 − δ, increasing in β (the right-hand side of (6.9) decreases in β)
     assert np.all(np.diff(data["t_star"]) > 0)
     # the figure drawn is of these numbers
-    (fig,) = figures
-    ax = fig.axes[0]
+    assert list(saved_figures) == ["phase_diagram.png"]
+    ax = saved_figures["phase_diagram.png"].axes[0]
     assert ax.get_xlabel() == "β" and ax.get_ylabel() == "t" and ax.get_ylim() == (0, 12)
     (mesh,) = ax.collections
     np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(13, 3), p.T)
@@ -73,4 +67,3 @@ def test_phase_diagram_script_small(tmp_path, monkeypatch):
     np.testing.assert_array_equal(curve.get_xdata(), data["beta"][finite])
     np.testing.assert_array_equal(curve.get_ydata(), data["t_star"][finite])
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["equiangular curve, GLPR (6.9)"]
-    assert (tmp_path / "phase_diagram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
