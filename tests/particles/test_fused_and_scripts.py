@@ -33,16 +33,37 @@ def test_fused_path_is_chosen_for_small_batches_and_refuses_multihead(rng):
         fused.rk4_small_systems(heads, x0, 0.01, 1)
 
 
-def test_phase_diagram_script_small(tmp_path):
+def test_phase_diagram_script_small(tmp_path, saved_figures):
+    """16 realisations of n = 32 points on S², δ = 1e-3, three β, t ≤ 12.
+
+    At t = 0 (the same points for every β) ⟨x, y⟩ is uniform on [−1, 1] for independent uniform x, y on S²
+    (Archimedes), so each pair indicator h = 1{⟨x_i, x_j⟩ >= 1 − δ} has mean p = δ/2. The statistic is the mean of
+    R independent U-statistics U = (1/n(n−1)) Σ_{i≠j} h; by Hoeffding Var U = (2/n(n−1))(2(n−2)ζ₁ + ζ₂) with
+    ζ₂ = p(1 − p) and ζ₁ = Var E[h | x_i] = 0 (E[h | x_i] = p for every x_i by rotation invariance: the pairs are
+    uncorrelated), so sd = √(2p(1 − p)/(R n(n − 1))) ≈ 2.5e-4, and the estimate lies within 5 sd of δ/2.
+    The figure shows p over (β, t), the equiangular curve t*(β) and the axes the script states."""
     from scripts.phase_diagram import main
 
-    main(["--realisations", "16", "--betas", "3", "--t-max", "12", "--dt-out", "1", "--output", str(tmp_path)])
+    R, n, delta = 16, 32, 1e-3
+    main(["--realisations", str(R), "--betas", "3", "--t-max", "12", "--dt-out", "1", "--output", str(tmp_path)])
     data = np.load(tmp_path / "phase_diagram.npz")
     p = data["p_pair"]
     assert p.shape == (3, 13) and np.all((0 <= p) & (p <= 1))
-    # at t = 0 (same points for every β) ⟨x, y⟩ is uniform on [-1, 1] (Archimedes): P = δ/2
-    assert np.all(p[:, 0] == p[0, 0]) and p[0, 0] < 10 * 1e-3 / 2
+    assert np.all(p[:, 0] == p[0, 0])
+    mean = delta / 2
+    sd = np.sqrt(2 * mean * (1 - mean) / (R * n * (n - 1)))
+    assert abs(p[0, 0] - mean) <= 5 * sd, (p[0, 0], mean, sd)
     assert p[0, -1] == pytest.approx(1.0)  # β = 0.1: a single cluster by t = 12 (GLPR Thm 6.3 regime)
-    # equiangular curve: ρ(t*) = 1 − δ, increasing in β
+    # equiangular curve: ρ(t*) = 1 − δ, increasing in β (the right-hand side of (6.9) decreases in β)
     assert np.all(np.diff(data["t_star"]) > 0)
-    assert (tmp_path / "phase_diagram.png").stat().st_size > 10_000
+    # the figure drawn is of these numbers
+    assert list(saved_figures) == ["phase_diagram.png"]
+    ax = saved_figures["phase_diagram.png"].axes[0]
+    assert ax.get_xlabel() == "β" and ax.get_ylabel() == "t" and ax.get_ylim() == (0, 12)
+    (mesh,) = ax.collections
+    np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(13, 3), p.T)
+    (curve,) = ax.get_lines()
+    finite = np.isfinite(data["t_star"])
+    np.testing.assert_array_equal(curve.get_xdata(), data["beta"][finite])
+    np.testing.assert_array_equal(curve.get_ydata(), data["t_star"][finite])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["equiangular curve, GLPR (6.9)"]

@@ -70,7 +70,25 @@ def test_unreadable_study_file_from_a_real_process(tmp_path):
                                "No such file or directory"
 
 
-def test_run_writes_results_and_figures(tmp_path, capsys):
+def _angles(x):
+    return np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi)
+
+
+def _lines(ax):
+    return {ln.get_label(): ln for ln in ax.get_lines()}
+
+
+def test_run_writes_results_and_figures(tmp_path, capsys, saved_figures):
+    """`meanfield run --plot --animation gif`: the statistics agree with what they are computed from, and each
+    figure draws them.
+
+    - pair fraction: the fraction of ordered pairs i ≠ j with ⟨x_i, x_j⟩ >= 1 − δ, recomputed from the saved
+      positions; W_1 >= |∫x dμ^N − ∫x dμ| (Kantorovich–Rubinstein with the 1-Lipschitz x ↦ ⟨e, x⟩); the rate is
+      the least-squares slope of log W_1 against log N over all (N, repeat) at the last time;
+    - density: the heat map is ρ(t, θ) (θ = 2π closing the circle) over the first to the last output time, the
+      particles (the smallest N, repeat 0) at their angles; energy: the density's E_β at every step, the particles'
+      mean over repeats, the self-interaction e^β/(2βN); W_1 and the pair fraction: the means over repeats per N;
+      the rate figure: lines of slopes α and −1/2; the animation: one frame per output time."""
     f = tmp_path / "small.toml"
     f.write_text(SMALL)
     out = tmp_path / "small.nc"
@@ -78,12 +96,64 @@ def test_run_writes_results_and_figures(tmp_path, capsys):
     assert "rate         W1 ~ N^" in capsys.readouterr().out
     ds = meanfield.load(out)
     assert ds.attrs["status"] == "success" and ds.sizes["time"] == 4
-    for name in ("density", "energy", "wasserstein", "clusters", "rate"):
-        assert (tmp_path / f"small-{name}.png").stat().st_size > 5_000
-    assert (tmp_path / "small-animation.gif").stat().st_size > 5_000
+    t, ns, beta, delta = ds.time.values, ds.n_particles.values, 1.0, 1e-3
+    rho = ds.density.values
+    mean_density = (rho * 2 * np.pi / rho.shape[1]) @ np.stack([np.cos(ds.theta), np.sin(ds.theta)], -1)
+    for n in ns:
+        x = ds[f"positions_{n}"].values  # (repeat, time, n, 2)
+        G = x @ np.swapaxes(x, -1, -2)
+        close = (np.sum(G >= 1 - delta, axis=(-1, -2)) - n) / (n * (n - 1))
+        np.testing.assert_array_equal(ds.pair_fraction.sel(n_particles=n).values, close)
+        gap = np.linalg.norm(x.mean(axis=2) - mean_density, axis=-1)
+        assert np.all(ds.wasserstein.sel(p=1.0, n_particles=n).values >= gap - 1e-12)
+    W = ds.wasserstein.sel(p=1.0).isel(time=-1).values  # (N, repeat)
+    slope = np.polyfit(np.repeat(np.log(ns), W.shape[1]), np.log(W).ravel(), 1)[0]
+    assert float(ds.rate.sel(p=1.0).isel(time=-1)) == pytest.approx(slope, rel=1e-12)
+
+    figs = {name[len("small-"):-len(".png")]: fig for name, fig in saved_figures.items()}
+    assert set(figs) == {"density", "energy", "wasserstein", "clusters", "rate"}
+    ax = figs["density"].axes[0]
+    assert ax.get_xlim() == (t[0], t[-1]) and (ax.get_xlabel(), ax.get_ylabel()) == ("t", "θ")
+    np.testing.assert_array_equal(np.asarray(ax.collections[0].get_array()).reshape(rho.shape[1] + 1, t.size),
+                                  np.hstack([rho, rho[:, :1]]).T)
+    dots = [ln for ln in ax.get_lines() if ln.get_marker() == "."]
+    x = ds[f"positions_{ns.min()}"].isel(repeat=0).values
+    assert len(dots) == ns.min()
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in dots]).T, _angles(x), rtol=0, atol=1e-14)
+    ax = figs["energy"].axes[0]
+    lines = _lines(ax)
+    np.testing.assert_array_equal(lines["density"].get_xdata(), ds.step_time.values)
+    np.testing.assert_array_equal(lines["density"].get_ydata(), ds.step_energy.values)
+    for n in ns:
+        np.testing.assert_allclose(lines[f"N = {n}"].get_ydata(),
+                                   ds.particle_energy.sel(n_particles=n).mean("repeat").values, rtol=1e-15)
+    (note,) = ax.texts
+    assert note.get_text().endswith(", ".join(f"{np.exp(beta) / (2 * beta * n):.2g}" for n in ns))
+    for name, var in (("wasserstein", ds.wasserstein.sel(p=1.0)), ("clusters", ds.pair_fraction)):
+        ax = figs[name].axes[0]
+        lines = _lines(ax)
+        assert ax.get_xlabel() == "t" and [tx.get_text() for tx in ax.get_legend().get_texts()] == \
+            [f"N = {n}" for n in ns]
+        for n in ns:
+            np.testing.assert_array_equal(lines[f"N = {n}"].get_xdata(), t)
+            np.testing.assert_allclose(lines[f"N = {n}"].get_ydata(), var.sel(n_particles=n).mean("repeat").values,
+                                       rtol=1e-15)
+    assert figs["clusters"].axes[0].get_ylim() == (-0.02, 1.02)
+    ax = figs["rate"].axes[0]
+    for label, ln in _lines(ax).items():
+        if label.startswith("N^"):
+            lx, ly = np.log(ln.get_xdata()), np.log(ln.get_ydata())
+            expected = -0.5 if label == "N^-1/2" else float(ds.rate.sel(p=1.0).isel(time=-1))
+            np.testing.assert_allclose(np.diff(ly) / np.diff(lx), expected, rtol=1e-9)
+    from PIL import Image
+
+    with Image.open(tmp_path / "small-animation.gif") as gif:
+        assert gif.n_frames == t.size
 
 
-def test_sweep_command_and_its_figure(tmp_path, capsys):
+def test_sweep_command_and_its_figure(tmp_path, capsys, saved_figures):
+    """`meanfield sweep --over beta=0:2:3 --plot`: three β, three repeats; the figure has one curve per β, each the
+    pair fraction averaged over N and repeats at every output time."""
     f = tmp_path / "small.toml"
     f.write_text(SMALL)
     out = tmp_path / "sw.nc"
@@ -91,7 +161,13 @@ def test_sweep_command_and_its_figure(tmp_path, capsys):
                  "--plot", "--quiet"]) == 0
     ds = meanfield.load(out)
     assert list(ds.beta.values) == [0.0, 1.0, 2.0] and ds.sizes["repeat"] == 3
-    assert (tmp_path / "sw-map.png").stat().st_size > 5_000
+    ax = saved_figures["sw-map.png"].axes[0]
+    lines = _lines(ax)
+    assert list(lines) == [f"beta = {b}" for b in ds.beta.values] and ax.get_xlabel() == "t"
+    for b in ds.beta.values:
+        np.testing.assert_array_equal(lines[f"beta = {b}"].get_xdata(), ds.time.values)
+        np.testing.assert_allclose(lines[f"beta = {b}"].get_ydata(),
+                                   ds.pair_fraction.sel(beta=b).mean(["n_particles", "repeat"]).values, rtol=1e-15)
     assert main(["sweep", str(f), "--over", "colour=1", "--serial", "--quiet"]) == 2
     assert "colour" in capsys.readouterr().err
 

@@ -75,7 +75,13 @@ def test_sphere_study_follows_the_mobius_family_and_round_trips(tmp_path):
     # β = 0 energy is ½|∫x dμ|², the same functional for particles: both finite and non-decreasing
     assert np.all(np.diff(ds.energy) >= -1e-12)
     assert np.all(np.diff(ds.particle_energy, axis=-1) >= -1e-12)
-    assert np.all(np.isfinite(ds.wasserstein)) and np.all(ds.wasserstein > 0)
+    # W_1(μ^N_t, μ_t) >= |∫x dμ^N_t − ∫x dμ_t| (Kantorovich–Rubinstein: x ↦ ⟨e, x⟩ is 1-Lipschitz), and > 0
+    # (a finite point set is not a density)
+    mean = np.einsum("tij,ijk->tk", ds.density.values * grid.weights, grid.points)
+    for n in (40, 80):
+        gap = np.linalg.norm(ds[f"positions_{n}"].values.mean(axis=2) - mean, axis=-1)  # (repeat, time)
+        w1 = ds.wasserstein.sel(p=1.0, n_particles=n).values
+        assert np.all(w1 >= gap - 1e-12) and np.all(w1 > 0)
     xr.testing.assert_identical(ds, meanfield.load(out))
 
 
@@ -169,10 +175,11 @@ def test_resolution_lost_keeps_the_resolved_frames(tmp_path):
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.nc"))
 
 
-def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tmp_path):
+def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tmp_path, saved_figures):
     """The same study as above with representation = 'auto': past the grid's cap the Lagrangian measure goes on
     to t_end; its frames conserve the mass (cell averages, weights), its clusters are the two bumps, and the
-    written file loads back identical."""
+    written file loads back identical. The Lagrangian figure draws every Lagrangian point at its time and angle
+    coloured by log₁₀ ρ, the cluster count and E_β; the heat map runs to t_end."""
     study = {"domain": "circle", "grid": {"n": 128}, "model": {"beta": 8.0},
              "initial": {"kind": "von-mises-fisher", "angles": [1.0, 3.5], "kappa": [8.0, 6.0]},
              "time": {"t_end": 4.0, "frames": 9, "refine": False, "method": "dop853", "representation": "auto"},
@@ -186,11 +193,25 @@ def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tm
     count = ds.cluster_count.sel(time=late).values  # the bumps pass 10× the uniform density by t = 2
     assert count[-1] == 2 and np.all(np.diff(count) >= 0) and np.all(np.isnan(ds.cluster_count.sel(time=~late)))
     assert np.all(np.diff(ds.energy.values) > 0)
-    assert (tmp_path / "r-lagrangian.png").exists()
+    assert set(saved_figures) == {"r-density.png", "r-energy.png", "r-lagrangian.png"}
+    assert saved_figures["r-density.png"].axes[0].get_xlim() == (0.0, 4.0)
+    points, clusters_ax, _, energy_ax = saved_figures["r-lagrangian.png"].axes
+    logr = ds.lagrangian_log_density.values
+    ok = np.isfinite(logr)
+    x = ds.lagrangian_points.values[ok]
+    drawn = np.column_stack([points.collections[0].get_offsets(), points.collections[0].get_array()])
+    expected = np.column_stack([np.broadcast_to(ds.time.values[:, None], logr.shape)[ok],
+                                np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi), logr[ok] / np.log(10)])
+    np.testing.assert_allclose(drawn[np.lexsort(drawn.T[::-1])], expected[np.lexsort(expected.T[::-1])],
+                               rtol=1e-14, atol=1e-14)
+    (step,) = clusters_ax.get_lines()
+    np.testing.assert_array_equal(step.get_xdata(), ds.time.values)
+    np.testing.assert_array_equal(step.get_ydata(), ds.cluster_count.values)
+    np.testing.assert_array_equal(energy_ax.get_lines()[0].get_ydata(), ds.energy.values)
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.nc"))
 
 
-def test_fixed_lagrangian_nodes_in_a_study(tmp_path):
+def test_fixed_lagrangian_nodes_in_a_study(tmp_path, saved_figures):
     """[time] lagrangian_nodes = 'grid': the grid's nodes advanced as fixed characteristics (as solve of
     lagrangian.start(mu0)): one point per node, mass fixed; refused unless the representation is 'lagrangian'."""
     from meanfield.study.config import StudyError
@@ -208,7 +229,16 @@ def test_fixed_lagrangian_nodes_in_a_study(tmp_path):
     edges = np.concatenate([[0.0], 0.5 * (grid.colatitudes[1:] + grid.colatitudes[:-1]), [np.pi]])
     area = np.outer(np.cos(edges[:-1]) - np.cos(edges[1:]), np.full(grid.longitudes.size, 2 * np.pi / 49))
     np.testing.assert_allclose((ds.density.values * area).sum(axis=(1, 2)), 1.0, atol=1e-13)
-    assert all((tmp_path / f"s-{name}.png").exists() for name in ("density", "energy", "lagrangian"))
+    # the figures: a snapshot per output time (the last included) on one colour bar, E_β at the output times,
+    # every point's x₁ against t
+    assert set(saved_figures) == {f"s-{name}.png" for name in ("density", "energy", "lagrangian")}
+    *snapshots, bar = saved_figures["s-density.png"].axes
+    assert [a.get_title() for a in snapshots] == [f"t = {t:g}" for t in ds.time.values] and "ρ" in bar.get_ylabel()
+    np.testing.assert_array_equal(saved_figures["s-energy.png"].axes[0].get_lines()[0].get_ydata(), ds.energy)
+    offsets = saved_figures["s-lagrangian.png"].axes[0].collections[0].get_offsets()
+    expected = np.column_stack([np.repeat(ds.time.values, ds.sizes["lagrangian_point"]),
+                                ds.lagrangian_points.values[..., 0].ravel()])
+    np.testing.assert_array_equal(np.sort(offsets, axis=0), np.sort(expected, axis=0))
     np.testing.assert_allclose(ds.lagrangian_weight.sum("lagrangian_point"), 1.0, atol=1e-13)
     cfg = read(study)
     mu0 = build.initial_density(cfg, build.build_grid(cfg))
