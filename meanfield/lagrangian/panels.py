@@ -134,6 +134,9 @@ class PanelProblem(Problem, Tracker):
         """Bisect where the map has steepened (new points replayed through the record); StopIntegration where
         float64 cannot resolve it or ``max_points`` would be exceeded."""
         P, L, bisected = self.P, self.L, False
+        if P.w.size > self.max_points:  # resolving ρ_0 itself took more (a density with sharp clusters)
+            raise StopIntegration(t, y, f"at t = {t:.6g} resolving the initial density takes {P.w.size} points, more "
+                                  f"than max_points = {self.max_points}")
         while True:
             split, stuck, added = P.unresolved(L)
             if 2.0 * max(1, L) * stuck > self.budget:

@@ -178,7 +178,7 @@ def test_sphere_spectral_field_cost_grows_linearly_in_the_points():
 
     import numba
 
-    from meanfield.kernels.sphere import sphere_spectral_field
+    from meanfield.domains.sphere.point_sums import sphere_spectral_field
 
     ns = np.array([20_000, 63_000, 200_000])
     sets = [(x, np.full(n, 1.0 / n)) for n, x in zip(ns, (pt.uniform_sphere(int(n), 3, rng=5) for n in ns))]
