@@ -15,7 +15,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 # the two densities are the domains' Poisson-kernel laws (their one definition); the oracles built on them are here
-from .domains.circle.laws import check_poisson_parameter, wrapped_cauchy
+from .domains.circle.laws import check_poisson_parameter, wrapped_cauchy, wrapped_cauchy_sample
 from .domains.sphere.laws import check_ball_point, mobius_density
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
@@ -75,17 +75,6 @@ def ott_antonsen_characteristics(theta0, t, a0) -> tuple[np.ndarray, np.ndarray]
     psi = 2.0 * np.arctan(np.tan(half) * np.exp(-R))
     log_jacobian = -R - np.log(np.cos(half) ** 2 + np.sin(half) ** 2 * np.exp(-2.0 * R))
     return psi + 2.0 * np.pi * turns + phase, log_jacobian
-
-
-def wrapped_cauchy_sample(phi, a) -> np.ndarray:
-    r"""Push angles φ (uniform → iid, equispaced → quasi-uniform) to the wrapped Cauchy law.
-
-    e^{iθ} = (e^{iφ} + a)/(1 + ā e^{iφ}) maps the uniform law to f_a (MATH.md §3).
-    Returns θ in [0, 2π).
-    """
-    a = check_poisson_parameter(a)
-    z = np.exp(1j * np.asarray(phi, dtype=float))
-    return np.mod(np.angle((z + a) / (1.0 + np.conj(a) * z)), 2.0 * np.pi)
 
 
 def equiangular(t, n: int, beta: float, normalized: bool = True) -> np.ndarray:

@@ -123,6 +123,8 @@ class Domain(abc.ABC):
         The initial laws of :mod:`meanfield.laws` (and of study files) defined on it.
     panels : PanelSupport or None
         The adaptive Lagrangian panels built on it (:mod:`.panels`), with their defaults.
+    grid_parameters : dict
+        The parameters of its grids (study files' [grid] keys) → whether each is required.
     default_method : str
         The time integrator ``solve`` uses by default.
     default_max_n : int or None
@@ -144,6 +146,7 @@ class Domain(abc.ABC):
     initial_laws: tuple = ()
     unit_vectors: bool = False  # its points are unit vectors (the circle, S^{d-1})
     panels = None
+    grid_parameters: dict = {}
     default_method: str = "rk4"
     default_max_n: int | None = None
     conserves_mass: bool = True
@@ -254,6 +257,16 @@ class Domain(abc.ABC):
     def check_initial(self, density) -> None:
         """``ValueError`` if ``density`` cannot start a solve on this domain (nothing by default)."""
 
+    # ------------------------------------------------------------------ what study files ask of a domain
+    @abc.abstractmethod
+    def make_grid(self, parameters: dict) -> Grid:
+        """Its grid from the study file's [grid] parameters (:attr:`grid_parameters`; absent ones None)."""
+
+    @abc.abstractmethod
+    def check_dimension(self, d: int | None, densities: bool) -> int:
+        """The ambient dimension d of its points (``d`` as given, None: the default), ``ValueError`` where it
+        cannot be (``densities``: a grid is solved, which fixes d where particles could live in any)."""
+
     # ------------------------------------------------------------------ initial laws (:mod:`meanfield.laws`)
     def uniform_noise(self, amplitude: float, modes: int, rng: np.random.Generator):
         """The perturbed uniform law of :func:`meanfield.laws.uniform_noise` (unnormalised), a function of points."""
@@ -261,6 +274,11 @@ class Domain(abc.ABC):
 
     def poisson(self, a):
         """The Poisson-kernel (Möbius) law with parameter ``a`` (|a| < 1), a function of points."""
+        raise ValueError(f"the Poisson-kernel law is defined on the circle and the sphere, not on the {self.name}.")
+
+    def sample_poisson(self, a, shape: tuple, rng: np.random.Generator) -> np.ndarray:
+        """Exact iid draws of shape ``shape + (d,)`` from the Poisson-kernel law of ``a`` (uniform draws pushed by the
+        Möbius map that carries the uniform law to it; MATH.md §3)."""
         raise ValueError(f"the Poisson-kernel law is defined on the circle and the sphere, not on the {self.name}.")
 
     @abc.abstractmethod

@@ -37,6 +37,7 @@ class Circle(UnitSphereGeometry, Domain):
     periodic = True
     coordinate_label = "θ"
     initial_laws = ("uniform", "uniform-noise", "von-mises-fisher", "poisson")
+    grid_parameters = {"n": True}
     panels = PanelSupport(CirclePanels, CircleField, order=16, min_width=2.0 * np.pi * 2.0 ** -44, tol=1e-14,
                           max_points=2 ** 20)
 
@@ -75,6 +76,17 @@ class Circle(UnitSphereGeometry, Domain):
 
     uniform_noise = staticmethod(_laws.uniform_noise)
     poisson = staticmethod(_laws.poisson)
+    sample_poisson = staticmethod(_laws.sample_poisson)
+
+    @staticmethod
+    def make_grid(parameters):
+        return CircleGrid(parameters["n"])
+
+    @staticmethod
+    def check_dimension(d, densities):
+        if d not in (None, 2):
+            raise ValueError(f"the circle lives in R², so dimension must be 2, got {d}")
+        return 2
 
     # the sphere's geometry in d = 2 (the mixin), the angle as coordinate; its own energy, sampling, figures
     coordinates = staticmethod(points_to_angles)

@@ -11,7 +11,8 @@ import numpy as np
 
 from .geometry import points_to_angles
 
-__all__ = ["uniform_noise", "wrapped_cauchy", "poisson", "check_poisson_parameter"]
+__all__ = ["uniform_noise", "wrapped_cauchy", "wrapped_cauchy_sample", "poisson", "sample_poisson",
+           "check_poisson_parameter"]
 
 
 def uniform_noise(amplitude: float, modes: int, rng: np.random.Generator):
@@ -40,6 +41,23 @@ def wrapped_cauchy(theta, a) -> np.ndarray:
     a = check_poisson_parameter(a)
     theta = np.asarray(theta, dtype=float)
     return (1.0 - abs(a) ** 2) / (2.0 * np.pi * np.abs(np.exp(1j * theta) - a) ** 2)
+
+
+def wrapped_cauchy_sample(phi, a) -> np.ndarray:
+    r"""Push angles φ (uniform → iid, equispaced → quasi-uniform) to the wrapped Cauchy law.
+
+    e^{iθ} = (e^{iφ} + a)/(1 + ā e^{iφ}) maps the uniform law to f_a (MATH.md §3).
+    Returns θ in [0, 2π).
+    """
+    a = check_poisson_parameter(a)
+    z = np.exp(1j * np.asarray(phi, dtype=float))
+    return np.mod(np.angle((z + a) / (1.0 + np.conj(a) * z)), 2.0 * np.pi)
+
+
+def sample_poisson(a, shape, rng):
+    """iid points of f_a, a = (a₁, a₂): uniform angles pushed by :func:`wrapped_cauchy_sample`, shape ``shape + (2,)``."""
+    theta = wrapped_cauchy_sample(rng.uniform(0.0, 2.0 * np.pi, shape), complex(a[0], a[1]))
+    return np.stack([np.cos(theta), np.sin(theta)], axis=-1)
 
 
 def poisson(a):

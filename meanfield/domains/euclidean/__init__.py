@@ -23,6 +23,7 @@ class Euclidean(Domain):
     grid_type = EuclideanGrid
     manifold = "euclidean"
     initial_laws = ("gaussian",)
+    grid_parameters = {"bounds": True, "shape": True}
     default_method = "ssprk3"  # positivity preserving with the finite-volume CFL step
     default_max_n = None  # finite-volume grids are not refined
     conserves_mass = False
@@ -68,6 +69,18 @@ class Euclidean(Domain):
                 f"the box of {density.grid!r} is too small for the data: its boundary cells hold {edge:.2e} of the "
                 "mass (more than 1e-6), which would leave at once; enlarge the box."
             )
+
+    @staticmethod
+    def make_grid(parameters):
+        shape = parameters["shape"]
+        return EuclideanGrid(parameters["bounds"], shape[0] if len(shape) == 1 else shape)
+
+    @staticmethod
+    def check_dimension(d, densities):
+        d = 2 if d is None else d
+        if d < 1:
+            raise ValueError(f"dimension must be >= 1, got {d}")
+        return d
 
     check_points = staticmethod(geometry.check_points)
     distance = staticmethod(geometry.distance)

@@ -40,6 +40,7 @@ class Sphere(UnitSphereGeometry, Domain):
     volume = 4.0 * np.pi
     coordinate_label = "(colatitude, longitude)"
     initial_laws = ("uniform", "uniform-noise", "von-mises-fisher", "poisson")
+    grid_parameters = {"lmax": True, "backend": False}
     # 2^16 points: where clusters form the panels refine without end along the separatrices between them
     # (docs/MATH.md §6), reaching 2^16 within seconds of the hand-over; a chain goes on with fixed nodes from there
     panels = PanelSupport(SpherePanels, SphereField, order=12, min_width=0.5 * np.pi * 2.0 ** -42, tol=1e-10,
@@ -88,6 +89,21 @@ class Sphere(UnitSphereGeometry, Domain):
 
     uniform_noise = staticmethod(_laws.uniform_noise)
     poisson = staticmethod(_laws.poisson)
+    sample_poisson = staticmethod(_laws.sample_poisson)
+
+    @staticmethod
+    def make_grid(parameters):
+        return SphereGrid(parameters["lmax"], backend=parameters.get("backend"))
+
+    @staticmethod
+    def check_dimension(d, densities):
+        d = 3 if d is None else d
+        if d < 3:
+            raise ValueError(f"the sphere S^(d-1) needs d >= 3 (d = 2 is the circle), got {d}")
+        if densities and d != 3:
+            raise ValueError(f"densities on the sphere are solved on S² (d = 3), got {d}; drop [grid] to run "
+                             "particles only")
+        return d
 
     coordinates = staticmethod(spherical)
     energy_beta = staticmethod(energy_beta)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["uniform_noise", "mobius_density", "poisson", "check_ball_point"]
+__all__ = ["uniform_noise", "mobius_density", "mobius_map", "poisson", "sample_poisson", "check_ball_point"]
 
 
 def uniform_noise(amplitude: float, modes: int, rng: np.random.Generator):
@@ -40,6 +40,22 @@ def mobius_density(x, w) -> np.ndarray:
     w = check_ball_point(w, D)
     area = 2.0 * np.pi ** (D / 2.0) / gamma(D / 2.0)
     return ((1.0 - w @ w) / np.sum((x - w) ** 2, axis=-1)) ** (D - 1) / area
+
+
+def mobius_map(x, w) -> np.ndarray:
+    r"""M_w(x) = ((1 − |w|²)x + 2(1 + ⟨w, x⟩)w)/(1 + 2⟨w, x⟩ + |w|²): it carries the uniform law σ of S^{D-1} to
+    p_w σ (MATH.md §3), so it samples the Möbius family exactly."""
+    x = np.asarray(x, dtype=float)
+    w = check_ball_point(w, x.shape[-1])
+    wx = x @ w
+    return ((1.0 - w @ w) * x + 2.0 * (1.0 + wx)[..., None] * w) / (1.0 + 2.0 * wx + w @ w)[..., None]
+
+
+def sample_poisson(a, shape, rng):
+    """iid points of p_a/|S^{D-1}|, D = len(a): uniform points pushed by :func:`mobius_map`, shape ``shape + (D,)``."""
+    a = np.asarray(a, dtype=float)
+    x = rng.standard_normal(tuple(shape) + (a.size,))
+    return mobius_map(x / np.linalg.norm(x, axis=-1, keepdims=True), a)
 
 
 def poisson(a):
