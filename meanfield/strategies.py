@@ -33,8 +33,8 @@ name              what is summed, how                                        off
 from __future__ import annotations
 
 from .domains.zonal import zonal_refusal
-from .kernels import compiled_models
-from .models import SelfAttention, heads
+from .kernels import pairwise_refusal
+from .models import SelfAttention
 
 __all__ = ["STRATEGIES", "resolve", "for_grid", "for_nodes", "for_particles", "FUSED_UP_TO"]
 
@@ -83,18 +83,13 @@ def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, 
     """Particles: spectral sums where they pay off (``PointSums.pays_off``), the fused RK4 of small batches, the
     compiled pairwise sums, the model's own sums; applicable strategies that do not pay off come last."""
     spectral = _spectral_refusal(model, domain, d)
-    if domain.manifold == "euclidean":
-        compiled = all(h.kind in compiled_models for h in heads(model))
-        return {"pairwise": None if compiled else f"the compiled R^d models are {compiled_models}; got {model!r}",
-                "quadrature": None, "spectral": spectral,
-                "fused": "the fused path runs SelfAttention on spheres"}
-    single = isinstance(model, SelfAttention)
+    single = isinstance(model, SelfAttention) and domain.unit_vectors
     fused = None if method == "rk4" and single and not weighted else (
-        "the fused path runs RK4 for a single SelfAttention head with equal weights; got "
+        "the fused path runs RK4 for a single SelfAttention head on a sphere with equal weights; got "
         f"method {method!r}, {model!r}, weights {'given' if weighted else 'equal'}")
     pays = spectral is None and domain.point_sums(d).pays_off(n, model.zonal.beta)
     small = fused is None and batched and n <= FUSED_UP_TO
     order = (["spectral"] if pays else []) + (["fused"] if small else []) + ["pairwise", "quadrature", "spectral",
                                                                              "fused"]
-    why = {"spectral": spectral, "fused": fused, "pairwise": None, "quadrature": None}
+    why = {"spectral": spectral, "fused": fused, "pairwise": pairwise_refusal(model), "quadrature": None}
     return {name: why[name] for name in dict.fromkeys(order)}

@@ -25,8 +25,16 @@ from .energy import energy
 from .euclidean import compiled_models, euclidean_field
 from .pairwise import field, pairwise_sums
 
-__all__ = ["pairwise_sums", "field", "grid_field", "euclidean_field", "compiled_models", "energy", "circle_degree",
-           "circle_spectral_field"]
+__all__ = ["pairwise_sums", "field", "grid_field", "euclidean_field", "compiled_models", "pairwise_refusal", "energy",
+           "circle_degree", "circle_spectral_field"]
+
+
+def pairwise_refusal(model) -> str | None:
+    """None where compiled pairwise sums exist for every head of ``model`` (any self-attention head on spheres,
+    :func:`field`; the R^d kinds of :data:`compiled_models`, :func:`euclidean_field`), else why not."""
+    missing = [h for h in heads(model) if not isinstance(h, SelfAttention) and h.kind not in compiled_models]
+    return None if not missing else (f"no compiled sums for {type(missing[0]).__name__} (the compiled models are "
+                                     f"self-attention and the R^d kinds {compiled_models})")
 
 
 def grid_field(model):
