@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["real", "beta", "positive", "count", "square_matrix", "time_span", "output_times"]
+__all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "time_span", "output_times"]
 
 
 def real(value, name: str) -> float:
@@ -25,6 +25,14 @@ def beta(value, name: str = "beta") -> float:
     if not np.isfinite(b) or b < 0:
         raise ValueError(f"`{name}` must be finite and >= 0, got {value!r}.")
     return b
+
+
+def noise(value, name: str = "noise") -> float:
+    """A noise strength D: finite and >= 0 (0 is the deterministic model)."""
+    d = real(value, name)
+    if not np.isfinite(d) or d < 0:
+        raise ValueError(f"`{name}` must be finite and >= 0 (the diffusion coefficient D), got {value!r}.")
+    return d
 
 
 def positive(value, name: str) -> float:

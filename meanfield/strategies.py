@@ -79,13 +79,14 @@ def for_nodes(model, domain, d: int) -> dict[str, str | None]:
     return {"spectral": _spectral_refusal(model, domain, d), "quadrature": None}
 
 
-def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool) -> dict[str, str | None]:
+def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool,
+                  noisy: bool = False) -> dict[str, str | None]:
     """Particles: spectral sums where they pay off (``PointSums.pays_off``), the fused RK4 of small batches, the
     compiled pairwise sums, the model's own sums; applicable strategies that do not pay off come last."""
     spectral = _spectral_refusal(model, domain, d)
     single = isinstance(model, SelfAttention) and domain.unit_vectors
-    fused = None if method == "rk4" and single and not weighted else (
-        "the fused path runs RK4 for a single SelfAttention head on a sphere with equal weights; got "
+    fused = None if method == "rk4" and single and not weighted and not noisy else (
+        "the fused path runs RK4 for a single SelfAttention head on a sphere with equal weights and no noise; got "
         f"method {method!r}, {model!r}, weights {'given' if weighted else 'equal'}")
     pays = spectral is None and domain.point_sums(d).pays_off(n, model.zonal.beta)
     small = fused is None and batched and n <= FUSED_UP_TO

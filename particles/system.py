@@ -18,6 +18,16 @@ O(h^5) per step, and the retraction after each step (the domain's
 adaptive methods ("rk45", "dop853") integrate the same extended ODE with scipy
 and retract their (dense) outputs. Everything that differs between the circle,
 S^{d-1} and R^d comes from the domain of the points (:mod:`meanfield.domains`).
+
+With noise (``model.noise`` = D > 0, MATH.md §6) the particles follow
+dX_i = X[μ^n](X_i) dt + √(2D) dB_i, B_i independent Brownian motions on the
+manifold, by Strang splitting (:class:`SplittingStepper`): half a drift step (RK4,
+retracted), the Brownian step of the domain over time D·h
+(``Domain.brownian_step``: exact in R^d; on spheres a geodesic step with the heat
+kernel's first two zonal moments, weak order 2), half a drift step; the half steps
+between two noise steps merge into one RK4 step, so a step costs one RK4 step and
+one Brownian draw. Weak order 2 (measured in the tests). The increments are drawn
+from ``rng`` in Python, so the results do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from meanfield.density import Density
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
 from meanfield.domains.sphere.geometry import check_on_sphere
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
-                                 Stepper, equal_steps)
+                                 Stepper, equal_steps, rk4)
 from meanfield.kernels.pairwise import UNROLL_MAX
 from meanfield.models import heads, rate_scale
 
@@ -60,6 +70,8 @@ class Trajectory:
     field_error_bound : float
         Largest bound on the truncation error of the spectral field over the
         run (0.0 for the pairwise and quadrature paths, exact up to round-off).
+    noise : float
+        The noise strength D of the model (0: deterministic).
     domain : Domain
         Where the particles live (:mod:`meanfield.domains`).
     weights : ndarray, shape x.shape[1:-1]
@@ -75,6 +87,7 @@ class Trajectory:
     field_error_bound: float
     domain: object = None
     weights: np.ndarray | None = None
+    noise: float = 0.0
 
     def measure(self, k: int, *batch) -> Measure:
         """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain."""
@@ -103,6 +116,28 @@ class ParticleProblem(Problem):
 
     def reject(self, t, y, reason):
         raise FloatingPointError(f"particle positions became non-finite in the step from t = {t:.6g}; reduce `dt`.")
+
+
+class SplittingStepper(Stepper):
+    """An output interval of Strang-split steps of dX = F(X) dt + √(2D) dB (module docstring), in the fewest equal
+    steps <= h: drift(h/2), then per step Brownian(D·h) and drift(h) — drift(h/2) after the last."""
+
+    def __init__(self, f, t, y, t_bound, h: float, noise: float, domain, rng):
+        super().__init__(f, t, y, t_bound)
+        self.count, self._h = equal_steps(self.t_bound - self.t, h) if self.t < self.t_bound else (0, h)
+        self.noise, self.domain, self.rng, self._taken = noise, domain, rng, 0
+
+    def _drift(self, y, h):
+        return self.domain.retract(rk4(self._f, y, h))
+
+    def _step_impl(self):
+        h, y = self._h, self.y
+        if self._taken == 0:
+            y = self._drift(y, 0.5 * h)
+        y = self.domain.brownian_step(y, self.noise * h, self.rng)
+        self._taken += 1
+        last = self._taken == self.count
+        return (self.t_bound if last else self.t + h), self._drift(y, 0.5 * h if last else h), h, None
 
 
 class FusedStepper(Stepper):
@@ -155,7 +190,8 @@ def simulate(
         steps not exceeding it. Default 0.05 / rate_scale(model) on spheres
         (see :func:`meanfield.models.rate_scale`), 0.01 in R^d.
     rng : int, Generator or None
-        Seed for drawing ``x0`` from a density.
+        Seed for drawing ``x0`` from a density, then for the Brownian increments of a noisy model (required
+        there: seeds are explicit).
     progress : bool
         tqdm progress bar.
     rtol, atol : float
@@ -190,6 +226,14 @@ def simulate(
     heads(model)  # TypeError for anything but an attention model
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    noise = float(model.noise)
+    if noise and rng is None:
+        raise ValueError(f"`model` has noise = {noise:g}: give `rng` (a seed or a numpy Generator) for its Brownian "
+                         "increments, so the run can be repeated.")
+    if noise and method != "rk4":
+        raise ValueError(f"noisy particles are advanced by the splitting scheme with fixed steps: method 'rk4', got "
+                         f"{method!r}.")
+    rng = np.random.default_rng(rng) if noise else rng
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     t_eval = checks.output_times(t_eval)
@@ -214,7 +258,7 @@ def simulate(
                              f"strategy {strategy!r} for {model!r} in d = {d}.")
         strategy = "pairwise"
     offered = strategies.for_particles(model, domain, n, d, method=method, batched=x.ndim == 3,
-                                       weighted=weights is not None)
+                                       weighted=weights is not None, noisy=noise > 0)
     path = strategies.resolve(strategy, offered, "particles")
     if weights is None:
         w = np.full(x.shape[:-1], 1.0 / n)
@@ -251,6 +295,8 @@ def simulate(
                 InterruptTracker()]
     problem = ParticleProblem(velocity, domain, retract=path != "fused")
     stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if path == "fused" else None
+    if noise:
+        stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, domain, rng)  # noqa: E731
     integrator = Integrator(problem, method, dt=h, subdivide=True, dense=method != "rk4", rtol=rtol, atol=atol,
                             trackers=trackers, stepper=stepper)
     integrator.run(t_eval[0], x, t_eval)
@@ -264,6 +310,7 @@ def simulate(
         field_error_bound=state["bound"],
         domain=domain,
         weights=w,
+        noise=noise,
     )
 
 

@@ -22,7 +22,16 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["Domain", "Grid", "Measure", "PointSums", "register", "get", "infer"]
+__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer"]
+
+
+class Diagonal(NamedTuple):
+    """A linear operator diagonal in coordinates z = encode(values): A(values) = decode(eigenvalues · encode(values)),
+    with decode(encode(v)) = v on the grid's functions (:meth:`Grid.laplacian`)."""
+
+    encode: Callable
+    decode: Callable
+    eigenvalues: np.ndarray
 
 
 class PointSums(NamedTuple):
@@ -73,6 +82,11 @@ class Grid(abc.ABC):
     @abc.abstractmethod
     def interpolate(self, values, points) -> np.ndarray:
         """The density represented by ``values`` at points of the domain."""
+
+    def laplacian(self) -> "Diagonal":
+        """The grid's Laplacian (Laplace–Beltrami on S¹ and S²; the 3-point Laplacian with ρ = 0 beyond the box in R^d)
+        as a :class:`Diagonal` operator: what the diffusion DΔρ of a noisy model is integrated in (MATH.md §6)."""
+        raise NotImplementedError(f"no Laplacian on {self!r}")
 
     def spectrum(self, values):
         """What the resolution check and the energy both read of ``values``: the expansion's coefficients on
@@ -179,6 +193,11 @@ class Domain(abc.ABC):
     @abc.abstractmethod
     def coordinates(self, x) -> np.ndarray:
         """Intrinsic coordinates: θ ∈ [0, 2π) on the circle, (colatitude, longitude) on S², x in R^d."""
+
+    @abc.abstractmethod
+    def brownian_step(self, x, tau: float, rng) -> np.ndarray:
+        """Every row of ``x`` moved by Brownian motion with generator Δ (Laplace–Beltrami on spheres) run for time τ:
+        exactly in R^d, to weak order 2 on spheres; the noise of particles dX = X dt + √(2D) dB takes τ = D·h."""
 
     @abc.abstractmethod
     def chord_distance(self, chord) -> np.ndarray:

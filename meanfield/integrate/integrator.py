@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .steppers import ADAPTIVE, FIXED, METHODS, AdaptiveStepper, FixedStepper, Stepper
+from .steppers import ADAPTIVE, FIXED, INTEGRATING_FACTOR, METHODS, AdaptiveStepper, FixedStepper, LawsonStepper, Stepper
 from .trackers import Status, Tracker
 
 __all__ = ["Problem", "Integrator", "StopIntegration"]
@@ -133,11 +133,18 @@ class Integrator:
     def _stepper(self, t, y, t_bound) -> Stepper:
         if self._custom is not None:
             return self._custom(self._rate, t, y, t_bound)
+        stages = self.problem.stages()
         if self.method in FIXED:
             h = self.dt if self.subdivide else self._next_h
             return FixedStepper(self._rate, t, y, t_bound, method=self.method, h=h, subdivide=self.subdivide,
-                                stages=self.problem.stages())
+                                stages=stages)
         self.problem.probe(y)
+        if stages is not None and stages.decay is not None:
+            if INTEGRATING_FACTOR[self.method] is None:
+                raise ValueError(f"method {self.method!r} has no integrating-factor form for the problem's linear part "
+                                 "(its abscissae do not increase); use 'rk45', 'rk4' or 'ssprk3'.")
+            return LawsonStepper(self._rate, t, y, t_bound, stages, rtol=self.rtol, atol=self.atol,
+                                 max_step=self.cfl * self.problem.max_step())
         return AdaptiveStepper(self._rate, t, y, t_bound, method=self.method, rtol=self.rtol, atol=self.atol,
                                max_step=self.cfl * self.problem.max_step())
 

@@ -15,6 +15,15 @@ method     stepper
 "dop853"   Dormand–Prince 8(5,3) (``scipy.integrate.DOP853``), adaptive
 =========  =========================================================================
 
+A linear part diagonal in the stage variables (``Stages.decay``: the eigenvalues λ <= 0 of a
+diffusion DΔ on S¹, S² or a box) is integrated exactly by integrating factors (Lawson 1967:
+the scheme runs on v = e^{−tL}z, written without e^{+|λ|h} so nothing overflows), so its
+stiffness D·L² never limits the step: "rk4" becomes Lawson's RK4 (:func:`lawson_rk4`, fourth
+order), "ssprk3" the Strang splitting e^{hL/2} ∘ SSP-RK3 ∘ e^{hL/2} (second order, and
+positivity preserving where SSP-RK3 is: the heat semigroup keeps ρ >= 0), "rk45" the Lawson
+form of Dormand–Prince 5(4) (:class:`LawsonStepper`: its abscissae increase, so every factor
+is e^{−|λ|τ}, τ >= 0). "dop853" has no such form (its abscissae do not increase).
+
 :class:`RecordingStepper` is Dormand–Prince 8(5,3) on scipy's tableau with its own step
 control, for right-hand sides that return a *record* with each stage (the adaptive Lagrangian
 panels record the moments of the measure at every stage, and replay new characteristics
@@ -45,8 +54,9 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.integrate as si
 
-__all__ = ["rk4", "ssprk3", "equal_steps", "Stages", "Stepper", "FixedStepper", "AdaptiveStepper", "RecordingStepper",
-           "STEPPERS", "METHODS", "FIXED", "ADAPTIVE", "make_stepper"]
+__all__ = ["rk4", "ssprk3", "lawson_rk4", "strang_ssprk3", "equal_steps", "Stages", "Stepper", "FixedStepper",
+           "AdaptiveStepper", "LawsonStepper", "RecordingStepper", "STEPPERS", "METHODS", "FIXED", "ADAPTIVE",
+           "INTEGRATING_FACTOR", "make_stepper"]
 
 
 def rk4(f, y, h):
@@ -65,6 +75,29 @@ def ssprk3(f, y, h):
     return y / 3.0 + (2.0 / 3.0) * (y2 + h * f(y2))
 
 
+def lawson_rk4(f, z, h, decay):
+    """One step of Lawson's integrating-factor RK4 for z' = Λz + f(z), Λ = diag(``decay``) <= 0: RK4 on
+    v = e^{−tΛ}z, written with the factors E = e^{hΛ/2} only (no e^{+|λ|h}); fourth order, exact for f = 0."""
+    E = np.exp(0.5 * h * decay)
+    n1 = f(z)
+    na = f(E * (z + 0.5 * h * n1))
+    Ez = E * z
+    nb = f(Ez + 0.5 * h * na)
+    nc = f(E * (Ez + h * nb))
+    return E * (E * (z + (h / 6.0) * n1) + (h / 3.0) * (na + nb)) + (h / 6.0) * nc
+
+
+def strang_ssprk3(f, z, h, decay):
+    """e^{hΛ/2} ∘ SSP-RK3(h) ∘ e^{hΛ/2}: Strang splitting of the exact linear flow and SSP-RK3 (second order;
+    positivity preserving where SSP-RK3 is and e^{tΛ} is, as the heat semigroup)."""
+    E = np.exp(0.5 * h * decay)
+    return E * ssprk3(f, E * z, h)
+
+
+#: The integrating-factor form of each method for a diagonal linear part (None: there is none).
+INTEGRATING_FACTOR = {"rk4": lawson_rk4, "ssprk3": strang_ssprk3, "rk45": "lawson-dp54", "dop853": None}
+
+
 def equal_steps(interval: float, h: float) -> tuple[int, float]:
     """The fewest equal steps of size <= h covering ``interval``: (number, size)."""
     nsteps = max(1, int(np.ceil(interval / h * (1.0 - 1e-12))))
@@ -75,12 +108,14 @@ class Stages(NamedTuple):
     """The variables the stages of a fixed step run in (module docstring).
 
     encode : y ↦ z (linear); decode : z ↦ y, with encode(decode(z)) = z; rate : z ↦ dz/dt,
-    with f(y) = decode(rate(encode(y))).
+    with f(y) = decode(rate(encode(y))). ``decay``: the eigenvalues λ <= 0 of a linear part diagonal in z
+    (dz/dt = rate(z) + λz), integrated exactly by the integrating-factor schemes; None: there is none.
     """
 
     encode: Callable
     decode: Callable
     rate: Callable
+    decay: np.ndarray | None = None
 
 
 class Stepper(abc.ABC):
@@ -158,6 +193,10 @@ class FixedStepper(Stepper):
                  stages: Stages | None = None):
         super().__init__(f, t, y, t_bound)
         self.method, self._scheme, self._stages = method, FIXED[method], stages
+        if stages is not None and stages.decay is not None:
+            lawson = INTEGRATING_FACTOR[method]
+            decay = stages.decay
+            self._scheme = lambda f, z, h: lawson(f, z, h, decay)
         self._h = h
         self._equal = equal_steps(self.t_bound - self.t, h) if subdivide and self.t < self.t_bound else None
         self._taken = 0
@@ -185,6 +224,93 @@ class FixedStepper(Stepper):
     def _rate_z(self, z):
         self.nfev += 1
         return self._stages.rate(z)
+
+
+class LawsonStepper(Stepper):
+    r"""The Lawson (integrating-factor) form of Dormand–Prince 5(4) for z' = Λz + f(z), Λ = diag(λ) <= 0, on the
+    stage variables of :class:`Stages` (module docstring), with scipy RK45's step control.
+
+    Stage i at t + c_i h: U_i = E(c_i) z + h Σ_{j<i} a_ij E(c_i − c_j) N_j, N_i = f(U_i), E(c) = e^{chΛ}; the step
+    z_new = E(1) z + h Σ b_j E(1 − c_j) N_j and its error estimate h Σ e_j E(1 − c_j) N_j (c_7 = 1: the FSAL stage).
+    The abscissae increase, so no factor grows. The error is measured in z (the coefficients), scaled by
+    atol + rtol·max(|z|, |z_new|) as RK45 scales y; the steps grow and shrink as scipy's RK45.
+    """
+
+    adaptive = True
+    _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
+
+    def __init__(self, f, t, y, t_bound, stages: Stages, rtol: float = 1e-10, atol: float = 1e-12,
+                 max_step: float = np.inf):
+        super().__init__(f, t, y, t_bound)
+        tab = si.RK45
+        self._A, self._B, self._C, self._E = tab.A, tab.B, tab.C, tab.E
+        self._stages, self.rtol, self.atol, self.max_step = stages, rtol, atol, max_step
+        self._z = stages.encode(y)
+        self._n0 = None
+        self.h_abs = None
+
+    def _N(self, z):
+        self.nfev += 1
+        return self._stages.rate(z)
+
+    def restart(self, y):
+        self.y, self._z, self._n0 = y, self._stages.encode(y), None
+
+    @staticmethod
+    def _rms(x):
+        return float(np.linalg.norm(x) / np.sqrt(x.size))
+
+    def _first_step(self, z, n0):
+        """Hairer's initial step (as scipy's select_initial_step, order 4) on the nonlinear part."""
+        scale = self.atol + np.abs(z) * self.rtol
+        d0, d1 = self._rms(z / scale), self._rms(n0 / scale)
+        h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+        h0 = min(h0, self.t_bound - self.t)
+        d2 = self._rms((self._N(z + h0 * n0) - n0) / scale) / h0
+        h1 = max(1e-6, h0 * 1e-3) if max(d1, d2) <= 1e-15 else (0.01 / max(d1, d2)) ** 0.2
+        return min(100 * h0, h1, self.t_bound - self.t)
+
+    def _step_impl(self):
+        t, z, decay = self.t, self._z, self._stages.decay
+        if self._n0 is None:
+            self._n0 = self._N(z)
+        if self.h_abs is None:
+            self.h_abs = self._first_step(z, self._n0)
+        min_step = 10.0 * abs(np.nextafter(t, np.inf) - t)
+        h_abs = min(max(self.h_abs, min_step), self.max_step)
+        A, B, C, Ecoef = self._A, self._B, self._C, self._E
+        rejected = False
+        while True:
+            if h_abs < min_step:
+                return t, self.y, 0.0, f"the step size underflowed at t = {t:.6g}"
+            h = min(h_abs, self.t_bound - t)
+            c = np.append(C, 1.0)
+            N = [self._n0]
+            for i in range(1, C.size):
+                U = np.exp(c[i] * h * decay) * z
+                for j in range(i):
+                    if A[i, j] != 0.0:
+                        U = U + (h * A[i, j]) * (np.exp((c[i] - c[j]) * h * decay) * N[j])
+                N.append(self._N(U))
+            z_new = np.exp(h * decay) * z
+            for j in range(B.size):
+                z_new = z_new + (h * B[j]) * (np.exp((1.0 - c[j]) * h * decay) * N[j])
+            N.append(self._N(z_new))
+            err = sum((h * Ecoef[j]) * (np.exp((1.0 - c[j]) * h * decay) * N[j]) for j in range(Ecoef.size))
+            scale = self.atol + self.rtol * np.maximum(np.abs(z), np.abs(z_new))
+            norm = self._rms(np.abs(err) / scale)
+            if not np.isfinite(norm):
+                return t, self.y, 0.0, f"the rate is not finite in the step from t = {t:.6g}"
+            if norm < 1.0:
+                factor = self._MAX_FACTOR if norm == 0 else min(self._MAX_FACTOR, self._SAFETY * norm ** -0.2)
+                self.h_abs = h_abs * (min(1.0, factor) if rejected else factor)
+                break
+            h_abs *= max(self._MIN_FACTOR, self._SAFETY * norm ** -0.2)
+            rejected = True
+        y_new = self.y + self._stages.decode(z_new - z)
+        self._z, self._n0 = z_new, N[-1]
+        t_new = self.t_bound if h == self.t_bound - t else t + h
+        return t_new, y_new, h, None
 
 
 class AdaptiveStepper(Stepper):

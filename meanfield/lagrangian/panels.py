@@ -40,11 +40,17 @@ from ..integrate import (Integrator, InterruptTracker, Problem, ProgressTracker,
                          StopIntegration, Tracker)
 from .measure import LagrangianMeasure
 
-__all__ = ["PanelTransport", "PanelProblem", "transport_panels", "panels_refusal"]
+__all__ = ["PanelTransport", "PanelProblem", "transport_panels", "panels_refusal", "NOISE_REFUSAL"]
+
+#: Why no Lagrangian representation advances a noisy model.
+NOISE_REFUSAL = ("the Lagrangian measure carries mass along the characteristics of X; with noise (D > 0) the mass also "
+                 "diffuses across them: use the grid (representation='grid') or particles")
 
 
 def panels_refusal(model, domain) -> str | None:
     """None if adaptive panels advance ``model`` on ``domain``, else why not."""
+    if model.noise:
+        return NOISE_REFUSAL
     if domain.panels is None:
         return f"no adaptive panels are built on the {domain.name}"
     why = zonal_refusal(model)

@@ -99,6 +99,10 @@ class LagrangianProblem(Problem, Tracker):
     as a tracker it gathers the frames at the output times (``frames``)."""
 
     def __init__(self, model, frame: LagrangianMeasure, strategy: str = "auto"):
+        if model.noise:
+            from .panels import NOISE_REFUSAL
+
+            raise ValueError(f"`model` has noise = {model.noise:g}: {NOISE_REFUSAL}.")
         self.domain, self.chart, self.start = frame.domain, frame.domain.chart, frame
         self.k = frame.state.shape[1]
         self.field, self.strategy = field_and_divergence(model, self.domain, frame.dim, frame.weights, strategy)

@@ -42,6 +42,9 @@ class Head:
     K: np.ndarray | None
     V: np.ndarray | None
 
+    def _check_noise(self) -> None:
+        object.__setattr__(self, "noise", checks.noise(self.noise))
+
     def _check_matrices(self) -> None:
         dims = set()
         for name in ("Q", "K", "V"):

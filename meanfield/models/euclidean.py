@@ -7,14 +7,14 @@ model's ``field`` being the reference (``quadrature``) sum over the measure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 
 from .. import checks
 from .base import Head, check_weights, log_kernel_excess, row_chunks, softmax_jacobian
 from .bounds import SIGMOID_CURVATURE, HeadConstants, exp_or_inf, norm2
-from .registry import ModelKind, Parameter, register
+from .registry import NOISE, ModelKind, Parameter, register
 
 __all__ = ["EuclideanAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EUCLIDEAN_MODELS", "check_points",
            "sinkhorn_log_weights", "sinkhorn_marginal_error"]
@@ -40,11 +40,13 @@ def check_points(points, weights, queries, d_model):
 
 @dataclass(frozen=True, eq=False)
 class EuclideanAttention(Head):
-    """Common parts of the R^d models: Q, K, V (None = identity), A = KᵀQ, row-chunked softmax sums."""
+    """Common parts of the R^d models: Q, K, V (None = identity), A = KᵀQ, row-chunked softmax sums, and the noise
+    strength D >= 0 (keyword-only; particles dX = Γ dt + √(2D) dB, densities ∂_t ρ + div(ρΓ) = DΔρ, MATH.md §6)."""
 
     Q: np.ndarray | None = None
     K: np.ndarray | None = None
     V: np.ndarray | None = None
+    noise: float = dc_field(default=0.0, kw_only=True)
 
     min_dim = 1
     manifold = "euclidean"
@@ -52,6 +54,7 @@ class EuclideanAttention(Head):
 
     def __post_init__(self):
         self._check_matrices()
+        self._check_noise()
 
     # ------------------------------------------------------------------ bounds (:mod:`.bounds` derives them)
     def _support(self, radius) -> tuple[float, float, float, float, float]:
@@ -479,11 +482,12 @@ class Masked(EuclideanAttention):
 EUCLIDEAN_MODELS = (Softmax, L2, Sinkhorn, Sigmoid, Masked)
 
 register(ModelKind("softmax", Softmax, "euclidean", (
-    Parameter("beta", "float", 1.0, "inverse temperature β (scales A = KᵀQ)", minimum=0.0),), doc="softmax attention in R^d (CACP)"))
-register(ModelKind("l2", L2, "euclidean", (_TAU,), doc="L2 attention, kernel e^{−|Qx−Ky|²/(2τ)}"))
-register(ModelKind("sinkhorn", Sinkhorn, "euclidean", (_TAU,), doc="Sinkhorn attention (doubly stochastic kernel)"))
-register(ModelKind("sigmoid", Sigmoid, "euclidean", (Parameter("b", "float", 0.0, "bias b"),),
+    Parameter("beta", "float", 1.0, "inverse temperature β (scales A = KᵀQ)", minimum=0.0), NOISE),
+    doc="softmax attention in R^d (CACP)"))
+register(ModelKind("l2", L2, "euclidean", (_TAU, NOISE), doc="L2 attention, kernel e^{−|Qx−Ky|²/(2τ)}"))
+register(ModelKind("sinkhorn", Sinkhorn, "euclidean", (_TAU, NOISE), doc="Sinkhorn attention (doubly stochastic kernel)"))
+register(ModelKind("sigmoid", Sigmoid, "euclidean", (Parameter("b", "float", 0.0, "bias b"), NOISE),
                    doc="sigmoid attention, no normalisation"))
 register(ModelKind("masked", Masked, "euclidean", (
-    Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0),),
+    Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0), NOISE),
     doc="causal softmax attention on [0, 1] × R^d", study=False))

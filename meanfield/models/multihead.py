@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import checks
 from .base import Head
 
 __all__ = ["MultiHeadAttention"]
@@ -20,10 +21,13 @@ class MultiHeadAttention:
     ----------
     heads : sequence of SelfAttention, or of R^d models (Softmax, L2, ...)
         At least one head, all on the sphere or all in R^d; each carries its
-        own parameters.
+        own parameters (and no noise: the noise belongs to the dynamics).
+    noise : float, default 0
+        D >= 0, the noise of the dynamics (MATH.md §6), as for one head.
     """
 
     heads: tuple = dc_field(default_factory=tuple)
+    noise: float = 0.0
 
     kind = "multi-head"
 
@@ -39,7 +43,12 @@ class MultiHeadAttention:
         dims = {h.dim for h in heads if h.dim is not None}
         if len(dims) > 1:
             raise ValueError(f"the heads live in different dimensions: {sorted(dims)}.")
+        for i, h in enumerate(heads):
+            if h.noise:
+                raise ValueError(f"`heads[{i}]` has noise = {h.noise:g}: the noise belongs to the dynamics, not to a "
+                                 "head; give it as MultiHeadAttention(heads, noise=...).")
         object.__setattr__(self, "heads", heads)
+        object.__setattr__(self, "noise", checks.noise(self.noise))
 
     @property
     def dim(self) -> int | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Parameter", "ModelKind", "KINDS", "register", "get", "kinds", "default_kind"]
+__all__ = ["Parameter", "ModelKind", "KINDS", "NOISE", "register", "get", "kinds", "default_kind"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class Parameter:
     doc: str
     minimum: float | None = None
     positive: bool = False
+
+
+#: The noise strength every kind takes (MATH.md §6): dX = X[μ](X) dt + √(2D) dB, ∂_t ρ + div(ρX[ρ]) = DΔρ.
+NOISE = Parameter("noise", "float", 0.0, "noise strength D >= 0: particles dX = X dt + √(2D) dB on the manifold, "
+                  "densities ∂_t ρ + div(ρX) = DΔρ", minimum=0.0)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ are optimisations of it and are tested against it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from ..numerics import EXP_MAX
 from .base import (Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian,
                    tilted_moments)
 from .bounds import HeadConstants, exp_or_inf, head_norms
-from .registry import ModelKind, Parameter, register
+from .registry import NOISE, ModelKind, Parameter, register
 
 __all__ = ["SelfAttention", "check_measure", "divergence_from_average"]
 
@@ -94,6 +94,9 @@ class SelfAttention(Head):
     normalized : bool, default True
         ``True`` for SA (softmax normalisation by Z_μ(x)), ``False`` for USA
         (Z ≡ 1, i.e. Z_i = n for n particles of weight 1/n).
+    noise : float, default 0, keyword-only
+        D >= 0: particles follow dX = X[μ](X) dt + √(2D) dB (Brownian motion on S^{d-1}), densities
+        ∂_t ρ + div(ρX[ρ]) = DΔρ (MATH.md §6). The field itself does not depend on it.
 
     Notes
     -----
@@ -109,6 +112,7 @@ class SelfAttention(Head):
     K: np.ndarray | None = None
     V: np.ndarray | None = None
     normalized: bool = True
+    noise: float = dc_field(default=0.0, kw_only=True)
 
     manifold = "sphere"  # where the tokens live: S^{d-1} (class constants, not fields)
     kind = "self-attention"
@@ -116,6 +120,7 @@ class SelfAttention(Head):
     def __post_init__(self):
         object.__setattr__(self, "beta", checks.beta(self.beta))
         self._check_matrices()
+        self._check_noise()
         if not isinstance(self.normalized, (bool, np.bool_)):
             raise TypeError(f"`normalized` must be a bool, got {self.normalized!r}.")
 
@@ -160,7 +165,8 @@ class SelfAttention(Head):
             for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V))
         )
         kind = "SA" if self.normalized else "USA"
-        return f"SelfAttention({kind}, beta={self.beta:g}, {mats})"
+        noise = f", noise={self.noise:g}" if self.noise else ""
+        return f"SelfAttention({kind}, beta={self.beta:g}, {mats}{noise})"
 
     # ------------------------------------------------------------------ field
     def average(self, points, weights, queries) -> np.ndarray:
@@ -367,5 +373,5 @@ class SelfAttention(Head):
 
 register(ModelKind("self-attention", SelfAttention, "sphere", (
     Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0),
-    Parameter("normalized", "bool", True, "SA (true) or USA (false)"),
+    Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
 ), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V"))

@@ -57,9 +57,13 @@ class GridProblem(Problem):
         self.model, self.strategy_requested, self.refine, self.max_n = model, strategy, refine, max_n
         self.domain = grid.domain
         self.field = kernels.grid_field(model)
+        self.noise = float(model.noise)
         self._use(grid)
         self.energy_beta = self.domain.energy_beta(model)
-        self.energy_sign = 0.0 if self.energy_beta is None else float(np.sign(model.zonal[1]))
+        # the monitored Lyapunov functional (MATH.md §6): E_β, non-decreasing for V = cI, c > 0 (GLPR Lemma 3.7); with
+        # noise, for USA the free energy F = −cE_β + D∫ρ log ρ, non-increasing; for SA with noise none is known
+        c = 0.0 if self.energy_beta is None else float(model.zonal.c)
+        self.lyapunov_sign = float(np.sign(c)) if not self.noise else (-1.0 if c and not model.normalized else 0.0)
         self.strain_bound = rate_scale(model) if self.domain.strain_capped else 0.0
         self.refinements: list[tuple[float, int, int]] = []
         self.speeds = (0.0, 0.0)
@@ -68,6 +72,7 @@ class GridProblem(Problem):
         self.grid = grid
         self.strategy = strategies.resolve(self.strategy_requested, strategies.for_grid(self.model, grid), repr(grid))
         self.rhs = self.domain.continuity(self.model, grid, self.strategy, self.field)
+        self.laplacian = grid.laplacian() if self.noise and not getattr(self.rhs, "coefficient_stages", False) else None
 
     # ---- the integrator's questions
     def rate(self, y):
@@ -82,12 +87,19 @@ class GridProblem(Problem):
         self.speeds = self.rhs.speeds(y)
 
     def stages(self):
-        """The right-hand side's coefficients as the fixed steps' stage variables, where it has them
-        (``coefficient_stages``: the S² spectral path on ring plans, the S² moment path); else None."""
+        """The variables the steps run their stages in: the right-hand side's coefficients where it has them
+        (``coefficient_stages``: the S² spectral path on ring plans, the S² moment path), with the noise's DΔ as their
+        decay (−Dl(l+1)); with noise elsewhere, the coordinates in which the grid's Laplacian is diagonal
+        (:meth:`~meanfield.domains.Grid.laplacian`); else None (the stages run on the values)."""
         rhs = self.rhs
-        if not getattr(rhs, "coefficient_stages", False):
+        if getattr(rhs, "coefficient_stages", False):
+            return Stages(rhs.coefficients, rhs.values, lambda z: self._measured(*rhs.coefficient_rate_and_speeds(z)),
+                          self.noise * rhs.laplacian if self.noise else None)
+        if self.laplacian is None:
             return None
-        return Stages(rhs.coefficients, rhs.values, lambda z: self._measured(*rhs.coefficient_rate_and_speeds(z)))
+        op = self.laplacian
+        return Stages(op.encode, op.decode, lambda z: op.encode(self._measured(*rhs.rate_and_speeds(op.decode(z)))),
+                      self.noise * op.eigenvalues)
 
     def begin_step(self):
         self.speeds = (0.0, 0.0)
@@ -144,6 +156,16 @@ class GridProblem(Problem):
     def has_energy(self) -> bool:
         return self.energy_beta is not None and self.energy_beta <= EXP_MAX
 
+    def lyapunov(self, values, excess):
+        """The monitored functional from the state's excess energy: the excess itself without noise; with noise (USA)
+        e^{-β}(F − const) = −c·excess + D e^{-β}∫ρ log ρ, F = −cE_β + D∫ρ log ρ (the mass is conserved)."""
+        if not self.noise or excess is None:
+            return excess
+        rho = np.maximum(values, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            entropy = float(self.grid.integrate(np.where(rho > 0, rho * np.log(np.where(rho > 0, rho, 1.0)), 0.0)))
+        return -float(self.model.zonal.c) * excess + self.noise * np.exp(-self.energy_beta) * entropy
+
 
 
 # --------------------------------------------------------------------- its trackers
@@ -151,16 +173,21 @@ class ResolutionTracker(Tracker):
     """The resolution monitor as a tracker: a candidate state that is no longer resolved is rejected.
 
     Checks the state (``monitor.check_state``: finite, non-negative, the grid's
-    resolution) and, for zonal models, that E_β moved in its monotone direction
-    (GLPR Lemma 3.7). ``excess`` is e^{-β}(E_β − m²/2β) of the last accepted state.
+    resolution) and, for zonal models, that the model's Lyapunov functional moved in its
+    monotone direction (``GridProblem.lyapunov``: E_β, GLPR Lemma 3.7; with noise the free
+    energy of USA, MATH.md §6). ``excess`` is e^{-β}(E_β − m²/2β) of the last accepted state.
     """
 
     def __init__(self, problem: GridProblem, monitor: ResolutionMonitor):
         self.problem, self.monitor = problem, monitor
-        self.excess = self._candidate = None
+        self.excess = self.value = self._candidate = None
 
     def initialize(self, t, y):
         self.excess = self.problem.excess_energy(y)
+        self.value = self.problem.lyapunov(y, self.excess)
+
+    def reset(self, t, y):
+        self.initialize(t, y)
 
     def check(self, t, y):
         p = self.problem
@@ -168,15 +195,13 @@ class ResolutionTracker(Tracker):
         reason = self.monitor.check_state(p.grid, y, spectrum)
         self._candidate = None
         if reason is None and p.energy_beta is not None:
-            self._candidate = p.excess_energy(y, spectrum)
-            reason = self.monitor.check_energy(self.excess, self._candidate, p.energy_sign)
+            excess = p.excess_energy(y, spectrum)
+            self._candidate = (excess, p.lyapunov(y, excess))
+            reason = self.monitor.check_energy(self.value, self._candidate[1], p.lyapunov_sign)
         return reason
 
     def handle(self, t, y, h):
-        self.excess = self._candidate
-
-    def reset(self, t, y):
-        self.excess = self.problem.excess_energy(y)
+        self.excess, self.value = self._candidate if self._candidate is not None else (None, None)
 
 
 class HistoryTracker(Tracker):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..density import Density
 from ..integrate import FIXED, Integrator, Status, StopIntegration
 from ..lagrangian import LagrangianMeasure, LagrangianProblem, start as start_nodes
-from ..lagrangian.panels import PanelProblem, panels_refusal
+from ..lagrangian.panels import NOISE_REFUSAL, PanelProblem, panels_refusal
 from .base import Part, Representation
 
 __all__ = ["PanelsRepresentation", "NodesRepresentation"]
@@ -67,7 +67,7 @@ class NodesRepresentation(Representation):
     def refusal(self, model, domain, start=None):
         if start is not None and not isinstance(start, (Density, LagrangianMeasure)):
             return f"nodes start from a Density or a LagrangianMeasure, not a {type(start).__name__}"
-        return None
+        return NOISE_REFUSAL if model.noise else None
 
     def check(self, settings, start, first):
         """Fixed steps need a step: the nodes have no CFL bound to choose one."""

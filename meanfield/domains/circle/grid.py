@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Grid, Measure, get
+from ..base import Diagonal, Grid, Measure, get
 from ..sphere.geometry import check_on_sphere
 from . import fourier
 from .geometry import angles_to_points, points_to_angles
@@ -113,6 +113,12 @@ class CircleGrid(Grid):
     def from_coefficients(self, coeffs: np.ndarray) -> np.ndarray:
         """Nodal values from ρ̂_k, k = 0..n//2 (inverse of :meth:`coefficients`)."""
         return fourier.from_coefficients(coeffs, self.n)
+
+    def laplacian(self) -> Diagonal:
+        """∂²_θ on the trigonometric interpolant: −k² on ρ̂_k (k = 0..n//2; the Nyquist mode of an even n is the
+        real cos(nθ/2), whose second derivative is −(n/2)² times itself at the nodes)."""
+        k = np.arange(self.n // 2 + 1, dtype=float)
+        return Diagonal(fourier.rfft, lambda z: fourier.irfft(z, self.n), -k * k)
 
     def resample(self, values: np.ndarray, n: int) -> np.ndarray:
         """Values of the trigonometric interpolant on the grid with ``n`` nodes (:func:`fourier.resample`)."""

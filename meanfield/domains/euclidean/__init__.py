@@ -53,6 +53,12 @@ class Euclidean(Domain):
         return np.asarray(chord)
 
     @staticmethod
+    def brownian_step(x, tau, rng):
+        """x + √(2τ) ξ, ξ standard normal: Brownian motion with generator Δ for time τ (= D·h), exactly."""
+        x = np.asarray(x, dtype=float)
+        return x + np.sqrt(2.0 * tau) * rng.standard_normal(x.shape)
+
+    @staticmethod
     def intrinsic_dimension(d):
         return d
 

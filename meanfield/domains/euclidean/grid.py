@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Grid, Measure, get
+from ..base import Diagonal, Grid, Measure, get
 
 __all__ = ["EuclideanGrid"]
 
@@ -89,6 +89,20 @@ class EuclideanGrid(Grid):
 
     def integrate(self, values) -> float:
         return float(np.sum(np.asarray(values) * self.weights))
+
+    def laplacian(self) -> Diagonal:
+        r"""The 3-point Laplacian Σ_k (ρ_{i+e_k} − 2ρ_i + ρ_{i−e_k})/h_k² with ρ = 0 in the cells beyond the box (mass
+        reaching the boundary leaves it, as the finite volumes' outflow does): diagonal in the orthonormal DST-I
+        basis, eigenvalues Σ_k (2cos(πj_k/(n_k + 1)) − 2)/h_k², j_k = 1..n_k. Second order in h."""
+        from scipy.fft import dstn
+
+        axes = tuple(range(self.dim))
+        eig = np.zeros(self.shape)
+        for k, (n, h) in enumerate(zip(self.shape, self.widths)):
+            lam = (2.0 * np.cos(np.pi * np.arange(1, n + 1) / (n + 1)) - 2.0) / (h * h)
+            eig = eig + lam.reshape([-1 if i == k else 1 for i in range(self.dim)])
+        transform = lambda v: dstn(v, type=1, axes=axes, norm="ortho")  # its own inverse
+        return Diagonal(transform, transform, eig)
 
     def refined(self, factor: int = 2) -> "EuclideanGrid":
         return EuclideanGrid(self.bounds, tuple(s * int(factor) for s in self.shape))

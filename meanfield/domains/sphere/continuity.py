@@ -78,6 +78,8 @@ class _SphereRate:
         self.L = grid.lmax
         self.Ld = dealiased_degree(grid.lmax)
         self.backend = grid.backend
+        l = alm_layout(self.L)[0]
+        self.laplacian = -(l * (l + 1.0))  # Δ_S on the a_lm of the coefficient stages (MATH.md §6: DΔρ)
 
     def _finish(self, div_c):
         """Tendency −div on the L-grid from the divergence's coefficients (any degree)."""

@@ -121,6 +121,30 @@ class UnitSphereGeometry:
     one_sided_lipschitz = staticmethod(one_sided_lipschitz)
 
     @staticmethod
+    def brownian_step(x, tau: float, rng) -> np.ndarray:
+        r"""One step of Brownian motion with generator Δ_S run for time τ (= D·h) from every row of ``x``: a geodesic
+        step x' = u x + √(1 − u²) w, w uniform among the unit tangents at x, whose cosine u has exactly the first two
+        zonal moments of the heat kernel,
+
+            E u = e^{−(d−1)τ},   E[(d u² − 1)/(d − 1)] = e^{−2dτ}
+
+        (the degree-1 and degree-2 eigenvalues l(l + d − 2) of −Δ on S^{d-1}): 1 − u is drawn from the Gamma law with
+        those two moments (→ Gamma((d−1)/2, 2τ), the small-time law of the geodesic distance²/2). The kernel depends
+        on ⟨x, x'⟩ only, so the uniform law is invariant exactly; every zonal moment is right to O(τ³), so the step
+        is of weak order 2 (MATH.md §6). The law stays on the sphere exactly."""
+        x = np.asarray(x, dtype=float)
+        d = x.shape[-1]
+        ev = -np.expm1(-(d - 1) * tau)  # E(1 − u)
+        ev2 = -2.0 * np.expm1(-(d - 1) * tau) + (d - 1) / d * np.expm1(-2.0 * d * tau)  # E(1 − u)²
+        var = ev2 - ev * ev
+        v = (var / ev) * rng.standard_gamma(ev * ev / var, size=x.shape[:-1]) if ev > 0 else np.zeros(x.shape[:-1])
+        v = np.minimum(v, 2.0)
+        w = rng.standard_normal(x.shape)
+        w -= np.sum(w * x, axis=-1, keepdims=True) * x
+        w /= np.linalg.norm(w, axis=-1, keepdims=True)
+        return normalise((1.0 - v)[..., None] * x + np.sqrt(v * (2.0 - v))[..., None] * w)
+
+    @staticmethod
     def chord_distance(chord):
         """The geodesic distance 2 arcsin(|x − y|/2) of two points of the unit sphere at chord |x − y|."""
         return 2.0 * np.arcsin(np.minimum(1.0, 0.5 * np.asarray(chord)))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Grid, Measure, get
+from ..base import Diagonal, Grid, Measure, get
 from .geometry import check_on_sphere
-from .transforms import BACKENDS, default_backend, degree_power, evaluate, glq, nodes
+from .transforms import BACKENDS, default_backend, degree_power, evaluate, glq, laplacian, nodes
 
 __all__ = ["SphereGrid"]
 
@@ -126,6 +126,12 @@ class SphereGrid(Grid):
 
     def from_coefficients(self, cilm: np.ndarray) -> np.ndarray:
         return self.backend.synthesis(cilm, self.lmax)
+
+    def laplacian(self) -> Diagonal:
+        """Δ_S on the expansion of degree lmax: −l(l + 1) on the c_lm (MATH.md §2.1)."""
+        B, L = self.backend, self.lmax
+        return Diagonal(lambda v: B.analysis(v, L), lambda c: B.synthesis(c, L),
+                        np.broadcast_to(laplacian(L), (2, L + 1, L + 1)).copy())
 
     def resample(self, values: np.ndarray, lmax: int) -> np.ndarray:
         """The expansion on the grid of degree lmax (zero-padding is exact)."""

@@ -1,0 +1,356 @@
+r"""Noisy self-attention on S¹ and S²: stationary states, the critical noise, the bifurcation branch (MATH.md §6).
+
+For zonal models (Q = qI, K = kI, V = cI; β the effective βqk) the field is a gradient, X = (c/β)∇φ (USA) or
+X = (c/β)∇log φ (SA) with φ = K_β*ρ = ∫e^{β⟨x,y⟩}ρ(y)dy, so a zero-flux stationary state of
+∂_t ρ + div(ρX[ρ]) = DΔρ, ρX = D∇ρ, satisfies the self-consistency equation
+
+    USA: ρ ∝ exp(cφ[ρ]/(βD)),     SA: ρ ∝ φ[ρ]^{c/(βD)}.
+
+The uniform law ρ_0 = 1/|S| always solves it. Linearised about it, mode k of degree l grows at the rate
+(:func:`linear_rates`)
+
+    circle: σ_k = k²(c I_k(β)/(β s) − D),      S²: σ_l = l(l+1)(c i_l(β)/(β s) − D),
+
+s = 1 (USA) or s = I_0(β), i_0(β) (SA): the Funk–Hecke multipliers λ_k = 2πI_k(β), 4πi_l(β) times ρ_0, over β
+(and over φ_0 = ρ_0λ_0 for SA). They decrease in k, so the uniform law loses stability at the critical noise
+
+    D_c = c I_1(β)/(β s)  (circle),     D_c = c i_1(β)/(β s)  (S²)              (:func:`critical_noise`).
+
+The branch of single-cluster states bifurcating there is axisymmetric, ρ(x) = f(⟨x, e⟩): :func:`branch` follows it
+in the order parameter r = |∫x dρ| (monotone along it, so the continuation goes round folds in D without
+pseudo-arclength), solving for (f, D) by Newton's method on the self-consistency equation with r fixed, on
+Gauss nodes in ⟨x, e⟩ (S²) or midpoint nodes in the angle (circle), refined until the expansion's tail is below
+round-off. :func:`stationary_states` picks the states on the branch at a given D; :func:`stability` takes the
+spectrum of the linearised continuity equation (its right-hand side on a grid, by central differences, block by
+azimuthal order) to say which are stable. For USA on S^{d-1} the transition is continuous for β below
+β_* (I_{d/2+1}(β_*)/I_{d/2}(β_*) = 1/d: 2.4469 on S¹, 1.8162 on S²) and discontinuous above it, where the branch
+leaves D_c towards larger D and folds back (Mun & Rosenzweig 2026): a window of D above D_c with both the stable
+uniform law and a stable clustered state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import eval_legendre, ive
+
+from . import checks
+from .density import Density
+from .domains import CIRCLE, SPHERE
+from .domains.sphere.continuity import funk_hecke
+from .domains.zonal import zonal_refusal
+
+#: The expansion of a state is refined until its top eighth holds less than this of its L² norm.
+TAIL = 1e-13  # ~ 500 ε: the projection by Gauss quadrature leaves ~ 10 ε per coefficient
+
+__all__ = ["critical_noise", "linear_rates", "AxisymmetricState", "Branch", "branch", "stationary_state",
+           "stationary_states", "stability", "Stability"]
+
+
+def _zonal(model, domain):
+    """(β, c, normalized) of a zonal model on the circle or S²; ValueError otherwise."""
+    why = zonal_refusal(model)
+    if why is not None:
+        raise ValueError(f"stationary states are derived for zonal models, where the field is a gradient: {why}.")
+    if domain not in (CIRCLE, SPHERE):
+        raise ValueError(f"stationary states are computed on the circle and S², not on the {domain.name}.")
+    z = model.zonal
+    return float(z.beta), float(z.c), bool(model.normalized)
+
+
+def _multipliers(domain, K: int, beta: float):
+    """(D_k, N_k) = (e^{-β}λ_k, e^{-β}λ_k/β) of the kernel on the domain's zonal basis, k = 0..K (N_0 = 0)."""
+    if domain is SPHERE:
+        return funk_hecke(K, beta)
+    k = np.arange(K + 1)
+    if beta == 0.0:
+        return np.where(k == 0, 2 * np.pi, 0.0), np.where(k == 1, np.pi, 0.0)
+    D = 2.0 * np.pi * ive(k, beta)
+    return D, np.where(k > 0, D / beta, 0.0)
+
+
+def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarray:
+    r"""The growth rates σ_k of the modes of degree k about the uniform law (module docstring; MATH.md §6).
+
+    Parameters
+    ----------
+    model : SelfAttention
+        Zonal (Q = qI, K = kI, V = cI).
+    domain : CIRCLE or SPHERE
+    degrees : array_like of int >= 1
+    noise : float, optional
+        D (default ``model.noise``).
+    """
+    beta, c, normalized = _zonal(model, domain)
+    D = model.noise if noise is None else checks.noise(noise)
+    k = np.asarray(degrees)
+    if np.any(k < 1):
+        raise ValueError(f"`degrees` must be >= 1 (degree 0 is the mass, conserved), got {degrees!r}.")
+    Dk, Nk = _multipliers(domain, int(np.max(k)), beta)
+    # λ_k ρ_0/(β s): SA e^{-β}λ_k/(β e^{-β}λ_0) = N_k/D_0; USA λ_k/(β|S|) = e^β N_k/|S|
+    ratio = Nk[k] / (Dk[0] if normalized else domain.volume * np.exp(-beta))
+    eig = k * k if domain is CIRCLE else k * (k + 1)
+    return eig * (c * ratio - D)
+
+
+def critical_noise(model, domain) -> float:
+    """D_c, the noise below which the uniform law is linearly unstable (module docstring): the degree-1 rate's zero."""
+    beta, c, normalized = _zonal(model, domain)
+    Dk, Nk = _multipliers(domain, 1, beta)
+    return float(c * Nk[1] / (Dk[0] if normalized else domain.volume * np.exp(-beta)))
+
+
+# ---------------------------------------------------------------------- the axisymmetric discretisation
+class _Axis:
+    """Axisymmetric functions f(⟨x, e⟩) on the circle (cos kθ, midpoint nodes in θ ∈ [0, π]) or S² (P_l(μ), Gauss
+    nodes in μ): nodes μ_j, weights w_j (∫_S f dσ = Σ w_j f_j), the basis at the nodes and its projection."""
+
+    def __init__(self, domain, M: int):
+        self.domain, self.M = domain, M
+        if domain is CIRCLE:
+            theta = np.pi * (np.arange(M) + 0.5) / M
+            self.mu, self.w = np.cos(theta), np.full(M, 2.0 * np.pi / M)
+            k = np.arange(M)
+            self.B = np.cos(np.outer(theta, k))  # (M nodes, M modes)
+            norm = np.where(k == 0, 2.0 * np.pi, np.pi)  # ∫ cos²(kθ) dθ over the circle
+        else:
+            x, w = np.polynomial.legendre.leggauss(M)
+            self.mu, self.w = x[::-1], 2.0 * np.pi * w[::-1]
+            l = np.arange(M)
+            self.B = eval_legendre(l[None, :], self.mu[:, None])
+            norm = 4.0 * np.pi / (2.0 * l + 1.0)  # ∫ P_l² dσ over S²
+        self.A = (self.B * self.w[:, None]).T / norm[:, None]  # values → coefficients (exact projection)
+        self.norm = np.sqrt(norm)  # ‖b_k‖ in L²(S): a_k‖b_k‖ are the orthonormal coefficients
+
+    def coefficients(self, f):
+        return self.A @ f
+
+
+@dataclass(frozen=True)
+class AxisymmetricState:
+    """A stationary state ρ(x) = f(⟨x, e⟩) (e the axis of its cluster; uniform where r = 0).
+
+    Attributes
+    ----------
+    noise : float
+        D.
+    r : float
+        The order parameter |∫ x dρ| (= ∫⟨x, e⟩ dρ).
+    coefficients : ndarray
+        f in the domain's zonal basis: cos(kθ) on the circle, P_l(⟨x, e⟩) on S² (degree ≤ len − 1).
+    residual : float
+        max|f − T(f)| / max f of the self-consistency map at the nodes.
+    domain : Domain
+    """
+
+    noise: float
+    r: float
+    coefficients: np.ndarray
+    residual: float
+    domain: object
+
+    def __call__(self, points, axis=None) -> np.ndarray:
+        """ρ at points of the domain (shape (..., d)), its cluster centred at ``axis`` (default (1, 0) on the circle,
+        the north pole on S²)."""
+        pts = np.asarray(points, dtype=float)
+        e = np.eye(pts.shape[-1])[0 if self.domain is CIRCLE else -1] if axis is None else np.asarray(axis, float)
+        mu = np.clip(pts @ (e / np.linalg.norm(e)), -1.0, 1.0)
+        k = np.arange(self.coefficients.size)
+        basis = np.cos(np.arccos(mu)[..., None] * k) if self.domain is CIRCLE else eval_legendre(k, mu[..., None])
+        return basis @ self.coefficients
+
+    def density(self, grid, axis=None) -> Density:
+        """The state on a grid of its domain (its cluster centred at ``axis``)."""
+        return Density(grid, self(grid.points, axis))
+
+
+class _Equation:
+    """The self-consistency map T(f; D) on the nodes, its Jacobian, and the order parameter."""
+
+    def __init__(self, model, domain, M: int):
+        self.beta, self.c, self.normalized = _zonal(model, domain)
+        self.ax = _Axis(domain, M)
+        self.Dk, self.Nk = _multipliers(domain, M - 1, self.beta)
+        B, A = self.ax.B, self.ax.A
+        self.MU = B[:, 1:] @ (self.Nk[1:, None] * A[1:])  # f ↦ U = Σ_{k>=1} N_k a_k b_k at the nodes
+        self.a0 = A[0]
+
+    def potential(self, f, D):
+        """g = log of the unnormalised T(f) (up to a constant) and its derivative matrix in f (and the vector
+        ∂g/∂D = −g/D)."""
+        U = self.MU @ f
+        if not self.normalized:
+            scale = self.c * np.exp(self.beta) / D
+            return scale * U, scale * self.MU
+        s0 = self.Dk[0] * (self.a0 @ f)
+        s = self.beta * U / s0
+        if np.any(s <= -1.0):  # φ = e^β s0 (1 + s) must stay positive: a step past the admissible states
+            raise FloatingPointError("the kernel sum of an iterate is not positive")
+        g = (self.c / D) * (np.log1p(s) / self.beta if self.beta else U / s0)
+        dg = (self.c / D) / (1.0 + s)[:, None] * (self.MU / s0 - np.outer(U, self.a0) * self.Dk[0] / s0**2)
+        return g, dg
+
+    def map(self, f, D):
+        g, dg = self.potential(f, D)
+        e = np.exp(g - np.max(g))
+        T = e / (self.ax.w @ e)
+        wT = self.ax.w * T
+        dT = T[:, None] * (dg - wT @ dg)  # T(dg − ∫T dg)
+        dTdD = T * (-g / D + (wT @ g) / D)
+        return T, dT, dTdD
+
+    def r(self, f):
+        return float(self.ax.w @ (self.ax.mu * f))
+
+
+def _newton(eq, f, D, r_target=None, tol=1e-13, maxiter=60):
+    """(f, D) solving f = T(f; D) (and r(f) = r_target, D free, where given) by Newton's method.
+
+    With r fixed, T depends on D only through the cluster (∂T/∂D = O(r)), so D is determined to round-off / r:
+    its step is converged at max(tol, 100ε/r) relative."""
+    M, w_mu = f.size, eq.ax.w * eq.ax.mu
+    d_tol = tol if r_target is None else max(tol, 100.0 * np.finfo(float).eps / r_target)
+    for _ in range(maxiter):
+        T, dT, dTdD = eq.map(f, D)
+        res = f - T
+        step_D = 0.0
+        if r_target is None:
+            step = np.linalg.solve(np.eye(M) - dT, -res)
+            f = f + step
+        else:
+            J = np.zeros((M + 1, M + 1))
+            J[:M, :M] = np.eye(M) - dT
+            J[:M, M] = -dTdD
+            J[M, :M] = w_mu
+            rhs = -np.concatenate([res, [w_mu @ f - r_target]])
+            full = np.linalg.solve(J, rhs)
+            step, step_D = full[:M], full[M]
+            f, D = f + step, D + step_D
+        if not (np.all(np.isfinite(f)) and np.isfinite(D) and D > 0):
+            raise FloatingPointError("Newton's method left the admissible states (non-finite or D <= 0)")
+        if np.max(np.abs(step)) <= tol * np.max(np.abs(f)) and abs(step_D) <= d_tol * D:
+            T = eq.map(f, D)[0]
+            return f, D, float(np.max(np.abs(f - T)) / np.max(np.abs(f)))
+    raise RuntimeError(f"Newton's method did not converge in {maxiter} iterations (r = {r_target}, D = {D:.6g})")
+
+
+def _tail(eq, f) -> float:
+    """The largest orthonormal coefficient in the top eighth of the expansion, relative to the L² norm of f."""
+    a = np.abs(eq.ax.coefficients(f)) * eq.ax.norm
+    return float(np.max(a[-max(2, a.size // 8):]) / np.linalg.norm(a))
+
+
+@dataclass(frozen=True)
+class Branch:
+    """The single-cluster branch of ``model``: ``r`` (increasing), ``noise`` D(r), ``states`` and ``folds``, the indices
+    where dD/dr changes sign (the branch turns back in D). ``critical`` is D_c, where it leaves the uniform law."""
+
+    r: np.ndarray
+    noise: np.ndarray
+    states: tuple
+    folds: np.ndarray
+    critical: float
+    model: object
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the transition is continuous: the branch leaves D_c towards smaller D (supercritical)."""
+        return bool(self.noise[0] < self.critical)
+
+
+def branch(model, domain, r, *, nodes: int = 64, max_nodes: int = 4096) -> Branch:
+    r"""The branch of single-cluster stationary states bifurcating from the uniform law, at the order parameters
+    ``r`` (increasing, in (0, 1)), by Newton's method on (f, D) with r fixed, each from the previous one
+    (module docstring). ``nodes`` doubles where the expansion's top eighth holds more than :data:`TAIL` of its L²
+    norm, while that halves it at least (past it, the projection's round-off), up to ``max_nodes``."""
+    beta, c, normalized = _zonal(model, domain)
+    if c <= 0:
+        raise ValueError(f"clusters form for V = cI with c > 0; got c = {c:g} (the uniform law is stable for every D).")
+    r = np.asarray(r, dtype=float)
+    if r.ndim != 1 or r.size < 1 or np.any(np.diff(r) <= 0) or r[0] <= 0 or r[-1] >= 1:
+        raise ValueError(f"`r` must increase strictly inside (0, 1), got {r!r}.")
+    Dc = critical_noise(model, domain)
+    eq = _Equation(model, domain, int(nodes))
+    history = []  # (r, f, D) of the last two states on eq's nodes, for the secant predictor in r
+
+    def predict(rk):
+        if len(history) == 2:
+            (r1, f1, D1), (r2, f2, D2) = history
+            s = (rk - r2) / (r2 - r1)
+            return f2 + s * (f2 - f1), D2 + s * (D2 - D1)
+        ax = eq.ax
+        psi = ax.B[:, 1] / (ax.w @ (ax.mu * ax.B[:, 1]))  # the degree-1 mode with r(ψ) = 1
+        if history:
+            return history[-1][1] + (rk - history[-1][0]) * psi, history[-1][2]
+        return 1.0 / domain.volume + rk * psi, Dc  # from the uniform law along the mode unstable below D_c
+
+    def solve(rk, depth=0):
+        """The state at rk, from the last ones; where Newton's method fails, through the midpoint in r first."""
+        nonlocal eq, history
+        try:
+            f, D = predict(rk)
+            last = np.inf
+            while True:
+                f, D, resid = _newton(eq, f, D, rk)
+                tail = _tail(eq, f)
+                # resolved, or at the round-off floor of the projection (refining no longer halves the tail)
+                if tail <= TAIL or tail > 0.5 * last or eq.ax.M >= max_nodes:
+                    return f, D, resid
+                last = tail
+                new = _Equation(model, domain, 2 * eq.ax.M)  # refine; the history moves to the new nodes
+                history = [(h[0], _resample(h[1], eq.ax, new.ax), h[2]) for h in history]
+                f, eq = _resample(f, eq.ax, new.ax), new
+        except (RuntimeError, FloatingPointError, np.linalg.LinAlgError):
+            if depth >= 12 or not history:
+                raise
+            mid = 0.5 * (history[-1][0] + rk)
+            f, D, _ = solve(mid, depth + 1)
+            history = (history + [(mid, f, D)])[-2:]
+            return solve(rk, depth + 1)
+
+    states = []
+    for rk in r:
+        f, D, resid = solve(rk)
+        states.append(AxisymmetricState(float(D), float(rk), eq.ax.coefficients(f), resid, domain))
+        history = (history + [(rk, f, D)])[-2:]
+    Ds = np.array([s.noise for s in states])
+    slope = np.sign(np.diff(Ds))
+    folds = np.flatnonzero(slope[1:] != slope[:-1]) + 1
+    return Branch(r.copy(), Ds, tuple(states), folds, Dc, model)
+
+
+def _resample(f, old: _Axis, new: _Axis):
+    """Values of f (nodes of ``old``) at the nodes of ``new``, through its expansion."""
+    a = old.coefficients(f)
+    if new.domain is CIRCLE:
+        theta = np.arccos(np.clip(new.mu, -1, 1))
+        return np.cos(np.outer(theta, np.arange(a.size))) @ a
+    return eval_legendre(np.arange(a.size)[None, :], new.mu[:, None]) @ a
+
+
+def stationary_state(model, domain, noise: float | None = None, *, r_guess: float = 0.5, nodes: int = 256):
+    """The single-cluster stationary state at noise D (default ``model.noise``) nearest the branch point with order
+    parameter ``r_guess``: Newton's method on f with D fixed from the branch state at r_guess."""
+    D = model.noise if noise is None else checks.noise(noise)
+    if not D > 0:
+        raise ValueError("stationary states of the noisy model need `noise` > 0 (without noise, clusters collapse).")
+    start = branch(model, domain, [r_guess], nodes=nodes).states[0]
+    eq = _Equation(model, domain, start.coefficients.size)
+    f = eq.ax.B @ start.coefficients
+    f, _, resid = _newton(eq, f, D)
+    return AxisymmetricState(float(D), eq.r(f), eq.ax.coefficients(f), resid, domain)
+
+
+def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
+    """The states of branch ``b`` at noise D: every crossing of D(r) = D, refined by Newton's method with D fixed
+    (the uniform law, always stationary, is not listed)."""
+    D = checks.noise(noise)
+    out = []
+    s = b.noise - D
+    for i in np.flatnonzero(np.sign(s[1:]) != np.sign(s[:-1])):
+        near = b.states[i] if abs(s[i]) < abs(s[i + 1]) else b.states[i + 1]
+        eq = _Equation(b.model, near.domain, near.coefficients.size)
+        f, _, resid = _newton(eq, eq.ax.B @ near.coefficients, D)
+        out.append(AxisymmetricState(D, eq.r(f), eq.ax.coefficients(f), resid, near.domain))
+    return out
