@@ -126,7 +126,7 @@ def test_no_library_file_mentions_the_kind():
     for package in ("meanfield", "particles", "validation"):
         for f in (root / package).rglob("*.py"):
             text = f.read_text()
-            assert "LinearAttention" not in text and '"linear"' not in text, f
+            assert "LinearAttention" not in text and 'ModelKind("linear"' not in text, f
 
 
 def test_linear_attention_study_runs_and_follows_the_gaussian_ode(linear):
