@@ -68,9 +68,19 @@ def _study_options(p):
     _common(p)
 
 
+def demos() -> tuple[str, ...]:
+    """The domains with a bundled demo study (``meanfield/study/demos/<domain>.toml``), in the registry's order."""
+    from .domains import DOMAINS
+
+    here = Path(__file__).parent / "study" / "demos"
+    return tuple(d.name for d in DOMAINS if (here / f"{d.name}.toml").is_file())
+
+
 def _demo_options(p):
-    p.add_argument("--domain", choices=("circle", "sphere"), default="circle",
-                   help="where the tokens live: the bundled study circle.toml or sphere.toml (default circle)")
+    names = demos()
+    p.add_argument("--domain", choices=names, default=names[0],
+                   help=f"where the tokens live: the bundled study {' or '.join(f'{n}.toml' for n in names)} "
+                        f"(default {names[0]})")
     p.add_argument("--beta", type=float, default=None, help="inverse temperature β >= 0 (default 4)")
     p.add_argument("--usa", action="store_true", help="unnormalised attention (USA) instead of SA")
     p.add_argument("--n", type=int, default=None, help="initial number of grid nodes on the circle (default 128)")
@@ -261,11 +271,21 @@ def _summary(ds) -> None:
 
 # --------------------------------------------------------------------- the demo
 def demo_study(args) -> dict:
-    """The bundled study of ``args.domain`` with the options given replacing its keys (a dict of tables)."""
+    """The bundled study of ``args.domain`` with the options given replacing its keys (a dict of tables).
+
+    The demo file's ``[demo]`` table (not a study key) holds the other initial laws of ``--init``:
+    ``cauchy_direction`` (the Poisson-kernel law of a = ``--amplitude`` × it) and ``vonmises`` (an [initial]
+    table). The grid's resolution is the option named after the domain's required grid parameter
+    (``--n``, ``--lmax``)."""
+    from .domains import get
+
     study = tomllib.loads(files("meanfield.study").joinpath("demos", f"{args.domain}.toml").read_text())
-    sphere = args.domain == "sphere"
+    demo = study.pop("demo", {})
+    domain = get(study["domain"])
     model, grid, time_, initial = study["model"], study["grid"], study["time"], study["initial"]
-    for table, key, value in ((model, "beta", args.beta), (grid, "lmax" if sphere else "n", args.lmax if sphere else args.n),
+    resolution = [(grid, key, getattr(args, key, None)) for key, required in domain.grid_parameters.items()
+                  if required]
+    for table, key, value in ((model, "beta", args.beta), *resolution,
                               (time_, "t_end", args.t_end), (time_, "frames", args.frames),
                               (time_, "method", args.method), (time_, "max_n", args.max_n), (study, "seed", args.seed)):
         if value is not None:
@@ -276,25 +296,11 @@ def demo_study(args) -> dict:
         initial["amplitude"] = args.amplitude
     amplitude = initial["amplitude"]
     if args.init == "cauchy":
-        study["initial"] = {"kind": "poisson", "a": [0.0, 0.0, amplitude] if sphere else [amplitude, 0.0]}
+        study["initial"] = {"kind": "poisson", "a": [amplitude * c for c in demo["cauchy_direction"]]}
     elif args.init == "vonmises":
-        study["initial"] = _two_bumps(sphere)
+        study["initial"] = dict(demo["vonmises"])
     study["output"] = {"path": str(args.output / f"{args.domain}.nc")}
     return study
-
-
-def _two_bumps(sphere: bool) -> dict:
-    """Two von Mises–Fisher bumps, as mixture weights: e^{8cos(θ−1)} + 0.6e^{6cos(θ−3.5)} on the circle,
-    e^{6(⟨x,a⟩−1)} + 0.6e^{5(⟨x,b⟩−1)} on S² (a the north pole, b at colatitude 2)."""
-    from scipy.special import ive
-
-    if sphere:  # e^{κ(⟨x,c⟩ − 1)} = (e^{-κ}/C_3(κ)) × the normalised vMF density, C_3(κ) = κ/(4π sinh κ)
-        mass = [4 * np.pi * (1 - np.exp(-2 * k)) / (2 * k) for k in (6.0, 5.0)]
-        return {"kind": "von-mises-fisher", "centres": [[0.0, 0.0, 1.0], [float(np.sin(2.0)), 0.0, float(np.cos(2.0))]],
-                "kappa": [6.0, 5.0], "weights": [mass[0], 0.6 * mass[1]]}
-    # e^{κ cos(θ − θ_0)} = 2π I_0(κ) × the normalised von Mises density
-    return {"kind": "von-mises-fisher", "angles": [1.0, 3.5], "kappa": [8.0, 6.0],
-            "weights": [float(ive(0, 8.0) * np.exp(8.0)), float(0.6 * ive(0, 6.0) * np.exp(6.0))]}
 
 
 def _demo(args) -> int:

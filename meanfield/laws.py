@@ -1,9 +1,16 @@
-r"""Initial laws on S^{d-1} that are not solutions: the von Mises–Fisher mixture, its density and exact samples.
+r"""Initial laws on S^{d-1}: the von Mises–Fisher mixture (density and exact samples), and the perturbed uniform
+and Poisson-kernel laws of study files, on any domain that defines them.
 
 f(x) = Σ_j w_j C_d(κ_j) e^{κ_j⟨x, c_j⟩},  C_d(κ) = κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ))
 
 against surface measure (Mardia & Jupp, *Directional Statistics*, (9.3.4)); C_d(0) = 1/|S^{d-1}|.
 On the circle (d = 2) it is the von Mises law e^{κ cos(θ − θ_j)}/(2π I_0(κ)).
+
+:func:`uniform_noise`, :func:`poisson` and :func:`sample_poisson` are the study files' ``uniform-noise``
+and ``poisson`` laws (:mod:`meanfield.study.build`): thin wrappers over the domain's own
+:meth:`~meanfield.domains.Domain.uniform_noise`, :meth:`~meanfield.domains.Domain.poisson` and
+:meth:`~meanfield.domains.Domain.sample_poisson`, so a domain that defines them (its ``initial_laws``) is
+all they need.
 """
 
 from __future__ import annotations
@@ -13,7 +20,111 @@ import math
 import numpy as np
 from scipy import special, stats
 
-__all__ = ["von_mises_fisher", "sample_von_mises_fisher"]
+from . import domains
+
+__all__ = ["von_mises_fisher", "sample_von_mises_fisher", "uniform_noise", "poisson", "sample_poisson"]
+
+
+def _domain(where, name: str):
+    """The domain of ``where``: a grid's, or a Domain or its name (``TypeError``/``ValueError`` otherwise)."""
+    if isinstance(where, domains.Grid):
+        return where.domain
+    if isinstance(where, (domains.Domain, str)):
+        return domains.get(where)
+    raise TypeError(f"`{name}` must be a Domain, a domain's name or a Grid, got {type(where).__name__}.")
+
+
+def uniform_noise(domain, amplitude: float, modes: int, rng=None):
+    r"""The uniform law perturbed by ``modes`` random smooth modes, unnormalised, as a function of points.
+
+    .. math::
+
+        f(θ) = 1 + \sum_{k=1}^{m} a_k \cos(kθ + φ_k),\quad φ_k \sim U(0, 2π),\ a_k \sim U(A/2, A)
+        \qquad\text{(circle)},
+
+        f(x) = 1 + A \sum_{j=1}^{m} a_j e^{2(⟨x, u_j⟩ − 1)},\quad u_j \text{ uniform on } S^2,\ a_j \sim U(1/2, 1)
+        \qquad\text{(sphere)},
+
+    with A = ``amplitude`` and m = ``modes``; A < 1 keeps the circle's f positive, the sphere's is positive
+    for every A >= 0. Normalise it on a grid with
+    ``Density.from_function(grid, f).normalized()``.
+
+    Parameters
+    ----------
+    domain : Domain, str or Grid
+        Where the law lives (a grid stands for its domain).
+    amplitude : float
+        A >= 0.
+    modes : int
+        m >= 1: Fourier modes on the circle, bumps on the sphere.
+    rng : numpy.random.Generator, int or None
+        The random phases/centres and amplitudes, drawn in this order when the function is made (a Generator
+        is used as it is, so the draws continue its stream).
+
+    Returns
+    -------
+    callable
+        ``f(x)`` for points ``x`` of shape (..., d), values of shape (...).
+
+    Raises
+    ------
+    ValueError
+        The domain does not define the law (it is in the domain's ``initial_laws`` where it does), or
+        ``amplitude``/``modes`` are out of range.
+    """
+    dom = _domain(domain, "domain")
+    if not (np.isfinite(amplitude) and amplitude >= 0):
+        raise ValueError(f"`amplitude` must be finite and >= 0, got {amplitude!r}.")
+    if isinstance(modes, bool) or int(modes) != modes or modes < 1:
+        raise ValueError(f"`modes` must be a positive integer, got {modes!r}.")
+    return dom.uniform_noise(amplitude, int(modes), np.random.default_rng(rng))
+
+
+def poisson(domain, a):
+    r"""The Poisson-kernel (Möbius) law of the point ``a`` of the open unit ball, as a density of points.
+
+    .. math::
+
+        f_a(θ) = \frac{1}{2π}\frac{1 - |a|^2}{|e^{iθ} - a|^2}\quad\text{(circle, } a = a_1 + i a_2),
+        \qquad
+        f_a(x) = \frac{1}{|S^{D-1}|}\Big(\frac{1 - |a|^2}{|x - a|^2}\Big)^{D-1}\quad\text{(sphere)},
+
+    normalised against arc length and surface area. They are the images of the uniform law under the Möbius
+    maps, and at β = 0 the dynamics stay in the family (Ott–Antonsen on the circle, the Möbius-invariant
+    family on S²; MATH.md §3, :mod:`meanfield.exact`).
+
+    Parameters
+    ----------
+    domain : Domain, str or Grid
+    a : array_like, shape (d,)
+        A point with |a| < 1, d the dimension of the domain's points.
+
+    Returns
+    -------
+    callable
+        ``f(x)`` for points ``x`` of shape (..., d).
+
+    Raises
+    ------
+    ValueError
+        The domain does not define the law, or |a| >= 1.
+    """
+    return _domain(domain, "domain").poisson(a)
+
+
+def sample_poisson(domain, a, shape, rng=None) -> np.ndarray:
+    """Exact iid draws from :func:`poisson` of ``a``: uniform draws pushed by the Möbius map that carries the
+    uniform law to it (MATH.md §3), shape ``shape + (d,)``; no grid involved.
+
+    Parameters
+    ----------
+    domain : Domain, str or Grid
+    a : array_like, shape (d,)
+    shape : tuple of int
+        The batch shape, e.g. (repeats, n).
+    rng : numpy.random.Generator, int or None
+    """
+    return _domain(domain, "domain").sample_poisson(a, tuple(shape), np.random.default_rng(rng))
 
 
 def _mixture(centres, kappa, weights):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy.special import iv
 
 from meanfield.cli import main
 
@@ -62,3 +63,30 @@ def test_a_mistyped_command_gets_a_suggestion(capsys):
     with pytest.raises(SystemExit) as e:
         main(["rnu"])
     assert e.value.code == 2 and "did you mean 'run'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, grid, initial", [
+    (["--n", "96", "--init", "cauchy", "--amplitude", "0.4"], {"n": 96}, {"kind": "poisson", "a": [0.4, 0.0]}),
+    (["--domain", "sphere", "--lmax", "20", "--init", "cauchy", "--amplitude", "0.4"], {"lmax": 20},
+     {"kind": "poisson", "a": [0.0, 0.0, 0.4]}),
+    (["--init", "vonmises"], {"n": 128},
+     {"kind": "von-mises-fisher", "angles": [1.0, 3.5], "kappa": [8.0, 6.0],  # I_0(8), 0.6 I_0(6)
+      "weights": [float(iv(0, 8.0)), float(0.6 * iv(0, 6.0))]}),
+    (["--domain", "sphere", "--init", "vonmises"], {"lmax": 24},
+     {"kind": "von-mises-fisher", "centres": [[0.0, 0.0, 1.0], [np.sin(2.0), 0.0, np.cos(2.0)]], "kappa": [6.0, 5.0],
+      "weights": [4 * np.pi * (1 - np.exp(-12.0)) / 12, 0.6 * 4 * np.pi * (1 - np.exp(-10.0)) / 10]}),
+])
+def test_demo_studies_take_their_alternatives_from_the_demo_file(argv, grid, initial, tmp_path):
+    """--init reads the demo file's [demo] table (not a study key); the resolution option is the domain's
+    required grid parameter (--n on the circle, --lmax on S²); the result is a valid study."""
+    from meanfield.cli import demo_study, demos, parser
+    from meanfield.study import read
+
+    assert demos() == ("circle", "sphere")
+    study = demo_study(parser().parse_args(argv + ["--output", str(tmp_path)]))
+    assert "demo" not in study and study["grid"] == grid
+    assert study["initial"].keys() == initial.keys()
+    for key, value in initial.items():
+        assert np.allclose(study["initial"][key], value, rtol=1e-14, atol=0) if key != "kind" else \
+            study["initial"][key] == value
+    read(study)

@@ -9,7 +9,10 @@ A measure is given as a :class:`meanfield.Density`, a
 :class:`meanfield.domains.Measure` (``density.as_measure()``,
 ``trajectory.measure(k)``), an array of points (uniform weights), or a pair
 ``(points, weights)``. Densities and measures carry their domain, and the
-distance is the one of that domain (a table by domain, :data:`_DISTANCES`);
+distance is the one of that domain, chosen by what the domain is, not by its
+name (:func:`_distance`: a periodic domain of dimension 1 by the circle's CDF
+formulas, intrinsic dimension 1 by quantiles, any other by exact OT with the
+domain's geodesic ``distance`` as cost);
 bare point sets are compared on the domain the other measure carries, or read
 by :func:`meanfield.domains.infer`. Weights must be non-negative and sum to 1
 (within 1e-9): other weights are *refused*, not renormalised, since a mass
@@ -142,9 +145,10 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         raise ValueError(f"`{name}` is {where} on the {carried.name} but the other measure lives on {dom.name}.")
     if isinstance(measure, Prepared):
         return measure
-    if isinstance(measure, Density) and measure.domain is CIRCLE:
+    if isinstance(measure, Density) and _on_angles(measure.domain):
         theta, w = _quantise_circle_density(measure, cells)
-        return Prepared(theta, w, CIRCLE, circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)))
+        return Prepared(theta, w, measure.domain,
+                        circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)))
     if isinstance(measure, Density):
         pts, w = measure.as_measure()
         return Prepared(pts, w, measure.domain)
@@ -174,16 +178,16 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
             f"`{name}` must lie on the {dom.name} (rows of norm 1 within 1e-8) to be compared there: "
             "the measures live on different domains."
         )
-    if dom is CIRCLE:
+    if _on_angles(dom):
         if pts.shape[1] != 2:
             raise ValueError(f"`{name}` must hold points in R^2 on the circle, got dimension {pts.shape[1]}.")
-        return Prepared(CIRCLE.coordinates(pts), w, CIRCLE)
+        return Prepared(dom.coordinates(pts), w, dom)
     return Prepared(pts, w, dom)
 
 
 def _pair(a, b, domain, cells) -> tuple[Prepared, Prepared]:
-    if domain is not None and domain not in ("circle", "sphere", "euclidean") and not isinstance(domain, domains.Domain):
-        raise ValueError(f"`domain` must be 'circle', 'sphere', 'euclidean' or None, got {domain!r}.")
+    if domain is not None:
+        domain = domains.get(domain)  # a Domain, or the name of a registered one (ValueError listing them)
     ca, cb = _carried(a), _carried(b)
     if domain is None and ca is not None and cb is not None and ca is not cb:
         raise ValueError(f"the measures live on different domains: `a` on {ca.name}, `b` on {cb.name}.")
@@ -192,7 +196,7 @@ def _pair(a, b, domain, cells) -> tuple[Prepared, Prepared]:
     pb = prepare(b, dom, cells, "b")
     if pa.domain is not pb.domain:
         raise ValueError(f"the measures live on different domains: `a` on {pa.domain.name}, `b` on {pb.domain.name}.")
-    if pa.domain is not CIRCLE and pa.coords.shape[1] != pb.coords.shape[1]:
+    if not _on_angles(pa.domain) and pa.coords.shape[1] != pb.coords.shape[1]:
         raise ValueError(f"the measures live in different dimensions: {pa.coords.shape[1]} and {pb.coords.shape[1]}.")
     return pa, pb
 
@@ -432,7 +436,7 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
         :func:`meanfield.domains.infer` (unit rows in R² on the circle, in
         R^d, d >= 3, on the sphere, others in R^d) unless ``domain`` says.
     p : float >= 1
-    domain : {"circle", "sphere", "euclidean"} or Domain, optional
+    domain : Domain or the name of one ("circle", "sphere", "euclidean"), optional
         Where to compare (it must agree with what the measures carry).
     cells : int, optional
         Cells a circle density is quantised into (default 2^20; error
@@ -455,7 +459,7 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
     if batch_a or batch_b:
         return _batched(a, b, batch_a, batch_b, p, domain, cells)
     pa, pb = _pair(a, b, domain, cells)
-    return _DISTANCES[pa.domain.name](pa, pb, p)
+    return _distance(pa, pb, p)
 
 
 def _batch_shape(x) -> tuple:
@@ -495,20 +499,23 @@ def _circle(a: Prepared, b: Prepared, p: float) -> float:
     return _circle_wp(a.coords, a.weights, b.coords, b.weights, p)
 
 
-def _sphere(a: Prepared, b: Prepared, p: float) -> float:
-    """Exact OT with the geodesic cost of S^{d-1}."""
-    return _exact_ot(a.coords, a.weights, b.coords, b.weights, SPHERE.distance, p)
+def _on_angles(domain) -> bool:
+    """Whether measures on ``domain`` are prepared as angles and compared by :func:`_circle`: a periodic domain
+    of dimension 1 (the circle), whose one chart coordinate wraps."""
+    return domain.periodic and domain.intrinsic_dimension(domain.check_dimension(None, False)) == 1
 
 
-def _euclidean(a: Prepared, b: Prepared, p: float) -> float:
-    """Quantiles on the line, exact OT with the Euclidean cost in R^d, d >= 2."""
-    if a.coords.shape[1] == 1:
+def _distance(a: Prepared, b: Prepared, p: float) -> float:
+    """The exact W_p on the measures' domain, by what the domain is: a periodic domain of dimension 1 by the
+    circle's formulas; intrinsic dimension 1 (the line: points that are not unit vectors, which would close
+    into a curve) by quantiles; otherwise exact OT with the domain's geodesic distance as cost (arccos⟨x, y⟩ on
+    S^{d-1}, |x − y| in R^d)."""
+    dom = a.domain
+    if _on_angles(dom):
+        return _circle(a, b, p)
+    if dom.intrinsic_dimension(a.coords.shape[1]) == 1 and not dom.unit_vectors:
         return _quantile_1d(a.coords, a.weights, b.coords, b.weights, p)
-    return _exact_ot(a.coords, a.weights, b.coords, b.weights, EUCLIDEAN.distance, p)
-
-
-#: the exact distance of each domain, by name
-_DISTANCES = {"circle": _circle, "sphere": _sphere, "euclidean": _euclidean}
+    return _exact_ot(a.coords, a.weights, b.coords, b.weights, dom.distance, p)
 
 
 def w1(a, b, **kwargs) -> float:
@@ -563,7 +570,7 @@ def sliced_wasserstein_sphere(a, b, p: float = 2, projections: int = 200, rng=No
     but neither equal to W_p nor a bound on it: use it to compare, not to
     certify.
     """
-    pa, pb = _pair(a, b, "sphere", None)
+    pa, pb = _pair(a, b, SPHERE, None)
     xa, wa, xb, wb = pa.coords, pa.weights, pb.coords, pb.weights
     if xa.shape[1] < 3:
         raise ValueError("sliced_wasserstein_sphere is for S^{d-1}, d >= 3; on the circle use `wasserstein` (exact).")

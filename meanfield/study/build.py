@@ -5,15 +5,21 @@ entropy ``[seed, stream, ...]``): 1 the random matrices (``[model] seed`` when g
 3 the particles (``[seed, 3, N]`` for N particles, all repeats drawn together),
 so a study gives the same numbers wherever and in whatever order its parts run.
 
-Initial laws (all normalised to mass 1)
----------------------------------------
+Everything here asks the study's domain (``domains.get(cfg["domain"])``) and the model registry
+(:mod:`meanfield.models.registry`), never which domain or kind it has: the grid is the domain's
+``make_grid``, the model the registered kind's ``build``, the laws those of :mod:`meanfield.laws`.
+
+Initial laws (all normalised to mass 1; which a domain takes is its ``initial_laws``)
+-------------------------------------------------------------------------------------
 uniform           1/|S^{d-1}|.
-uniform-noise     circle: 1 + Σ_{k=1}^{m} a_k cos(kθ + φ_k), a_k ~ U(½A, A), φ_k ~ U(0, 2π);
-                  sphere: 1 + A Σ_{j=1}^{m} a_j e^{2(⟨x,u_j⟩ − 1)}, u_j uniform, a_j ~ U(½, 1).
+uniform-noise     :func:`meanfield.laws.uniform_noise`: circle 1 + Σ_{k=1}^{m} a_k cos(kθ + φ_k),
+                  a_k ~ U(½A, A), φ_k ~ U(0, 2π); sphere 1 + A Σ_{j=1}^{m} a_j e^{2(⟨x,u_j⟩ − 1)},
+                  u_j uniform, a_j ~ U(½, 1).
 von-mises-fisher  Σ_j w_j C_d(κ_j) e^{κ_j⟨x, c_j⟩}, C_d(κ) = κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ))
                   (Mardia & Jupp, *Directional Statistics*, (9.3.4)); C_d(0) = 1/|S^{d-1}|.
-poisson           the Poisson kernel: wrapped Cauchy f_a on the circle, the Möbius family p_a/|S²|
-                  on the sphere (MATH.md §3, :mod:`meanfield.exact`).
+poisson           :func:`meanfield.laws.poisson`, the Poisson kernel: wrapped Cauchy f_a on the circle,
+                  the Möbius family p_a/|S^{d-1}| on the sphere (MATH.md §3, :mod:`meanfield.exact`);
+                  sampled exactly without a grid (:func:`meanfield.laws.sample_poisson`).
 gaussian          N(mean, cov) in R^d (cell values, :func:`meanfield.gaussian.gaussian_density`).
 file              values on the study grid from an ``.npz`` (array ``values``) or the last density
                   of a results file.
@@ -28,17 +34,15 @@ import numpy as np
 
 import particles
 
-from .. import exact
+from .. import domains, laws
 from ..density import Density
-from ..domains import CIRCLE, CircleGrid, EuclideanGrid, SphereGrid
 from ..gaussian import gaussian_density
 from ..io import load
-from ..laws import sample_von_mises_fisher, von_mises_fisher
-from ..models import L2, MultiHeadAttention, SelfAttention, Sigmoid, Sinkhorn, Softmax
+from ..models import MultiHeadAttention, registry
 from ..monitor import ResolutionMonitor
 from .config import StudyError
 
-__all__ = ["build_model", "build_grid", "build_monitor", "initial_density", "initial_particles", "uniform_noise"]
+__all__ = ["build_model", "build_grid", "build_monitor", "initial_density", "initial_particles"]
 
 
 def _stream(cfg, *keys) -> np.random.Generator:
@@ -57,22 +61,19 @@ def _matrix(spec, d, rng, scale):
 
 
 def build_model(cfg):
-    """The attention model of [model]: one head, or ``MultiHeadAttention`` of ``heads`` heads."""
+    """The attention model of [model]: one head of the registered kind (``registry.get(kind).build``, with the
+    kind's parameters as checked), or ``MultiHeadAttention`` of ``heads`` heads."""
     m, d = cfg["model"], cfg["dimension"]
     rng = np.random.default_rng([cfg["seed"] if m["seed"] is None else m["seed"], 1])
+    try:
+        kind = registry.get(m["kind"])
+    except ValueError as exc:
+        raise StudyError(f"[model] kind: {exc}") from None
+    parameters = {p.name: m[p.name] for p in kind.parameters}
 
     def head():
         Q, K, V = (_matrix(m[k], d, rng, m["random_scale"]) for k in ("Q", "K", "V"))
-        kind = m["kind"]
-        if kind == "self-attention":
-            return SelfAttention(m["beta"], Q=Q, K=K, V=V, normalized=m["normalized"])
-        if kind == "softmax":
-            return Softmax(Q=Q, K=K, V=V, beta=m["beta"])
-        if kind == "l2":
-            return L2(Q=Q, K=K, V=V, tau=m["tau"])
-        if kind == "sinkhorn":
-            return Sinkhorn(Q=Q, K=K, V=V, tau=m["tau"])
-        return Sigmoid(Q=Q, K=K, V=V, b=m["b"])
+        return kind.build(Q=Q, K=K, V=V, **parameters)
 
     try:
         heads = [head() for _ in range(m["heads"])]
@@ -82,20 +83,15 @@ def build_model(cfg):
 
 
 # -------------------------------------------------------------------- grid
-_GRIDS = {
-    "circle": lambda g: CircleGrid(g["n"]),
-    "sphere": lambda g: SphereGrid(g["lmax"], backend=g["backend"]),
-    "euclidean": lambda g: EuclideanGrid(g["bounds"], g["shape"][0] if len(g["shape"]) == 1 else g["shape"]),
-}
-
-
 def build_grid(cfg):
-    """The grid of [grid], or None for a particles-only study."""
+    """The grid of [grid] (the domain's ``make_grid`` of its ``grid_parameters``), or None for a particles-only
+    study."""
     g = cfg["grid"]
     if g is None:
         return None
+    domain = domains.get(cfg["domain"])
     try:
-        return _GRIDS[cfg["domain"]](g)
+        return domain.make_grid({key: g[key] for key in domain.grid_parameters})
     except (ValueError, TypeError, ImportError) as exc:
         raise StudyError(f"[grid]: {exc}") from None
     except MemoryError:
@@ -109,39 +105,6 @@ def build_monitor(cfg) -> ResolutionMonitor | None:
     tm = cfg["time"]
     given = {k: tm[k] for k in ("tail_tol", "neg_tol", "energy_rtol") if tm[k] is not None}
     return ResolutionMonitor(**given) if given else None
-
-
-def _noise_circle(amp: float, m: int, rng):
-    k = np.arange(1, m + 1)
-    phases = rng.uniform(0.0, 2.0 * np.pi, m)
-    amps = amp * rng.uniform(0.5, 1.0, m)
-    return lambda x: 1.0 + np.cos(np.multiply.outer(CIRCLE.coordinates(x), k) + phases) @ amps
-
-
-def _noise_sphere(amp: float, m: int, rng):
-    centres = rng.standard_normal((m, 3))
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    amps = amp * rng.uniform(0.5, 1.0, m)
-    return lambda x: 1.0 + np.exp(2.0 * (x @ centres.T - 1.0)) @ amps
-
-
-_NOISE = {"circle": _noise_circle, "sphere": _noise_sphere}
-
-
-def uniform_noise(grid, amp: float, m: int, rng):
-    """The uniform-noise law (unnormalised) as a function of points on the grid's domain (module docstring)."""
-    return _NOISE[grid.domain.name](amp, m, rng)
-
-
-def _poisson_circle(a):
-    return lambda x: exact.wrapped_cauchy(CIRCLE.coordinates(x), complex(a[0], a[1]))
-
-
-def _poisson_sphere(a):
-    return lambda x: exact.mobius_density(x, np.array(a))
-
-
-_POISSON = {"circle": _poisson_circle, "sphere": _poisson_sphere}
 
 
 def _from_file(grid, path):
@@ -180,11 +143,11 @@ def initial_density(cfg, grid) -> Density | None:
         if kind == "file":
             return Density(grid, _from_file(grid, ini["path"])).normalized()
         if kind == "uniform-noise":
-            f = uniform_noise(grid, ini["amplitude"], ini["modes"], _stream(cfg, 2))
+            f = laws.uniform_noise(grid, ini["amplitude"], ini["modes"], _stream(cfg, 2))
         elif kind == "von-mises-fisher":
-            f = lambda x: von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])
+            f = lambda x: laws.von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])
         elif kind == "poisson":
-            f = _POISSON[grid.domain.name](ini["a"])
+            f = laws.poisson(grid, ini["a"])
         else:
             return gaussian_density(grid, np.array(ini["mean"]), _covariance(ini["cov"], cfg["dimension"]))
         return Density.from_function(grid, f).normalized()
@@ -212,8 +175,7 @@ def initial_particles(cfg, density, n: int) -> np.ndarray:
         return particles.uniform_sphere(n, d, rng=rng, batch=R)
     if kind == "gaussian":
         return rng.multivariate_normal(np.array(ini["mean"]), _covariance(ini["cov"], d), size=(R, n))
-    if kind == "poisson":
-        theta = exact.wrapped_cauchy_sample(rng.uniform(0.0, 2.0 * np.pi, (R, n)), complex(*ini["a"]))
-        return np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+    if kind == "poisson":  # uniform draws pushed by the Möbius map (exact)
+        return laws.sample_poisson(cfg["domain"], ini["a"], (R, n), rng)
     # von Mises–Fisher mixture: a component by weight, then scipy's exact sampler (Wood 1994)
-    return sample_von_mises_fisher(n, ini["centres"], ini["kappa"], ini["weights"], rng=rng, batch=R)
+    return laws.sample_von_mises_fisher(n, ini["centres"], ini["kappa"], ini["weights"], rng=rng, batch=R)

@@ -7,7 +7,12 @@ stored in the results file so a run can be repeated). Anything not in the
 schema, or of the wrong type, or out of range, raises :class:`StudyError`
 naming the key, e.g. ``[model] beta: must be >= 0, got -1``.
 
-The reference of every key is :data:`SCHEMA` (and README, "Study files").
+The reference of every key is :data:`SCHEMA` (and README, "Study file reference", whose tables are
+:func:`reference_markdown`). Nothing here asks which domain or model a study has: the domains' choices,
+their grid keys, dimensions and initial laws are the domain's own attributes
+(:class:`meanfield.domains.Domain`: ``grid_parameters``, ``check_dimension``, ``initial_laws``, ...), and
+the [model] section is generated from the model registry (:mod:`meanfield.models.registry`) whenever it
+is read, so a kind registered later is a study kind at once.
 """
 
 from __future__ import annotations
@@ -17,18 +22,24 @@ import itertools
 import json
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import domains
+from ..models import registry
 
-__all__ = ["StudyError", "SCHEMA", "read", "read_raw", "validate", "override", "parse_over", "to_json"]
+__all__ = ["StudyError", "SCHEMA", "Key", "read", "read_raw", "validate", "override", "parse_over", "to_json",
+           "reference_markdown"]
 
-DOMAINS = ("circle", "sphere", "euclidean")
-SPHERE_MODELS = ("self-attention",)
-EUCLIDEAN_MODELS = ("softmax", "l2", "sinkhorn", "sigmoid")
-INITIAL_KINDS = ("uniform", "uniform-noise", "von-mises-fisher", "poisson", "gaussian", "file")
+DOMAINS = tuple(d.name for d in domains.DOMAINS)
+#: Every initial law of some domain (its ``initial_laws``), and values read from a file on any grid.
+INITIAL_KINDS = tuple(dict.fromkeys(law for d in domains.DOMAINS for law in d.initial_laws)) + ("file",)
+#: The initial law a study gets by default where its domain has it (else the domain's first law).
+DEFAULT_INITIAL = "uniform-noise"
+#: Laws given by their values on a grid: a particles-only study cannot sample them.
+GRID_LAWS = ("uniform-noise", "file")
 METHODS = ("rk4", "ssprk3", "rk45", "dop853")
 PARTICLE_METHODS = ("rk4", "rk45", "dop853")
 
@@ -52,7 +63,23 @@ class Key:
     positive: bool = False  # strictly > 0
 
 
-SCHEMA: dict[str, dict[str, Key]] = {
+def _grid_key(name: str, key: Key) -> Key:
+    """A [grid] key documented with the domains that take it (their ``grid_parameters``)."""
+    takes = [f"{d.name}{' (required)' if d.grid_parameters[name] else ''}" for d in domains.DOMAINS
+             if name in d.grid_parameters]
+    return Key(key.kind, key.default, f"{', '.join(takes)}: {key.doc}", key.choices, key.minimum, key.positive)
+
+
+#: The [grid] keys: a domain's ``grid_parameters`` name those it takes (and which it needs).
+_GRID = {
+    "n": Key("int", None, "number of nodes", minimum=4),
+    "lmax": Key("int", None, "spherical-harmonic degree", minimum=2),
+    "backend": Key("str", None, "transform library", choices=("ducc0", "pyshtools", "shtns")),
+    "bounds": Key("bounds", None, "[[a1, b1]] or [[a1, b1], [a2, b2]] (the dimension is their number)"),
+    "shape": Key("shape", None, "cells per dimension (an integer or one per dimension)"),
+}
+
+_SECTIONS: dict[str, dict[str, Key]] = {
     "": {
         "name": Key("str", None, "label of the study (default: the file name)"),
         "domain": Key("str", _REQUIRED, "where the tokens live", choices=DOMAINS),
@@ -60,30 +87,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
                          "euclidean: from [grid] bounds, else 2)", minimum=1),
         "seed": Key("int", 0, "seed of every random draw (initial noise, random matrices, particles)", minimum=0),
     },
-    "model": {
-        "kind": Key("str", None, "self-attention (circle, sphere) or softmax, l2, sinkhorn, sigmoid (euclidean)",
-                    choices=SPHERE_MODELS + EUCLIDEAN_MODELS),
-        "beta": Key("float", None, "inverse temperature β (self-attention default 1, softmax default 1)", minimum=0.0),
-        "normalized": Key("bool", True, "SA (true) or USA (false)"),
-        "Q": Key("matrix", None, "query matrix: a number (times I), a d×d array, 'identity' or 'random'"),
-        "K": Key("matrix", None, "key matrix, as Q"),
-        "V": Key("matrix", None, "value matrix, as Q"),
-        "heads": Key("int", 1, "number of heads; with 'random' matrices each head draws its own", minimum=1),
-        "random_scale": Key("float", 1.0, "entries of 'random' matrices are N(0, random_scale²/d)", positive=True),
-        "seed": Key("int", None, "seed of the 'random' matrices (default: the top-level seed), so the "
-                    "particles' seed can change with the model fixed", minimum=0),
-        "tau": Key("float", None, "temperature τ of l2 and sinkhorn (default 1)", positive=True),
-        "b": Key("float", None, "bias b of sigmoid attention (default 0)"),
-    },
-    "grid": {
-        "n": Key("int", None, "circle: number of nodes", minimum=4),
-        "lmax": Key("int", None, "sphere: spherical-harmonic degree", minimum=2),
-        "backend": Key("str", None, "sphere: transform library", choices=("ducc0", "pyshtools", "shtns")),
-        "bounds": Key("bounds", None, "euclidean: [[a1, b1]] or [[a1, b1], [a2, b2]]"),
-        "shape": Key("shape", None, "euclidean: cells per dimension (an integer or one per dimension)"),
-    },
+    "model": {},  # generated from the model registry (:func:`_model_keys`)
+    "grid": {name: _grid_key(name, key) for name, key in _GRID.items()},
     "initial": {
-        "kind": Key("str", None, "the initial law (default uniform-noise; gaussian in R^d)", choices=INITIAL_KINDS),
+        "kind": Key("str", None, f"the initial law (default {DEFAULT_INITIAL} where the domain has it, else its "
+                    "first: gaussian in R^d); the domains' laws: "
+                    + "; ".join(f"{d.name}: {', '.join(d.initial_laws)}" for d in domains.DOMAINS)
+                    + "; file on any grid", choices=INITIAL_KINDS),
         "amplitude": Key("float", 0.05, "uniform-noise: size of the perturbation (< 1 keeps it positive)", minimum=0.0),
         "modes": Key("int", 6, "uniform-noise: Fourier modes (circle) or bumps (sphere)", minimum=1),
         "centres": Key("vectors", None, "von-mises-fisher: mean directions (normalised), one row each"),
@@ -152,6 +162,83 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "animation": Key("str", None, "also write an animation: 'gif' or 'mp4'", choices=("gif", "mp4")),
     },
 }
+
+#: The [model] keys every kind has (the matrices and heads); a kind's own parameters come from the registry.
+_MODEL = {
+    "Q": Key("matrix", None, "query matrix: a number (times I), a d×d array, 'identity' or 'random'"),
+    "K": Key("matrix", None, "key matrix, as Q"),
+    "V": Key("matrix", None, "value matrix, as Q"),
+    "heads": Key("int", 1, "number of heads; with 'random' matrices each head draws its own", minimum=1),
+    "random_scale": Key("float", 1.0, "entries of 'random' matrices are N(0, random_scale²/d)", positive=True),
+    "seed": Key("int", None, "seed of the 'random' matrices (default: the top-level seed), so the "
+                "particles' seed can change with the model fixed", minimum=0),
+}
+
+
+def _show(value) -> str:
+    """A default as a study file writes it (true, 1, "rk4", [4.0])."""
+    return json.dumps(value)
+
+
+def _parameter_key(p: registry.Parameter) -> Key:
+    """The schema key of one kind's parameter, with that kind's type and range."""
+    return Key(p.type, None, p.doc, minimum=p.minimum, positive=p.positive)
+
+
+def _model_keys() -> dict[str, Key]:
+    """The [model] section from the registry: ``kind`` (the study kinds), then every parameter of some kind
+    (default None: the chosen kind's default is filled in at validation), then the matrices and heads."""
+    order = list(dict.fromkeys(d.manifold for d in domains.DOMAINS))  # the domains' order, then any other
+    kinds = sorted(registry.kinds(study=True), key=lambda k: order.index(k.manifold) if k.manifold in order
+                   else len(order))
+    by_domain = "; ".join(
+        f"{', '.join(d.name for d in domains.DOMAINS if d.manifold == manifold) or manifold}: "
+        + ", ".join(k.name for k in kinds if k.manifold == manifold)
+        for manifold in dict.fromkeys(k.manifold for k in kinds))
+    out = {"kind": Key("str", None, f"the attention model (default: the domain's first). {by_domain}. "
+                       + "; ".join(f"{k.name}: {k.doc}" for k in kinds), choices=tuple(k.name for k in kinds))}
+    params: dict[str, list] = {}
+    for k in kinds:
+        for p in k.parameters:
+            params.setdefault(p.name, []).append((k, p))
+    for name, owners in params.items():
+        types = {p.type for _, p in owners}
+        if len(types) > 1:
+            raise TypeError(f"the model kinds {', '.join(k.name for k, _ in owners)} give [model] {name} different "
+                            f"types ({', '.join(sorted(types))}); rename one parameter.")
+        groups: dict[tuple, list] = {}  # kinds with the same meaning and default share one line
+        for k, p in owners:
+            groups.setdefault((p.doc, _show(p.default)), []).append(k.name)
+        doc = "; ".join(f"{', '.join(names)}: {text} (default {default})" for (text, default), names in groups.items())
+        minima = [p.minimum for _, p in owners]
+        out[name] = Key(types.pop(), None, doc,  # the loosest range here; the chosen kind's own at validation
+                        minimum=None if None in minima else min(minima),
+                        positive=all(p.positive for _, p in owners))
+    clash = set(out) & set(_MODEL)
+    if clash:
+        raise TypeError(f"a model kind's parameter shadows the [model] key(s) {', '.join(sorted(clash))}.")
+    return out | _MODEL
+
+
+class _Schema(Mapping):
+    """The schema, section → key → :class:`Key`: fixed sections, and [model] generated from the model registry
+    each time it is read (:func:`_model_keys`)."""
+
+    def __getitem__(self, section: str) -> dict[str, Key]:
+        return _model_keys() if section == "model" else _SECTIONS[section]
+
+    def __iter__(self):
+        return iter(_SECTIONS)
+
+    def __len__(self) -> int:
+        return len(_SECTIONS)
+
+    def __repr__(self) -> str:
+        return f"<study schema: {', '.join(s or 'top level' for s in self)}>"
+
+
+#: Every key of a study file, by section ("" the top level); [model] is generated from the model registry.
+SCHEMA: Mapping[str, dict[str, Key]] = _Schema()
 
 
 def _where(section: str, key: str) -> str:
@@ -285,6 +372,33 @@ def _matrix_size(m):
     return len(m) if isinstance(m, list) else None
 
 
+def _check_model(m: dict, dom, d: int) -> None:
+    """[model] in place: the kind (default the domain's first, :func:`registry.default_kind`) must move the
+    domain's manifold; its parameters get its defaults and ranges, other kinds' parameters are refused; the
+    matrices must be d×d."""
+    kind = registry.get(m["kind"]) if m["kind"] is not None else registry.default_kind(dom.manifold)
+    if kind.manifold != dom.manifold:
+        fits = ", ".join(k.name for k in registry.kinds(dom.manifold, study=True))
+        raise StudyError(f"[model] kind: {kind.name!r} moves points of the {kind.manifold} manifold but domain "
+                         f"{dom.name!r} is on the {dom.manifold} manifold (use {fits})")
+    m["kind"] = kind.name
+    own = {p.name: p for p in kind.parameters}
+    for key in SCHEMA["model"]:
+        if key in _MODEL or key == "kind":
+            continue
+        if key in own:
+            p = own[key]
+            m[key] = copy.deepcopy(p.default) if m[key] is None else _check_value(m[key], f"[model] {key}",
+                                                                                   _parameter_key(p))
+        elif m[key] is not None:
+            takes = ", ".join(own) or "no parameters"
+            raise StudyError(f"[model] {key}: does not apply to kind {kind.name!r} (it takes {takes})")
+    for key in ("Q", "K", "V"):
+        size = _matrix_size(m[key])
+        if size is not None and size != d:
+            raise StudyError(f"[model] {key}: must be {d}×{d} for dimension {d}, got {size}×{size}")
+
+
 def validate(raw: dict, base: str | Path | None = None, name: str | None = None) -> dict:
     """Check a study (a dict as read from TOML) and return it with every default filled in.
 
@@ -307,90 +421,60 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     cfg = _check_keys(raw)
     base = Path.cwd() if base is None else Path(base)
     cfg["name"] = cfg["name"] or name or "study"
-    domain = cfg["domain"]
+    dom = domains.get(cfg["domain"])
+    where = f"domain {dom.name!r}"
     m, g, ini, tm, pt = cfg["model"], cfg["grid"], cfg["initial"], cfg["time"], cfg["particles"]
     has_grid = raw.get("grid") is not None  # a section given (None: left out, as in a checked study)
     has_particles = raw.get("particles") is not None
     if has_particles and pt["n"] is None:
         raise StudyError("[particles] n: missing (the particle numbers N, e.g. n = [100, 1000])")
 
-    # --- dimension
+    # --- dimension: the domain's rule; a box's intervals give d where its grids take bounds (R^d)
     d = cfg["dimension"]
-    if domain == "circle":
-        if d not in (None, 2):
-            raise StudyError(f"dimension: the circle lives in R², so dimension must be 2, got {d}")
-        d = 2
-    elif domain == "sphere":
-        d = 3 if d is None else d
-        if d < 2:
-            raise StudyError(f"dimension: the sphere S^(d-1) needs d >= 2, got {d}")
-        if has_grid and d != 3:
-            raise StudyError(f"dimension: densities on the sphere are solved on S² (d = 3), got {d}; "
-                             "drop [grid] to run particles only")
-    else:
-        if g["bounds"] is not None:
-            if d not in (None, len(g["bounds"])):
-                raise StudyError(f"dimension: {d} differs from the {len(g['bounds'])} intervals of [grid] bounds")
-            d = len(g["bounds"])
-        d = 2 if d is None else d
-    cfg["dimension"] = d
+    if "bounds" in dom.grid_parameters and g["bounds"] is not None:
+        if d not in (None, len(g["bounds"])):
+            raise StudyError(f"dimension: {d} differs from the {len(g['bounds'])} intervals of [grid] bounds")
+        d = len(g["bounds"])
+    try:
+        cfg["dimension"] = d = dom.check_dimension(d, has_grid)
+    except ValueError as exc:
+        raise StudyError(f"dimension: {exc}") from None
 
-    # --- grid
-    allowed = {"circle": ("n",), "sphere": ("lmax", "backend"), "euclidean": ("bounds", "shape")}[domain]
+    # --- grid: the keys the domain's grids take, those they need
+    takes = dom.grid_parameters
     for key, value in g.items():
-        if value is not None and key not in allowed:
-            raise StudyError(f"[grid] {key}: does not apply to domain {domain!r} (it takes {', '.join(allowed)})")
+        if value is not None and key not in takes:
+            raise StudyError(f"[grid] {key}: does not apply to {where} (it takes {', '.join(takes)})")
     if has_grid:
-        need = {"circle": ("n",), "sphere": ("lmax",), "euclidean": ("bounds", "shape")}[domain]
+        need = tuple(key for key, required in takes.items() if required)
         for key in need:
             if g[key] is None:
-                raise StudyError(f"[grid] {key}: missing (domain {domain!r} needs {', '.join(need)})")
-        if domain == "euclidean" and len(g["shape"]) not in (1, len(g["bounds"])):
+                raise StudyError(f"[grid] {key}: missing ({where} needs {', '.join(need)})")
+        if g["bounds"] is not None and g["shape"] is not None and len(g["shape"]) not in (1, len(g["bounds"])):
             raise StudyError(f"[grid] shape: one integer or one per dimension ({len(g['bounds'])}), got {g['shape']}")
     else:
         cfg["grid"] = None
     if not has_grid and not has_particles:
         raise StudyError("the study computes nothing: give a [grid] (densities), [particles] n, or both")
 
-    # --- model
-    euclid = domain == "euclidean"
-    kind = m["kind"] or ("softmax" if euclid else "self-attention")
-    if euclid != (kind in EUCLIDEAN_MODELS):
-        allowed_kinds = EUCLIDEAN_MODELS if euclid else SPHERE_MODELS
-        raise StudyError(f"[model] kind: {kind!r} does not run on domain {domain!r} (use {', '.join(allowed_kinds)})")
-    m["kind"] = kind
-    for key, kinds in (("tau", ("l2", "sinkhorn")), ("b", ("sigmoid",)), ("beta", ("self-attention", "softmax"))):
-        if m[key] is not None and kind not in kinds:
-            raise StudyError(f"[model] {key}: does not apply to kind {kind!r}")
-    if m["beta"] is None and kind in ("self-attention", "softmax"):
-        m["beta"] = 1.0
-    if m["tau"] is None and kind in ("l2", "sinkhorn"):
-        m["tau"] = 1.0
-    if m["b"] is None and kind == "sigmoid":
-        m["b"] = 0.0
-    if not m["normalized"] and kind != "self-attention":
-        raise StudyError(f"[model] normalized: false (USA) applies to self-attention only, not {kind!r}")
-    for key in ("Q", "K", "V"):
-        size = _matrix_size(m[key])
-        if size is not None and size != d:
-            raise StudyError(f"[model] {key}: must be {d}×{d} for dimension {d}, got {size}×{size}")
+    # --- model: a registered kind of the domain's manifold, its own parameters with its defaults
+    _check_model(m, dom, d)
 
-    # --- initial condition
-    ik = ini["kind"] = ini["kind"] or ("gaussian" if euclid else "uniform-noise")
-    if euclid and ik in ("uniform", "uniform-noise", "von-mises-fisher", "poisson"):
-        raise StudyError(f"[initial] kind: {ik!r} is a law on the sphere; in R^d use gaussian or file")
-    if not euclid and ik == "gaussian":
-        raise StudyError("[initial] kind: gaussian is a law in R^d; on the circle or sphere use von-mises-fisher")
-    if not has_grid and ik not in ("uniform", "gaussian", "von-mises-fisher", "poisson"):
+    # --- initial condition: a law the domain defines
+    laws = tuple(dom.initial_laws) + ("file",)
+    ik = ini["kind"] = ini["kind"] or (DEFAULT_INITIAL if DEFAULT_INITIAL in dom.initial_laws
+                                       else next(iter(dom.initial_laws), "file"))
+    if ik not in laws:
+        raise StudyError(f"[initial] kind: {ik} is not a law on the {dom.name} (it takes {', '.join(laws)})")
+    if not has_grid and ik in GRID_LAWS:
         raise StudyError(f"[initial] kind: {ik!r} needs a [grid] to sample particles from")
-    if ik == "poisson" and not has_grid and domain != "circle":
-        raise StudyError("[initial] kind: poisson without a [grid] is sampled on the circle only")
     if ik == "von-mises-fisher":
         if (ini["centres"] is None) == (ini["angles"] is None):
             raise StudyError("[initial] centres: give the mean directions as centres (or angles on the circle)")
         if ini["angles"] is not None:
-            if domain != "circle":
-                raise StudyError("[initial] angles: applies to the circle; give centres on the sphere")
+            if not (dom.periodic and dom.intrinsic_dimension(d) == 1):  # the circle: an angle is a point
+                raise StudyError(f"[initial] angles: mean angles are points of a periodic domain of dimension 1 "
+                                 f"(the circle), not of the {dom.name}; give centres")
             ini["centres"] = [[math.cos(a), math.sin(a)] for a in ini["angles"]]
             ini["angles"] = None
         c = ini["centres"]
@@ -440,9 +524,8 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
         tm["t_end"], tm["frames"] = te[-1], len(te)
     else:
         tm["t_eval"] = [tm["t_end"] * i / (tm["frames"] - 1) for i in range(tm["frames"])]
-    refinable = domains.get(domain).default_max_n is not None  # the domain says whether its grids refine
-    if tm["refine"] and not refinable:
-        raise StudyError("[time] refine: finite-volume grids are not refined; use a finer [grid] shape")
+    if tm["refine"] and dom.default_max_n is None:  # the domain says whether its grids refine
+        raise StudyError(f"[time] refine: the grids of {where} are not refined (finite volumes); use a finer [grid]")
     if tm["dt"] is not None and tm["method"] in ("rk45", "dop853"):
         raise StudyError(f"[time] dt: fixes the step of rk4/ssprk3, not of {tm['method']!r}")
 
@@ -555,3 +638,31 @@ def override(raw: dict, dotted: str, value) -> dict:
 
 def to_json(cfg: dict) -> str:
     return json.dumps(cfg, sort_keys=True)
+
+
+# ----------------------------------------------------------------- the reference
+_TYPES = {"str": "string", "path": "string", "bool": "boolean", "int": "integer", "float": "number",
+          "floats": "number or array", "ints": "integer or array", "matrix": "number, array or string",
+          "vectors": "array of arrays", "bounds": "array of [a, b]", "shape": "integer or array"}
+
+
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell (a bar would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def reference_markdown() -> str:
+    """The README's "Study file reference" tables, one per section, generated from :data:`SCHEMA` (the [model]
+    keys from the model registry): key, type (with its choices), default ("required", or — where none is
+    filled in before validation) and meaning. tests/study/test_config.py checks that README.md holds this
+    text, so a key that changes here and not there fails the tests."""
+    out = []
+    for section, keys in SCHEMA.items():
+        out += [f"**[{section}]**" if section else "**top level**", "",
+                "| key | type | default | meaning |", "|---|---|---|---|"]
+        for name, key in keys.items():
+            kind = _TYPES[key.kind] + (f": {', '.join(key.choices)}" if key.choices else "")
+            default = "required" if key.default is _REQUIRED else "—" if key.default is None else _show(key.default)
+            out.append(f"| `{name}` | {_cell(kind)} | {_cell(default)} | {_cell(key.doc)} |")
+        out.append("")
+    return "\n".join(out)

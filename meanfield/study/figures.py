@@ -120,29 +120,30 @@ def plot_density(ds, ax=None, cmap="magma"):
     if len(dims) != 1:
         raise ValueError(f"plot_density draws one space dimension; this density has {dims} (use plot_snapshots).")
     s = dims[0]
+    domain = domains.get(ds.attrs["domain"])
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
     rho = ds["density"].transpose("time", s).values
     y = ds[s].values
-    if s == "theta":  # close the circle: θ = 2π is θ = 0
-        y, rho = np.append(y, 2 * np.pi), np.hstack([rho, rho[:, :1]])
+    if domain.periodic:  # close the circle: θ = 2π (its length) is θ = 0
+        y, rho = np.append(y, y[0] + domain.volume), np.hstack([rho, rho[:, :1]])
     im = ax.pcolormesh(ds["time"].values, y, rho.T, shading="nearest", cmap=cmap)
     ax.figure.colorbar(im, ax=ax, label="ρ")
     title = _title(ds)
     over = _overlay(ds)
     if over is not None:
         n, x = over
-        pos = np.reshape(domains.get(ds.attrs["domain"]).coordinates(x), x.shape[:-1])  # θ, or x in R¹
+        pos = np.reshape(domain.coordinates(x), x.shape[:-1])  # θ, or x in R¹
         ax.plot(ds["time"].values, pos, ".", ms=1.5, color="c", alpha=0.7)
         title += f"\nwith {min(n, pos.shape[1])} of N = {n} particles (cyan)" + _noise_note(ds, n)
     _mark_refinements(ax, ds)
     ax.set_title(title, fontsize=8)
     ax.set_xlabel("t")
-    ax.set_ylabel("θ" if s == "theta" else "x")
+    ax.set_ylabel(domain.coordinate_label)
     t = ds["time"].values
     if t.size > 1:
         ax.set_xlim(t[0], t[-1])
-    if s == "theta":
+    if domain.periodic:
         _pi_ticks(ax.yaxis)
     else:  # R¹
         ax.set_ylim(*_extent(y, (np.nan_to_num(rho) >= 1e-3 * np.nanmax(rho)).any(axis=0),
@@ -179,21 +180,21 @@ def _densities(ds):
     return domain, lambda i: Density(grid, ds["density"].isel(time=i).transpose(*dims).values, check=False)
 
 
-def _sphere_cells(ds, density):
-    """Frame i ↦ its density on S² for a figure: a Lagrangian frame as cell averages on a grid with about 50
-    of its points per cell (binned on the start grid itself the nodes alias into a moiré of 0, 1 or 2 points
-    per cell), a grid frame as it is."""
-    from ..domains.sphere.grid import SphereGrid
-    from ..domains.sphere.lagrangian import cell_averages
-
+def _cell_frames(ds, domain, density):
+    """Frame i ↦ its density for a map: a Lagrangian frame as cell averages (its chart's ``cell_averages``) on the
+    domain's grid with about 50 of its points per cell (binned on the start grid itself the nodes alias into a
+    moiré of 0, 1 or 2 points per cell), a grid frame as it is."""
     points, weights = ds["lagrangian_points"].values, ds["lagrangian_weight"].values
+    k = domain.intrinsic_dimension(points.shape[-1])
+    resolution = density(0).grid.resolution_name  # the parameter refinement doubles (lmax on S²)
 
     def frame(i):
         ok = np.isfinite(weights[i])
         if not ok.any():
             return density(i)
-        grid = SphereGrid(max(4, int(np.sqrt(ok.sum() / 100.0))))
-        return Density(grid, cell_averages(points[i][ok], weights[i][ok], grid), check=False)
+        grid = domain.make_grid({resolution: max(4, int((ok.sum() / 100.0) ** (1.0 / k)))})
+        values = domain.chart.cell_averages(domain.chart.to_state(points[i][ok]), weights[i][ok], grid)
+        return Density(grid, values, check=False)
 
     return frame
 
@@ -211,8 +212,8 @@ def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = 
     over = _overlay(ds)
     grid_rows = rows + (1 if energy else 0)
     style, label = {}, "ρ"
-    if domain.name == "sphere" and "lagrangian_points" in ds:
-        density = _sphere_cells(ds, density)
+    if domain.projection and "lagrangian_points" in ds and hasattr(domain.chart, "cell_averages"):  # a map
+        density = _cell_frames(ds, domain, density)
         # clusters reach 1e3 × the uniform density on the cells: a log scale, cells drawn as they are (a
         # spectral synthesis would ring), empty cells black
         from matplotlib.colors import LogNorm
@@ -315,8 +316,9 @@ def plot_lagrangian(ds):
     logr = ds["lagrangian_log_density"].values / np.log(10.0)
     ok = np.isfinite(logr)
     tt = np.broadcast_to(t[:, None], logr.shape)[ok]
-    if ds.attrs["domain"] == "circle":  # the angle θ ∈ [0, 2π)
-        y, ylabel = domains.get("circle").coordinates(x[ok]), "θ"
+    domain = domains.get(ds.attrs["domain"])
+    if domain.periodic:  # the angle θ ∈ [0, 2π)
+        y, ylabel = domain.coordinates(x[ok]), domain.coordinate_label
     else:
         y, ylabel = x[..., 0][ok], "x₁"
     order = np.argsort(logr[ok])  # the densest points on top
@@ -324,8 +326,8 @@ def plot_lagrangian(ds):
     fig.colorbar(sc, ax=ax, label="log₁₀ ρ at the points")
     ax.set_xlabel("t")
     ax.set_ylabel(ylabel)
-    if ylabel == "θ":
-        ax.set_yticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
+    if domain.periodic:
+        _pi_ticks(ax.yaxis)
     ax.set_title("Lagrangian measure (points carry exact log ρ)")
     bx.step(t, ds["cluster_count"], where="post", color="C3", label="clusters (mean field)")
     bx.set_xlabel("t")

@@ -94,7 +94,7 @@ def estimate(cfg: dict, grid=None) -> Estimate:
             est.notes.append(f"density frames sized on the refinement cap {cap!r}")
         steps = 10**4  # the step history (time, mass, energy per accepted step): an assumed count
         est.result += 3 * steps * _FLOAT
-        if cfg["time"]["representation"] != "grid" and cfg["domain"] != "euclidean":
+        if cfg["time"]["representation"] != "grid" and domains.get(cfg["domain"]).panels is not None:
             # Lagrangian frames: points, weight, log-density per point; the panels refine where the flow
             # map steepens, so the count is assumed, not bounded: 4 × the nodes (at least 512)
             points = max(4 * nodes, 512)
@@ -115,7 +115,9 @@ def estimate(cfg: dict, grid=None) -> Estimate:
         ps = cfg["distances"]["p"]
         if ps:
             est.result += len(ps) * len(pc["n"]) * R * T * _FLOAT
-            exact = cfg["domain"] == "sphere" or (cfg["domain"] == "euclidean" and cfg["dimension"] >= 2)
+            # exact OT (a dense cost matrix) unless the points have intrinsic dimension 1 (the circle, R¹:
+            # validation.wasserstein's CDF and quantile formulas)
+            exact = domains.get(cfg["domain"]).intrinsic_dimension(cfg["dimension"]) >= 2
             if exact and grid is not None:
                 n = max(pc["n"])
                 est.ot_entries, est.ot_first = nodes * n, nodes0 * n

@@ -307,10 +307,10 @@ def _discretisation_floor(cfg, density, w, data) -> None:
                     "t = 0 (%.3g): the fitted rate flattens; refine [grid]", p, floor, smallest)
 
 
-def _log_corrected(density) -> bool:
-    """Whether E W_1(μ^N, μ) ≍ √(log N / N) (S² and R², MATH.md §4), so the rate is fitted to W_p/√(log N)."""
-    grid = getattr(density, "grid", None)
-    return density.domain.name == "sphere" or (density.domain.name == "euclidean" and getattr(grid, "dim", None) == 2)
+def _log_corrected(domain, d: int) -> bool:
+    """Whether E W_1(μ^N, μ) ≍ √(log N / N): in intrinsic dimension 2 (S², R²; MATH.md §4), where the rate is
+    fitted to W_p/√(log N). ``d``: the ambient dimension of the points."""
+    return domain.intrinsic_dimension(d) == 2
 
 
 def _rates(ns, w, log_corrected: bool = False):
@@ -400,7 +400,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
             data["wasserstein"] = (("p", "n_particles", "repeat", "time"), w,
                                    {"long_name": "W_p(density, particles), exact"})
             if len(ns) >= 2:
-                corrected = _log_corrected(densities[0])
+                corrected = _log_corrected(domains.get(cfg["domain"]), cfg["dimension"])
                 rate = _rates(np.array(ns), w, corrected)
                 law = "W_p/√(log N) ~ N^α" if corrected else "W_p ~ N^α"
                 for k, name in enumerate(("rate", "rate_low", "rate_high")):

@@ -49,7 +49,22 @@ def test_defaults_are_filled_and_json_serialisable():
         (with_(initial={"kind": "file", "path": "no/such/file.npz"}), r"\[initial\] path: cannot read"),
         (with_(initial={"kind": "poisson", "a": [0.9, 0.9]}), r"\[initial\] a: must lie inside the unit ball"),
         (with_(initial={"kind": "von-mises-fisher"}), r"\[initial\] centres"),
-        (with_(initial={"kind": "gaussian"}), r"\[initial\] kind: gaussian is a law in R\^d"),
+        (with_(initial={"kind": "gaussian"}), r"\[initial\] kind: gaussian is not a law on the circle \(it takes "
+                                              r"uniform, uniform-noise, von-mises-fisher, poisson, file\)"),
+        ({"domain": "euclidean", "grid": {"bounds": [[-1.0, 1.0]], "shape": 16}, "initial": {"kind": "poisson"}},
+         r"\[initial\] kind: poisson is not a law on the euclidean"),
+        ({"domain": "sphere", "particles": {"n": 4}, "initial": {"kind": "von-mises-fisher", "angles": [1.0]}},
+         r"\[initial\] angles: mean angles are points of a periodic domain of dimension 1 \(the circle\), "
+         r"not of the sphere"),
+        ({"domain": "sphere", "dimension": 2, "particles": {"n": 4}}, r"dimension: the sphere S\^\(d-1\) needs d >= 3"),
+        (with_(dimension=3), r"dimension: the circle lives in R², so dimension must be 2, got 3"),
+        ({"domain": "euclidean", "dimension": 1, "grid": {"bounds": [[-1.0, 1.0], [0.0, 1.0]], "shape": 8}},
+         r"dimension: 1 differs from the 2 intervals of \[grid\] bounds"),
+        ({"domain": "euclidean", "grid": {"bounds": [[-1.0, 1.0], [0.0, 1.0]], "shape": [8, 8, 8]}},
+         r"\[grid\] shape: one integer or one per dimension \(2\)"),
+        ({"domain": "sphere", "grid": {"backend": "ducc0"}}, r"\[grid\] lmax: missing \(domain 'sphere' needs lmax\)"),
+        ({"domain": "euclidean", "grid": {"bounds": [[-1.0, 1.0]], "shape": 16}, "time": {"refine": True}},
+         r"\[time\] refine: the grids of domain 'euclidean' are not refined"),
         (with_(time={"t_eval": [0.0, 1.0, 0.5]}), r"\[time\] t_eval: must increase"),
         (with_(time={"method": "euler"}), r"\[time\] method: must be one of"),
         (with_(particles={"n": [10, 10]}), r"\[particles\] n: the particle numbers must differ"),
@@ -57,7 +72,16 @@ def test_defaults_are_filled_and_json_serialisable():
         (with_(particles={"n": [0]}), r"\[particles\] n: must be >= 1"),
         ({"domain": "sphere", "dimension": 4, "grid": {"lmax": 8}}, "dimension: densities on the sphere"),
         ({"domain": "euclidean", "grid": {"bounds": [[1.0, -1.0]], "shape": 16}}, r"\[grid\] bounds"),
-        ({"domain": "euclidean", "model": {"kind": "self-attention"}, "particles": {"n": 4}}, r"\[model\] kind"),
+        ({"domain": "euclidean", "model": {"kind": "self-attention"}, "particles": {"n": 4}},
+         r"\[model\] kind: 'self-attention' moves points of the sphere manifold but domain 'euclidean' is on the "
+         r"euclidean manifold \(use softmax, l2, sinkhorn, sigmoid\)"),
+        (with_(model={"kind": "masked"}), r"\[model\] kind: must be one of self-attention, softmax"),  # study=False
+        (with_(model={"tau": 2.0}), r"\[model\] tau: does not apply to kind 'self-attention' \(it takes beta, "
+                                    r"normalized\)"),
+        ({"domain": "euclidean", "particles": {"n": 4}, "model": {"normalized": False}},
+         r"\[model\] normalized: does not apply to kind 'softmax' \(it takes beta\)"),
+        ({"domain": "euclidean", "particles": {"n": 4}, "model": {"kind": "l2", "tau": 0.0}},
+         r"\[model\] tau: must be > 0, got 0"),
         ({"domain": "circle"}, "the study computes nothing"),
     ],
 )
@@ -98,18 +122,83 @@ def test_over_specifications():
             parse_over(bad)
 
 
-def test_readme_documents_every_key():
+def test_readme_reference_is_the_generated_schema():
+    """README's "Study file reference" tables are exactly :func:`reference_markdown` of the schema: a key added,
+    removed or redocumented (a model kind registered, a parameter renamed) fails here until README follows."""
     from pathlib import Path
 
-    from meanfield.study.config import SCHEMA
+    from meanfield.study.config import SCHEMA, reference_markdown
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
+    generated = reference_markdown()
     reference = readme[readme.index("### Study file reference"):]
-    for section, keys in SCHEMA.items():
+    assert generated in reference, "regenerate README's tables with meanfield.study.config.reference_markdown()"
+    start = reference.index("**top level**")
+    assert reference[start:start + len(generated)] == generated
+    for section, keys in SCHEMA.items():  # every key has a row, in its section's table
         header = f"**[{section}]**" if section else "**top level**"
-        table = reference[reference.index(header):].split("\n\n", 2)[1]  # the table under the header
-        for key in keys:
-            assert f"| `{key}` |" in table, (section, key)
+        table = generated[generated.index(header):].split("\n\n", 2)[1]
+        assert [row.split("`")[1] for row in table.splitlines()[2:]] == list(keys)
+
+
+def test_model_section_is_generated_from_the_registry():
+    from meanfield.models import registry
+    from meanfield.study.config import SCHEMA
+
+    model = SCHEMA["model"]
+    assert model["kind"].choices == ("self-attention", "softmax", "l2", "sinkhorn", "sigmoid")
+    for kind in registry.kinds(study=True):
+        for p in kind.parameters:
+            assert model[p.name].default is None and model[p.name].kind == p.type and kind.name in model[p.name].doc
+    assert "masked" not in model["kind"].choices  # registered with study=False
+
+
+@pytest.mark.parametrize("domain", ["circle", "sphere", "euclidean"])
+def test_each_kind_gets_its_own_defaults_and_none_of_the_others(domain):
+    from meanfield import domains
+    from meanfield.models import registry
+
+    dom = domains.get(domain)
+    grid = {"bounds": [[-2.0, 2.0]], "shape": 16} if "bounds" in dom.grid_parameters else \
+        {k: 8 for k, required in dom.grid_parameters.items() if required}
+    default = read({"domain": domain, "grid": grid})["model"]
+    assert default["kind"] == registry.default_kind(dom.manifold).name
+    for kind in registry.kinds(dom.manifold, study=True):
+        m = read({"domain": domain, "grid": grid, "model": {"kind": kind.name}})["model"]
+        own = {p.name: p.default for p in kind.parameters}
+        for key in {p.name for k in registry.kinds(study=True) for p in k.parameters}:
+            assert m[key] == own.get(key), (kind.name, key)
+
+
+def test_grid_keys_are_the_domains_grid_parameters():
+    from meanfield import domains
+    from meanfield.study.config import SCHEMA
+
+    taken = {key for d in domains.DOMAINS for key in d.grid_parameters}
+    assert taken == set(SCHEMA["grid"])
+    assert SCHEMA[""]["domain"].choices == tuple(d.name for d in domains.DOMAINS)
+    for d in domains.DOMAINS:
+        for key, required in d.grid_parameters.items():
+            assert d.name + (" (required)" if required else "") in SCHEMA["grid"][key].doc
+
+
+def test_poisson_particles_without_a_grid_on_the_sphere():
+    """The Poisson law is sampled exactly without a grid on S^{d-1} too: its mean is a·m(|a|) on S²,
+    m(s) = mobius_mean_factor (MATH.md §3); in d = 4 the draws are unit vectors with a mean along a."""
+    from meanfield import exact
+    from meanfield.study import build
+
+    a = [0.0, 0.3, 0.4]
+    cfg = read({"domain": "sphere", "particles": {"n": 20000, "repeats": 2}, "initial": {"kind": "poisson", "a": a}})
+    x = build.initial_particles(cfg, None, 20000)
+    assert x.shape == (2, 20000, 3) and np.allclose(np.linalg.norm(x, axis=-1), 1.0)
+    mean = x.mean(axis=(0, 1))
+    expected = float(exact.mobius_mean_factor(np.array([0.5]))[0]) * np.array(a) / 0.5  # |a| = 0.5
+    assert np.allclose(mean, expected, atol=4 / np.sqrt(40000))
+    cfg4 = read({"domain": "sphere", "dimension": 4, "particles": {"n": 500},
+                 "initial": {"kind": "poisson", "a": [0.6, 0.0, 0.0, 0.0]}})
+    y = build.initial_particles(cfg4, None, 500)
+    assert y.shape == (1, 500, 4) and np.allclose(np.linalg.norm(y, axis=-1), 1.0) and y[..., 0].mean() > 0.3
 
 
 def test_domain_dependent_defaults_and_particles_without_n():

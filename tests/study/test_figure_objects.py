@@ -92,3 +92,30 @@ def test_no_clusters_figure_when_no_pair_clusters(circle, tmp_path):
     assert "q-clusters.png" not in written and "q-density.png" in written
     written = {p.name for p in figures.write_figures(circle, tmp_path / "c.nc")}
     assert "c-clusters.png" in written
+
+
+def test_lagrangian_frames_on_a_map_are_cell_averages_that_keep_the_mass():
+    """A Lagrangian frame on S² is drawn as cell averages (its chart's cell_averages) on the domain's grid with
+    about 50 points per cell: lmax = ⌊√(points/100)⌋, mass 1; a frame without points falls back to the grid's."""
+    import xarray as xr
+
+    from meanfield import SphereGrid
+    from particles import uniform_sphere
+
+    grid = SphereGrid(8)
+    dims = tuple(grid.coordinates())
+    x = uniform_sphere(4900, 3, rng=0)
+    w = np.full((2, 4900), 1.0 / 4900)
+    w[1] = np.nan
+    ds = xr.Dataset({"density": (("time",) + dims, np.full((2,) + grid.shape, 1.0 / (4.0 * np.pi))),
+                     "lagrangian_points": (("time", "lagrangian_point", "component"), np.stack([x, x])),
+                     "lagrangian_weight": (("time", "lagrangian_point"), w)},
+                    coords={name: values for name, (values, _) in grid.coordinates().items()},
+                    attrs={"domain": "sphere"})
+    domain, density = figures._densities(ds)
+    frames = figures._cell_frames(ds, domain, density)
+    cells = frames(0)
+    edges, nlon = cells.grid.colatitude_edges, cells.grid.longitudes.size
+    area = np.outer(np.cos(edges[:-1]) - np.cos(edges[1:]), np.full(nlon, 2 * np.pi / nlon))  # the cells'
+    assert cells.grid.lmax == 7 and np.sum(cells.values * area) == pytest.approx(1.0, rel=1e-12)
+    assert frames(1).grid == grid

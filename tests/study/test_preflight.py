@@ -201,3 +201,24 @@ def test_mutated_study_files_exit_0_or_2_in_one_line(tmp_path, capsys, mutations
         assert err.startswith("meanfield: error:") and "\n" not in err, err
         touched = {k for _, (s, k), _ in mutations} | {s for _, (s, k), _ in mutations if s}
         assert any(k in err for k in touched), (mutations, err)
+
+
+@pytest.mark.parametrize("study, exact_ot, lagrangian", [
+    (SMALL, False, True),  # the circle: W_p by its CDF formulas; panels exist
+    ({**SMALL, "domain": "sphere", "grid": {"lmax": 8}}, True, True),
+    ({**SMALL, "domain": "euclidean", "grid": {"bounds": [[-2.0, 2.0]], "shape": 32}}, False, False),  # quantiles
+    ({**SMALL, "domain": "euclidean", "grid": {"bounds": [[-2.0, 2.0]] * 2, "shape": 16}}, True, False),
+])
+def test_estimates_follow_what_the_domain_is(study, exact_ot, lagrangian):
+    """Exact OT is sized where the points have intrinsic dimension >= 2, Lagrangian frames where the domain has
+    panels; the rate is log-corrected in intrinsic dimension 2 (MATH.md §4)."""
+    from meanfield import domains
+    from meanfield.study import runner
+
+    cfg = meanfield.study.read(study)
+    est = preflight.estimate(cfg)
+    assert (est.ot_entries > 0) == exact_ot and (est.ot_entries == 0 or est.ot_where.startswith("W_p between"))
+    assert any("Lagrangian frames" in n for n in est.notes) == lagrangian
+    dom, d = domains.get(cfg["domain"]), cfg["dimension"]
+    assert runner._log_corrected(dom, d) == (dom.intrinsic_dimension(d) == 2) == (cfg["domain"] == "sphere" or d == 2
+                                                                                   and dom.name == "euclidean")
