@@ -70,6 +70,8 @@ def build_model(cfg):
     except ValueError as exc:
         raise StudyError(f"[model] kind: {exc}") from None
     parameters = {p.name: m[p.name] for p in kind.parameters}
+    # the noise belongs to the dynamics: one head carries it, several heads leave it to MultiHeadAttention
+    noise = parameters.pop("noise", None) if m["heads"] > 1 else None
 
     def head():
         Q, K, V = (_matrix(m[k], d, rng, m["random_scale"]) for k in ("Q", "K", "V"))
@@ -77,7 +79,7 @@ def build_model(cfg):
 
     try:
         heads = [head() for _ in range(m["heads"])]
-        return heads[0] if len(heads) == 1 else MultiHeadAttention(tuple(heads))
+        return heads[0] if len(heads) == 1 else MultiHeadAttention(tuple(heads), noise=noise or 0.0)
     except (ValueError, TypeError, OverflowError) as exc:
         raise StudyError(f"[model]: {exc}") from None
 

@@ -102,7 +102,7 @@ def test_a_kind_registered_in_a_test_is_a_study_kind(linear):
     assert read({**STUDY, "model": {"kind": "linear"}})["model"]["gain"] == 1.0  # the kind's own default
     head = build.build_model(cfg)
     assert isinstance(head, LinearAttention) and head.gain == -1.0
-    with pytest.raises(StudyError, match=r"\[model\] gain: does not apply to kind 'softmax' \(it takes beta\)"):
+    with pytest.raises(StudyError, match=r"\[model\] gain: does not apply to kind 'softmax' \(it takes beta, noise\)"):
         read({**STUDY, "model": {"kind": "softmax", "gain": 2.0}})
     with pytest.raises(StudyError, match=r"\[model\] kind: 'linear' moves points of the euclidean manifold but "
                                          r"domain 'circle' is on the sphere manifold"):
