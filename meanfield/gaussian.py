@@ -11,6 +11,11 @@ an affine field Γ(x) = M x + c, α̇ = Mα + c and Σ̇ = MΣ + ΣMᵀ:
   C = Σ^{1/2}C̃Σ^{1/2}, Γ(x) = V(α + CΣ⁻¹(x − α)), so α̇ = Vα, Σ̇ = VC + CᵀVᵀ;
 - multi-head softmax: the sum of the heads' affine fields.
 
+With noise D (MATH.md §6) the particles follow dX = (Mx + c) dt + √(2D) dB with M, c fixed by the law's mean
+and covariance, a linear SDE whose Gaussian initial law stays Gaussian: α̇ is unchanged and
+Σ̇ = MΣ + ΣMᵀ + 2D I. There is no flow map of points then (``flow`` is refused). Sigmoid and masked attention
+have no closure (their fields are not affine on Gaussians), with or without noise.
+
 The conventions are those of :mod:`meanfield.models` (Softmax with its β, L2
 and Sinkhorn with τ), so the closures and the particle systems describe the
 same dynamics; the tests check them against Gauss–Hermite weighted particles.
@@ -107,9 +112,14 @@ class GaussianSolution:
 
 def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float = 1e-14,
                    blowup: float = 1e8, flow: bool = False) -> GaussianSolution:
-    """Integrate the mean/covariance ODEs (DOP853) from N(mean0, cov0) at ``t_eval`` (increasing, from t_0);
-    with ``flow`` also the flow map's matrix F (:class:`GaussianSolution`)."""
+    """Integrate the mean/covariance ODEs (DOP853) from N(mean0, cov0) at ``t_eval`` (increasing, from t_0), with
+    the noise's 2D I in Σ̇ (module docstring); with ``flow`` (no noise) also the flow map's matrix F
+    (:class:`GaussianSolution`)."""
     mean0, cov0 = _check_gaussian(mean0, cov0)
+    noise = float(model.noise)
+    if noise and flow:
+        raise ValueError(f"`flow`: with noise (D = {noise:g}) the points do not follow a flow map; only the law's mean "
+                         "and covariance are exact.")
     t_eval = np.asarray(t_eval, dtype=float)
     if t_eval.ndim != 1 or t_eval.size < 2 or np.any(np.diff(t_eval) <= 0):
         raise ValueError("`t_eval` must be strictly increasing with at least two times.")
@@ -122,7 +132,10 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
         m, S = y[:d], y[d:n].reshape(d, d)
         S = 0.5 * (S + S.T)
         M, c = affine_field(model, m, S)
-        parts = [M @ m + c, (M @ S + S @ M.T).ravel()]
+        dS = M @ S + S @ M.T
+        if noise:
+            dS = dS + 2.0 * noise * np.eye(d)
+        parts = [M @ m + c, dS.ravel()]
         if flow:
             parts.append((M @ y[n:].reshape(d, d)).ravel())
         return np.concatenate(parts)

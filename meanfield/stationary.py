@@ -354,3 +354,92 @@ def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
         f, _, resid = _newton(eq, eq.ax.B @ near.coefficients, D)
         out.append(AxisymmetricState(D, eq.r(f), eq.ax.coefficients(f), resid, near.domain))
     return out
+
+
+@dataclass(frozen=True)
+class Stability:
+    """The spectrum of the linearised equation ∂_t δρ = L δρ about a stationary state, by symmetry block.
+
+    Attributes
+    ----------
+    blocks : dict
+        Block name → eigenvalues (sorted by decreasing real part). On the circle "even" (cos kθ) and "odd" (sin kθ)
+        about the cluster's axis; on S² "m=0", "m=1", ... (azimuthal order about the axis). Degree 0 (the mass,
+        conserved) is left out.
+    neutral : dict
+        Block name → the eigenvalue set aside as a symmetry's zero mode (the rotations of a cluster: circle "odd",
+        S² "m=1"), or None.
+    growth : float
+        The largest real part of the other eigenvalues: the state is linearly stable where it is < 0.
+    """
+
+    blocks: dict
+    neutral: dict
+    growth: float
+
+    @property
+    def stable(self) -> bool:
+        return self.growth < 0
+
+
+def stability(model, state, grid, noise: float | None = None, *, orders=(0, 1, 2), epsilon: float = 1e-6) -> Stability:
+    r"""The spectrum of L δρ = −div(δρ X[ρ*] + ρ* X'[ρ*]δρ) + DΔδρ about ``state`` (an :class:`AxisymmetricState`, or
+    None: the uniform law) on ``grid``, from the grid's right-hand side by central differences (relative step
+    ``epsilon``), in the coordinates where its Laplacian is diagonal, block by symmetry (:class:`Stability`).
+
+    The state is axisymmetric, so L commutes with the reflections (circle) or rotations (S²) that fix its axis and
+    is block-diagonal: even/odd on the circle, azimuthal order m on S² (``orders``: which m; the higher ones hold
+    the faster-decaying modes, −D l(l+1) with l >= m). For the uniform law the eigenvalues are the closed-form rates
+    of :func:`linear_rates`; a cluster's rotations give one zero eigenvalue (set aside in ``neutral``).
+    """
+    domain = grid.domain
+    beta, c, normalized = _zonal(model, domain)
+    D = model.noise if noise is None else checks.noise(noise)
+    rho = np.full(grid.shape, 1.0 / domain.volume) if state is None else state.density(grid).values
+    from . import strategies
+
+    rhs = domain.continuity(model, grid, strategies.resolve("auto", domain.grid_strategies(model, grid), repr(grid)))
+    op = grid.laplacian()
+    z0 = op.encode(rho)
+    h = epsilon * float(np.max(np.abs(rho)))
+
+    def column(e):
+        """L applied to the perturbation with coordinates e, in the same coordinates."""
+        plus, minus = rhs.rate(op.decode(z0 + h * e)), rhs.rate(op.decode(z0 - h * e))
+        return op.encode(plus - minus) / (2.0 * h) + D * op.eigenvalues * e
+
+    blocks = {}
+    if domain is CIRCLE:
+        K = grid.n // 2 - 1  # the Nyquist mode has no sine
+        for name, unit in (("even", 1.0), ("odd", 1j)):
+            J = np.empty((K, K))
+            for k in range(1, K + 1):
+                e = np.zeros(z0.shape, dtype=complex)
+                e[k] = unit
+                col = column(e)
+                J[:, k - 1] = (col[1:K + 1] / unit).real
+            blocks[name] = J
+        rotation = "odd"
+    else:
+        L = grid.lmax
+        for m in orders:
+            ls = np.arange(max(m, 1), L + 1)
+            J = np.empty((ls.size, ls.size))
+            for j, l in enumerate(ls):
+                e = np.zeros(z0.shape)
+                e[0, l, m] = 1.0
+                J[:, j] = column(e)[0, ls, m]
+            blocks[f"m={m}"] = J
+        rotation = "m=1"
+    eig = {name: np.sort_complex(np.linalg.eigvals(J))[::-1] for name, J in blocks.items()}
+    eig = {name: v[np.argsort(-v.real)] for name, v in eig.items()}
+    neutral = {name: None for name in eig}
+    rest = []
+    for name, v in eig.items():
+        if state is not None and name == rotation and v.size:
+            i = int(np.argmin(np.abs(v)))
+            neutral[name] = v[i]
+            v = np.delete(v, i)
+        rest.append(v.real)
+    growth = float(np.max(np.concatenate(rest))) if rest else float("-inf")
+    return Stability(eig, neutral, growth)
