@@ -11,7 +11,7 @@ an affine field Γ(x) = M x + c, α̇ = Mα + c and Σ̇ = MΣ + ΣMᵀ:
   C = Σ^{1/2}C̃Σ^{1/2}, Γ(x) = V(α + CΣ⁻¹(x − α)), so α̇ = Vα, Σ̇ = VC + CᵀVᵀ;
 - multi-head softmax: the sum of the heads' affine fields.
 
-With noise D (MATH.md §6) the particles follow dX = (Mx + c) dt + √(2D) dB with M, c fixed by the law's mean
+With noise D (docs/MATH.md §7) the particles follow dX = (Mx + c) dt + √(2D) dB with M, c fixed by the law's mean
 and covariance, a linear SDE whose Gaussian initial law stays Gaussian: α̇ is unchanged and
 Σ̇ = MΣ + ΣMᵀ + 2D I. There is no flow map of points then (``flow`` is refused). Sigmoid and masked attention
 have no closure (their fields are not affine on Gaussians), with or without noise.

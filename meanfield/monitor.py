@@ -96,6 +96,6 @@ class ResolutionMonitor:
         drop = -sign * (e_new - e_old)
         if drop > self.energy_rtol * max(abs(e_old), abs(e_new)) + 1e-300:
             word = "decreased" if sign > 0 else "increased"
-            return (f"the energy (the model's Lyapunov functional, MATH.md §6) {word} from {e_old:.15g} to {e_new:.15g} "
+            return (f"the energy (the model's Lyapunov functional, docs/MATH.md §7) {word} from {e_old:.15g} to {e_new:.15g} "
                     "although it is monotone for this model")
         return None

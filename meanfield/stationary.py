@@ -1,4 +1,4 @@
-r"""Noisy self-attention on S¹ and S²: stationary states, the critical noise, the bifurcation branch (MATH.md §6).
+r"""Noisy self-attention on S¹ and S²: stationary states, the critical noise, the bifurcation branch (docs/MATH.md §7).
 
 For zonal models (Q = qI, K = kI, V = cI; β the effective βqk) the field is a gradient, X = (c/β)∇φ (USA) or
 X = (c/β)∇log φ (SA) with φ = K_β*ρ = ∫e^{β⟨x,y⟩}ρ(y)dy, so a zero-flux stationary state of
@@ -71,7 +71,7 @@ def _multipliers(domain, K: int, beta: float):
 
 
 def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarray:
-    r"""The growth rates σ_k of the modes of degree k about the uniform law (module docstring; MATH.md §6).
+    r"""The growth rates σ_k of the modes of degree k about the uniform law (module docstring; docs/MATH.md §7).
 
     Parameters
     ----------

@@ -19,7 +19,7 @@ adaptive methods ("rk45", "dop853") integrate the same extended ODE with scipy
 and retract their (dense) outputs. Everything that differs between the circle,
 S^{d-1} and R^d comes from the domain of the points (:mod:`meanfield.domains`).
 
-With noise (``model.noise`` = D > 0, MATH.md §6) the particles follow
+With noise (``model.noise`` = D > 0, docs/MATH.md §7) the particles follow
 dX_i = X[μ^n](X_i) dt + √(2D) dB_i, B_i independent Brownian motions on the
 manifold, by Strang splitting (:class:`SplittingStepper`): half a drift step (RK4,
 retracted), the Brownian step of the domain over time D·h

@@ -85,7 +85,7 @@ class Grid(abc.ABC):
 
     def laplacian(self) -> "Diagonal":
         """The grid's Laplacian (Laplace–Beltrami on S¹ and S²; the 3-point Laplacian with ρ = 0 beyond the box in R^d)
-        as a :class:`Diagonal` operator: what the diffusion DΔρ of a noisy model is integrated in (MATH.md §6)."""
+        as a :class:`Diagonal` operator: what the diffusion DΔρ of a noisy model is integrated in (docs/MATH.md §7)."""
         raise NotImplementedError(f"no Laplacian on {self!r}")
 
     def spectrum(self, values):

@@ -41,7 +41,7 @@ def check_points(points, weights, queries, d_model):
 @dataclass(frozen=True, eq=False)
 class EuclideanAttention(Head):
     """Common parts of the R^d models: Q, K, V (None = identity), A = KᵀQ, row-chunked softmax sums, and the noise
-    strength D >= 0 (keyword-only; particles dX = Γ dt + √(2D) dB, densities ∂_t ρ + div(ρΓ) = DΔρ, MATH.md §6)."""
+    strength D >= 0 (keyword-only; particles dX = Γ dt + √(2D) dB, densities ∂_t ρ + div(ρΓ) = DΔρ, docs/MATH.md §7)."""
 
     Q: np.ndarray | None = None
     K: np.ndarray | None = None

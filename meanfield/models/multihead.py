@@ -23,7 +23,7 @@ class MultiHeadAttention:
         At least one head, all on the sphere or all in R^d; each carries its
         own parameters (and no noise: the noise belongs to the dynamics).
     noise : float, default 0
-        D >= 0, the noise of the dynamics (MATH.md §6), as for one head.
+        D >= 0, the noise of the dynamics (docs/MATH.md §7), as for one head.
     """
 
     heads: tuple = dc_field(default_factory=tuple)

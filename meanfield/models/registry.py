@@ -43,7 +43,7 @@ class Parameter:
     positive: bool = False
 
 
-#: The noise strength every kind takes (MATH.md §6): dX = X[μ](X) dt + √(2D) dB, ∂_t ρ + div(ρX[ρ]) = DΔρ.
+#: The noise strength every kind takes (docs/MATH.md §7): dX = X[μ](X) dt + √(2D) dB, ∂_t ρ + div(ρX[ρ]) = DΔρ.
 NOISE = Parameter("noise", "float", 0.0, "noise strength D >= 0: particles dX = X dt + √(2D) dB on the manifold, "
                   "densities ∂_t ρ + div(ρX) = DΔρ", minimum=0.0)
 

@@ -96,7 +96,7 @@ class SelfAttention(Head):
         (Z ≡ 1, i.e. Z_i = n for n particles of weight 1/n).
     noise : float, default 0, keyword-only
         D >= 0: particles follow dX = X[μ](X) dt + √(2D) dB (Brownian motion on S^{d-1}), densities
-        ∂_t ρ + div(ρX[ρ]) = DΔρ (MATH.md §6). The field itself does not depend on it.
+        ∂_t ρ + div(ρX[ρ]) = DΔρ (docs/MATH.md §7). The field itself does not depend on it.
 
     Notes
     -----

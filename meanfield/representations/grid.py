@@ -60,7 +60,7 @@ class GridProblem(Problem):
         self.noise = float(model.noise)
         self._use(grid)
         self.energy_beta = self.domain.energy_beta(model)
-        # the monitored Lyapunov functional (MATH.md §6): E_β, non-decreasing for V = cI, c > 0 (GLPR Lemma 3.7); with
+        # the monitored Lyapunov functional (docs/MATH.md §7): E_β, non-decreasing for V = cI, c > 0 (GLPR Lemma 3.7); with
         # noise, for USA the free energy F = −cE_β + D∫ρ log ρ, non-increasing; for SA with noise none is known
         c = 0.0 if self.energy_beta is None else float(model.zonal.c)
         self.lyapunov_sign = float(np.sign(c)) if not self.noise else (-1.0 if c and not model.normalized else 0.0)

@@ -131,7 +131,7 @@ class UnitSphereGeometry:
         (the degree-1 and degree-2 eigenvalues l(l + d − 2) of −Δ on S^{d-1}): 1 − u is drawn from the Gamma law with
         those two moments (→ Gamma((d−1)/2, 2τ), the small-time law of the geodesic distance²/2). The kernel depends
         on ⟨x, x'⟩ only, so the uniform law is invariant exactly; every zonal moment is right to O(τ³), so the step
-        is of weak order 2 (MATH.md §6). The law stays on the sphere exactly."""
+        is of weak order 2 (docs/MATH.md §7). The law stays on the sphere exactly."""
         x = np.asarray(x, dtype=float)
         d = x.shape[-1]
         ev = -np.expm1(-(d - 1) * tau)  # E(1 − u)
