@@ -14,7 +14,8 @@ CircleGrid                          n equispaced nodes on S¹ (FFT)
 SphereGrid                          Gauss–Legendre grid on S² (spherical harmonics)
 EuclideanGrid                       a box in R^d, d = 1, 2 (finite volumes)
 Density                             a density on a grid (it carries its domain)
-solve, Solution                     time integration and its result
+solve, Solution                     time integration over representations (grid, panels, nodes) and its result
+stationary                          noisy zonal models: stationary states, critical noise, the branch
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
 domains                             the domain layer (CIRCLE, SPHERE, EUCLIDEAN)
 kernels                             compiled sums of the attention kernel (fast strategies)
@@ -24,10 +25,8 @@ gaussian                            exact Gaussian closures in R^d
 load                                a results file of ``meanfield run`` / ``sweep`` (xarray)
 study                               study files, runs and sweeps (``import meanfield.study``)
 
-Layers (docs/DESIGN.md; checked by import-linter in the tests): numerics,
-checks, strategies → domains → models → kernels → density, exact, gaussian →
-monitor, integrate → solve → io; ``particles`` and ``validation`` above; the
-study layer and the command line on top. Nothing here imports the study layer.
+Layers: docs/DESIGN.md, whose list is the ``layers`` import contract of pyproject.toml (checked by
+the tests). Nothing here imports the study layer, ``particles`` or ``validation``.
 """
 
 from importlib.metadata import PackageNotFoundError, version

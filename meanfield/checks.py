@@ -1,7 +1,7 @@
 """Argument checks shared by the public functions of every layer.
 
 Each check returns the value in its canonical type or raises ``TypeError`` /
-``ValueError`` naming the argument and what was received (STYLE.md 6).
+``ValueError`` naming the argument and what was received (docs/STYLE.md, 6).
 """
 
 from __future__ import annotations

@@ -117,3 +117,28 @@ def test_the_attribute_check_sees_a_private_attribute(tmp_path):
     f.write_text("from meanfield import Density\n\ndef wrap(g, v):\n    return Density._trusted(g, v)\n")
     found = _private_attributes(f, tmp_path)
     assert found and "._trusted" in found[0]
+
+
+def test_design_lists_the_contracts_layers():
+    """docs/DESIGN.md's layer list is the ``layers`` contract of pyproject.toml, in its order (its one source)."""
+    import re
+    import tomllib
+
+    layers = next(c["layers"] for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+                  ["contracts"] if c["id"] == "layers")
+    design = (ROOT / "docs" / "DESIGN.md").read_text()
+    block = design[design.index("## Layers"):].split("```")[1].strip().splitlines()
+    assert [re.sub(r"\s+", " ", line.strip()) for line in block] == layers
+
+
+def test_nothing_above_the_domain_layer_compares_domain_names():
+    """No code above meanfield/domains asks which domain it has by its name (== / != / in with 'circle', 'sphere',
+    'euclidean'): it asks the domain's capabilities (docs/DESIGN.md)."""
+    import re
+
+    pattern = re.compile(r"(domain(\.name)?|\.name|\[.domain.\])\s*(==|!=)\s*[\"'](circle|sphere|euclidean)[\"']|"
+                         r"[\"'](circle|sphere|euclidean)[\"']\s*(==|!=|in)\s")
+    hits = [f"{path.relative_to(ROOT)}:{i}" for pkg in PACKAGES for path in sorted((ROOT / pkg).rglob("*.py"))
+            if "domains" not in path.relative_to(ROOT).parts[:2]
+            for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert hits == []

@@ -135,7 +135,7 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     disc = discretisation(mu0, p)
     for i, n in enumerate(ns):
         x0 = particles.sample(mu0, int(n), rng=rng, batch=int(repeats))
-        traj = particles.simulate(model, x0, t_eval, dt=dt, progress=progress)
+        traj = particles.simulate(model, x0, t_eval, dt=dt, progress=progress, rng=rng)  # rng: a noisy model's increments
         w = np.full(int(n), 1.0 / n)
         for k, target in enumerate(targets):
             for r in range(int(repeats)):

@@ -2,7 +2,8 @@ r"""The objects a checked study describes: model, grid, initial density, initial
 
 Random draws use independent streams of one seed (NumPy ``SeedSequence``
 entropy ``[seed, stream, ...]``): 1 the random matrices (``[model] seed`` when given), 2 the initial noise,
-3 the particles (``[seed, 3, N]`` for N particles, all repeats drawn together),
+3 the particles (``[seed, 3, N]`` for N particles, all repeats drawn together), 4 their Brownian increments
+(``[seed, 4, N]``, noisy models; ``[seed, 5, N, k]`` at the k-th noise of a [stationary] study),
 so a study gives the same numbers wherever and in whatever order its parts run.
 
 Everything here asks the study's domain (``domains.get(cfg["domain"])``) and the model registry

@@ -155,6 +155,17 @@ _SECTIONS: dict[str, dict[str, Key]] = {
         "p": Key("floats", [], "orders of W_p(density, particles) at every output time (needs [grid] "
                  "and [particles])", minimum=1.0),
     },
+    "stationary": {
+        "noise": Key("floats", None, "noise strengths D at which the stationary states are listed and the "
+                     "particles ([particles], from [initial], to [time] t_end) are run (a bifurcation study: zonal "
+                     "models on the circle or the sphere; no density solve, [grid] is where stability is "
+                     "checked)", positive=True),
+        "points": Key("int", 100, "points of the single-cluster branch, equally spaced in the order parameter r",
+                      minimum=4),
+        "r_max": Key("float", 0.95, "the branch is followed to this order parameter", positive=True),
+        "average": Key("float", 0.5, "the particles' order parameter is averaged over this last fraction of the "
+                       "output times", positive=True),
+    },
     "output": {
         "path": Key("path", None, "results file (.nc or .zarr), relative to the working directory; "
                     "default <name>.nc"),
@@ -454,7 +465,8 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[grid] shape: one integer or one per dimension ({len(g['bounds'])}), got {g['shape']}")
     else:
         cfg["grid"] = None
-    if not has_grid and not has_particles:
+    has_stationary = raw.get("stationary") is not None
+    if not has_grid and not has_particles and not has_stationary:
         raise StudyError("the study computes nothing: give a [grid] (densities), [particles] n, or both")
 
     # --- model: a registered kind of the domain's manifold, its own parameters with its defaults
@@ -542,6 +554,21 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError("[particles] dt_factor: give dt or dt_factor, not both")
     if cfg["distances"]["p"] and not (has_grid and has_particles):
         raise StudyError("[distances] p: distances compare a density with particles: give [grid] and [particles] n")
+    st = cfg["stationary"]
+    if not has_stationary:
+        cfg["stationary"] = None
+    else:
+        if st["noise"] is None:
+            raise StudyError("[stationary] noise: missing (the noise strengths D of the bifurcation study)")
+        if cfg["distances"]["p"]:
+            raise StudyError("[distances] p: a [stationary] study runs no density to compare the particles with")
+        if not st["r_max"] < 1:
+            raise StudyError(f"[stationary] r_max: must be < 1 (the order parameter of a point mass), got {st['r_max']}")
+        if not st["average"] <= 1:
+            raise StudyError(f"[stationary] average: a fraction of the output times, <= 1, got {st['average']}")
+        if not dom.bounded:
+            raise StudyError(f"[stationary]: stationary states are computed on the circle and the sphere, not on "
+                             f"{where}")
 
     # --- output
     out = cfg["output"]
@@ -584,7 +611,7 @@ def read_raw(source) -> tuple[dict, Path | None, str | None]:
 
 # ----------------------------------------------------------------- overrides
 _SHORT = {"beta": "model.beta", "n": "particles.n", "d": "dimension", "repeats": "particles.repeats",
-          "lmax": "grid.lmax", "seed": "seed", "t_end": "time.t_end"}
+          "lmax": "grid.lmax", "seed": "seed", "t_end": "time.t_end", "noise": "model.noise"}
 
 
 def resolve_key(name: str) -> tuple[str, str]:

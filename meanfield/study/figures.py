@@ -11,6 +11,8 @@ the Dataset (and optionally an Axes) and returns the Axes or Figure.
 
 from __future__ import annotations
 
+import json
+
 import logging
 from pathlib import Path
 
@@ -504,6 +506,48 @@ def animate(ds, path, fps: int = 8):
     return path
 
 
+def plot_bifurcation(ds, ax=None):
+    """The bifurcation diagram of a [stationary] study in (D, r): the single-cluster branch (solid where stable,
+    dashed where not), the uniform law r = 0 (stable above D_c), D_c and the folds, and the particle systems'
+    long-time order parameter at each D (mean and its 95% interval over the repeats, one marker per N). Returns
+    the Axes."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
+    D, r, growth = ds["branch_noise"].values, ds["branch_r"].values, ds["branch_growth"].values
+    Dc = float(ds.attrs["critical_noise"])
+    stable = growth < 0
+    for mask, style, label in ((stable, "-", "clustered state, stable"), (~stable, "--", "clustered state, unstable")):
+        if mask.any():
+            ax.plot(np.where(mask, D, np.nan), np.where(mask, r, np.nan), style, color="C0", label=label)
+    lo, hi = min(D.min(), Dc) * 0.95, max(D.max(), Dc, float(ds["noise"].max())) * 1.05
+    ax.plot([Dc, hi], [0, 0], "-", color="k", lw=1.5, label="uniform law, stable")
+    ax.plot([lo, Dc], [0, 0], "--", color="k", lw=1.5, label="uniform law, unstable")
+    ax.axvline(Dc, color="0.5", lw=0.8, ls=":", label=f"$D_c$ = {Dc:.4g}")
+    for fold in json.loads(ds.attrs.get("folds", "[]")):
+        ax.axvline(fold, color="C3", lw=0.8, ls=":", label=f"fold, D = {fold:.4g}")
+    if "particle_order" in ds:
+        noise = ds["noise"].values
+        for a, n in enumerate(ds["n_particles"].values):
+            v = ds["particle_order"].isel(n_particles=a).values
+            mean = np.nanmean(v, axis=-1)
+            half = 1.96 * np.nanstd(v, axis=-1, ddof=1) / np.sqrt(v.shape[-1]) if v.shape[-1] > 1 else 0 * mean
+            ax.errorbar(noise * (1 + 0.004 * (a - 0.5 * (ds.sizes["n_particles"] - 1))), mean, yerr=half, fmt="o",
+                        ms=4, capsize=2, color=f"C{a + 1}", label=f"N = {n} particles, long time")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(-0.03, 1.0)
+    ax.set_xlabel("noise D")
+    ax.set_ylabel("order parameter $r = |\int x\,d\rho|$")
+    study = _study(ds)
+    m = study.get("model", {})
+    words = ("SA" if m.get("normalized", True) else "USA") if m.get("kind") == "self-attention" else m.get("kind", "")
+    where = {2: "S¹"}.get(ds.attrs.get("dimension"), f"S^{int(ds.attrs.get('dimension', 3)) - 1}")
+    ax.set_title(f"{words}, β = {m.get('beta', 1.0):g} on {where}: stationary states "
+                 f"({ds.attrs.get('transition', '')} transition)")
+    ax.legend(fontsize=7, loc="upper right")
+    return ax
+
+
 def write_figures(ds, path, plots: bool = True, animation: str | None = None) -> list[Path]:
     """Write every figure that applies to ``ds`` next to ``path`` (the results file). Returns the files."""
     plt = _plt()
@@ -519,6 +563,8 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
         out.append(f)
 
     if plots:
+        if "branch_r" in ds:
+            save(plot_bifurcation(ds).figure, "bifurcation")
         if ds.attrs.get("sweep_dims"):
             save(plot_sweep(ds).figure, "map")
         if "density" in ds and not np.isfinite(ds["density"].values).any():  # Lagrangian frames only (R^d)

@@ -42,7 +42,7 @@ from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
 from ..monitor import ResolutionError
 from ..solve import Interrupted, Status, solve
-from . import build, config, preflight
+from . import build, config, preflight, stationary
 from .figures import write_figures
 
 __all__ = ["run", "run_config", "write_results", "StudyInterrupted", "show_progress", "versions"]
@@ -245,7 +245,8 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             x0 = build.initial_particles(cfg, mu0, n)
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
             dt = pc["dt"] if pc["dt_factor"] is None else pc["dt_factor"] / max(rate_scale(model), 1e-300)
-            traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False)
+            traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False,
+                                      rng=np.random.default_rng([cfg["seed"], 4, n]))  # stream 4: the noise
             x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
             stats = {"x": x}
             if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
@@ -345,11 +346,17 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
     progress = show_progress(progress)
     model = build.build_model(cfg)
     grid = build.build_grid(cfg)
-    mu0 = build.initial_density(cfg, grid)
     t_eval = np.array(cfg["time"]["t_eval"], dtype=float)
     data, coords = {}, {"time": ("time", t_eval, {"long_name": "time t"})}
     attrs = {"title": cfg["name"], "study": config.to_json(cfg), "domain": cfg["domain"],
              "dimension": cfg["dimension"], "model": " ".join(repr(model).split()), **versions()}
+    if cfg.get("stationary") is not None:  # a bifurcation study: no density solve (meanfield.study.stationary)
+        sdata, scoords, sattrs, interrupted = stationary.run(cfg, model, grid, progress)
+        status = Status.INTERRUPTED.value if interrupted else Status.SUCCESS.value
+        attrs.update(sattrs, status=status, message="the study ran to the end" if not interrupted else
+                     "interrupted (Ctrl-C): the file holds what was computed", t_reached=float(t_eval[-1]))
+        return xr.Dataset(sdata, coords=coords | scoords, attrs=attrs), interrupted
+    mu0 = build.initial_density(cfg, grid)
     interrupted = False
     densities = []
     status, message, t_reached = Status.SUCCESS.value, "the study ran to the end", float(t_eval[-1])

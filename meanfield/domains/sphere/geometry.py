@@ -1,4 +1,4 @@
-"""Geometry of the unit sphere S^{d-1} ⊂ R^d, kept apart from the dynamics (STYLE.md 1).
+"""Geometry of the unit sphere S^{d-1} ⊂ R^d, kept apart from the dynamics (docs/STYLE.md, 1).
 
 The models, integrators and fluxes use only these few pure functions: tangent
 projection, retraction, the geodesic distance and spherical coordinates.

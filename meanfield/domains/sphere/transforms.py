@@ -1,4 +1,4 @@
-r"""Spherical-harmonic transforms on Gauss–Legendre (GLQ) grids of S² (MATH.md §2.1, STYLE.md 5).
+r"""Spherical-harmonic transforms on Gauss–Legendre (GLQ) grids of S² (MATH.md §2.1, docs/STYLE.md, 5).
 
 Conventions: a density integrates to 1 against surface area; it is expanded in
 real spherical harmonics *orthonormal* on S² (pyshtools ``norm=4``, no

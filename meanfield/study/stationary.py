@@ -1,0 +1,112 @@
+r"""Bifurcation studies ([stationary]): the single-cluster branch of a noisy zonal model, its stability, the
+stationary states at chosen noise strengths, and the long-time order parameter of particle systems there.
+
+Variables of the results (:func:`run`):
+
+=====================  =====================  ============================================================
+variable               dimensions             meaning
+=====================  =====================  ============================================================
+``branch_r``           branch                 order parameter r = |∫x dρ| along the branch (increasing)
+``branch_noise``       branch                 D(r) on the branch (:func:`meanfield.stationary.branch`)
+``branch_growth``      branch                 largest growth rate of the linearised equation (< 0: stable)
+``state_r``            noise, state           order parameters of the clustered states at each D (NaN: none)
+``state_growth``       noise, state           their growth rates
+``particle_order``     noise, n_particles,    |mean of the N positions|, averaged over the last fraction
+                       repeat                 ``average`` of the output times
+=====================  =====================  ============================================================
+
+Attributes: ``critical_noise`` (D_c, where the uniform law loses stability), ``folds`` (the D of the branch's folds,
+JSON), ``transition`` ("continuous" or "discontinuous").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+from tqdm.auto import tqdm
+
+import particles
+
+from .. import interrupts, stationary as st
+from ..domains import CircleGrid, SphereGrid
+from . import build, config
+
+log = logging.getLogger("meanfield.study")
+
+__all__ = ["run"]
+
+
+def _grid(cfg, grid):
+    """Where stability is checked: the study's [grid], else a small one of its domain."""
+    if grid is not None:
+        return grid
+    return CircleGrid(64) if cfg["dimension"] == 2 else SphereGrid(16)
+
+
+def _model_at(model, noise: float):
+    """``model`` with noise D (one head, or the heads' sum)."""
+    from dataclasses import replace
+
+    return replace(model, noise=float(noise))
+
+
+def run(cfg, model, grid, progress: bool):
+    """(data, coords, attrs, interrupted) of a [stationary] study (module docstring)."""
+    sc = cfg["stationary"]
+    from ..domains import get
+
+    domain = get(cfg["domain"])
+    try:
+        branch = st.branch(model, domain, np.linspace(sc["r_max"] / sc["points"], sc["r_max"], sc["points"]))
+    except (ValueError, RuntimeError, FloatingPointError) as exc:
+        raise config.StudyError(f"[stationary]: {exc}") from None
+    g = _grid(cfg, grid)
+    growth = np.array([st.stability(model, s, g, noise=s.noise).growth
+                       for s in tqdm(branch.states, desc="stability", disable=not progress, leave=False)])
+    noise = np.array(sc["noise"], dtype=float)
+    found = [st.stationary_states(branch, D) for D in noise]
+    most = max(1, max(len(f) for f in found))
+    state_r = np.full((noise.size, most), np.nan)
+    state_growth = np.full((noise.size, most), np.nan)
+    for i, (D, states) in enumerate(zip(noise, found)):
+        for j, s in enumerate(states):
+            state_r[i, j] = s.r
+            state_growth[i, j] = st.stability(model, s, g, noise=D).growth
+    data = {
+        "branch_r": ("branch", branch.r, {"long_name": "order parameter |∫x dρ| on the single-cluster branch"}),
+        "branch_noise": ("branch", branch.noise, {"long_name": "noise D on the branch"}),
+        "branch_growth": ("branch", growth, {"long_name": "largest growth rate of the linearised equation "
+                                                           "(< 0: stable)"}),
+        "state_r": (("noise", "state"), state_r, {"long_name": "order parameters of the clustered stationary "
+                                                               "states at D (NaN: none)"}),
+        "state_growth": (("noise", "state"), state_growth, {"long_name": "their largest growth rates"}),
+    }
+    coords = {"noise": ("noise", noise, {"long_name": "noise strength D"})}
+    attrs = {"critical_noise": branch.critical, "folds": json.dumps([float(branch.noise[i]) for i in branch.folds]),
+             "transition": "continuous" if branch.continuous else "discontinuous"}
+    interrupted = False
+    if cfg["particles"] is not None:
+        pc, t_eval = cfg["particles"], np.array(cfg["time"]["t_eval"], dtype=float)
+        ns, R = pc["n"], pc["repeats"]
+        last = t_eval >= t_eval[-1] * (1.0 - sc["average"])
+        order = np.full((noise.size, len(ns), R), np.nan)
+        try:
+            for k, D in enumerate(tqdm(noise, desc="particles", disable=not progress, leave=False)):
+                noisy = _model_at(model, D)
+                for a, n in enumerate(ns):
+                    interrupts.check()
+                    x0 = build.initial_particles(cfg, None, n)
+                    dt = pc["dt"] if pc["dt"] is not None else None
+                    traj = particles.simulate(noisy, x0, t_eval, dt=dt, rng=[cfg["seed"], 5, n, k])
+                    order[k, a] = np.linalg.norm(traj.x[last].mean(axis=-2), axis=-1).mean(axis=0)
+        except KeyboardInterrupt:
+            log.warning("interrupted: keeping the particle systems finished so far")
+            interrupted = True
+        coords.update({"n_particles": ("n_particles", np.array(ns, dtype=np.int64)),
+                       "repeat": ("repeat", np.arange(R, dtype=np.int64))})
+        data["particle_order"] = (("noise", "n_particles", "repeat"), order,
+                                  {"long_name": f"|mean of the positions| over the last {sc['average']:g} of the "
+                                                "output times"})
+    return data, coords, attrs, interrupted
