@@ -537,14 +537,14 @@ def plot_bifurcation(ds, ax=None):
     ax.set_xlim(lo, hi)
     ax.set_ylim(-0.03, 1.0)
     ax.set_xlabel("noise D")
-    ax.set_ylabel("order parameter $r = |\int x\,d\rho|$")
+    ax.set_ylabel("order parameter r = |∫ x dρ|")
     study = _study(ds)
     m = study.get("model", {})
     words = ("SA" if m.get("normalized", True) else "USA") if m.get("kind") == "self-attention" else m.get("kind", "")
     where = {2: "S¹"}.get(ds.attrs.get("dimension"), f"S^{int(ds.attrs.get('dimension', 3)) - 1}")
     ax.set_title(f"{words}, β = {m.get('beta', 1.0):g} on {where}: stationary states "
                  f"({ds.attrs.get('transition', '')} transition)")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="lower left")
     return ax
 
 

@@ -382,3 +382,50 @@ def test_a_coarse_grid_measure_is_reported_beside_the_distances(tmp_path, caplog
         fine = run(study(32), progress=False)
     assert 0 < float(fine["wasserstein_discretisation"]) < 0.5 * fine.wasserstein.isel(time=0, n_particles=-1).mean()
     assert "grid measure's own" not in caplog.text
+
+
+def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figures):
+    """[stationary] on the circle, USA β = 3 > β_*: the stored branch is the solver's (D(r) with its fold, D_c the
+    closed form), the states listed at each D solve the self-consistency equation on the branch (their r between
+    the branch's), the particles' order parameter is stored per D, N and repeat, and the figure draws the branch,
+    the uniform law and one marker series per N."""
+    import json
+
+    import meanfield as mf
+    from meanfield import stationary as st
+    from meanfield.domains import CIRCLE
+    from meanfield.study import run
+
+    study = {"domain": "circle", "seed": 1, "model": {"beta": 3.0, "normalized": False}, "grid": {"n": 32},
+             "initial": {"kind": "uniform"}, "time": {"t_end": 2.0, "frames": 3},
+             "particles": {"n": [32, 64], "repeats": 2, "dt": 0.02},
+             "stationary": {"noise": [1.0, 1.325], "points": 40}, "output": {"path": str(tmp_path / "b.nc"),
+                                                                               "plot": True}}
+    ds = run(study, progress=False)
+    model = mf.SelfAttention(3.0, normalized=False)
+    b = st.branch(model, CIRCLE, np.linspace(0.95 / 40, 0.95, 40))
+    np.testing.assert_array_equal(ds["branch_noise"].values, b.noise)
+    assert ds.attrs["critical_noise"] == st.critical_noise(model, CIRCLE) and ds.attrs["transition"] == "discontinuous"
+    assert json.loads(ds.attrs["folds"]) == [float(b.noise[i]) for i in b.folds]
+    r = ds["state_r"].values
+    assert np.isfinite(r[0]).sum() == 1 and np.isfinite(r[1]).sum() == 2  # the fold's window holds two states
+    assert np.all(ds["state_growth"].values[1][np.argsort(r[1])] * [1, -1] > 0)  # lower unstable, upper stable
+    assert ds["particle_order"].shape == (2, 2, 2) and np.all((ds["particle_order"] >= 0) & (ds["particle_order"] <= 1))
+    fig = saved_figures["b-bifurcation.png"]
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "noise D" and "discontinuous" in ax.get_title()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "uniform law, stable" in labels and "N = 32 particles, long time" in labels and \
+        "N = 64 particles, long time" in labels
+
+
+def test_a_stationary_study_refuses_what_it_cannot_do():
+    from meanfield.study.config import StudyError, read
+
+    base = {"domain": "circle", "model": {"beta": 2.0}, "initial": {"kind": "uniform"}, "stationary": {"noise": [0.1]}}
+    with pytest.raises(StudyError, match=r"\[stationary\] noise: missing"):
+        read({**base, "stationary": {"points": 10}})
+    with pytest.raises(StudyError, match=r"\[stationary\] r_max"):
+        read({**base, "stationary": {"noise": [0.1], "r_max": 1.0}})
+    with pytest.raises(StudyError, match=r"\[stationary\]: stationary states"):
+        read({"domain": "euclidean", "stationary": {"noise": [0.1]}})
