@@ -541,7 +541,7 @@ def plot_bifurcation(ds, ax=None):
     study = _study(ds)
     m = study.get("model", {})
     words = ("SA" if m.get("normalized", True) else "USA") if m.get("kind") == "self-attention" else m.get("kind", "")
-    where = {2: "S¹"}.get(ds.attrs.get("dimension"), f"S^{int(ds.attrs.get('dimension', 3)) - 1}")
+    where = {2: "S¹", 3: "S²"}.get(ds.attrs.get("dimension"), f"S^{int(ds.attrs.get('dimension', 3)) - 1}")
     ax.set_title(f"{words}, β = {m.get('beta', 1.0):g} on {where}: stationary states "
                  f"({ds.attrs.get('transition', '')} transition)")
     ax.legend(fontsize=7, loc="lower left")
