@@ -40,12 +40,20 @@ class StopIntegration(Exception):
 class Problem:
     """What the integrator asks of the equation it advances (defaults: no stability cap, no retraction).
 
-    Subclasses implement :meth:`rate` and may override the others.
+    Subclasses implement :meth:`rate` and may override the others. A problem whose rate depends on time
+    (``time_dependent``) has ``rate(y, t)`` (and stages whose ``rate(z, t)`` does), and ``breakpoints(t0, t1)``: the
+    times inside (t0, t1) where the rate jumps (layer boundaries), at which every step ends exactly.
     """
 
+    time_dependent = False
+
     def rate(self, y):
-        """dy/dt at y."""
+        """dy/dt at y (``rate(y, t)`` for a time-dependent problem)."""
         raise NotImplementedError
+
+    def breakpoints(self, t0: float, t1: float):
+        """The times inside (t0, t1) where the rate jumps (none by default)."""
+        return ()
 
     def retract(self, y):
         """The state after a step, mapped back where it lives (identity by default)."""
@@ -122,8 +130,8 @@ class Integrator:
         self._nfev_done = 0
 
     # ----------------------------------------------------------------- steppers
-    def _rate(self, y):
-        return self.problem.rate(y)
+    def _rate(self, y, t=None):
+        return self.problem.rate(y, t) if self.problem.time_dependent else self.problem.rate(y)
 
     def _next_h(self):
         h = self.dt if self.dt is not None else self.cfl * self.problem.max_step()
@@ -133,20 +141,20 @@ class Integrator:
     def _stepper(self, t, y, t_bound) -> Stepper:
         if self._custom is not None:
             return self._custom(self._rate, t, y, t_bound)
-        stages = self.problem.stages()
+        stages, timed = self.problem.stages(), self.problem.time_dependent
         if self.method in FIXED:
             h = self.dt if self.subdivide else self._next_h
             return FixedStepper(self._rate, t, y, t_bound, method=self.method, h=h, subdivide=self.subdivide,
-                                stages=stages)
+                                stages=stages, timed=timed)
         self.problem.probe(y)
         if stages is not None and stages.decay is not None:
             if INTEGRATING_FACTOR[self.method] is None:
                 raise ValueError(f"method {self.method!r} has no integrating-factor form for the problem's linear part "
                                  "(its abscissae do not increase); use 'rk45', 'rk4' or 'ssprk3'.")
             return LawsonStepper(self._rate, t, y, t_bound, stages, rtol=self.rtol, atol=self.atol,
-                                 max_step=self.cfl * self.problem.max_step())
+                                 max_step=self.cfl * self.problem.max_step(), timed=timed)
         return AdaptiveStepper(self._rate, t, y, t_bound, method=self.method, rtol=self.rtol, atol=self.atol,
-                               max_step=self.cfl * self.problem.max_step())
+                               max_step=self.cfl * self.problem.max_step(), timed=timed)
 
     def _retire(self, stepper: Stepper) -> None:
         self._nfev_done += stepper.nfev
@@ -191,11 +199,11 @@ class Integrator:
                 self.problem.probe(y)
                 for t_out in t_eval:
                     if t_out > t:
-                        t, y = self._advance(t, y, t_out)
+                        t, y = self._advance_through(t, y, t_out)
                     for tr in self.trackers:
                         tr.output(t_out, y)
                 if t < t_end:  # the outputs may stop short of the end
-                    t, y = self._advance(t, y, t_end)
+                    t, y = self._advance_through(t, y, t_end)
         except StopIntegration as stop:
             self._finalize(stop.t, stop.y, stop.status)
             raise
@@ -208,6 +216,12 @@ class Integrator:
     def _finalize(self, t, y, status):
         for tr in self.trackers:
             tr.finalize(t, y, status)
+
+    def _advance_through(self, t, y, t_out):
+        """From (t, y) to t_out, ending a step exactly at every breakpoint of the problem on the way."""
+        for b in self.problem.breakpoints(t, t_out):
+            t, y = self._advance(t, y, float(b))
+        return self._advance(t, y, t_out)
 
     def _advance(self, t, y, t_out):
         """From (t, y) to the output time t_out, step by step; returns (t_out, y)."""
@@ -246,7 +260,11 @@ class Integrator:
         """One adaptive stepper over [t_eval[0], t_eval[-1]], outputs from its dense interpolant."""
         if self.method not in ADAPTIVE:
             raise ValueError(f"dense outputs need an adaptive method, got {self.method!r}.")
-        stepper = AdaptiveStepper(self._rate, t, y, t_eval[-1], method=self.method, rtol=self.rtol, atol=self.atol)
+        if len(self.problem.breakpoints(t, t_eval[-1])):
+            raise ValueError("dense outputs interpolate one stepper over the span: the problem's rate jumps inside it "
+                             "(layer boundaries); land on outputs instead (dense=False)")
+        stepper = AdaptiveStepper(self._rate, t, y, t_eval[-1], method=self.method, rtol=self.rtol, atol=self.atol,
+                                  timed=self.problem.time_dependent)
         for tr in self.trackers:
             tr.output(t_eval[0], y)
         k = 1

@@ -59,43 +59,61 @@ __all__ = ["rk4", "ssprk3", "lawson_rk4", "strang_ssprk3", "equal_steps", "Stage
            "INTEGRATING_FACTOR", "make_stepper"]
 
 
+# The schemes take f(y, τ), τ the time of the stage from the start of the step (a time-dependent problem's rate
+# depends on it; the public forms for y' = f(y) below wrap f).
+def _rk4(f, y, h):
+    k1 = f(y, 0.0)
+    k2 = f(y + 0.5 * h * k1, 0.5 * h)
+    k3 = f(y + 0.5 * h * k2, 0.5 * h)
+    k4 = f(y + h * k3, h)
+    return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+def _ssprk3(f, y, h):
+    y1 = y + h * f(y, 0.0)
+    y2 = 0.75 * y + 0.25 * (y1 + h * f(y1, h))
+    return y / 3.0 + (2.0 / 3.0) * (y2 + h * f(y2, 0.5 * h))
+
+
+def _lawson_rk4(f, z, h, decay):
+    E = np.exp(0.5 * h * decay)
+    n1 = f(z, 0.0)
+    na = f(E * (z + 0.5 * h * n1), 0.5 * h)
+    Ez = E * z
+    nb = f(Ez + 0.5 * h * na, 0.5 * h)
+    nc = f(E * (Ez + h * nb), h)
+    return E * (E * (z + (h / 6.0) * n1) + (h / 3.0) * (na + nb)) + (h / 6.0) * nc
+
+
+def _strang_ssprk3(f, z, h, decay):
+    E = np.exp(0.5 * h * decay)
+    return E * _ssprk3(f, E * z, h)
+
+
 def rk4(f, y, h):
     """One classical RK4 step of size h for y' = f(y)."""
-    k1 = f(y)
-    k2 = f(y + 0.5 * h * k1)
-    k3 = f(y + 0.5 * h * k2)
-    k4 = f(y + h * k3)
-    return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return _rk4(lambda z, tau: f(z), y, h)
 
 
 def ssprk3(f, y, h):
     """One SSP-RK3 step (Shu & Osher 1988): convex combinations of forward Euler steps."""
-    y1 = y + h * f(y)
-    y2 = 0.75 * y + 0.25 * (y1 + h * f(y1))
-    return y / 3.0 + (2.0 / 3.0) * (y2 + h * f(y2))
+    return _ssprk3(lambda z, tau: f(z), y, h)
 
 
 def lawson_rk4(f, z, h, decay):
     """One step of Lawson's integrating-factor RK4 for z' = Λz + f(z), Λ = diag(``decay``) <= 0: RK4 on
     v = e^{−tΛ}z, written with the factors E = e^{hΛ/2} only (no e^{+|λ|h}); fourth order, exact for f = 0."""
-    E = np.exp(0.5 * h * decay)
-    n1 = f(z)
-    na = f(E * (z + 0.5 * h * n1))
-    Ez = E * z
-    nb = f(Ez + 0.5 * h * na)
-    nc = f(E * (Ez + h * nb))
-    return E * (E * (z + (h / 6.0) * n1) + (h / 3.0) * (na + nb)) + (h / 6.0) * nc
+    return _lawson_rk4(lambda y, tau: f(y), z, h, decay)
 
 
 def strang_ssprk3(f, z, h, decay):
     """e^{hΛ/2} ∘ SSP-RK3(h) ∘ e^{hΛ/2}: Strang splitting of the exact linear flow and SSP-RK3 (second order;
     positivity preserving where SSP-RK3 is and e^{tΛ} is, as the heat semigroup)."""
-    E = np.exp(0.5 * h * decay)
-    return E * ssprk3(f, E * z, h)
+    return _strang_ssprk3(lambda y, tau: f(y), z, h, decay)
 
 
-#: The integrating-factor form of each method for a diagonal linear part (None: there is none).
-INTEGRATING_FACTOR = {"rk4": lawson_rk4, "ssprk3": strang_ssprk3, "rk45": "lawson-dp54", "dop853": None}
+#: The integrating-factor form of each method for a diagonal linear part (None: there is none), on f(y, τ).
+INTEGRATING_FACTOR = {"rk4": _lawson_rk4, "ssprk3": _strang_ssprk3, "rk45": "lawson-dp54", "dop853": None}
 
 
 def equal_steps(interval: float, h: float) -> tuple[int, float]:
@@ -138,15 +156,17 @@ class Stepper(abc.ABC):
     adaptive = False
     substeps = 1
 
-    def __init__(self, f, t: float, y: np.ndarray, t_bound: float):
+    def __init__(self, f, t: float, y: np.ndarray, t_bound: float, timed: bool = False):
         self.f, self.t, self.y, self.t_bound = f, float(t), y, float(t_bound)
+        self.timed = bool(timed)  # f(y, t): a time-dependent problem (its rate reads the stage's time)
         self.status = "running" if self.t < self.t_bound else "finished"
         self.message = None
         self.nfev = 0
 
-    def _f(self, y):
+    def _f(self, y, t=None):
+        """f at y (at the stage time t where f depends on time)."""
         self.nfev += 1
-        return self.f(y)
+        return self.f(y, self.t if t is None else t) if self.timed else self.f(y)
 
     def step(self) -> float:
         """Advance one step; returns its size h (0 if the stepper had finished or failed)."""
@@ -190,8 +210,8 @@ class FixedStepper(Stepper):
     """
 
     def __init__(self, f, t, y, t_bound, method: str = "rk4", h=None, subdivide: bool = False,
-                 stages: Stages | None = None):
-        super().__init__(f, t, y, t_bound)
+                 stages: Stages | None = None, timed: bool = False):
+        super().__init__(f, t, y, t_bound, timed)
         self.method, self._scheme, self._stages = method, FIXED[method], stages
         if stages is not None and stages.decay is not None:
             lawson = INTEGRATING_FACTOR[method]
@@ -212,18 +232,19 @@ class FixedStepper(Stepper):
             if last:
                 h = self.t_bound - self.t
         self._taken += 1
+        t0 = self.t
         if self._stages is None:
-            y = self._scheme(self._f, self.y, h)
+            y = self._scheme(lambda v, tau: self._f(v, t0 + tau), self.y, h)
         else:
             z = self._z if self._z_of is self.y else self._stages.encode(self.y)
-            z_new = self._scheme(self._rate_z, z, h)
+            z_new = self._scheme(lambda v, tau: self._rate_z(v, t0 + tau), z, h)
             y = self.y + self._stages.decode(z_new - z)
             self._z, self._z_of = z_new, y
         return (self.t_bound if last else self.t + h), y, h, None
 
-    def _rate_z(self, z):
+    def _rate_z(self, z, t):
         self.nfev += 1
-        return self._stages.rate(z)
+        return self._stages.rate(z, t) if self.timed else self._stages.rate(z)
 
 
 class LawsonStepper(Stepper):
@@ -240,8 +261,8 @@ class LawsonStepper(Stepper):
     _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
 
     def __init__(self, f, t, y, t_bound, stages: Stages, rtol: float = 1e-10, atol: float = 1e-12,
-                 max_step: float = np.inf):
-        super().__init__(f, t, y, t_bound)
+                 max_step: float = np.inf, timed: bool = False):
+        super().__init__(f, t, y, t_bound, timed)
         tab = si.RK45
         self._A, self._B, self._C, self._E = tab.A, tab.B, tab.C, tab.E
         self._stages, self.rtol, self.atol, self.max_step = stages, rtol, atol, max_step
@@ -249,9 +270,10 @@ class LawsonStepper(Stepper):
         self._n0 = None
         self.h_abs = None
 
-    def _N(self, z):
+    def _N(self, z, t=None):
         self.nfev += 1
-        return self._stages.rate(z)
+        t = self.t if t is None else t
+        return self._stages.rate(z, t) if self.timed else self._stages.rate(z)
 
     def restart(self, y):
         self.y, self._z, self._n0 = y, self._stages.encode(y), None
@@ -266,7 +288,7 @@ class LawsonStepper(Stepper):
         d0, d1 = self._rms(z / scale), self._rms(n0 / scale)
         h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
         h0 = min(h0, self.t_bound - self.t)
-        d2 = self._rms((self._N(z + h0 * n0) - n0) / scale) / h0
+        d2 = self._rms((self._N(z + h0 * n0, self.t + h0) - n0) / scale) / h0
         h1 = max(1e-6, h0 * 1e-3) if max(d1, d2) <= 1e-15 else (0.01 / max(d1, d2)) ** 0.2
         return min(100 * h0, h1, self.t_bound - self.t)
 
@@ -291,11 +313,11 @@ class LawsonStepper(Stepper):
                 for j in range(i):
                     if A[i, j] != 0.0:
                         U = U + (h * A[i, j]) * (np.exp((c[i] - c[j]) * h * decay) * N[j])
-                N.append(self._N(U))
+                N.append(self._N(U, t + c[i] * h))
             z_new = np.exp(h * decay) * z
             for j in range(B.size):
                 z_new = z_new + (h * B[j]) * (np.exp((1.0 - c[j]) * h * decay) * N[j])
-            N.append(self._N(z_new))
+            N.append(self._N(z_new, t + h))
             err = sum((h * Ecoef[j]) * (np.exp((1.0 - c[j]) * h * decay) * N[j]) for j in range(Ecoef.size))
             scale = self.atol + self.rtol * np.maximum(np.abs(z), np.abs(z_new))
             norm = self._rms(np.abs(err) / scale)
@@ -323,11 +345,11 @@ class AdaptiveStepper(Stepper):
     adaptive = True
 
     def __init__(self, f, t, y, t_bound, method: str = "rk45", rtol: float = 1e-10, atol: float = 1e-12,
-                 max_step: float = np.inf):
-        super().__init__(f, t, y, t_bound)
+                 max_step: float = np.inf, timed: bool = False):
+        super().__init__(f, t, y, t_bound, timed)
         self.method = method
         self._shape = np.shape(y)
-        self._solver = ADAPTIVE[method](lambda _t, v: self._f(v.reshape(self._shape)).ravel(), t,
+        self._solver = ADAPTIVE[method](lambda _t, v: self._f(v.reshape(self._shape), _t).ravel(), t,
                                         np.asarray(y).ravel(), t_bound, max_step=max_step, rtol=rtol, atol=atol)
 
     @property
@@ -448,7 +470,7 @@ def _combine(c, K):
     return out
 
 
-FIXED = {"rk4": rk4, "ssprk3": ssprk3}
+FIXED = {"rk4": _rk4, "ssprk3": _ssprk3}  # on f(y, τ)
 ADAPTIVE = {"rk45": si.RK45, "dop853": si.DOP853}
 STEPPERS = {**{name: FixedStepper for name in FIXED}, **{name: AdaptiveStepper for name in ADAPTIVE}}
 METHODS = tuple(STEPPERS)

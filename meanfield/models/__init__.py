@@ -20,8 +20,9 @@ from .bounds import HeadConstants, head_constants, head_norms, lipschitz_constan
 from .euclidean import EUCLIDEAN_MODELS, L2, EuclideanAttention, Masked, Sigmoid, Sinkhorn, Softmax
 from .multihead import MultiHeadAttention
 from .registry import KINDS, ModelKind, Parameter
+from .schedule import Layers, layers
 from .sphere import SelfAttention
 
 __all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EuclideanAttention",
            "EUCLIDEAN_MODELS", "Head", "Zonal", "heads", "head_norms", "rate_scale",
-           "lipschitz_constants", "head_constants", "HeadConstants", "registry", "KINDS", "ModelKind", "Parameter"]
+           "lipschitz_constants", "head_constants", "HeadConstants", "registry", "KINDS", "ModelKind", "Parameter", "Layers", "layers"]

@@ -10,11 +10,13 @@ identity of any dimension). Every model — one head or a sum of heads — has
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import checks
+from .schedule import Layers, breakpoints, is_time_dependent
 
 __all__ = ["Head", "Zonal", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments",
            "softmax_jacobian", "log_kernel_excess", "CHUNK"]
@@ -41,6 +43,8 @@ class Head:
     Q: np.ndarray | None
     K: np.ndarray | None
     V: np.ndarray | None
+    #: the weights that may depend on time (:mod:`.schedule`): a callable of t or a schedule of layers
+    time_fields = ("Q", "K", "V", "beta")
 
     def _check_noise(self) -> None:
         object.__setattr__(self, "noise", checks.noise(self.noise))
@@ -48,18 +52,70 @@ class Head:
     def _check_matrices(self) -> None:
         dims = set()
         for name in ("Q", "K", "V"):
-            M = checks.square_matrix(getattr(self, name), name, self.min_dim)
+            value = getattr(self, name)
+            if isinstance(value, Layers):  # every layer checked now
+                mats = tuple(checks.square_matrix(M, f"{name} (layer {k})", self.min_dim)
+                             for k, M in enumerate(value.values))
+                object.__setattr__(self, name, Layers(mats, value.edges))
+                dims |= {M.shape[0] for M in mats if M is not None}
+                continue
+            if is_time_dependent(value):  # checked where it is first evaluated (:meth:`at`)
+                continue
+            M = checks.square_matrix(value, name, self.min_dim)
             object.__setattr__(self, name, M)
             if M is not None:
                 dims.add(M.shape[0])
         if len(dims) > 1:
             raise ValueError(f"`Q`, `K`, `V` must share one dimension d, got sizes {sorted(dims)}.")
 
+    def _check_scalar(self, name: str, check) -> None:
+        """A scalar weight: a constant checked by ``check``, each layer of a schedule likewise, a callable later."""
+        value = getattr(self, name)
+        if isinstance(value, Layers):
+            object.__setattr__(self, name, Layers(tuple(check(v, f"{name} (layer {k})")
+                                                        for k, v in enumerate(value.values)), value.edges))
+        elif not is_time_dependent(value):
+            object.__setattr__(self, name, check(value, name))
+
+    # ------------------------------------------------------------------ time dependence (:mod:`.schedule`)
+    @property
+    def time_dependent(self) -> bool:
+        return any(is_time_dependent(getattr(self, n, None)) for n in self.time_fields)
+
+    def at(self, t: float):
+        """The constant head of time t (itself where nothing depends on time); a callable's value is checked here
+        (shape, finite entries), the error naming the weight and the time."""
+        if not self.time_dependent:
+            return self
+        cached = self.__dict__.get("_at")
+        if cached is not None and cached[0] == t:
+            return cached[1]
+        values = {n: getattr(self, n)(t) for n in self.time_fields if is_time_dependent(getattr(self, n, None))}
+        try:
+            head = dataclasses.replace(self, **values)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"{exc} (the value at t = {t:g} of the time-dependent weight "
+                            f"{', '.join(f'`{n}`' for n in values)})") from None
+        object.__setattr__(self, "_at", (t, head))
+        return head
+
+    def breakpoints(self, t0: float, t1: float) -> np.ndarray:
+        """The layer boundaries of its schedules inside (t0, t1): where the field jumps."""
+        return breakpoints([getattr(self, n, None) for n in self.time_fields], t0, t1)
+
+    def _constant(self) -> None:
+        if self.time_dependent:
+            raise TypeError(f"{type(self).__name__} has time-dependent weights: evaluate the model of a time, "
+                            "model.at(t), then its field.")
+
     @property
     def dim(self) -> int | None:
-        """The ambient dimension d fixed by the matrices, or None if all are identities."""
+        """The ambient dimension d fixed by the matrices (the first layer's for schedules), or None if all are
+        identities or callables."""
         for M in (self.Q, self.K, self.V):
-            if M is not None:
+            if isinstance(M, Layers):
+                M = next((m for m in M.values if m is not None), None)
+            if M is not None and not is_time_dependent(M):
                 return M.shape[0]
         return None
 
@@ -70,6 +126,7 @@ class Head:
 
     def matrices(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(Q, K, V) as d×d arrays (the identity where ``None``)."""
+        self._constant()
         eye = np.eye(d)
         return tuple(eye if M is None else M for M in (self.Q, self.K, self.V))
 
@@ -79,7 +136,9 @@ class Head:
         return K.T @ Q
 
     def check_dim(self, d: int) -> None:
-        """``ValueError`` if the matrices do not act on R^d."""
+        """``ValueError`` if the matrices do not act on R^d (``TypeError`` for a time-dependent head: its field is
+        that of ``at(t)``)."""
+        self._constant()
         if self.dim is not None and self.dim != d:
             raise ValueError(f"the model's matrices are {self.dim}×{self.dim} but the points live in R^{d}.")
 

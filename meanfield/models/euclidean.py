@@ -149,7 +149,7 @@ class Softmax(EuclideanAttention):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "beta", checks.beta(self.beta))
+        self._check_scalar("beta", checks.beta)
 
     def field(self, points, weights, queries) -> np.ndarray:
         """Γ at ``queries`` (..., m, d) for μ = Σ w_j δ_{points_j}; no projection (R^d)."""
@@ -433,7 +433,7 @@ class Masked(EuclideanAttention):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "beta", checks.beta(self.beta))
+        self._check_scalar("beta", checks.beta)
 
     @property
     def dim(self) -> int | None:

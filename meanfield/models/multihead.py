@@ -66,6 +66,24 @@ class MultiHeadAttention:
     def manifold(self) -> str:
         return self.heads[0].manifold
 
+    @property
+    def time_dependent(self) -> bool:
+        return any(h.time_dependent for h in self.heads)
+
+    def at(self, t: float):
+        """The heads of time t (itself where none depends on time)."""
+        if not self.time_dependent:
+            return self
+        cached = self.__dict__.get("_at")
+        if cached is None or cached[0] != t:
+            cached = (t, MultiHeadAttention(tuple(h.at(t) for h in self.heads), noise=self.noise))
+            object.__setattr__(self, "_at", cached)
+        return cached[1]
+
+    def breakpoints(self, t0: float, t1: float) -> np.ndarray:
+        b = [h.breakpoints(t0, t1) for h in self.heads]
+        return np.unique(np.concatenate(b)) if b else np.empty(0)
+
     def field(self, points, weights, queries) -> np.ndarray:
         """Σ_h X_h[μ](queries), shape (..., m, d); see :meth:`SelfAttention.field`."""
         return type(self.heads[0]).sum_of_fields(self.heads, points, weights, queries)

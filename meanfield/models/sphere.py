@@ -33,6 +33,7 @@ from .base import (Head, Zonal, check_weights, identity_multiple, log_kernel_exc
                    tilted_moments)
 from .bounds import HeadConstants, exp_or_inf, head_norms
 from .registry import NOISE, ModelKind, Parameter, register
+from .schedule import is_time_dependent
 
 __all__ = ["SelfAttention", "check_measure", "divergence_from_average"]
 
@@ -118,7 +119,7 @@ class SelfAttention(Head):
     kind = "self-attention"
 
     def __post_init__(self):
-        object.__setattr__(self, "beta", checks.beta(self.beta))
+        self._check_scalar("beta", checks.beta)
         self._check_matrices()
         self._check_noise()
         if not isinstance(self.normalized, (bool, np.bool_)):
@@ -133,6 +134,8 @@ class SelfAttention(Head):
         β_eff = β q k, and the field is c times the Q = K = V = I field with
         β_eff. This is when the fast spectral strategies apply.
         """
+        if self.time_dependent:  # that of at(t) at each time
+            return None
         q, k, c = (identity_multiple(M) for M in (self.Q, self.K, self.V))
         if q is None or k is None or c is None or q * k < 0:
             return None
@@ -160,13 +163,14 @@ class SelfAttention(Head):
         return v * (1.0 + a) * np.exp(a)
 
     def __repr__(self) -> str:
-        mats = ", ".join(
-            f"{n}={'I' if M is None else np.array2string(M, precision=3)}"
-            for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V))
-        )
+        def show(M):
+            return "I" if M is None else (repr(M) if is_time_dependent(M) else np.array2string(M, precision=3))
+
+        mats = ", ".join(f"{n}={show(M)}" for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V)))
         kind = "SA" if self.normalized else "USA"
         noise = f", noise={self.noise:g}" if self.noise else ""
-        return f"SelfAttention({kind}, beta={self.beta:g}, {mats}{noise})"
+        beta = repr(self.beta) if is_time_dependent(self.beta) else f"{self.beta:g}"
+        return f"SelfAttention({kind}, beta={beta}, {mats}{noise})"
 
     # ------------------------------------------------------------------ field
     def average(self, points, weights, queries) -> np.ndarray:
