@@ -481,7 +481,7 @@ def _kinks(ca, cb, lo, hi):
 
 
 # ---------------------------------------------------------------------- sphere and R^d
-def _exact_ot(xa, wa, xb, wb, cost, p, max_entries=EXACT_OT_MAX):
+def _exact_ot(xa, wa, xb, wb, cost, p, max_entries):
     import ot
 
     if xa.shape[0] * xb.shape[0] > max_entries:
@@ -537,7 +537,7 @@ def _quantile_1d(xa, wa, xb, wb, p):
 
 # ---------------------------------------------------------------------- public API
 def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None,
-             max_entries: int = EXACT_OT_MAX, method: str = "auto") -> Distance:
+             max_entries: int | None = None, method: str = "auto") -> Distance:
     r"""W_p(a, b) between two probability measures on the same domain, with a certified bound and the method.
 
     .. math:: W_p(a, b) = \Big(\inf_{π ∈ Π(a, b)} \int d(x, y)^p \, dπ(x, y)\Big)^{1/p}
@@ -555,9 +555,9 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
     cells : int, optional
         Cells a circle density is quantised into (default 2^20; error
         <= π/cells, see the module docstring).
-    max_entries : int >= 1
+    max_entries : int >= 1, optional
         The largest cost matrix (n·m entries) exact OT may build on S^{d-1} and in R^d, d >= 2 (default
-        :data:`EXACT_OT_MAX`, about 2.3 GB and 15 s); beyond it the measures are coarsened to fit
+        :data:`EXACT_OT_MAX` as it is at the call, about 2.3 GB and 15 s); beyond it the measures are coarsened to fit
         (:func:`_plan`, :mod:`validation.coarsening`). The circle and R¹ are exact at any size.
     method : {"auto", "exact"}
         "auto": exact where it fits, else coarsened OT with its bound; "exact": :class:`ExactOTTooLarge` rather
@@ -586,6 +586,7 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
         raise ValueError(f"`p` must be a finite number >= 1, got {p!r}.")
     if cells is not None and (int(cells) != cells or cells < 16):
         raise ValueError(f"`cells` must be an integer >= 16, got {cells!r}.")
+    max_entries = EXACT_OT_MAX if max_entries is None else max_entries
     if isinstance(max_entries, bool) or not isinstance(max_entries, (int, np.integer)) or max_entries < 1:
         raise ValueError(f"`max_entries` must be an integer >= 1, got {max_entries!r}.")
     if method not in METHODS:
@@ -598,7 +599,7 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
 
 
 def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None,
-                max_entries: int = EXACT_OT_MAX, method: str = "auto") -> float:
+                max_entries: int | None = None, method: str = "auto") -> float:
     r"""W_p(a, b) between two probability measures on the same domain: :func:`distance`'s value.
 
     Exact where exact OT fits in ``max_entries`` (the circle and R¹ always), else coarsened OT within the bound
@@ -671,7 +672,7 @@ def _by_ot(x: Prepared) -> bool:
     return not _on_angles(dom) and not (dom.intrinsic_dimension(x.coords.shape[1]) == 1 and not dom.unit_vectors)
 
 
-def _distance(a: Prepared, b: Prepared, p: float, max_entries: int = EXACT_OT_MAX) -> float:
+def _distance(a: Prepared, b: Prepared, p: float, max_entries: int) -> float:
     """The exact W_p on the measures' domain, by what the domain is: a periodic domain of dimension 1 by the
     circle's formulas; intrinsic dimension 1 (the line: points that are not unit vectors, which would close
     into a curve) by quantiles; otherwise exact OT with the domain's geodesic distance as cost (arccos⟨x, y⟩ on

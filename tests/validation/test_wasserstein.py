@@ -381,3 +381,23 @@ print(json.dumps(dict(value=d.value, bound=d.bound, method=d.method, seconds=sec
     assert exact["bound"] == 0.0 and approx["method"] == "coarsened-ot"
     assert abs(approx["value"] - exact["value"]) <= approx["bound"] + 1e-12
     assert approx["bound"] <= 0.2 * exact["value"]
+
+
+def test_the_study_runner_writes_bounded_distances_past_the_limit(monkeypatch):
+    """A study whose transport outgrows the limit (lowered here to 3·10^4 entries: 17 × 33 nodes × 100 particles
+    = 5.6·10^4) writes W_1 with its bound, not NaN, and every stored value is within its bound of exact OT."""
+    from meanfield import study
+
+    cfg = {"domain": "sphere", "seed": 0, "grid": {"lmax": 16}, "model": {"beta": 1.0},
+           "initial": {"kind": "von-mises-fisher", "centres": [[0.0, 0.0, 1.0]], "kappa": [1.5], "weights": [1.0]},
+           "time": {"t_end": 0.2, "frames": 2, "refine": False},
+           "particles": {"n": [100], "repeats": 2, "save_positions": True}, "distances": {"p": [1.0]}}
+    monkeypatch.setattr(W, "EXACT_OT_MAX", 3 * 10**4)
+    ds = study.run(cfg, output=False, progress=False)
+    w, bound = ds["wasserstein"].sel(p=1.0).values, ds["wasserstein_bound"].sel(p=1.0).values
+    assert np.all(np.isfinite(w)) and np.all((bound > 0) & (bound <= 0.5 * w))
+    rho = mf.Density(mf.SphereGrid(16), ds["density"].isel(time=-1).values)
+    x = ds["positions_100"].isel(time=-1).values  # (repeat, n, 3)
+    monkeypatch.undo()
+    exact = w1(rho, x)
+    assert np.all(np.abs(w[0, :, -1] - exact) <= bound[0, :, -1] + 1e-12)
