@@ -51,7 +51,9 @@ the larger measure μ is replaced by μ' with few enough atoms that exact OT fit
 (both are, when both are large: :func:`_plan`), each atom's mass moved to the
 representative of its cell of a partition of the domain. That move is an
 explicit transport plan, so W_p(μ, μ') <= b_p := (Σ_i w_i d(x_i, T x_i)^p)^{1/p},
-computed exactly from the atoms, and by the triangle inequality
+computed exactly from the atoms, and by the triangle inequality (W_p is a
+metric on probability measures: Villani, *Optimal Transport, Old and New*,
+2009, §6)
 
 .. math:: |W_p(μ, ν) − W_p(μ', ν')| \le W_p(μ, μ') + W_p(ν, ν') \le b_p(μ) + b_p(ν) .
 

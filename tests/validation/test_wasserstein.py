@@ -401,3 +401,17 @@ def test_the_study_runner_writes_bounded_distances_past_the_limit(monkeypatch):
     monkeypatch.undo()
     exact = w1(rho, x)
     assert np.all(np.abs(w[0, :, -1] - exact) <= bound[0, :, -1] + 1e-12)
+
+
+def test_uncertified_results_are_refused(rng, monkeypatch):
+    """A network simplex stopped before optimality gives the cost of some plan, not W_p: refused; a measure
+    coarsened with a bound for W_1 cannot certify W_2 (the bound holds for q <= its order only)."""
+    x, y = pt.uniform_sphere(20, 3, rng=rng), pt.uniform_sphere(20, 3, rng=rng)
+    monkeypatch.setattr(ot, "emd2", lambda *a, **k: (0.5, {"result_code": 2, "warning": "numItermax reached"}))
+    with pytest.raises(RuntimeError, match="before optimality"):
+        w1(x, y)
+    monkeypatch.undo()
+    coarse = W.Prepared(x[:5], np.full(5, 0.2), mf.domains.SPHERE, coarsening=0.1, coarsening_p=1.0)
+    assert W.distance(coarse, y, 1).bound == 0.1
+    with pytest.raises(ValueError, match="W_2"):
+        W.distance(coarse, y, 2)
