@@ -1,15 +1,18 @@
 """validation: Wasserstein distances, the mean-field limit rate, stability bounds, convergence orders.
 
-wasserstein, w1, w2          W_p between densities, particle sets and weighted points (exact)
+wasserstein, w1, w2          W_p between densities, Lagrangian frames, particle sets and weighted points
+distance, Distance           the same with a certified error bound and the method (exact, or coarsened OT)
 gaussian_w2                  Bures–Wasserstein distance between Gaussians
 sliced_wasserstein_sphere    a cheap estimate on S^{d-1} for large sets (not W_p, not a bound)
 observed_order, ...          observed orders of accuracy (convergence studies, regression tests)
 """
 
 from .convergence import OrderFit, observed_order, self_convergence_order
-from .wasserstein import gaussian_w2, sliced_wasserstein_sphere, w1, w2, wasserstein
+from .wasserstein import Distance, distance, gaussian_w2, sliced_wasserstein_sphere, w1, w2, wasserstein
 
 __all__ = [
+    "distance",
+    "Distance",
     "wasserstein",
     "w1",
     "w2",

@@ -6,6 +6,8 @@ with d the geodesic distance on the circle and on S², the Euclidean one in
 R^d. The functions return W_p itself (never W_p^p).
 
 A measure is given as a :class:`meanfield.Density`, a
+:class:`meanfield.lagrangian.LagrangianMeasure` (a frame of the Lagrangian
+solution: its points with their fixed weights), a
 :class:`meanfield.domains.Measure` (``density.as_measure()``,
 ``trajectory.measure(k)``), an array of points (uniform weights), or a pair
 ``(points, weights)``. Densities and measures carry their domain, and the
@@ -36,18 +38,40 @@ M = 2^20) is placed at the cell's midpoint. Moving mass inside cells of width
 h = 2π/M costs at most h/2, so the result is within h/2 (3e-6 for the
 default) of the exact distance; :func:`circle_density_resolution` says it.
 
-S² and S^{d-1} (exact): optimal transport with the geodesic cost
-arccos⟨x, y⟩ by POT's network simplex (:func:`ot.emd2`), O(nm) memory.
-:func:`sliced_wasserstein_sphere` is a spherical sliced estimate for large
-sets — an estimate, not the distance and not a bound.
+S² and S^{d-1}: optimal transport with the geodesic cost arccos⟨x, y⟩ by
+POT's network simplex (:func:`ot.emd2`), exact, O(nm) memory (about 45 bytes
+per entry of the n × m cost matrix at its peak, measured: 1.9 GB at 4·10^7).
+R^d: the same with |x − y| for d >= 2, quantiles for d = 1, and the
+closed-form Bures–Wasserstein distance between Gaussians (:func:`gaussian_w2`).
 
-R^d: exact OT for point sets (POT), quantiles for d = 1, and the closed-form
-Bures–Wasserstein distance between Gaussians (:func:`gaussian_w2`).
+Measures too large for exact OT (n·m > ``max_entries``, default
+:data:`EXACT_OT_MAX`: a density on a fine grid, a Lagrangian frame of 10^5
+points, large particle sets) are *coarsened* (:mod:`validation.coarsening`):
+the larger measure μ is replaced by μ' with few enough atoms that exact OT fits
+(both are, when both are large: :func:`_plan`), each atom's mass moved to the
+representative of its cell of a partition of the domain. That move is an
+explicit transport plan, so W_p(μ, μ') <= b_p := (Σ_i w_i d(x_i, T x_i)^p)^{1/p},
+computed exactly from the atoms, and by the triangle inequality (W_p is a
+metric on probability measures: Villani, *Optimal Transport, Old and New*,
+2009, §6)
+
+.. math:: |W_p(μ, ν) − W_p(μ', ν')| \le W_p(μ, μ') + W_p(ν, ν') \le b_p(μ) + b_p(ν) .
+
+:func:`distance` returns the value with that certified bound and the method
+(:class:`Distance`); :func:`wasserstein`, :func:`w1` and :func:`w2` return the
+value alone. The bound is on the error of the method with respect to W_p
+between the measures as they enter (a sphere density's grid measure, whose own
+distance to the density is :func:`discretisation`'s business; a circle
+density's quantised interpolant, within π/M of the interpolant: that π/M is
+part of the bound). ``method="exact"`` refuses (:class:`ExactOTTooLarge`)
+instead of coarsening. :func:`sliced_wasserstein_sphere` is a spherical
+sliced estimate for large sets — an estimate, not the distance and not a bound.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from math import isqrt
 
 import numba as nb
 import numpy as np
@@ -56,8 +80,14 @@ from meanfield import domains
 from meanfield.density import Density
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
 from meanfield.domains.circle import fourier
+from meanfield.lagrangian import LagrangianMeasure
+
+from .coarsening import coarsen
 
 __all__ = [
+    "distance",
+    "Distance",
+    "METHODS",
     "wasserstein",
     "w1",
     "w2",
@@ -68,17 +98,64 @@ __all__ = [
     "Prepared",
     "discretisation",
     "ExactOTTooLarge",
+    "EXACT_OT_MAX",
+    "OT_BYTES_PER_ENTRY",
 ]
 
 TWO_PI = 2.0 * np.pi
 #: default number of cells a circle density is quantised into
 CIRCLE_CELLS = 1 << 20
-#: largest n·m for which exact OT (a dense cost matrix) is attempted
+#: default largest n·m for which exact OT (a dense cost matrix) is attempted (``max_entries``); beyond it the
+#: measures are coarsened. About 2.3 GB and 15 s at this size (network simplex, 2 cores).
 EXACT_OT_MAX = 5 * 10**7
+#: peak bytes per cost entry of exact OT (the cost matrix, its power and the network simplex's arcs), measured:
+#: 2.2 GiB for a 25 000 × 2000 problem, 1.9 GB for 20 000 × 2000 (with the interpreter's ~0.2 GB)
+OT_BYTES_PER_ENTRY = 48
+#: what ``method`` may ask: "auto" exact where it fits and coarsened OT beyond; "exact" never approximates
+METHODS = ("auto", "exact")
 
 
 class ExactOTTooLarge(ValueError):
-    """Exact OT would need a cost matrix of more than :data:`EXACT_OT_MAX` entries (refused, not attempted)."""
+    """``method="exact"`` and exact OT would need a cost matrix of more than ``max_entries`` entries (refused, not
+    attempted; the default method coarsens instead)."""
+
+
+@dataclass(frozen=True)
+class Distance:
+    r"""W_p between two measures as computed, with a certified bound on its error.
+
+    Attributes
+    ----------
+    value : float or ndarray
+        The computed W_p (not W_p^p); an array of the batch shape for batched point sets.
+    bound : float or ndarray
+        Certified: |value − W_p(a, b)| <= bound (up to round-off), W_p between the measures as they enter (module
+        docstring). 0 for exact methods; the coarsening bounds b_p(a) + b_p(b) for "coarsened-ot"; π/M for each
+        circle density quantised into M cells.
+    method : str
+        "circle" (CDF formulas), "quantiles" (R¹), "exact-ot" (network simplex on the measures themselves) or
+        "coarsened-ot" (network simplex between coarsened measures, :mod:`validation.coarsening`).
+    p : float
+        The order of W_p.
+    atoms : tuple of int
+        The atoms of ``a`` and of ``b`` the distance was computed between (for a batch, the largest over it).
+    """
+
+    value: float | np.ndarray
+    bound: float | np.ndarray
+    method: str
+    p: float
+    atoms: tuple
+
+    @property
+    def lower(self):
+        """max(value − bound, 0) <= W_p."""
+        return np.maximum(self.value - self.bound, 0.0)
+
+    @property
+    def upper(self):
+        """value + bound >= W_p."""
+        return self.value + self.bound
 
 
 # ---------------------------------------------------------------------- measures
@@ -90,7 +167,9 @@ class Prepared:
     ``weights`` (n,) sum to 1; ``domain`` is where it lives; ``resolution``
     bounds W_p between this measure and the density it stands for where that
     is known (π/M for a circle density quantised into M cells), else None (a
-    grid measure: see :func:`discretisation`). Preparing a density once
+    grid measure: see :func:`discretisation`). ``coarsening`` bounds W_q,
+    q <= ``coarsening_p``, between this measure and the one it was coarsened
+    from (0: not coarsened). Preparing a density once
     (:func:`prepare`) and passing the result saves its quantisation when it is
     compared with many point sets.
     """
@@ -99,11 +178,13 @@ class Prepared:
     weights: np.ndarray
     domain: domains.Domain
     resolution: float | None = None
+    coarsening: float = 0.0
+    coarsening_p: float = np.inf
 
 
 def _carried(obj):
     """The domain a measure carries, or None for bare arrays and (points, weights) tuples."""
-    if isinstance(obj, (Density, Measure, Prepared)):
+    if isinstance(obj, (Density, Measure, Prepared, LagrangianMeasure)):
         return obj.domain
     return None
 
@@ -126,11 +207,11 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
 
     Parameters
     ----------
-    measure : Density, Measure, Prepared, array (n, d), or (points, weights)
+    measure : Density, LagrangianMeasure, Measure, Prepared, array (n, d), or (points, weights)
         A density on the circle enters through the exact CDF of its
         trigonometric interpolant, its mass on each of ``cells`` equal cells
         at the cell's midpoint (module docstring); other densities as their
-        grid measure. Bare points are read by :func:`meanfield.domains.infer`
+        grid measure; a Lagrangian frame as its points with their weights. Bare points are read by :func:`meanfield.domains.infer`
         unless ``domain`` is given.
     domain : Domain or str, optional
     cells : int, optional
@@ -145,6 +226,8 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         raise ValueError(f"`{name}` is {where} on the {carried.name} but the other measure lives on {dom.name}.")
     if isinstance(measure, Prepared):
         return measure
+    if isinstance(measure, LagrangianMeasure):
+        measure = measure.as_measure()
     if isinstance(measure, Density) and _on_angles(measure.domain):
         theta, w = _quantise_circle_density(measure, cells)
         return Prepared(theta, w, measure.domain,
@@ -206,12 +289,14 @@ def discretisation(density: Density, p: float = 1, cells: int | None = None) -> 
 
     On the circle the bound π/cells of its quantisation; elsewhere the grid
     measure, estimated by refinement as half of W_p between the grid measures
-    at half and at full resolution (first-order convergence assumed).
+    at half and at full resolution (first-order convergence assumed), that W_p
+    taken at the upper end of its certified interval where it is coarsened.
     """
     prepared = prepare(density, cells=cells)
     if prepared.resolution is not None:
         return prepared.resolution
-    return 0.5 * wasserstein(density.grid.coarsened(density.values), density.as_measure(), p)
+    d = distance(density.grid.coarsened(density.values), density.as_measure(), p)
+    return 0.5 * (d.value + d.bound)
 
 
 # ---------------------------------------------------------------------- circle
@@ -398,18 +483,46 @@ def _kinks(ca, cb, lo, hi):
 
 
 # ---------------------------------------------------------------------- sphere and R^d
-def _exact_ot(xa, wa, xb, wb, cost, p):
+def _exact_ot(xa, wa, xb, wb, cost, p, max_entries):
     import ot
 
-    if xa.shape[0] * xb.shape[0] > EXACT_OT_MAX:
+    if xa.shape[0] * xb.shape[0] > max_entries:
         raise ExactOTTooLarge(
             f"exact OT between {xa.shape[0]} and {xb.shape[0]} points needs a {xa.shape[0]}×{xb.shape[0]} cost "
-            f"matrix (limit {EXACT_OT_MAX:.0e} entries); use fewer points or "
-            "`sliced_wasserstein_sphere` (an estimate, not the distance)."
+            f"matrix (limit `max_entries` = {max_entries:.0e} entries); use method=\"auto\" (coarsened OT with a "
+            "certified bound), fewer points, or a larger `max_entries`."
         )
     C = cost(xa, xb) ** p
-    value = ot.emd2(wa, wb, C, numItermax=10**8)
+    value, log = ot.emd2(wa, wb, C, numItermax=10**8, log=True)
+    if log["result_code"] != 1:  # not optimal: the cost of a feasible plan, an upper bound only
+        raise RuntimeError(f"the network simplex stopped before optimality ({log['warning']}): W_p between "
+                           f"{xa.shape[0]} and {xb.shape[0]} points is not certified; lower `max_entries`.")
     return float(max(value, 0.0) ** (1.0 / p))
+
+
+def _plan(n: int, m: int, max_entries: int) -> tuple[int, int]:
+    """The atoms (k_a, k_b) to coarsen measures of n and m atoms to so that k_a·k_b <= ``max_entries``.
+
+    The smaller measure is kept whole where it can be (min(n, m)² <= max_entries) and the larger gets
+    max_entries // min(n, m) atoms; otherwise both get ⌊√max_entries⌋. Coarsening the larger one alone is
+    what the mean-field comparisons need (a fine grid or a Lagrangian frame against N <= 10^4 particles)."""
+    if n * m <= max_entries:
+        return n, m
+    small = min(n, m)
+    if small * small <= max_entries:
+        big = max_entries // small
+        return (big, m) if n >= m else (n, big)
+    k = max(isqrt(max_entries), 1)
+    return min(n, k), min(m, k)
+
+
+def _coarsened(x: Prepared, atoms: int, p: float) -> Prepared:
+    """``x`` coarsened to at most ``atoms`` atoms (:func:`validation.coarsening.coarsen`), its bound recorded."""
+    c = coarsen(x.coords, x.weights, atoms, x.domain, p)
+    if c.bound == 0.0 and c.weights.size == x.weights.size:
+        return x
+    return replace(x, coords=c.points, weights=c.weights, coarsening=x.coarsening + c.bound,
+                   coarsening_p=min(x.coarsening_p, p) if c.bound > 0 else x.coarsening_p)
 
 
 def _quantile_1d(xa, wa, xb, wb, p):
@@ -425,12 +538,15 @@ def _quantile_1d(xa, wa, xb, wb, p):
 
 
 # ---------------------------------------------------------------------- public API
-def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None) -> float:
-    r"""W_p(a, b) between two probability measures on the same domain.
+def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None,
+             max_entries: int | None = None, method: str = "auto") -> Distance:
+    r"""W_p(a, b) between two probability measures on the same domain, with a certified bound and the method.
+
+    .. math:: W_p(a, b) = \Big(\inf_{π ∈ Π(a, b)} \int d(x, y)^p \, dπ(x, y)\Big)^{1/p}
 
     Parameters
     ----------
-    a, b : Density, Measure, Prepared, array (n, d), or (points, weights)
+    a, b : Density, LagrangianMeasure, Measure, Prepared, array (n, d), or (points, weights)
         A density or measure carries its domain, and a bare point set is
         compared on it; two bare point sets are read by
         :func:`meanfield.domains.infer` (unit rows in R² on the circle, in
@@ -441,37 +557,76 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
     cells : int, optional
         Cells a circle density is quantised into (default 2^20; error
         <= π/cells, see the module docstring).
+    max_entries : int >= 1, optional
+        The largest cost matrix (n·m entries) exact OT may build on S^{d-1} and in R^d, d >= 2 (default
+        :data:`EXACT_OT_MAX` as it is at the call, about 2.3 GB and 15 s); beyond it the measures are coarsened to fit
+        (:func:`_plan`, :mod:`validation.coarsening`). The circle and R¹ are exact at any size.
+    method : {"auto", "exact"}
+        "auto": exact where it fits, else coarsened OT with its bound; "exact": :class:`ExactOTTooLarge` rather
+        than an approximation.
 
     Returns
     -------
-    float or ndarray
-        W_p (not W_p^p). Batched point sets — bare arrays of shape (..., n, d),
-        e.g. the (R, n, d) realisations of a particle system — give an array of
-        the broadcast batch shape, one distance per set (a density or measure on
-        the other side is prepared once).
+    Distance
+        ``value`` (W_p, not W_p^p), ``bound`` (|value − W_p| <= bound), ``method``, ``p``, ``atoms``. Batched
+        point sets — bare arrays of shape (..., n, d), e.g. the (R, n, d) realisations of a particle system — give
+        ``value`` and ``bound`` arrays of the broadcast batch shape, one per set (a density or measure on the
+        other side is prepared, and coarsened, once).
+
+    Raises
+    ------
+    ValueError
+        Bad ``p``, ``cells``, ``max_entries`` or ``method``; measures on different domains or in different
+        dimensions; weights that are negative or do not sum to 1.
+    ExactOTTooLarge
+        ``method="exact"`` and n·m > ``max_entries``.
+    RuntimeError
+        The network simplex stopped before optimality (its value would not be certified).
     """
     p = float(p)
     if not (np.isfinite(p) and p >= 1):
         raise ValueError(f"`p` must be a finite number >= 1, got {p!r}.")
     if cells is not None and (int(cells) != cells or cells < 16):
         raise ValueError(f"`cells` must be an integer >= 16, got {cells!r}.")
+    max_entries = EXACT_OT_MAX if max_entries is None else max_entries
+    if isinstance(max_entries, bool) or not isinstance(max_entries, (int, np.integer)) or max_entries < 1:
+        raise ValueError(f"`max_entries` must be an integer >= 1, got {max_entries!r}.")
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     batch_a, batch_b = _batch_shape(a), _batch_shape(b)
     if batch_a or batch_b:
-        return _batched(a, b, batch_a, batch_b, p, domain, cells)
+        return _batched(a, b, batch_a, batch_b, p, domain, cells, int(max_entries), method)
     pa, pb = _pair(a, b, domain, cells)
-    return _distance(pa, pb, p)
+    return _measure_distance(pa, pb, p, int(max_entries), method)
+
+
+def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None,
+                max_entries: int | None = None, method: str = "auto") -> float:
+    r"""W_p(a, b) between two probability measures on the same domain: :func:`distance`'s value.
+
+    Exact where exact OT fits in ``max_entries`` (the circle and R¹ always), else coarsened OT within the bound
+    :func:`distance` returns with it (module docstring). Parameters as :func:`distance`.
+
+    Returns
+    -------
+    float or ndarray
+        W_p (not W_p^p). Batched point sets — bare arrays of shape (..., n, d), e.g. the (R, n, d) realisations of
+        a particle system — give an array of the broadcast batch shape, one distance per set (a density or measure
+        on the other side is prepared once).
+    """
+    return distance(a, b, p, domain=domain, cells=cells, max_entries=max_entries, method=method).value
 
 
 def _batch_shape(x) -> tuple:
     """The batch shape of a bare array of point sets (..., n, d) with ndim >= 3; () for anything else."""
-    if isinstance(x, (Density, Measure, Prepared, tuple)):
+    if isinstance(x, (Density, Measure, Prepared, LagrangianMeasure, tuple)):
         return ()
     arr = np.asarray(x) if isinstance(x, (list, np.ndarray)) else None
     return tuple(arr.shape[:-2]) if arr is not None and arr.ndim >= 3 else ()
 
 
-def _batched(a, b, batch_a, batch_b, p, domain, cells) -> np.ndarray:
-    """W_p for every set of the broadcast batch; an unbatched side is prepared once."""
+def _batched(a, b, batch_a, batch_b, p, domain, cells, max_entries, method) -> Distance:
+    """W_p for every set of the broadcast batch; an unbatched side is prepared (and coarsened) once."""
     try:
         shape = np.broadcast_shapes(batch_a, batch_b)
     except ValueError:
@@ -482,14 +637,22 @@ def _batched(a, b, batch_a, batch_b, p, domain, cells) -> np.ndarray:
         if dom is None:
             dom = prepare(sets.reshape((-1,) + sets.shape[-2:])[0], None, cells).domain
         fixed = prepare(one, dom, cells, "a" if not batch_a else "b")
+        m = sets.shape[-2]
+        if _by_ot(fixed) and fixed.weights.size * m > max_entries and method == "auto":
+            fixed = _coarsened(fixed, _plan(fixed.weights.size, m, max_entries)[0], p)
         a, b = (fixed, b) if not batch_a else (a, fixed)
     # views of the broadcast batch (no copies); an unbatched side stays one object
     A = np.broadcast_to(np.asarray(a, dtype=float), shape + np.shape(a)[-2:]) if batch_a else None
     B = np.broadcast_to(np.asarray(b, dtype=float), shape + np.shape(b)[-2:]) if batch_b else None
-    out = np.empty(shape)
+    value, bound = np.empty(shape), np.empty(shape)
+    methods, atoms = set(), (0, 0)
     for idx in np.ndindex(*shape):
-        out[idx] = wasserstein(a if A is None else A[idx], b if B is None else B[idx], p, domain=domain, cells=cells)
-    return out
+        pa, pb = _pair(a if A is None else A[idx], b if B is None else B[idx], domain, cells)
+        d = _measure_distance(pa, pb, p, max_entries, method)
+        value[idx], bound[idx] = d.value, d.bound
+        methods.add(d.method)
+        atoms = (max(atoms[0], d.atoms[0]), max(atoms[1], d.atoms[1]))
+    return Distance(value, bound, "coarsened-ot" if "coarsened-ot" in methods else methods.pop(), p, atoms)
 
 
 def _circle(a: Prepared, b: Prepared, p: float) -> float:
@@ -505,17 +668,41 @@ def _on_angles(domain) -> bool:
     return domain.periodic and domain.intrinsic_dimension(domain.check_dimension(None, False)) == 1
 
 
-def _distance(a: Prepared, b: Prepared, p: float) -> float:
+def _by_ot(x: Prepared) -> bool:
+    """Whether W_p on ``x``'s domain is optimal transport with a cost matrix (not the circle's or R¹'s formulas)."""
+    dom = x.domain
+    return not _on_angles(dom) and not (dom.intrinsic_dimension(x.coords.shape[1]) == 1 and not dom.unit_vectors)
+
+
+def _distance(a: Prepared, b: Prepared, p: float, max_entries: int) -> float:
     """The exact W_p on the measures' domain, by what the domain is: a periodic domain of dimension 1 by the
     circle's formulas; intrinsic dimension 1 (the line: points that are not unit vectors, which would close
     into a curve) by quantiles; otherwise exact OT with the domain's geodesic distance as cost (arccos⟨x, y⟩ on
-    S^{d-1}, |x − y| in R^d)."""
+    S^{d-1}, |x − y| in R^d), :class:`ExactOTTooLarge` beyond ``max_entries``."""
     dom = a.domain
     if _on_angles(dom):
         return _circle(a, b, p)
-    if dom.intrinsic_dimension(a.coords.shape[1]) == 1 and not dom.unit_vectors:
+    if not _by_ot(a):
         return _quantile_1d(a.coords, a.weights, b.coords, b.weights, p)
-    return _exact_ot(a.coords, a.weights, b.coords, b.weights, dom.distance, p)
+    return _exact_ot(a.coords, a.weights, b.coords, b.weights, dom.distance, p, max_entries)
+
+
+def _measure_distance(a: Prepared, b: Prepared, p: float, max_entries: int, method: str) -> Distance:
+    """:func:`_distance` where it fits, else between the measures coarsened by :func:`_plan`; with the bound
+    Σ (resolution + coarsening) of both sides."""
+    for name, x in (("a", a), ("b", b)):
+        if x.coarsening > 0 and p > x.coarsening_p:
+            raise ValueError(f"`{name}` was coarsened with a bound on W_q for q <= {x.coarsening_p:g}, not W_{p:g}.")
+    n, m = a.weights.size, b.weights.size
+    if _by_ot(a) and n * m > max_entries and method == "auto":
+        ka, kb = _plan(np.count_nonzero(a.weights), np.count_nonzero(b.weights), max_entries)
+        a, b = _coarsened(a, ka, p), _coarsened(b, kb, p)
+    bound = sum((x.resolution or 0.0) + x.coarsening for x in (a, b))
+    kind = "circle" if _on_angles(a.domain) else "exact-ot" if _by_ot(a) else "quantiles"
+    if kind == "exact-ot" and (a.coarsening > 0 or b.coarsening > 0):  # atoms of weight 0 dropped: still exact
+        kind = "coarsened-ot"
+    value = _distance(a, b, p, max_entries)
+    return Distance(value, bound, kind, p, (a.weights.size, b.weights.size))
 
 
 def w1(a, b, **kwargs) -> float:

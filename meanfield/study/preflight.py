@@ -3,12 +3,11 @@
 :func:`estimate` sizes a checked study from its tables alone (no solving): the
 results file (density frames on the largest grid refinement may reach, the
 particle trajectories, the distances) and the largest single array of the run
-(the trajectories of one N, a cost matrix of exact optimal transport; the
-pairwise field sums are cut into row chunks and stay small). :func:`check` refuses, with one
-line naming the estimate and the way out, a study whose exact OT exceeds the
-limit of :func:`validation.wasserstein` (it would fail after the work), whose
-largest array does not fit in the memory available, or whose results do not
-fit on the disk of the output directory.
+(the trajectories of one N, the optimal transport of the distances: exact up to
+:data:`validation.wasserstein.EXACT_OT_MAX` cost entries, coarsened to that size beyond, with a certified
+bound; the pairwise field sums are cut into row chunks and stay small). :func:`check` refuses, with one
+line naming the estimate and the way out, a study whose largest array does not fit in the memory
+available, or whose results do not fit on the disk of the output directory.
 
 The estimates are upper bounds where the run can only shrink them (the grid
 is sized at its refinement cap, files uncompressed).
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.wasserstein import EXACT_OT_MAX
+from validation.wasserstein import EXACT_OT_MAX, OT_BYTES_PER_ENTRY
 
 from .. import domains
 from ..io import check_output
@@ -125,7 +124,8 @@ def estimate(cfg: dict, grid=None) -> Estimate:
                                 if nodes == nodes0 else
                                 f"W_p between the density on {nodes0} to {nodes} grid nodes (as the grid is refined) "
                                 f"and N = {n} particles")
-                est.array(min(est.ot_first, EXACT_OT_MAX) * _FLOAT * 2, f"the exact-OT cost matrix ({est.ot_where})")
+                # beyond EXACT_OT_MAX entries the measures are coarsened to it: the transport never grows past
+                est.array(min(est.ot_entries, EXACT_OT_MAX) * OT_BYTES_PER_ENTRY, f"the optimal transport ({est.ot_where})")
     return est
 
 
@@ -161,9 +161,8 @@ def check(cfg: dict, path=None) -> Estimate:
     Raises
     ------
     StudyError
-        One line: the initial density is not resolved on its grid, the exact OT exceeds the limit of
-        :func:`validation.wasserstein` at the initial grid, the largest array exceeds the memory available,
-        or the results exceed the free disk space of the directory of ``path``.
+        One line: the initial density is not resolved on its grid, the largest array exceeds the memory
+        available, or the results exceed the free disk space of the directory of ``path``.
     """
     grid = build.build_grid(cfg)
     est = estimate(cfg, grid)
@@ -173,16 +172,9 @@ def check(cfg: dict, path=None) -> Estimate:
         if reason is not None:
             raise StudyError(f"[grid]/[initial]: the initial density is not resolved: {reason}; use a finer grid"
                              + (" or loosen [time] tail_tol" if "tail" in reason else ""))
-    if est.ot_first > EXACT_OT_MAX:
-        raise StudyError(
-            f"[distances] p: {est.ot_where} needs an exact-OT cost matrix of {est.ot_first:.3g} entries "
-            f"({human(est.ot_first * _FLOAT)}), over the limit {EXACT_OT_MAX:.0e} of validation.wasserstein; "
-            "lower [particles] n or the grid's resolution, or drop [distances] (validation.sliced_wasserstein_sphere "
-            "estimates large sets)")
-    if est.ot_entries > EXACT_OT_MAX:
-        est.notes.append(f"distances after refinement beyond {EXACT_OT_MAX:.0e} cost entries will be NaN")
-        log.warning("exact OT may outgrow its limit once the grid is refined (%s): those distances will be NaN",
-                    est.ot_where)
+    if est.ot_entries > EXACT_OT_MAX:  # computed, not refused: coarsened to fit, each with its certified bound
+        est.notes.append(f"distances beyond {EXACT_OT_MAX:.0e} cost entries (up to {est.ot_entries:.3g}) by coarsened "
+                         "OT, each with its certified bound in `wasserstein_bound`")
     free = available_memory()
     if est.largest > free:
         raise StudyError(f"the study needs {human(est.largest)} for {est.largest_what}, more than the "
