@@ -55,7 +55,8 @@ def _check_gaussian(mean, cov):
 
 
 def affine_field(model, mean, cov):
-    """(M, c) with Γ(x) = M x + c for the Gaussian N(mean, cov) (module docstring)."""
+    """(M, c) with Γ(x) = M x + c for the Gaussian N(mean, cov) (module docstring); a time-dependent model is
+    evaluated first (``model.at(t)``)."""
     d = mean.size
     heads = model.heads if isinstance(model, MultiHeadAttention) else (model,)
     M = np.zeros((d, d))
@@ -128,10 +129,10 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
 
     n = d + d * d
 
-    def rhs(_, y):
+    def rhs(t, y, layer_time=None):
         m, S = y[:d], y[d:n].reshape(d, d)
         S = 0.5 * (S + S.T)
-        M, c = affine_field(model, m, S)
+        M, c = affine_field(model.at(t, layer_time), m, S)
         dS = M @ S + S @ M.T
         if noise:
             dS = dS + 2.0 * noise * np.eye(d)
@@ -145,8 +146,7 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
 
     escape.terminal = True
     y0 = [mean0, cov0.ravel()] + ([np.eye(d).ravel()] if flow else [])
-    sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), np.concatenate(y0), method="DOP853",
-                    t_eval=t_eval, rtol=rtol, atol=atol, events=escape)
+    sol = _piecewise(rhs, t_eval, np.concatenate(y0), model.breakpoints(t_eval[0], t_eval[-1]), rtol, atol, escape)
     blow = float(sol.t_events[0][0]) if sol.t_events[0].size else None
     if sol.status == -1:
         last = np.linalg.norm(sol.y[d:n, -1].reshape(d, d), 2) if sol.y.size else 0.0
@@ -158,6 +158,29 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
     cov = sol.y[d:n].T.reshape(-1, d, d)
     return GaussianSolution(t=sol.t, mean=sol.y[:d].T, cov=0.5 * (cov + np.swapaxes(cov, 1, 2)), blowup_time=blow,
                             flow=sol.y[n:].T.reshape(-1, d, d) if flow else None)
+
+
+def _piecewise(rhs, t_eval, y0, breaks, rtol, atol, escape):
+    """solve_ivp (DOP853) over t_eval, restarted at every breakpoint (a schedule's layer boundary, where the rate
+    jumps), ``rhs(t, y, layer_time)`` told the piece's start (its last stages, at the boundary, stay in its layer):
+    one result with ``t``, ``y``, ``t_events``, ``status``, ``message`` as solve_ivp's."""
+    from types import SimpleNamespace
+
+    edges = np.concatenate([[t_eval[0]], np.asarray(breaks, dtype=float), [t_eval[-1]]])
+    ts, ys, y = [], [], y0
+    sol = None
+    for k, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
+        inside = t_eval[(t_eval >= a) & (t_eval <= b)] if k == 0 else t_eval[(t_eval > a) & (t_eval <= b)]
+        sol = solve_ivp(lambda t, z, a=a: rhs(t, z, a), (a, b), y, method="DOP853", t_eval=np.concatenate([inside, [b]]) if inside.size == 0
+                        or inside[-1] != b else inside, rtol=rtol, atol=atol, events=escape)
+        keep = np.isin(sol.t, inside)
+        ts.append(sol.t[keep])
+        ys.append(sol.y[:, keep])
+        if sol.status != 0 or sol.t_events[0].size:
+            break
+        y = sol.y[:, -1]
+    return SimpleNamespace(t=np.concatenate(ts), y=np.concatenate(ys, axis=1), t_events=sol.t_events,
+                           status=sol.status, message=sol.message)
 
 
 def gauss_hermite(mean, cov, points_per_dim: int = 12):

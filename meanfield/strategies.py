@@ -84,10 +84,10 @@ def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, 
     """Particles: spectral sums where they pay off (``PointSums.pays_off``), the fused RK4 of small batches, the
     compiled pairwise sums, the model's own sums; applicable strategies that do not pay off come last."""
     spectral = _spectral_refusal(model, domain, d)
-    single = isinstance(model, SelfAttention) and domain.unit_vectors
+    single = isinstance(model, SelfAttention) and domain.unit_vectors and not model.time_dependent
     fused = None if method == "rk4" and single and not weighted and not noisy else (
-        "the fused path runs RK4 for a single SelfAttention head on a sphere with equal weights and no noise; got "
-        f"method {method!r}, {model!r}, weights {'given' if weighted else 'equal'}")
+        "the fused path runs RK4 for a single SelfAttention head with constant weights on a sphere, equal weights and "
+        f"no noise; got method {method!r}, {model!r}, weights {'given' if weighted else 'equal'}")
     pays = spectral is None and domain.point_sums(d).pays_off(n, model.zonal.beta)
     small = fused is None and batched and n <= FUSED_UP_TO
     order = (["spectral"] if pays else []) + (["fused"] if small else []) + ["pairwise", "quadrature", "spectral",

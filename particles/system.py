@@ -41,9 +41,11 @@ from meanfield.density import Density
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
 from meanfield.domains.sphere.geometry import check_on_sphere
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
-                                 Stepper, equal_steps, rk4)
+                                 Stepper, equal_steps)
+from meanfield.integrate.steppers import rk4
 from meanfield.kernels.pairwise import UNROLL_MAX
 from meanfield.models import heads, rate_scale
+from meanfield.models.schedule import piecewise_constant
 
 from .fused import rk4_small_systems
 from .sampling import sample
@@ -105,11 +107,21 @@ class ParticleProblem(Problem):
     """ẏ = X[μ^n](y) for the particles, retracted onto their domain after each step (unless ``retract=False``:
     a compiled stepper that retracts by itself)."""
 
-    def __init__(self, velocity, domain, retract: bool = True):
-        self.velocity, self.domain, self._retract = velocity, domain, retract
+    def __init__(self, velocity, domain, retract: bool = True, model=None):
+        self.velocity, self.domain, self._retract, self.model = velocity, domain, retract, model
+        self.time_dependent = bool(getattr(model, "time_dependent", False))
+        self._layer_time = None
 
-    def rate(self, y):
-        return self.velocity(y)
+    def rate(self, y, t=None):
+        return self.velocity(y, t, self._layer_time) if self.time_dependent else self.velocity(y)
+
+    def at_time(self, t, layer_time=None):
+        """A stretch of steps starts at t: its stages take the layer of t (a step ending at a layer boundary stays
+        in its own layer)."""
+        self._layer_time = t
+
+    def breakpoints(self, t0, t1):
+        return self.model.breakpoints(t0, t1) if self.time_dependent else ()
 
     def retract(self, y):
         return self.domain.retract(y) if self._retract else y
@@ -127,17 +139,18 @@ class SplittingStepper(Stepper):
         self.count, self._h = equal_steps(self.t_bound - self.t, h) if self.t < self.t_bound else (0, h)
         self.noise, self.domain, self.rng, self._taken = noise, domain, rng, 0
 
-    def _drift(self, y, h):
-        return self.domain.retract(rk4(self._f, y, h))
+    def _drift(self, y, start, h):
+        """One retracted RK4 step of the drift from time ``start``."""
+        return self.domain.retract(rk4(lambda v, tau: self._f(v, start + tau), y, h, timed=True))
 
     def _step_impl(self):
-        h, y = self._h, self.y
+        h, y, t = self._h, self.y, self.t
         if self._taken == 0:
-            y = self._drift(y, 0.5 * h)
+            y = self._drift(y, t, 0.5 * h)
         y = self.domain.brownian_step(y, self.noise * h, self.rng)
         self._taken += 1
         last = self._taken == self.count
-        return (self.t_bound if last else self.t + h), self._drift(y, 0.5 * h if last else h), h, None
+        return (self.t_bound if last else t + h), self._drift(y, t + 0.5 * h, 0.5 * h if last else h), h, None
 
 
 class FusedStepper(Stepper):
@@ -242,6 +255,10 @@ def simulate(
     n, d = x.shape[-2], x.shape[-1]
     if model.dim is not None and model.dim != d:
         raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
+    first = model.at(t_eval[0])  # a callable's first value (its later ones must keep its size: Head.at)
+    if first.dim is not None and first.dim != d:
+        raise ValueError(f"the model's time-dependent matrices are {first.dim}×{first.dim} at t = {t_eval[0]:g} but "
+                         f"the particles live in R^{d}.")
     domain = _domain(model, d)
     if dt is not None:
         if method != "rk4":
@@ -268,7 +285,11 @@ def simulate(
             raise ValueError("`weights` must be finite and non-negative.")
     state = {"bound": 0.0}
 
-    def velocity(y):
+    dynamics = model
+
+    def velocity(y, t=None, layer_time=None):
+        # a time-dependent model's of the stage's time, in the layer of the step's start
+        model = dynamics.at(t, layer_time) if t is not None else dynamics
         if domain is EUCLIDEAN:
             return kernels.euclidean_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
         y = domain.retract(y)  # F(y) = X(y/|y|): the 0-homogeneous extension
@@ -287,13 +308,13 @@ def simulate(
 
     h = None
     if method == "rk4":
-        h = dt if dt is not None else (0.01 if domain is EUCLIDEAN else 0.05 / max(rate_scale(model), 1e-300))
+        h = dt if dt is not None else (0.01 if domain is EUCLIDEAN else 0.05 / max(_speed_scale(model, t_eval), 1e-300))
         if not h > 0:
             raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
     outputs = OutputTracker()
     trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=progress),
                 InterruptTracker()]
-    problem = ParticleProblem(velocity, domain, retract=path != "fused")
+    problem = ParticleProblem(velocity, domain, retract=path != "fused", model=model)
     stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if path == "fused" else None
     if noise:
         stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, domain, rng)  # noqa: E731
@@ -312,6 +333,17 @@ def simulate(
         weights=w,
         noise=noise,
     )
+
+
+def _speed_scale(model, t_eval) -> float:
+    """rate_scale of the model, the largest over a schedule's layers in [t_eval[0], t_eval[-1]]; ValueError for a
+    callable weight (no bound on its speeds: the step must be given)."""
+    if not model.time_dependent:
+        return rate_scale(model)
+    if not piecewise_constant(model):
+        raise ValueError(f"`dt`: {model!r} has a weight given by a callable, with no bound on its speeds: give the step.")
+    starts = np.concatenate([[t_eval[0]], model.breakpoints(t_eval[0], t_eval[-1])])
+    return max(rate_scale(model.at(t)) for t in starts)
 
 
 def _initial_points(x0, rng, euclidean):

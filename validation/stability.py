@@ -55,9 +55,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import integrate
 
 from meanfield import Density, solve
 from meanfield.models import EUCLIDEAN_MODELS, head_constants, heads, lipschitz_constants
+from meanfield.models.schedule import piecewise_constant
 from meanfield.solve import Solution
 
 from .wasserstein import wasserstein
@@ -251,6 +253,10 @@ def stability(model, mu, nu, t_eval=None, **solve_kwargs) -> Stability:
     ValueError
         Different domains, grids or times; W_1(μ_0, ν_0) = 0 (no ratio).
     """
+    if any(h.time_dependent for h in heads(model)):
+        raise NotImplementedError(
+            "stability() takes constant weights: its Grönwall integrals sample the constants at the output times, "
+            "which misses the jumps of a schedule of layers. support_radius_bound handles time-dependent V.")
     sm, sn = _solutions(model, mu, nu, t_eval, dict(solve_kwargs))
     t = np.asarray(sm.t, dtype=float)
     domain = sm.densities[0].domain
@@ -302,18 +308,54 @@ def support_radius(x) -> np.ndarray:
     return np.max(np.linalg.norm(np.asarray(x, dtype=float), axis=-1), axis=-1)
 
 
-def support_radius_bound(model, t, radius0: float) -> np.ndarray:
-    r"""R(t) <= exp(∫_0^t ‖V‖ ds) R_0 = e^{‖V‖ t} R_0 for constant V (CACP; MATH.md §4).
+def support_radius_bound(model, t, radius0: float, t0: float = 0.0) -> np.ndarray:
+    r"""R(t) <= exp(∫_{t0}^t ‖V(s)‖ ds) R_0, = e^{‖V‖ (t − t0)} R_0 for constant V (CACP; MATH.md §4, §8).
 
     Softmax, L2, Sinkhorn and masked attention move x by V times a convex
     combination of the tokens, and sigmoid attention by V times a
     combination with coefficients in [0, 1] summing to at most 1, so
-    |ẋ| <= ‖V‖ R(t) and Grönwall gives the bound. Multi-head: the sum of the
-    heads' ‖V‖.
+    |ẋ| <= ‖V(t)‖ R(t) and Grönwall gives the bound. Multi-head: the sum of the
+    heads' ‖V‖. Time-dependent values V(t) (:mod:`meanfield.models.schedule`)
+    enter through the integral: exact for schedules of layers (a sum over the
+    layers), by adaptive quadrature split at the layer boundaries for callables.
+
+    Parameters
+    ----------
+    model : an R^d attention model (or a multi-head sum of them)
+    t : array_like
+        Times >= ``t0``.
+    radius0 : float
+        The support radius at ``t0``.
+    t0 : float
+        The initial time (default 0; it matters only for time-dependent V).
     """
-    total = 0.0
-    for h in heads(model):
+    hs = heads(model)
+    for h in hs:
         if not isinstance(h, EUCLIDEAN_MODELS):
             raise TypeError(f"the support-radius bound is for R^d models, got {type(h).__name__}.")
-        total += 1.0 if h.V is None else float(np.linalg.norm(h.V, 2))
-    return np.exp(total * np.asarray(t, dtype=float)) * float(radius0)
+    t = np.asarray(t, dtype=float)
+    if np.any(t < t0):
+        raise ValueError(f"`t` must be >= t0 = {t0:g}, got min(t) = {t.min():g}.")
+
+    def speed(s: float) -> float:  # Σ_h ‖V_h(s)‖
+        return sum(1.0 if g.V is None else float(np.linalg.norm(g.V, 2)) for g in (h.at(s) for h in hs))
+
+    if not any(h.time_dependent for h in hs):
+        return np.exp(speed(t0) * (t - t0)) * float(radius0)
+    flat = t.ravel()
+    order = np.argsort(flat)
+    integral = np.empty(flat.size)
+    acc, left = 0.0, float(t0)
+    layered = piecewise_constant(model)
+    for i in order:
+        right = float(flat[i])
+        cuts = np.concatenate([[left], np.unique(np.concatenate([h.breakpoints(left, right) for h in hs])), [right]])
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            if b <= a:
+                continue
+            if layered:  # constant on each piece: the exact integral
+                acc += speed(0.5 * (a + b)) * (b - a)
+            else:
+                acc += integrate.quad(speed, a, b, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+        integral[i], left = acc, right
+    return np.exp(integral.reshape(t.shape)) * float(radius0)

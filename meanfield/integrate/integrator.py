@@ -55,6 +55,10 @@ class Problem:
         """The times inside (t0, t1) where the rate jumps (none by default)."""
         return ()
 
+    def at_time(self, t: float) -> None:
+        """A stretch of steps starts at t (at the start, after an output time or a breakpoint): a time-dependent
+        problem takes the model of that time (a schedule's layer) before its stages are asked for."""
+
     def retract(self, y):
         """The state after a step, mapped back where it lives (identity by default)."""
         return y
@@ -225,6 +229,7 @@ class Integrator:
 
     def _advance(self, t, y, t_out):
         """From (t, y) to the output time t_out, step by step; returns (t_out, y)."""
+        self.problem.at_time(t)
         stepper = self._stepper(t, y, t_out)
         try:
             while stepper.status == "running":

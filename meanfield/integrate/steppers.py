@@ -90,26 +90,28 @@ def _strang_ssprk3(f, z, h, decay):
     return E * _ssprk3(f, E * z, h)
 
 
-def rk4(f, y, h):
-    """One classical RK4 step of size h for y' = f(y)."""
-    return _rk4(lambda z, tau: f(z), y, h)
+def rk4(f, y, h, timed: bool = False):
+    """One classical RK4 step of size h for y' = f(y) (``timed``: f(y, τ), τ the stage's time from the step's
+    start)."""
+    return _rk4(f if timed else (lambda z, tau: f(z)), y, h)
 
 
-def ssprk3(f, y, h):
-    """One SSP-RK3 step (Shu & Osher 1988): convex combinations of forward Euler steps."""
-    return _ssprk3(lambda z, tau: f(z), y, h)
+def ssprk3(f, y, h, timed: bool = False):
+    """One SSP-RK3 step (Shu & Osher 1988): convex combinations of forward Euler steps (``timed`` as in :func:`rk4`)."""
+    return _ssprk3(f if timed else (lambda z, tau: f(z)), y, h)
 
 
-def lawson_rk4(f, z, h, decay):
+def lawson_rk4(f, z, h, decay, timed: bool = False):
     """One step of Lawson's integrating-factor RK4 for z' = Λz + f(z), Λ = diag(``decay``) <= 0: RK4 on
-    v = e^{−tΛ}z, written with the factors E = e^{hΛ/2} only (no e^{+|λ|h}); fourth order, exact for f = 0."""
-    return _lawson_rk4(lambda y, tau: f(y), z, h, decay)
+    v = e^{−tΛ}z, written with the factors E = e^{hΛ/2} only (no e^{+|λ|h}); fourth order, exact for f = 0
+    (``timed`` as in :func:`rk4`)."""
+    return _lawson_rk4(f if timed else (lambda y, tau: f(y)), z, h, decay)
 
 
-def strang_ssprk3(f, z, h, decay):
+def strang_ssprk3(f, z, h, decay, timed: bool = False):
     """e^{hΛ/2} ∘ SSP-RK3(h) ∘ e^{hΛ/2}: Strang splitting of the exact linear flow and SSP-RK3 (second order;
-    positivity preserving where SSP-RK3 is and e^{tΛ} is, as the heat semigroup)."""
-    return _strang_ssprk3(lambda y, tau: f(y), z, h, decay)
+    positivity preserving where SSP-RK3 is and e^{tΛ} is, as the heat semigroup; ``timed`` as in :func:`rk4`)."""
+    return _strang_ssprk3(f if timed else (lambda y, tau: f(y)), z, h, decay)
 
 
 #: The integrating-factor form of each method for a diagonal linear part (None: there is none), on f(y, τ).

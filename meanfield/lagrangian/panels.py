@@ -51,6 +51,9 @@ def panels_refusal(model, domain) -> str | None:
     """None if adaptive panels advance ``model`` on ``domain``, else why not."""
     if model.noise:
         return NOISE_REFUSAL
+    if model.time_dependent:
+        return ("the panels replay new points through the recorded field of one model; its weights depend on time: "
+                "use fixed nodes (representation='nodes') or the grid")
     if domain.panels is None:
         return f"no adaptive panels are built on the {domain.name}"
     why = zonal_refusal(model)

@@ -105,8 +105,30 @@ class LagrangianProblem(Problem, Tracker):
             raise ValueError(f"`model` has noise = {model.noise:g}: {NOISE_REFUSAL}.")
         self.domain, self.chart, self.start = frame.domain, frame.domain.chart, frame
         self.k = frame.state.shape[1]
-        self.field, self.strategy = field_and_divergence(model, self.domain, frame.dim, frame.weights, strategy)
+        self.dynamics, self.requested = model, strategy
+        self.time_dependent = bool(model.time_dependent)
+        self._now = None
+        self._layer_time = frame.t
+        self._set_model(model.at(frame.t))
         self.frames = []
+
+    def _set_model(self, model):
+        """The field and divergence of ``model`` (a time-dependent one's model of the time) at the points."""
+        if model is not self._now:
+            f = self.start
+            self.field, self.strategy = field_and_divergence(model, self.domain, f.dim, f.weights, self.requested)
+            self._now = model
+
+    def at_time(self, t, layer_time=None):
+        """The model of time t; called with t alone at the start of a stretch of steps, whose layer it fixes (a step
+        ending at a layer boundary evaluates its last stages in its own layer)."""
+        if self.time_dependent:
+            if layer_time is None:
+                self._layer_time = layer_time = t
+            self._set_model(self.dynamics.at(t, layer_time))
+
+    def breakpoints(self, t0, t1):
+        return self.dynamics.breakpoints(t0, t1) if self.time_dependent else ()
 
     def pack(self, frame: LagrangianMeasure) -> np.ndarray:
         return np.concatenate([frame.state, np.zeros((len(frame), 1))], axis=1)
@@ -117,7 +139,9 @@ class LagrangianProblem(Problem, Tracker):
         return LagrangianMeasure(y[:, : self.k], f.weights, f.log_density - y[:, self.k], f.domain, f.mesh, t,
                                  check=False)
 
-    def rate(self, y):
+    def rate(self, y, t=None):
+        if t is not None:
+            self.at_time(t, self._layer_time)
         state = y[:, : self.k]
         points = self.chart.to_points(state)
         X, div = self.field(points)

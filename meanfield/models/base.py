@@ -56,8 +56,13 @@ class Head:
             if isinstance(value, Layers):  # every layer checked now
                 mats = tuple(checks.square_matrix(M, f"{name} (layer {k})", self.min_dim)
                              for k, M in enumerate(value.values))
+                sizes = [M.shape[0] for M in mats if M is not None]
+                for k, M in enumerate(mats):
+                    if M is not None and M.shape[0] != sizes[0]:
+                        raise ValueError(f"`{name}` (layer {k}) is {M.shape[0]}×{M.shape[0]} but its earlier layers "
+                                         f"are {sizes[0]}×{sizes[0]}: every layer acts on one R^d.")
                 object.__setattr__(self, name, Layers(mats, value.edges))
-                dims |= {M.shape[0] for M in mats if M is not None}
+                dims |= set(sizes)
                 continue
             if is_time_dependent(value):  # checked where it is first evaluated (:meth:`at`)
                 continue
@@ -82,21 +87,36 @@ class Head:
     def time_dependent(self) -> bool:
         return any(is_time_dependent(getattr(self, n, None)) for n in self.time_fields)
 
-    def at(self, t: float):
+    def at(self, t: float, layer_time: float | None = None):
         """The constant head of time t (itself where nothing depends on time); a callable's value is checked here
-        (shape, finite entries), the error naming the weight and the time."""
+        (shape, finite entries), the error naming the weight and the time.
+
+        ``layer_time`` picks the layer of the schedules (default t): an integration step ends exactly at a layer
+        boundary t_k, and its last stages (at t_k) belong to the layer the step started in, not to the next —
+        the integrators pass the step's start."""
         if not self.time_dependent:
             return self
-        cached = self.__dict__.get("_at")
-        if cached is not None and cached[0] == t:
-            return cached[1]
-        values = {n: getattr(self, n)(t) for n in self.time_fields if is_time_dependent(getattr(self, n, None))}
+        lt = float(t) if layer_time is None else float(layer_time)
+        dependent = [n for n in self.time_fields if is_time_dependent(getattr(self, n, None))]
+        # a schedule's layer is one model for all its times (its precomputations kept); a callable's, per time
+        key = tuple(getattr(self, n).index(lt) if isinstance(getattr(self, n), Layers) else float(t)
+                    for n in dependent)
+        cache = self.__dict__.setdefault("_at", {})
+        if key in cache:
+            return cache[key]
+        values = {n: getattr(self, n)(lt if isinstance(getattr(self, n), Layers) else t) for n in dependent}
+        where = f"the value at t = {t:g} of the time-dependent weight {', '.join(f'`{n}`' for n in values)}"
         try:
             head = dataclasses.replace(self, **values)
         except (ValueError, TypeError) as exc:
-            raise type(exc)(f"{exc} (the value at t = {t:g} of the time-dependent weight "
-                            f"{', '.join(f'`{n}`' for n in values)})") from None
-        object.__setattr__(self, "_at", (t, head))
+            raise type(exc)(f"{exc} ({where})") from None
+        # one dimension for all times: the constants' and first layers', else the first value's
+        d = self.dim if self.dim is not None else self.__dict__.setdefault("_first_dim", head.dim)
+        if head.dim is not None and d is not None and head.dim != d:
+            raise ValueError(f"{where} is {head.dim}×{head.dim}, but the model's matrices are {d}×{d}.")
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = head
         return head
 
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:

@@ -70,15 +70,18 @@ class MultiHeadAttention:
     def time_dependent(self) -> bool:
         return any(h.time_dependent for h in self.heads)
 
-    def at(self, t: float):
-        """The heads of time t (itself where none depends on time)."""
+    def at(self, t: float, layer_time: float | None = None):
+        """The heads of time t (itself where none depends on time); ``layer_time`` as in the heads' ``at``."""
         if not self.time_dependent:
             return self
-        cached = self.__dict__.get("_at")
-        if cached is None or cached[0] != t:
-            cached = (t, MultiHeadAttention(tuple(h.at(t) for h in self.heads), noise=self.noise))
-            object.__setattr__(self, "_at", cached)
-        return cached[1]
+        heads = tuple(h.at(t, layer_time) for h in self.heads)
+        cache = self.__dict__.setdefault("_at", {})
+        key = tuple(id(h) for h in heads)  # the heads' own caches make one layer one object
+        if key not in cache:
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = MultiHeadAttention(heads, noise=self.noise)
+        return cache[key]
 
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:
         b = [h.breakpoints(t0, t1) for h in self.heads]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import checks
 
-__all__ = ["Layers", "layers", "is_time_dependent", "evaluate", "breakpoints"]
+__all__ = ["Layers", "layers", "is_time_dependent", "evaluate", "breakpoints", "piecewise_constant"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,7 +54,10 @@ def layers(values, depths=1.0, start: float = 0.0) -> Layers:
     values = list(values)
     if not values:
         raise ValueError("`values` must hold at least one layer.")
-    d = np.broadcast_to(np.asarray(depths, dtype=float), (len(values),))
+    d = np.asarray(depths, dtype=float)
+    if d.ndim > 1 or (d.ndim == 1 and d.size != len(values)):
+        raise ValueError(f"`depths` must be one number or one per layer ({len(values)}), got {depths!r}.")
+    d = np.broadcast_to(d, (len(values),))
     if not np.all(np.isfinite(d)) or np.any(d <= 0):
         raise ValueError(f"`depths` must be positive and finite (one, or one per layer), got {depths!r}.")
     start = checks.real(start, "start")
@@ -68,6 +71,13 @@ def is_time_dependent(value) -> bool:
 def evaluate(value, t: float):
     """The weight at time t (constants as they are)."""
     return value(t) if is_time_dependent(value) else value
+
+
+def piecewise_constant(model) -> bool:
+    """Whether every time-dependent weight of every head of ``model`` is a schedule of layers (constant between its
+    breakpoints), so that precomputations can be kept for a whole layer."""
+    return all(isinstance(getattr(h, n, None), Layers) for h in getattr(model, "heads", (model,)) for n in h.time_fields
+               if is_time_dependent(getattr(h, n, None)))
 
 
 def breakpoints(values, t0: float, t1: float) -> np.ndarray:

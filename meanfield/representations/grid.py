@@ -31,6 +31,7 @@ from ..domains.zonal import energy_from_excess
 from ..integrate import Integrator, Problem, Stages, Status, StopIntegration, Tracker
 from ..integrate.steppers import ADAPTIVE
 from ..models import rate_scale
+from ..models.schedule import piecewise_constant
 from ..monitor import ResolutionError, ResolutionMonitor
 from ..numerics import EXP_MAX
 from .base import Hooks, Part, Representation, Settings
@@ -53,20 +54,51 @@ class GridProblem(Problem):
     max_n : int
     """
 
-    def __init__(self, model, grid, strategy: str, refine: bool, max_n: int):
-        self.model, self.strategy_requested, self.refine, self.max_n = model, strategy, refine, max_n
+    def __init__(self, model, grid, strategy: str, refine: bool, max_n: int, t0: float = 0.0):
+        self.dynamics, self.strategy_requested, self.refine, self.max_n = model, strategy, refine, max_n
+        self.time_dependent = bool(model.time_dependent)
+        # a schedule's layers keep their precomputations for the layer; a callable's model changes every stage
+        self.layered = not self.time_dependent or piecewise_constant(model)
         self.domain = grid.domain
-        self.field = kernels.grid_field(model)
+        self.model = model.at(t0)
+        self._layer_time = t0
+        self.field = kernels.grid_field(self.model)
         self.noise = float(model.noise)
+        self.grid = grid
+        self._check_model(t0)
         self._use(grid)
-        self.energy_beta = self.domain.energy_beta(model)
+        # E_β is the Lyapunov functional of constant weights only: no energy for time-dependent ones
+        self.energy_beta = None if self.time_dependent else self.domain.energy_beta(model)
         # the monitored Lyapunov functional (docs/MATH.md §7): E_β, non-decreasing for V = cI, c > 0 (GLPR Lemma 3.7); with
         # noise, for USA the free energy F = −cE_β + D∫ρ log ρ, non-increasing; for SA with noise none is known
         c = 0.0 if self.energy_beta is None else float(model.zonal.c)
         self.lyapunov_sign = float(np.sign(c)) if not self.noise else (-1.0 if c and not model.normalized else 0.0)
-        self.strain_bound = rate_scale(model) if self.domain.strain_capped else 0.0
+        self.strain_bound = rate_scale(self.model) if self.domain.strain_capped else 0.0
         self.refinements: list[tuple[float, int, int]] = []
         self.speeds = (0.0, 0.0)
+
+    def _check_model(self, t) -> None:
+        if self.model.dim is not None and self.model.dim != self.grid.dim:
+            raise ValueError(f"`model` at t = {t:g}: its matrices are {self.model.dim}×{self.model.dim} but the density "
+                             f"lives in R^{self.grid.dim} (a time-dependent weight of the wrong shape).")
+
+    def at_time(self, t, layer_time=None):
+        """The model of time t (a schedule's layer, a callable's value), its right-hand side rebuilt where it changed.
+        Called with t alone at the start of a stretch of steps, whose layer it fixes for the stages that follow."""
+        if not self.time_dependent:
+            return
+        if layer_time is None:
+            self._layer_time = layer_time = t
+        m = self.dynamics.at(t, layer_time)
+        if m is not self.model:
+            self.model = m
+            self._check_model(t)
+            self.field = kernels.grid_field(m)
+            self._use(self.grid)
+            self.strain_bound = rate_scale(m) if self.domain.strain_capped else 0.0
+
+    def breakpoints(self, t0, t1):
+        return self.dynamics.breakpoints(t0, t1) if self.time_dependent else ()
 
     def _use(self, grid):
         self.grid = grid
@@ -75,7 +107,9 @@ class GridProblem(Problem):
         self.laplacian = grid.laplacian() if self.noise and not getattr(self.rhs, "coefficient_stages", False) else None
 
     # ---- the integrator's questions
-    def rate(self, y):
+    def rate(self, y, t=None):
+        if t is not None:
+            self.at_time(t, self._layer_time)
         return self._measured(*self.rhs.rate_and_speeds(y))
 
     def _measured(self, rate, vmax, strain):
@@ -92,14 +126,20 @@ class GridProblem(Problem):
         decay (−Dl(l+1)); with noise elsewhere, the coordinates in which the grid's Laplacian is diagonal
         (:meth:`~meanfield.domains.Grid.laplacian`); else None (the stages run on the values)."""
         rhs = self.rhs
-        if getattr(rhs, "coefficient_stages", False):
-            return Stages(rhs.coefficients, rhs.values, lambda z: self._measured(*rhs.coefficient_rate_and_speeds(z)),
-                          self.noise * rhs.laplacian if self.noise else None)
-        if self.laplacian is None:
+        if getattr(rhs, "coefficient_stages", False) and self.layered:  # one right-hand side for the whole stretch
+
+            def rate(z, t=None):
+                return self._measured(*rhs.coefficient_rate_and_speeds(z))
+
+            return Stages(rhs.coefficients, rhs.values, rate, self.noise * rhs.laplacian if self.noise else None)
+        if not self.noise:
             return None
-        op = self.laplacian
-        return Stages(op.encode, op.decode, lambda z: op.encode(self._measured(*rhs.rate_and_speeds(op.decode(z)))),
-                      self.noise * op.eigenvalues)
+        op = self.laplacian if self.laplacian is not None else self.grid.laplacian()
+
+        def rate(z, t=None):
+            return op.encode(self.rate(op.decode(z), t))
+
+        return Stages(op.encode, op.decode, rate, self.noise * op.eigenvalues)
 
     def begin_step(self):
         self.speeds = (0.0, 0.0)
@@ -293,7 +333,7 @@ class GridRepresentation(Representation):
     def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
         domain = start.domain
         method, dt, cfl, refine, max_n = self.defaults(domain, settings, first, start.grid.n)
-        problem = GridProblem(model, start.grid, settings.strategy, refine, max_n)
+        problem = GridProblem(model, start.grid, settings.strategy, refine, max_n, t0=t0)
         resolution = ResolutionTracker(problem, settings.monitor)
         history = HistoryTracker(problem, resolution)
         reason = settings.monitor.check_state(start.grid, start.values)
