@@ -154,18 +154,19 @@ class FiniteVolume:
         return ((num / den[:, None]) @ V.T).reshape(g.shape + (2,))
 
     # ------------------------------------------------------------------ speeds
-    def _speeds(self, u):
+    def _speeds(self, u, alphas=None):
         """(spacing × S, max strain), S the inverse time scale of the scheme: the solver takes dt = cfl / S.
 
         MUSCL: S = max_i Σ_k |u_k|/h_k over the outflow faces of each cell; WENO5: S = max_i Σ_k α_k/h_k with α_k the
-        larger of the two Lax–Friedrichs speeds (:func:`_face_speeds`) of the faces of cell i."""
+        larger of the two Lax–Friedrichs speeds (:func:`_face_speeds`; ``alphas``, per axis, if known) of the faces of
+        cell i."""
         g = self.grid
         inv_time = np.zeros(g.shape)
         strain = 0.0
         for k in range(g.dim):
             uk = np.moveaxis(u[..., k], k, -1)
             if self.scheme == "weno5":
-                a = _face_speeds(uk)
+                a = _face_speeds(uk) if alphas is None else alphas[k]
                 inv_time += np.moveaxis(np.maximum(a[..., 1:], a[..., :-1]), -1, k) / g.widths[k]
             else:
                 uf = 0.5 * (uk[..., :-1] + uk[..., 1:])  # interior faces
@@ -185,11 +186,13 @@ class FiniteVolume:
     def rate_and_speeds(self, values):
         """(dρ/dt, spacing × S, max strain) at the values (:meth:`_speeds`)."""
         u = self.velocity(values)
-        vmax, strain = self._speeds(u)
         if self.scheme == "weno5":
-            fluxes = self._weno5_fluxes(values, u)
+            alphas = [_face_speeds(np.moveaxis(u[..., k], k, -1)) for k in range(self.grid.dim)]
+            vmax, strain = self._speeds(u, alphas)
+            fluxes = self._weno5_fluxes(values, u, alphas)
             fluxes = _positivity_limited(values, fluxes, self.grid.widths, self.grid.spacing / vmax if vmax > 0 else 0.0)
         else:
+            vmax, strain = self._speeds(u)
             fluxes = self._muscl_fluxes(values, u)
         div = np.zeros(self.grid.shape)
         for k, (F, h) in enumerate(zip(fluxes, self.grid.widths)):
@@ -197,13 +200,14 @@ class FiniteVolume:
         return -div, vmax, strain
 
     # ------------------------------------------------------------------ fluxes
-    def _weno5_fluxes(self, values, u):
-        """Face fluxes per axis k (axis k last, n_k + 1 faces): WENO5-Z with local Lax–Friedrichs splitting."""
+    def _weno5_fluxes(self, values, u, alphas):
+        """Face fluxes per axis k (axis k last, n_k + 1 faces): WENO5-Z with local Lax–Friedrichs splitting at the
+        face speeds ``alphas`` (:func:`_face_speeds`, per axis)."""
         fluxes = []
         for k in range(self.grid.dim):
             r = np.moveaxis(values, k, -1)
             uk = np.moveaxis(u[..., k], k, -1)
-            a = _face_speeds(uk)
+            a = alphas[k]
             pad = [(0, 0)] * (r.ndim - 1) + [(3, 3)]
             P, R = np.pad(uk * r, pad), np.pad(r, pad)  # ρ = 0 (no flux) in the three ghost cells each side
             n = r.shape[-1]
@@ -246,7 +250,9 @@ def _face_speeds(u):
     """Local Lax–Friedrichs speeds α_s = max |u_j| over the cells s−3, …, s+2 of the stencils of face s (between
     cells s−1 and s; the cells beyond the box count as their nearest cell): shape (..., n + 1)."""
     a = np.pad(np.abs(u), [(0, 0)] * (u.ndim - 1) + [(3, 3)], mode="edge")
-    return np.max(np.lib.stride_tricks.sliding_window_view(a, 6, axis=-1), axis=-1)
+    two = np.maximum(a[..., :-1], a[..., 1:])  # max over j, j + 1
+    four = np.maximum(two[..., :-2], two[..., 2:])  # j, ..., j + 3
+    return np.maximum(four[..., :-2], two[..., 4:])  # j, ..., j + 5
 
 
 def _weno5z(v0, v1, v2, v3, v4, eps):
