@@ -42,8 +42,8 @@ def right_hand_sides():
             fv = FiniteVolume(g, model, how, scheme=scheme)
             t = best(lambda: fv.rate_and_speeds(rho), repeat=5 if n == 256 else 3)
             tv = best(lambda: fv.velocity(rho), repeat=5 if n == 256 else 3)
-            print(f"{type(model).__name__:8s} {n}x{n} ({fv.strategy}, {scheme}): one RHS {t * 1e3:8.1f} ms, of which the "
-                  f"field {tv * 1e3:8.1f} ms  (target {target})")
+            print(f"{type(model).__name__:8s} {n}x{n} ({fv.strategy}, {scheme}): one RHS {t * 1e3:8.1f} ms, "
+                  f"of which the field {tv * 1e3:8.1f} ms  (target {target})")
 
 
 def issue_33(sizes, muscl=True):
@@ -78,7 +78,8 @@ def issue_33(sizes, muscl=True):
                 dt, speed = min(0.4 * g.spacing / speed, 1.0 - t), 0.0
                 values, t = ssprk3(rate, values, dt), t + dt
             wall = time.perf_counter() - t0
-            print(f"issue 33, {n}x{n}: MUSCL + ssprk3:    W2 {w2(g, values):.2e}, {nfev} RHS, {wall:6.1f} s", flush=True)
+            print(f"issue 33, {n}x{n}: MUSCL + ssprk3:    W2 {w2(g, values):.2e}, {nfev} RHS, {wall:6.1f} s",
+                  flush=True)
 
 
 def main():

@@ -20,11 +20,12 @@ boundaries: a boundary flux is clipped to point out of the box, and ρ = 0 in th
   the point fluxes f_j = u_j ρ_j, split by local Lax–Friedrichs, f^± = (f ± α_{i+1/2} ρ)/2 with α_{i+1/2} the largest
   |u_k| over the six cells of the two stencils (:func:`_face_speeds`): f^+ from the upwind stencil i−2..i+2, f^− from
   the mirrored one i−1..i+3. For point values this is fifth order in h on smooth data in any dimension, axis by
-  axis: no cell-average/point-value conversion and no quadrature across faces (Shu, ICASE report 97-65, 1997, §2.3;
-  a finite-volume WENO would need both in 2-D). Non-oscillatory at jumps (WENO weights), and positivity preserving
-  through :func:`_positivity_limited`: with S = max_i Σ_k α_k/h_k the rate satisfies ρ_i + τ dρ_i/dt >= 0 for
-  τ <= 1/S, so every SSP-RK3 stage keeps ρ >= 0 at cfl <= 1. Linear stability (the fifth-order upwind symbol): RK4
-  to cfl 1.73, SSP-RK3 to 1.43; forward Euler is unstable.
+  axis: no cell-average/point-value conversion and no quadrature across faces (Shu, ICASE report 97-65, 1997, the
+  finite-difference formulation; a finite-volume WENO would need both in 2-D). Non-oscillatory at jumps (WENO
+  weights), and positivity preserving through :func:`_positivity_limited`: with S = max_i Σ_k α_k/h_k the rate
+  satisfies ρ_i + τ dρ_i/dt >= 0 for τ <= 1/S, so every SSP-RK3 stage keeps ρ >= 0 at cfl <= 1. Linear stability
+  (computed from the symbol of the fifth-order upwind scheme, the WENO weights at their linear values; the same limit
+  in 1-D and 2-D with cfl = dt S): RK4 to cfl 1.73, SSP-RK3 to 1.43; forward Euler is unstable at any step.
 - Fluxes, ``scheme="muscl"`` (the earlier scheme, kept as the reference): MUSCL with the minmod limiter, face
   velocity the average of the two centres, upwind flux F = u⁺ρ_L + u⁻ρ_R; second order, positivity preserving with
   SSP-RK3 and dt Σ_k |u_k|/h_k <= 1/2.
@@ -190,7 +191,8 @@ class FiniteVolume:
             alphas = [_face_speeds(np.moveaxis(u[..., k], k, -1)) for k in range(self.grid.dim)]
             vmax, strain = self._speeds(u, alphas)
             fluxes = self._weno5_fluxes(values, u, alphas)
-            fluxes = _positivity_limited(values, fluxes, self.grid.widths, self.grid.spacing / vmax if vmax > 0 else 0.0)
+            tau = self.grid.spacing / vmax if vmax > 0 else 0.0
+            fluxes = _positivity_limited(values, fluxes, self.grid.widths, tau)
         else:
             vmax, strain = self._speeds(u)
             fluxes = self._muscl_fluxes(values, u)
@@ -259,10 +261,11 @@ def _weno5z(v0, v1, v2, v3, v4, eps):
     r"""WENO5-Z reconstruction at the face between v2 and v3 from the left (upwind) stencil v0, …, v4.
 
     Candidates q_0 = (2v_0 − 7v_1 + 11v_2)/6, q_1 = (−v_1 + 5v_2 + 2v_3)/6, q_2 = (2v_2 + 5v_3 − v_4)/6, Jiang–Shu
-    smoothness indicators β_k, linear weights d = (1, 6, 3)/10 (which make Σ d_k q_k the fifth-order upwind value),
-    WENO-Z weights ω_k ∝ d_k (1 + (τ_5/(β_k + ε))²), τ_5 = |β_0 − β_2| (Borges, Carmona, Costa & Don, JCP 227,
-    2008, eqs. (25)–(26), p = 2): ω_k = d_k + O(h⁶) on smooth data (h³ at a critical point), so the value is fifth
-    order there; at a jump the stencils across it get weight ~0 (essentially non-oscillatory).
+    smoothness indicators β_k (Jiang & Shu, JCP 126, 1996), linear weights d = (1, 6, 3)/10 (which make Σ d_k q_k
+    the fifth-order upwind value), WENO-Z weights ω_k ∝ d_k (1 + (τ_5/(β_k + ε))^p), τ_5 = |β_0 − β_2|, p = 2
+    (Borges, Carmona, Costa & Don, JCP 227, 2008; p = 2 keeps fifth order at first-order critical points, Castro,
+    Costa & Don, JCP 230, 2011): on smooth data ω_k → d_k fast enough that the value is fifth order; at a jump the
+    stencils across it get weight ~0 (essentially non-oscillatory).
     """
     b0 = 13.0 / 12.0 * (v0 - 2.0 * v1 + v2) ** 2 + 0.25 * (v0 - 4.0 * v1 + 3.0 * v2) ** 2
     b1 = 13.0 / 12.0 * (v1 - 2.0 * v2 + v3) ** 2 + 0.25 * (v1 - v3) ** 2
@@ -283,7 +286,8 @@ def _positivity_limited(values, fluxes, widths, tau):
     multiplied by θ_i = min(1, ρ_i⁺/(τ out_i)): then ρ_i + τ' rate_i >= ρ_i − τ' θ_i out_i >= 0 (what flows in is
     >= 0 and only ever scaled down). The fluxes stay single valued at faces, so the scheme stays conservative. With
     ``tau`` = 1/S (:meth:`FiniteVolume._speeds`) every forward Euler stage dt <= 1/S, hence SSP-RK3 at cfl <= 1, keeps
-    ρ >= 0 (the flux-limiting idea of Hu, Adams & Shu, JCP 242, 2013, for a scalar equation). On resolved smooth
+    ρ >= 0 (a flux limiter in the spirit of Hu, Adams & Shu, JCP 242, 2013, blending towards the zero flux rather
+    than the Lax–Friedrichs one, which suffices for a scalar equation). On resolved smooth
     data the donated outflow of a cell is ≈ ρ_i Σ_k |u_k|/h_k < ρ_i S, so θ = 1 (the limiter is inactive) except
     where the density is negligible.
     """
