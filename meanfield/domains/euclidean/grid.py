@@ -1,8 +1,11 @@
 r"""A box in R^d (d = 1, 2) cut into equal cells, for finite volumes.
 
-Values are cell averages of a density against Lebesgue measure; the grid
-measure puts each cell's mass ρ_i |cell| at its centre (the midpoint rule,
-second order). Cells are indexed C-style, shape ``(n_1[, n_2])``.
+Values are a density against Lebesgue measure at the cell centres (point
+values: :meth:`meanfield.Density.from_function` samples there, and the
+fifth-order fluxes read them so, docs/MATH.md §5.1); the grid measure puts
+each cell's mass ρ_i |cell| at its centre (the midpoint rule: spectrally
+accurate for a smooth density that decays inside the box, second order
+otherwise). Cells are indexed C-style, shape ``(n_1[, n_2])``.
 """
 
 from __future__ import annotations
