@@ -9,7 +9,11 @@ an affine field Γ(x) = M x + c, α̇ = Mα + c and Σ̇ = MΣ + ΣMᵀ:
 - L2, kernel e^{−|Qx−Ky|²/(2τ)}: Σ̃ = (Σ⁻¹ + KᵀK/τ)⁻¹, Γ(x) = VΣ̃(Σ⁻¹α + Ax/τ);
 - Sinkhorn, cost −⟨Ax, y⟩/τ: Ã = Σ^{1/2}(A/τ)Σ^{1/2}, C̃ = 2Ã(I + (I + 4ÃᵀÃ)^{1/2})⁻¹,
   C = Σ^{1/2}C̃Σ^{1/2}, Γ(x) = V(α + CΣ⁻¹(x − α)), so α̇ = Vα, Σ̇ = VC + CᵀVᵀ;
-- multi-head softmax: the sum of the heads' affine fields.
+- multi-head softmax: the sum of the heads' affine fields;
+- a Transformer with affine feed-forward blocks (σ = identity, docs/MATH.md §8.2): a Γ_att + b Σ_j W_j(A_j x + b_j),
+  affine, so M += b W_j A_j and c += b W_j b_j (other activations have no closure: a TypeError);
+- time-dependent weights (CACP): the same ODEs with the model of each time, integrated piecewise between the
+  layer boundaries of schedules.
 
 With noise D (docs/MATH.md §7) the particles follow dX = (Mx + c) dt + √(2D) dB with M, c fixed by the law's mean
 and covariance, a linear SDE whose Gaussian initial law stays Gaussian: α̇ is unchanged and
@@ -32,7 +36,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import sqrtm
 
 from .domains import EUCLIDEAN
-from .models import L2, MultiHeadAttention, Sinkhorn, Softmax
+from .models import L2, FeedForward, MultiHeadAttention, Sinkhorn, Softmax, Transformer, as_model
 
 __all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
 
@@ -58,6 +62,19 @@ def affine_field(model, mean, cov):
     """(M, c) with Γ(x) = M x + c for the Gaussian N(mean, cov) (module docstring); a time-dependent model is
     evaluated first (``model.at(t)``)."""
     d = mean.size
+    if isinstance(model, FeedForward):
+        model = as_model(model)
+    if isinstance(model, Transformer):  # a Γ_att + b Σ W(Ax + b_j): affine blocks only (σ = identity)
+        a, b = model.weights
+        M, c = affine_field(model.attention, mean, cov) if model.attention is not None and a else (0.0, 0.0)
+        M, c = a * M + np.zeros((d, d)), a * c + np.zeros(d)
+        for f in model.feedforward:
+            if f.activation != "identity":
+                raise TypeError(f"no Gaussian closure with a feed-forward block of activation {f.activation!r}: the "
+                                "flow keeps Gaussians Gaussian only for affine fields (activation='identity').")
+            M = M + b * f.W @ f.A
+            c = c + b * (f.W @ f.b if f.b is not None else 0.0)
+        return M, c
     heads = model.heads if isinstance(model, MultiHeadAttention) else (model,)
     M = np.zeros((d, d))
     c = np.zeros(d)
@@ -117,6 +134,9 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
     the noise's 2D I in Σ̇ (module docstring); with ``flow`` (no noise) also the flow map's matrix F
     (:class:`GaussianSolution`)."""
     mean0, cov0 = _check_gaussian(mean0, cov0)
+    model = as_model(model)
+    if model.manifold != EUCLIDEAN.manifold:
+        raise ValueError(f"the Gaussian closures are for R^d models, got {model!r} (on the {model.manifold}).")
     noise = float(model.noise)
     if noise and flow:
         raise ValueError(f"`flow`: with noise (D = {noise:g}) the points do not follow a flow map; only the law's mean "

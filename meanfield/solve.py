@@ -26,7 +26,7 @@ from . import checks
 from .density import Density
 from .integrate import METHODS, Status
 from .lagrangian import LagrangianMeasure
-from .models import heads
+from .models import as_model, heads
 from .monitor import ResolutionMonitor
 from .representations import Hooks, Settings, Solution, check_options, plan, run_chain
 from .strategies import STRATEGIES
@@ -149,7 +149,8 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         On Ctrl-C (or SIGTERM, where no handler of the application's is set); its ``solution`` holds the output
         times reached.
     """
-    heads(model)  # TypeError for anything but an attention model
+    model = as_model(model)  # a feed-forward block alone: a Transformer without attention
+    heads(model)  # TypeError for anything but an attention model (or a Transformer)
     if not isinstance(mu0, (Density, LagrangianMeasure)):
         raise TypeError(f"`mu0` must be a Density or a LagrangianMeasure, got {type(mu0).__name__}.")
     mu0.domain.check_model(model, mu0)

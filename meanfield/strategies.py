@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from .domains.zonal import zonal_refusal
 from .kernels import pairwise_refusal
-from .models import SelfAttention
+from .models import SelfAttention, attention_of
 
 __all__ = ["STRATEGIES", "resolve", "for_grid", "for_nodes", "for_particles", "FUSED_UP_TO"]
 
@@ -63,8 +63,10 @@ def resolve(requested: str, offered: dict[str, str | None], where: str) -> str:
 
 
 def for_grid(model, grid) -> dict[str, str | None]:
-    """The right-hand sides ``grid``'s domain has for ``model`` (``Domain.grid_strategies``)."""
-    return grid.domain.grid_strategies(model, grid)
+    """The right-hand sides ``grid``'s domain has for ``model``'s attention (``Domain.grid_strategies``; a
+    Transformer's feed-forward blocks are a fixed drift added to any of them, and alone need no sums: "quadrature")."""
+    att = attention_of(model)
+    return {"quadrature": None} if att is None else grid.domain.grid_strategies(att, grid)
 
 
 def _spectral_refusal(model, domain, d: int) -> str | None:
@@ -75,22 +77,30 @@ def _spectral_refusal(model, domain, d: int) -> str | None:
 
 def for_nodes(model, domain, d: int) -> dict[str, str | None]:
     """The Lagrangian measure's field and divergence at its points: spectral sums where the domain has them and the
-    model is zonal, else the model's own sums."""
-    return {"spectral": _spectral_refusal(model, domain, d), "quadrature": None}
+    model's attention is zonal, else the model's own sums (feed-forward blocks, :class:`~meanfield.models.Transformer`,
+    are added to the attention's sums; alone they have nothing to sum: "quadrature")."""
+    att = attention_of(model)
+    if att is None:
+        return {"quadrature": None}
+    return {"spectral": _spectral_refusal(att, domain, d), "quadrature": None}
 
 
 def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool,
                   noisy: bool = False) -> dict[str, str | None]:
     """Particles: spectral sums where they pay off (``PointSums.pays_off``), the fused RK4 of small batches, the
     compiled pairwise sums, the model's own sums; applicable strategies that do not pay off come last."""
-    spectral = _spectral_refusal(model, domain, d)
+    att = attention_of(model)  # the sums are the attention's; feed-forward blocks are added to them
+    if att is None:
+        return {"quadrature": None}
+    spectral = _spectral_refusal(att, domain, d)
     single = isinstance(model, SelfAttention) and domain.unit_vectors and not model.time_dependent
     fused = None if method == "rk4" and single and not weighted and not noisy else (
-        "the fused path runs RK4 for a single SelfAttention head with constant weights on a sphere, equal weights and "
-        f"no noise; got method {method!r}, {model!r}, weights {'given' if weighted else 'equal'}")
-    pays = spectral is None and domain.point_sums(d).pays_off(n, model.zonal.beta)
+        "the fused path runs RK4 for a single SelfAttention head with constant weights on a sphere (no feed-forward "
+        f"block), equal weights and no noise; got method {method!r}, {model!r}, weights "
+        f"{'given' if weighted else 'equal'}")
+    pays = spectral is None and domain.point_sums(d).pays_off(n, att.zonal.beta)
     small = fused is None and batched and n <= FUSED_UP_TO
     order = (["spectral"] if pays else []) + (["fused"] if small else []) + ["pairwise", "quadrature", "spectral",
                                                                              "fused"]
-    why = {"spectral": spectral, "fused": fused, "pairwise": pairwise_refusal(model), "quadrature": None}
+    why = {"spectral": spectral, "fused": fused, "pairwise": pairwise_refusal(att), "quadrature": None}
     return {name: why[name] for name in dict.fromkeys(order)}

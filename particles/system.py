@@ -44,7 +44,7 @@ from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, Ou
                                  Stepper, equal_steps)
 from meanfield.integrate.steppers import rk4
 from meanfield.kernels.pairwise import UNROLL_MAX
-from meanfield.models import heads, rate_scale
+from meanfield.models import Transformer, as_model, attention_of, heads, rate_scale
 from meanfield.models.schedule import piecewise_constant
 
 from .fused import rk4_small_systems
@@ -96,7 +96,7 @@ class Trajectory:
         return Measure(self.x[(k,) + batch], self.weights[batch], self.domain)
 
 
-def _domain(model, d: int):
+def domain_of(model, d: int):
     """Where the particles of ``model`` live: R^d, the circle (d = 2) or S^{d-1}."""
     if model.manifold == EUCLIDEAN.manifold:
         return EUCLIDEAN
@@ -236,7 +236,8 @@ def simulate(
     -------
     Trajectory
     """
-    heads(model)  # TypeError for anything but an attention model
+    model = as_model(model)  # a feed-forward block alone: a Transformer without attention
+    heads(model)  # TypeError for anything but an attention model (or a Transformer)
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     noise = float(model.noise)
@@ -251,7 +252,7 @@ def simulate(
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     t_eval = checks.output_times(t_eval)
     euclidean = model.manifold == EUCLIDEAN.manifold
-    x = _initial_points(x0, rng, euclidean)
+    x = initial_points(x0, rng, euclidean)
     n, d = x.shape[-2], x.shape[-1]
     if model.dim is not None and model.dim != d:
         raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
@@ -259,14 +260,14 @@ def simulate(
     if first.dim is not None and first.dim != d:
         raise ValueError(f"the model's time-dependent matrices are {first.dim}×{first.dim} at t = {t_eval[0]:g} but "
                          f"the particles live in R^{d}.")
-    domain = _domain(model, d)
+    domain = domain_of(model, d)
     if dt is not None:
         if method != "rk4":
             raise ValueError(f"`dt` fixes the RK4 step; method {method!r} chooses its own.")
         dt = checks.positive(dt, "dt")
     rtol, atol = checks.positive(rtol, "rtol"), checks.positive(atol, "atol")
 
-    zonal = model.zonal
+    zonal = getattr(attention_of(model), "zonal", None)
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     if precision == "single":
@@ -290,6 +291,13 @@ def simulate(
     def velocity(y, t=None, layer_time=None):
         # a time-dependent model's of the stage's time, in the layer of the step's start
         model = dynamics.at(t, layer_time) if t is not None else dynamics
+        if not isinstance(model, Transformer):
+            return attention_velocity(model, y)
+        a = model.weights[0]  # a X_att + b Σ X_ff (the drift, at the retracted points on spheres)
+        out = model.drift(y if domain is EUCLIDEAN else domain.retract(y))
+        return out + a * attention_velocity(model.attention, y) if model.attention is not None and a else out
+
+    def attention_velocity(model, y):
         if domain is EUCLIDEAN:
             return kernels.euclidean_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
         y = domain.retract(y)  # F(y) = X(y/|y|): the 0-homogeneous extension
@@ -346,7 +354,7 @@ def _speed_scale(model, t_eval) -> float:
     return max(rate_scale(model.at(t)) for t in starts)
 
 
-def _initial_points(x0, rng, euclidean):
+def initial_points(x0, rng, euclidean):
     if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Density):
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
     if euclidean:

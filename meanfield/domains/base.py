@@ -245,14 +245,16 @@ class Domain(abc.ABC):
         best first: each name maps to None where it applies, else to why not. ``strategies.resolve`` picks one."""
 
     @abc.abstractmethod
-    def continuity(self, model, grid, strategy: str, field=None):
-        """The right-hand side ∂_t ρ = −div(ρ X[ρ]) on ``grid`` by ``strategy`` (resolved: one that
+    def continuity(self, model, grid, strategy: str, field=None, drift=None):
+        """The right-hand side ∂_t ρ = −div(ρ (X[ρ] + drift)) on ``grid`` by ``strategy`` (resolved: one that
         :meth:`grid_strategies` says applies).
 
         ``field(points, weights, queries)``: the sum X[μ] the quadrature strategy
         evaluates for the grid measure; default ``model.field`` (the model's
         reference sum). :func:`meanfield.solve` passes the compiled
-        :func:`meanfield.kernels.field` where it applies.
+        :func:`meanfield.kernels.field` where it applies. ``drift(points) -> vectors``: a fixed velocity field
+        added to X (a Transformer's feed-forward blocks), evaluated once where the flux is formed; ``model`` None:
+        the drift alone (a non-interacting transport).
 
         Returns an object with ``rate(values)``, ``rate_and_speeds(values) ->
         (rate, max |X|, max strain)``, ``speeds(values)`` and ``strategy``; where

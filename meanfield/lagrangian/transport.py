@@ -20,6 +20,7 @@ import numpy as np
 from .. import strategies
 from ..domains import EUCLIDEAN
 from ..gaussian import gauss_hermite, gaussian_pdf
+from ..models import Transformer, attention_of
 from ..integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
                          Tracker)
 from .measure import LagrangianMeasure
@@ -89,8 +90,25 @@ def field_and_divergence(model, domain, d: int, weights, strategy: str):
     strategy = strategies.resolve(strategy, strategies.for_nodes(model, domain, d),
                                   f"the Lagrangian measure on the {domain.name}")
     if strategy == "spectral":
-        sums, (beta, c) = domain.point_sums(d), model.zonal
-        return (lambda x: sums.field_and_divergence(x, weights, x, beta, model.normalized, c)), strategy
+        att = attention_of(model)
+        sums, (beta, c) = domain.point_sums(d), att.zonal
+
+        def attention(x):
+            return sums.field_and_divergence(x, weights, x, beta, att.normalized, c)
+
+        if not isinstance(model, Transformer):
+            return attention, strategy
+
+        def with_blocks(x):  # a X_att + b Σ X_ff: the blocks' field and divergence added to the spectral sums'
+            a, b = model.weights
+            X, div = attention(x) if a else (np.zeros(x.shape), np.zeros(x.shape[:-1]))
+            X, div = a * X, a * div
+            for f in model.feedforward:
+                Xf, df = f.velocity_and_divergence(x)
+                X, div = X + b * Xf, div + b * df
+            return X, div
+
+        return with_blocks, strategy
     return (lambda x: model.field_and_divergence(x, weights, x)), strategy
 
 

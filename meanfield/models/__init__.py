@@ -3,6 +3,8 @@
 =======================  ===========================================================
 :class:`SelfAttention`   SA / USA on the sphere S^{d-1} (GLPR (2.3), (USA))
 :class:`MultiHeadAttention`  sums of heads (GLPR (2.7))
+:class:`FeedForward`     the MLP block P_x W σ(Ax + b) (GLPR §2.3.2)
+:class:`Transformer`     attention + feed-forward, summed or split per layer (GLPR (2.8))
 :class:`Softmax`, :class:`L2`, :class:`Sinkhorn`, :class:`Sigmoid`, :class:`Masked`
                          the R^d variants of CACP
 =======================  ===========================================================
@@ -17,12 +19,16 @@ read. May import the domain layer's geometry, :mod:`meanfield.checks` and :mod:`
 from . import registry
 from .base import Head, Zonal, heads
 from .bounds import HeadConstants, head_constants, head_norms, lipschitz_constants, rate_scale
+from .feedforward import ACTIVATIONS, FeedForward
 from .euclidean import EUCLIDEAN_MODELS, L2, EuclideanAttention, Masked, Sigmoid, Sinkhorn, Softmax
 from .multihead import MultiHeadAttention
 from .registry import KINDS, ModelKind, Parameter
 from .schedule import Layers, layers
 from .sphere import SelfAttention
+from .transformer import SPLITTINGS, Transformer, as_model, attention_of
 
 __all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EuclideanAttention",
            "EUCLIDEAN_MODELS", "Head", "Zonal", "heads", "head_norms", "rate_scale",
-           "lipschitz_constants", "head_constants", "HeadConstants", "registry", "KINDS", "ModelKind", "Parameter", "Layers", "layers"]
+           "lipschitz_constants", "head_constants", "HeadConstants", "registry", "KINDS", "ModelKind", "Parameter", "Layers", "layers",
+           "FeedForward", "ACTIVATIONS", "Transformer", "SPLITTINGS", "as_model",
+           "attention_of"]

@@ -132,6 +132,13 @@ def rate_scale(model) -> float:
     The solvers scale their default time steps by its inverse. ``inf`` where
     the USA factor e^{a} overflows float64.
     """
+    from .transformer import Transformer, as_model
+
+    model = as_model(model)
+    if isinstance(model, Transformer):  # a X_att + b Σ X_ff
+        a, b = model.weights
+        att = abs(a) * rate_scale(model.attention) if model.attention is not None and a else 0.0
+        return float(att + abs(b) * sum(f.speed_bound() for f in model.feedforward))
     return float(sum(h.speed_bound() for h in heads(model)))
 
 

@@ -83,6 +83,14 @@ class MultiHeadAttention:
             cache[key] = MultiHeadAttention(heads, noise=self.noise)
         return cache[key]
 
+    def __add__(self, other):
+        """Sums of models: heads add to multi-head attention, feed-forward blocks make a Transformer."""
+        from .transformer import add
+
+        return add(self, other)
+
+    __radd__ = __add__
+
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:
         b = [h.breakpoints(t0, t1) for h in self.heads]
         return np.unique(np.concatenate(b)) if b else np.empty(0)

@@ -76,7 +76,11 @@ def evaluate(value, t: float):
 def piecewise_constant(model) -> bool:
     """Whether every time-dependent weight of every head of ``model`` is a schedule of layers (constant between its
     breakpoints), so that precomputations can be kept for a whole layer."""
-    return all(isinstance(getattr(h, n, None), Layers) for h in getattr(model, "heads", (model,)) for n in h.time_fields
+    parts = getattr(model, "parts", None)  # a Transformer: its blocks (its splitting is piecewise constant)
+    if parts is not None:
+        return all(piecewise_constant(p) for p in parts)
+    units = getattr(model, "heads", None) or (model,)  # the heads; a feed-forward block (no heads) itself
+    return all(isinstance(getattr(h, n, None), Layers) for h in units for n in h.time_fields
                if is_time_dependent(getattr(h, n, None)))
 
 

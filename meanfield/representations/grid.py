@@ -30,13 +30,58 @@ from ..density import Density
 from ..domains.zonal import energy_from_excess
 from ..integrate import Integrator, Problem, Stages, Status, StopIntegration, Tracker
 from ..integrate.steppers import ADAPTIVE
-from ..models import rate_scale
+from ..models import Transformer, rate_scale
 from ..models.schedule import piecewise_constant
 from ..monitor import ResolutionError, ResolutionMonitor
 from ..numerics import EXP_MAX
 from .base import Hooks, Part, Representation, Settings
 
 __all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker"]
+
+
+# --------------------------------------------------------------------- the right-hand side of a model
+def continuity(domain, model, grid, strategy):
+    """The domain's right-hand side for ``model`` on ``grid`` by the resolved ``strategy``: an attention model's
+    own; a :class:`~meanfield.models.Transformer`'s a X_att + b Σ X_ff as the attention's right-hand side with the
+    fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0."""
+    if not isinstance(model, Transformer):
+        return domain.continuity(model, grid, strategy, kernels.grid_field(model))
+    a, b = model.weights
+    blocks = model.feedforward if b else ()
+    if model.attention is None or a == 0:
+        return domain.continuity(None, grid, "quadrature", None, model.drift if blocks else None)
+    drift = (lambda q: model.drift(q) / a) if blocks else None
+    rhs = domain.continuity(model.attention, grid, strategy, kernels.grid_field(model.attention), drift)
+    return rhs if a == 1.0 else Scaled(rhs, a)
+
+
+class Scaled:
+    """A right-hand side of velocity c X: its rates and speeds times c (every other attribute its own)."""
+
+    def __init__(self, rhs, c: float):
+        self._rhs, self._c = rhs, float(c)
+
+    def __getattr__(self, name):
+        return getattr(self._rhs, name)
+
+    def rate(self, values):
+        return self._c * self._rhs.rate(values)
+
+    def rate_and_speeds(self, values):
+        rate, vmax, strain = self._rhs.rate_and_speeds(values)
+        return self._c * rate, abs(self._c) * vmax, abs(self._c) * strain
+
+    def speeds(self, values):
+        vmax, strain = self._rhs.speeds(values)
+        return abs(self._c) * vmax, abs(self._c) * strain
+
+    def coefficient_rate_and_speeds(self, z):
+        rate, vmax, strain = self._rhs.coefficient_rate_and_speeds(z)
+        return self._c * rate, abs(self._c) * vmax, abs(self._c) * strain
+
+    def coefficient_speeds(self, z):
+        vmax, strain = self._rhs.coefficient_speeds(z)
+        return abs(self._c) * vmax, abs(self._c) * strain
 
 
 # --------------------------------------------------------------------- the problem
@@ -62,7 +107,6 @@ class GridProblem(Problem):
         self.domain = grid.domain
         self.model = model.at(t0)
         self._layer_time = t0
-        self.field = kernels.grid_field(self.model)
         self.noise = float(model.noise)
         self.grid = grid
         self._check_model(t0)
@@ -93,7 +137,6 @@ class GridProblem(Problem):
         if m is not self.model:
             self.model = m
             self._check_model(t)
-            self.field = kernels.grid_field(m)
             self._use(self.grid)
             self.strain_bound = rate_scale(m) if self.domain.strain_capped else 0.0
 
@@ -103,7 +146,7 @@ class GridProblem(Problem):
     def _use(self, grid):
         self.grid = grid
         self.strategy = strategies.resolve(self.strategy_requested, strategies.for_grid(self.model, grid), repr(grid))
-        self.rhs = self.domain.continuity(self.model, grid, self.strategy, self.field)
+        self.rhs = continuity(self.domain, self.model, grid, self.strategy)
         self.laplacian = grid.laplacian() if self.noise and not getattr(self.rhs, "coefficient_stages", False) else None
 
     # ---- the integrator's questions

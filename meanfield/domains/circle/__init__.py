@@ -68,11 +68,13 @@ class Circle(UnitSphereGeometry, Domain):
         return zonal_strategies(model)
 
     @staticmethod
-    def continuity(model, grid, strategy, field=None):
+    def continuity(model, grid, strategy, field=None, drift=None):
+        if model is None:  # no attention: the drift alone
+            return CircleQuadrature(grid, None, drift)
         if strategy == "spectral":
             z = model.zonal
-            return CircleSpectral(grid, z.beta, z.c, model.normalized)
-        return CircleQuadrature(grid, model.field if field is None else field)
+            return CircleSpectral(grid, z.beta, z.c, model.normalized, drift)
+        return CircleQuadrature(grid, model.field if field is None else field, drift)
 
     uniform_noise = staticmethod(_laws.uniform_noise)
     poisson = staticmethod(_laws.poisson)

@@ -73,16 +73,26 @@ def _speed_and_jump(v):
 
 
 class _CircleRate:
-    """Padding, product and divergence shared by the circle strategies."""
+    """Padding, product and divergence shared by the circle strategies; ``drift``, optional, a fixed tangent field
+    ``drift(points) -> vectors`` added to X[ρ] (a Transformer's feed-forward blocks, docs/MATH.md §8.2), evaluated
+    once at the padded nodes."""
 
     strategy: str
 
-    def __init__(self, grid: CircleGrid):
+    def __init__(self, grid: CircleGrid, drift=None):
         self.grid = grid
         self.n = grid.n
         self.M = fourier.padded_size(grid.n)
         self.k = np.arange(self.n // 2 + 1)
         self._dtheta_M = 2.0 * np.pi / self.M
+        self.drift = drift
+        if drift is not None:
+            q = angles_to_points(2.0 * np.pi * np.arange(self.M) / self.M)
+            self._drift = np.sum(drift(q) * tangents(q), axis=-1)
+
+    def _total_velocity(self, values, P, rho_M):
+        v = self._velocity(values, P, rho_M)
+        return v if self.drift is None else v + self._drift
 
     def _pad(self, values):
         """The padded coefficient array and the values on the M-grid."""
@@ -105,12 +115,12 @@ class _CircleRate:
     def angular_velocity(self, values):
         """Angular velocity v(θ) on the padded grid of M nodes."""
         P, rho_M = self._pad(values)
-        return self._velocity(values, P, rho_M)
+        return self._total_velocity(values, P, rho_M)
 
     def rate(self, values):
         """∂_t ρ at the nodes."""
         P, rho_M = self._pad(values)
-        return self._divergence(rho_M * self._velocity(values, P, rho_M))
+        return self._divergence(rho_M * self._total_velocity(values, P, rho_M))
 
     def speeds(self, values):
         """(max |v|, max |∂_θ v|) with v on the padded grid."""
@@ -119,7 +129,7 @@ class _CircleRate:
     def rate_and_speeds(self, values):
         """(∂_t ρ, max |v|, max |∂_θ v|) with v on the padded grid."""
         P, rho_M = self._pad(values)
-        v = self._velocity(values, P, rho_M)
+        v = self._total_velocity(values, P, rho_M)
         return (self._divergence(rho_M * v),) + self._speeds(v)
 
 
@@ -139,8 +149,8 @@ class CircleSpectral(_CircleRate):
 
     strategy = "spectral"
 
-    def __init__(self, grid: CircleGrid, beta: float, c: float, normalized: bool):
-        super().__init__(grid)
+    def __init__(self, grid: CircleGrid, beta: float, c: float, normalized: bool, drift=None):
+        super().__init__(grid, drift)
         check_usa_beta(beta, normalized, "the circle")
         self.beta, self.c, self.normalized = float(beta), float(c), bool(normalized)
         self._D, self._N = bessel_multipliers(self.M // 2, self.beta)
@@ -163,12 +173,14 @@ class CircleQuadrature(_CircleRate):
 
     strategy = "quadrature"
 
-    def __init__(self, grid: CircleGrid, field):
-        super().__init__(grid)
-        self.field = field
+    def __init__(self, grid: CircleGrid, field, drift=None):
+        super().__init__(grid, drift)
+        self.field = field  # None: no attention (the drift alone)
         self._queries = angles_to_points(2.0 * np.pi * np.arange(self.M) / self.M)
         self._tangent = tangents(self._queries)
 
     def _velocity(self, values, P, rho_M):
+        if self.field is None:
+            return np.zeros(self.M)
         X = self.field(self.grid.points, values * self.grid.weights, self._queries)
         return np.sum(X * self._tangent, axis=-1)

@@ -65,8 +65,8 @@ class Euclidean(Domain):
     grid_strategies = staticmethod(FiniteVolume.strategies)
 
     @staticmethod
-    def continuity(model, grid, strategy, field=None):
-        return FiniteVolume(grid, model, strategy, field)
+    def continuity(model, grid, strategy, field=None, drift=None):
+        return FiniteVolume(grid, model, strategy, field, drift=drift)
 
     def check_initial(self, density):
         edge = density.grid.boundary_mass(density.values) / density.mass()

@@ -80,18 +80,24 @@ class FiniteVolume:
     scheme : {"weno5", "muscl"}
         The face fluxes (module docstring): fifth-order WENO5-Z with the positivity limiter (default), or the
         second-order MUSCL–minmod reference.
+    drift : callable, optional
+        A fixed velocity ``drift(points) -> vectors`` added to Γ (a Transformer's feed-forward blocks), evaluated
+        once at the cell centres; with ``model`` None, the drift alone.
     """
 
     @staticmethod
     def strategies(model, grid=None) -> dict[str, str | None]:
         """FFT convolution for L2 with Q = K, separable sums for softmax, quadrature always: best first."""
+        if model is None:
+            return {"quadrature": None}
         return {"spectral": None if _translation_invariant(model) else
                 f"FFT summation needs L2 attention with Q = K (a translation-invariant kernel); got {model!r}",
                 "separable": None if model.kind == "softmax" else
                 f"separable summation is for softmax attention; got {model!r}",
                 "quadrature": None}
 
-    def __init__(self, grid: EuclideanGrid, model, strategy: str = "quadrature", field=None, scheme: str = "weno5"):
+    def __init__(self, grid: EuclideanGrid, model, strategy: str = "quadrature", field=None, scheme: str = "weno5",
+                 drift=None):
         why = self.strategies(model).get(strategy, f"finite volumes offer {tuple(self.strategies(model))}")
         if why is not None:
             raise ValueError(f"`strategy` {strategy!r}: {why}.")
@@ -99,7 +105,8 @@ class FiniteVolume:
             raise ValueError(f"`scheme` must be one of {SCHEMES}, got {scheme!r}.")
         self.scheme = scheme
         self.grid, self.model = grid, model
-        self.field = model.field if field is None else field
+        self.field = model.field if field is None and model is not None else field
+        self._drift = None if drift is None else drift(grid.points.reshape(-1, grid.dim)).reshape(grid.points.shape)
         self.fft = strategy == "spectral"
         self.separable = strategy == "separable"
         self.strategy = strategy
@@ -117,8 +124,14 @@ class FiniteVolume:
             self._slices = (slice(None),) + tuple(slice(s - 1, 2 * s - 1) for s in grid.shape)
 
     def velocity(self, values) -> np.ndarray:
-        """Γ at the cell centres, shape grid.shape + (d,)."""
+        """Γ (plus the drift) at the cell centres, shape grid.shape + (d,)."""
+        u = self._interaction(values)
+        return u if self._drift is None else u + self._drift
+
+    def _interaction(self, values) -> np.ndarray:
         g = self.grid
+        if self.model is None:
+            return np.zeros(g.points.shape)
         mass = values * g.weights
         if self.fft:
             stack = np.concatenate([mass[None], np.moveaxis(mass[..., None] * g.points, -1, 0)])  # (1 + d, ...)

@@ -78,14 +78,16 @@ class Sphere(UnitSphereGeometry, Domain):
                 "quadrature": None}
 
     @staticmethod
-    def continuity(model, grid, strategy, field=None):
+    def continuity(model, grid, strategy, field=None, drift=None):
+        if model is None:  # no attention: the drift alone
+            return SphereQuadrature(grid, None, drift)
         field = model.field if field is None else field
         if strategy == "spectral":
             z = model.zonal
-            return SphereSpectral(grid, z.beta, z.c, model.normalized)
+            return SphereSpectral(grid, z.beta, z.c, model.normalized, drift=drift)
         if strategy == "moments":
-            return SphereMoments(grid, model, field)
-        return SphereQuadrature(grid, field)
+            return SphereMoments(grid, model, field, drift=drift)
+        return SphereQuadrature(grid, field, drift)
 
     uniform_noise = staticmethod(_laws.uniform_noise)
     poisson = staticmethod(_laws.poisson)

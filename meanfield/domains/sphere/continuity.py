@@ -71,9 +71,16 @@ def funk_hecke(lmax: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _SphereRate:
+    """What the strategies share: the degrees, the backend, the noise's Laplacian, and a fixed ``drift``.
+
+    ``drift``, optional, is a fixed tangent field ``drift(points) -> vectors`` added to X[ρ] (a Transformer's
+    feed-forward blocks, docs/MATH.md §8.2): evaluated once, at the nodes where each strategy forms the flux.
+    """
+
     strategy: str
 
-    def __init__(self, grid: SphereGrid):
+    def __init__(self, grid: SphereGrid, drift=None):
+        self.drift = drift
         self.grid = grid
         self.L = grid.lmax
         self.Ld = dealiased_degree(grid.lmax)
@@ -146,8 +153,8 @@ class SphereSpectral(_SphereRate):
     strategy = "spectral"
 
     def __init__(self, grid: SphereGrid, beta: float, c: float, normalized: bool, nphi: int | None = None,
-                 fast: bool | None = None):
-        super().__init__(grid)
+                 fast: bool | None = None, drift=None):
+        super().__init__(grid, drift)
         check_usa_beta(beta, normalized, "S²")
         self.beta, self.c, self.normalized = float(beta), float(c), bool(normalized)
         D, N = funk_hecke(self.L, self.beta)
@@ -155,7 +162,8 @@ class SphereSpectral(_SphereRate):
         self._N = N[None, :, None]
         self._lap_L = laplacian(self.L)
         nphi = fast_ring_count(self.Ld) if nphi is None else int(nphi)
-        self.shtns = self.backend is ShtnsBackend and self.L + 1 >= MIN_NLAT and fast is not False
+        # a drift is laid on ducc0's rings (shtns' are the same GLQ rings, but only ducc0's layout is tested)
+        self.shtns = self.backend is ShtnsBackend and self.L + 1 >= MIN_NLAT and fast is not False and drift is None
         fast_capable = self.backend in (DuccBackend, ShtnsBackend)
         self.fast = self.shtns or (fast_capable if fast is None else bool(fast))
         if self.fast and not fast_capable:
@@ -165,6 +173,15 @@ class SphereSpectral(_SphereRate):
             self._N_alm = N[alm_layout(self.L)[0]]  # shtns packs its coefficients as ducc0 does
             plan = shtns_plan if self.shtns else ring_plan
             self._pL, self._pd = plan(self.L), plan(self.L, self.Ld, nphi)
+            if drift is not None:  # (θ̂, φ̂) components on the rings times the flux's scale; max |drift|
+                pd = self._pd
+                t_hat, p_hat, points = ring_frames(pd.theta, pd.nphi)
+                D = drift(points)
+                self._drift_flux = np.stack([np.sum(D * t_hat, axis=-1), np.sum(D * p_hat, axis=-1)]) \
+                    * pd.flux_scale[None, :, None]
+                self._drift_max = float(np.sqrt(np.max(np.sum(D * D, axis=-1))))
+        if drift is not None:  # the reference path's: on the dealiased GLQ grid
+            self._drift_glq = _DriftFlux(self.Ld, drift, self.backend)
 
     # ---- the fast path: coefficients a_lm in the plans' layout
     def coefficients(self, values) -> np.ndarray:
@@ -208,12 +225,16 @@ class SphereSpectral(_SphereRate):
         g = self._rings(alm, density=True)
         flux = pd.scratch("flux", (2,) + g.shape[1:])
         speed2 = _flux(g, pd.gradient_scale, pd.flux_scale, *self._potential_constants(alm), flux)
-        return pd.divergence_analysis(flux), float(np.sqrt(speed2)), 0.0
+        if self.drift is None:
+            return pd.divergence_analysis(flux), float(np.sqrt(speed2)), 0.0
+        flux += g[3] * self._drift_flux  # ρ × the drift; max |X| <= max |∇φ| + max |drift|
+        return pd.divergence_analysis(flux), float(np.sqrt(speed2)) + self._drift_max, 0.0
 
     def coefficient_speeds(self, alm):
-        """(max |X|, 0) from the a_lm of ρ (fast path only)."""
+        """(max |X|, 0) from the a_lm of ρ (fast path only; with a drift, max |∇φ| + max |drift|)."""
         g = self._rings(alm, density=False)
-        return float(np.sqrt(_max_speed2(g, self._pd.gradient_scale, *self._potential_constants(alm)))), 0.0
+        speed = float(np.sqrt(_max_speed2(g, self._pd.gradient_scale, *self._potential_constants(alm))))
+        return speed + (self._drift_max if self.drift is not None else 0.0), 0.0
 
     # ---- the reference path (cilm arrays)
     def gradient_and_laplacian(self, cilm):
@@ -240,7 +261,7 @@ class SphereSpectral(_SphereRate):
         if self.fast:
             return self.coefficient_speeds(self.coefficients(values))
         f_t, f_p, _ = self.gradient_and_laplacian(self.backend.analysis(values, self.L))
-        return self._speed(f_t, f_p), 0.0
+        return self._speed(f_t, f_p) + (self._drift_glq.max if self.drift is not None else 0.0), 0.0
 
     def rate_and_speeds(self, values):
         if self.fast:
@@ -251,7 +272,10 @@ class SphereSpectral(_SphereRate):
         r_t, r_p = surface_gradient(cilm, Ld, B)
         f_t, f_p, lap_f = self.gradient_and_laplacian(cilm)
         div = r_t * f_t + r_p * f_p + rho * lap_f
-        return self._finish(B.analysis(div, Ld)), self._speed(f_t, f_p), 0.0
+        if self.drift is None:
+            return self._finish(B.analysis(div, Ld)), self._speed(f_t, f_p), 0.0
+        div += self._drift_glq.divergence(rho)
+        return self._finish(B.analysis(div, Ld)), self._speed(f_t, f_p) + self._drift_glq.max, 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -340,30 +364,70 @@ class SphereQuadrature(_SphereRate):
 
     strategy = "quadrature"
 
-    def __init__(self, grid: SphereGrid, field):
-        super().__init__(grid)
-        self.field = field
+    def __init__(self, grid: SphereGrid, field, drift=None):
+        super().__init__(grid, drift)
+        self.field = field  # None: no attention (the drift alone)
         self._queries = nodes(self.Ld)[2].reshape(-1, 3)
         theta_hat, phi_hat = frames(self.Ld)
         self._e = [(theta_hat[..., k], phi_hat[..., k]) for k in range(3)]
         self._shape = theta_hat.shape[:-1]
+        self._drift = None if drift is None else drift(self._queries).reshape(self._shape + (3,))
 
     def _field(self, values, rho=None):
         """X at the dealiased nodes, shape (ntheta, nphi, 3); ``rho``: the density there, where known."""
+        if self.field is None:
+            return np.zeros(self._shape + (3,))
         X = self.field(self.grid.points.reshape(-1, 3), (values * self.grid.weights).ravel(), self._queries)
         return X.reshape(self._shape + (3,))
 
+    def _velocity(self, X):
+        """X plus the drift, where there is one."""
+        return X if self._drift is None else X + self._drift
+
     def speeds(self, values):
-        return float(np.max(np.linalg.norm(self._field(values), axis=-1))), 0.0
+        return float(np.max(np.linalg.norm(self._velocity(self._field(values)), axis=-1))), 0.0
 
     def rate_and_speeds(self, values):
         B = self.backend
         cilm = B.analysis(values, self.L)
         rho = B.synthesis(cilm, self.Ld)
-        X = self._field(values, rho)
-        div = np.zeros(rho.shape)
-        for k in range(3):
-            g_t, g_p = surface_gradient(B.analysis(rho * X[..., k], self.Ld), self.Ld, B)
-            div += g_t * self._e[k][0] + g_p * self._e[k][1]
+        X = self._velocity(self._field(values, rho))
+        div = flux_divergence(rho, X, self._e, self.Ld, B)
         speed = float(np.max(np.linalg.norm(X, axis=-1)))
         return self._finish(B.analysis(div, self.Ld)), speed, 0.0
+
+
+def flux_divergence(rho, X, e, Ld, B):
+    """div_S(ρX) on the GLQ grid of degree Ld = Σ_k ⟨∇_S(ρX_k), e_k⟩, X_k the Cartesian components, e_k = (θ̂_k, φ̂_k)
+    (the tangential part of ∇_S(ρX_k) along the k-th axis; exact for the dealiased products)."""
+    div = np.zeros(rho.shape)
+    for k in range(3):
+        g_t, g_p = surface_gradient(B.analysis(rho * X[..., k], Ld), Ld, B)
+        div += g_t * e[k][0] + g_p * e[k][1]
+    return div
+
+
+class _DriftFlux:
+    """A fixed drift on the GLQ grid of degree Ld: div_S(ρ·drift) for the reference paths, and max |drift|."""
+
+    def __init__(self, Ld, drift, backend):
+        theta_hat, phi_hat = frames(Ld)
+        self.Ld, self.B = Ld, backend
+        self.e = [(theta_hat[..., k], phi_hat[..., k]) for k in range(3)]
+        self.X = drift(nodes(Ld)[2].reshape(-1, 3)).reshape(theta_hat.shape)
+        self.max = float(np.sqrt(np.max(np.sum(self.X * self.X, axis=-1))))
+
+    def divergence(self, rho):
+        return flux_divergence(rho, self.X, self.e, self.Ld, self.B)
+
+
+def ring_frames(theta, nphi):
+    """(θ̂, φ̂, points) at the nodes of rings at colatitudes ``theta`` with ``nphi`` longitudes 2πk/nphi, shape
+    (ntheta, nphi, 3) each."""
+    phi = 2.0 * np.pi * np.arange(nphi) / nphi
+    ct, st = np.cos(theta)[:, None], np.sin(theta)[:, None]
+    cp, sp = np.cos(phi)[None, :], np.sin(phi)[None, :]
+    t_hat = np.stack(np.broadcast_arrays(ct * cp, ct * sp, -st), axis=-1)
+    p_hat = np.stack(np.broadcast_arrays(-sp + 0 * ct, cp + 0 * ct, 0 * (ct * cp)), axis=-1)
+    points = np.stack(np.broadcast_arrays(st * cp, st * sp, ct + 0 * cp), axis=-1)
+    return t_hat, p_hat, points

@@ -195,12 +195,14 @@ class SphereMoments(SphereQuadrature):
         round-off estimate exceeds ``tol``.
     tol : float, default :data:`TOL`
         Largest a-posteriori round-off estimate of N/Z accepted, relative.
+    drift : callable, optional
+        A fixed tangent field added to X (:class:`~.continuity.SphereQuadrature`).
     """
 
     strategy = "moments"
 
-    def __init__(self, grid, model, field, tol: float = TOL):
-        super().__init__(grid, field)
+    def __init__(self, grid, model, field, tol: float = TOL, drift=None):
+        super().__init__(grid, field, drift)
         why = moments_refusal(model, self.L, self.Ld)
         if why is not None:
             raise ValueError(f"the moments path does not apply: {why}.")
@@ -275,7 +277,7 @@ class SphereMoments(SphereQuadrature):
         (:meth:`.ducc.RingPlan.divergence_analysis`), as the spectral path."""
         pd = self._pd
         rho = pd.synthesis(alm)
-        X = self._moment_field(alm, rho)
+        X = self._velocity(self._moment_field(alm, rho))
         weighted = rho * pd.flux_scale[:, None]
         flux = np.empty((2,) + self._shape)
         for j in range(2):

@@ -1,0 +1,297 @@
+r"""A whole Transformer layer: attention and feed-forward blocks, summed or split per layer (GLPR §2.3.2, (2.8)).
+
+The continuous-depth limit of a layer x ↦ FF(Att(x)) adds the two velocity fields,
+
+    ẋ = a X_att[μ](x) + b Σ_j X_ff,j(x)        (``splitting="sum"``; a = b = 1 unless weighted),
+
+while a network of layers of depth h composes their flows. That composition is a splitting of the summed flow:
+
+- ``"lie"`` (GLPR (2.8)): each layer [t_k, t_k + h) runs attention alone at twice the speed on its first half, then
+  the feed-forward blocks alone at twice the speed on its second half — the flows of both for time h in turn;
+  first order in h against the summed model.
+- ``"strang"``: attention at twice the speed on [t_k, t_k + h/4), feed-forward on [t_k + h/4, t_k + 3h/4),
+  attention on [t_k + 3h/4, t_k + h): A(h/2) ∘ F(h) ∘ A(h/2), second order in h.
+
+Every sub-interval is a breakpoint of the model (``breakpoints``), so every integrator of the library steps through
+the composition exactly; ``at(t, layer_time)`` is the active part of the time (a summed :class:`Transformer`
+with its weights a, b). The layers are those of ``depth`` (one h, or one depth per layer), else those of the
+schedules in the blocks' weights (:func:`meanfield.models.layers`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field as dc_field
+
+import numpy as np
+
+from .. import checks
+from .base import Head
+from .feedforward import FeedForward
+from .multihead import MultiHeadAttention
+from .schedule import Layers, is_time_dependent
+
+__all__ = ["Transformer", "add", "as_model", "attention_of", "SPLITTINGS", "SUBSTEPS"]
+
+SPLITTINGS = ("sum", "lie", "strang")
+#: (start, end, attention rate, feed-forward rate) of the sub-intervals of a layer, as fractions of its depth
+SUBSTEPS = {"lie": ((0.0, 0.5, 2.0, 0.0), (0.5, 1.0, 0.0, 2.0)),
+             "strang": ((0.0, 0.25, 2.0, 0.0), (0.25, 0.75, 0.0, 2.0), (0.75, 1.0, 2.0, 0.0))}
+
+
+def _is_attention(model) -> bool:
+    return isinstance(model, (Head, MultiHeadAttention))
+
+
+@dataclass(frozen=True, eq=False)
+class Transformer:
+    r"""Attention plus feed-forward blocks (module docstring): ẋ = a X_att[μ](x) + b Σ_j X_ff,j(x), or its Lie /
+    Strang splitting per layer.
+
+    Parameters
+    ----------
+    attention : SelfAttention, MultiHeadAttention, an R^d attention model, or None
+        The attention block (None: feed-forward only, a non-interacting transport).
+    feedforward : FeedForward or sequence of FeedForward
+        The feed-forward blocks (summed), on the attention's manifold.
+    splitting : {"sum", "lie", "strang"}
+        Summed fields, or the composition of the blocks' flows per layer.
+    depth : float or sequence of float, optional
+        The layers of the splitting: one depth h for all (from t = 0), or one per layer (the last repeated beyond).
+        Default: the layers of the schedules among the weights (required for a splitting without them).
+    weights : (float, float)
+        (a, b), the rates of attention and feed-forward in the sum (default (1, 1)).
+    """
+
+    attention: object = None
+    feedforward: tuple = dc_field(default_factory=tuple)
+    splitting: str = "sum"
+    depth: object = None
+    weights: tuple = (1.0, 1.0)
+
+    kind = "transformer"
+    zonal = None
+
+    def __post_init__(self):
+        ff = (self.feedforward,) if isinstance(self.feedforward, FeedForward) else tuple(self.feedforward)
+        for i, f in enumerate(ff):
+            if not isinstance(f, FeedForward):
+                raise TypeError(f"`feedforward[{i}]` must be a FeedForward block, got {type(f).__name__}.")
+        object.__setattr__(self, "feedforward", ff)
+        if self.attention is not None and not _is_attention(self.attention):
+            raise TypeError(f"`attention` must be an attention model (SelfAttention, MultiHeadAttention, an R^d model) "
+                            f"or None, got {type(self.attention).__name__}.")
+        if self.attention is None and not ff:
+            raise ValueError("a Transformer needs an attention block or at least one feed-forward block.")
+        manifolds = {p.manifold for p in self.parts}
+        if len(manifolds) > 1:
+            raise ValueError("the blocks live on different manifolds (sphere and R^d): give the feed-forward blocks "
+                             f"the attention's (FeedForward(..., manifold={self.parts[0].manifold!r})).")
+        dims = {p.dim for p in self.parts if p.dim is not None}
+        if len(dims) > 1:
+            raise ValueError(f"the blocks act on different dimensions: {sorted(dims)}.")
+        if self.splitting not in SPLITTINGS:
+            raise ValueError(f"`splitting` must be one of {SPLITTINGS}, got {self.splitting!r}.")
+        a, b = (checks.real(w, "weights") for w in self.weights)
+        object.__setattr__(self, "weights", (a, b))
+        if self.depth is not None:
+            d = np.atleast_1d(np.asarray(self.depth, dtype=float))
+            if d.ndim != 1 or d.size == 0 or not np.all(np.isfinite(d)) or np.any(d <= 0):
+                raise ValueError(f"`depth` must be positive and finite (one, or one per layer), got {self.depth!r}.")
+            object.__setattr__(self, "_edges", np.concatenate([[0.0], np.cumsum(d)]))
+        elif self.splitting != "sum":
+            edges = [v.edges for p in self.parts for v in (getattr(p, n, None) for n in p.time_fields)
+                     if isinstance(v, Layers)]
+            if not edges:
+                raise ValueError(f"splitting={self.splitting!r} needs the depth of a layer: give `depth`, or weights "
+                                 "that are schedules of layers (meanfield.models.layers).")
+            object.__setattr__(self, "_edges", np.unique(np.concatenate(edges)))
+        if self.splitting != "sum" and (self.attention is None or not ff):
+            raise ValueError(f"splitting={self.splitting!r} alternates attention and feed-forward: give both.")
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def parts(self) -> tuple:
+        return ((self.attention,) if self.attention is not None else ()) + self.feedforward
+
+    @property
+    def manifold(self) -> str:
+        return self.parts[0].manifold
+
+    @property
+    def noise(self) -> float:
+        return float(self.attention.noise) if self.attention is not None else 0.0
+
+    @property
+    def dim(self) -> int | None:
+        return next((p.dim for p in self.parts if p.dim is not None), None)
+
+    @property
+    def heads(self) -> tuple:
+        """The attention heads (none for feed-forward only)."""
+        return self.attention.heads if self.attention is not None else ()
+
+    @property
+    def normalized(self) -> bool:
+        return bool(getattr(self.attention, "normalized", True))
+
+    # ------------------------------------------------------------------ time: the blocks' weights and the splitting
+    @property
+    def time_dependent(self) -> bool:
+        return self.splitting != "sum" or any(p.time_dependent for p in self.parts)
+
+    def _layer(self, t: float) -> tuple[float, float]:
+        """(start, depth) of the layer of the splitting at time t (the last depth repeated beyond the given ones;
+        those layers start at e_last + k h, computed so in :meth:`breakpoints` too)."""
+        e = self._edges
+        if t < e[0]:
+            raise ValueError(f"t = {t:g} is before the first layer of the splitting (at {e[0]:g}).")
+        if t < e[-1]:
+            k = int(np.searchsorted(e, t, side="right") - 1)
+            return float(e[k]), float(e[k + 1] - e[k])
+        h = float(e[-1] - e[-2])
+        k = int(np.floor((t - e[-1]) / h))
+        while e[-1] + (k + 1) * h <= t:  # the floor's rounding, both ways
+            k += 1
+        while k > 0 and e[-1] + k * h > t:
+            k -= 1
+        return float(e[-1] + k * h), h
+
+    def _substep(self, t: float) -> tuple[float, float]:
+        """(attention rate, feed-forward rate) of the sub-interval holding t (its ends as :meth:`breakpoints`)."""
+        start, h = self._layer(t)
+        rates = SUBSTEPS[self.splitting][0][2:]
+        for lo, _, a, b in SUBSTEPS[self.splitting]:
+            if t >= start + lo * h:
+                rates = (a, b)
+        return rates
+
+    def at(self, t: float, layer_time: float | None = None) -> "Transformer":
+        """The summed model of time t: the blocks' weights of that time and, for a splitting, the active block at its
+        rate (its other rate zero). ``layer_time`` (the integrator's step start) picks layers and sub-steps."""
+        if not self.time_dependent:
+            return self
+        lt = float(t) if layer_time is None else float(layer_time)
+        a, b = self.weights
+        if self.splitting != "sum":
+            sa, sb = self._substep(lt)
+            a, b = a * sa, b * sb
+        key = (tuple(id(p.at(t, lt)) for p in self.parts), a, b)
+        cache = self.__dict__.setdefault("_at", {})
+        if key not in cache:
+            if len(cache) > 64:
+                cache.clear()
+            att = None if self.attention is None else self.attention.at(t, lt)
+            cache[key] = Transformer(att, tuple(f.at(t, lt) for f in self.feedforward), "sum", None, (a, b))
+        return cache[key]
+
+    def breakpoints(self, t0: float, t1: float) -> np.ndarray:
+        """The blocks' layer boundaries and, for a splitting, every sub-interval's ends inside (t0, t1)."""
+        out = [p.breakpoints(t0, t1) for p in self.parts]
+        if self.splitting != "sum":
+            e = self._edges
+            h = float(e[-1] - e[-2])
+            layers = list(zip(e[:-1], np.diff(e)))  # (start, depth), as :meth:`_layer` has them
+            if t1 > e[-1]:
+                layers += [(e[-1] + k * h, h) for k in range(int(np.ceil((t1 - e[-1]) / h)) + 1)]
+            out.append(np.array([start + lo * depth for start, depth in layers for lo, *_ in SUBSTEPS[self.splitting]]))
+        b = np.unique(np.concatenate(out)) if out else np.empty(0)
+        return b[(b > t0) & (b < t1)]
+
+    # ------------------------------------------------------------------ the field (constant models)
+    def _constant(self) -> None:
+        if self.time_dependent:
+            raise TypeError("the Transformer depends on time (its weights or its splitting): evaluate the model of a "
+                            "time, model.at(t), then its field.")
+
+    def drift(self, queries) -> np.ndarray:
+        """b Σ_j X_ff,j(queries): the feed-forward part (zero without blocks)."""
+        self._constant()
+        q = np.asarray(queries, dtype=float)
+        out = np.zeros(q.shape)
+        for f in self.feedforward:
+            out += f.velocity(q)
+        return self.weights[1] * out
+
+    def field(self, points, weights, queries) -> np.ndarray:
+        """a X_att[μ](queries) + b Σ_j X_ff,j(queries)."""
+        self._constant()
+        out = self.drift(queries)
+        a = self.weights[0]
+        if self.attention is not None and a:
+            out = out + a * self.attention.field(points, weights, queries)
+        return out
+
+    def field_and_divergence(self, points, weights, queries):
+        """The field and its divergence (both linear in the blocks)."""
+        self._constant()
+        q = np.asarray(queries, dtype=float)
+        X, div = np.zeros(q.shape), np.zeros(q.shape[:-1])
+        b = self.weights[1]
+        for f in self.feedforward:
+            Xf, df = f.velocity_and_divergence(q)
+            X, div = X + b * Xf, div + b * df
+        a = self.weights[0]
+        if self.attention is not None and a:
+            Xa, da = self.attention.field_and_divergence(points, weights, queries)
+            X, div = X + a * Xa, div + a * da
+        return X, div
+
+    def check_dim(self, d: int) -> None:
+        for p in self.parts:
+            p.check_dim(d) if not isinstance(p, MultiHeadAttention) else [h.check_dim(d) for h in p.heads]
+
+    def __add__(self, other):
+        return add(self, other)
+
+    __radd__ = __add__
+
+    def __repr__(self) -> str:
+        parts = ([repr(self.attention)] if self.attention is not None else []) + [repr(f) for f in self.feedforward]
+        extra = "" if self.splitting == "sum" else f", splitting={self.splitting!r}"
+        if self.weights != (1.0, 1.0):
+            extra += f", weights={self.weights}"
+        return f"Transformer({' + '.join(parts)}{extra})"
+
+
+def add(x, y):
+    """x + y for models: attention + attention is multi-head attention (GLPR (2.7)); anything with a feed-forward
+    block is a summed :class:`Transformer`."""
+    if _is_attention(x) and _is_attention(y):
+        hx, hy = x.heads, y.heads
+        noise = [m.noise for m in (x, y) if m.noise]
+        if noise:
+            raise ValueError("adding models with noise is ambiguous (the noise belongs to the dynamics, not to a head): "
+                             "give it once, MultiHeadAttention(heads, noise=D).")
+        return MultiHeadAttention(hx + hy)
+    if isinstance(x, Transformer) and x.splitting != "sum" or isinstance(y, Transformer) and y.splitting != "sum":
+        raise ValueError("a split Transformer is one layer's composition: build the sum first, then split it "
+                         "(Transformer(attention, feedforward, splitting=...)).")
+    att, ff = [], []
+    for m in (x, y):
+        if isinstance(m, Transformer):
+            if m.weights != (1.0, 1.0):
+                raise ValueError("adding a weighted Transformer: combine the blocks in one Transformer(weights=...).")
+            if m.attention is not None:
+                att.append(m.attention)
+            ff.extend(m.feedforward)
+        elif isinstance(m, FeedForward):
+            ff.append(m)
+        elif _is_attention(m):
+            att.append(m)
+        else:
+            return NotImplemented
+    attention = att[0] if len(att) == 1 else (add(att[0], att[1]) if att else None)
+    return Transformer(attention, tuple(ff))
+
+
+def as_model(model):
+    """A feed-forward block alone as the Transformer it is (no attention); any other model as it is."""
+    return Transformer(None, (model,)) if isinstance(model, FeedForward) else model
+
+
+def attention_of(model):
+    """The attention part of a model (None for feed-forward only)."""
+    if isinstance(model, Transformer):
+        return model.attention
+    return None if isinstance(model, FeedForward) else model
