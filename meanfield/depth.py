@@ -1,0 +1,198 @@
+r"""Discrete depth: the Transformer's layer map itself, beside the continuous flow it discretises (GLPR §2.1–2.2;
+docs/MATH.md §8.3).
+
+A layer of depth h moves every token by the field of the current tokens and normalises:
+
+    sphere:  T_k(x) = (x + h X_k[μ_k](x)) / |x + h X_k[μ_k](x)|,     μ_{k+1} = (T_k)_# μ_k,
+    RMS:     T_k(x) = √d (x + h X_k[μ_k](x)) / |x + h X_k[μ_k](x)|   (x / RMS(x), RMS(x) = |x|/√d),
+    none:    T_k(x) = x + h X_k[μ_k](x)                              (R^d, the residual stream alone),
+
+X_k the model of the layer's start t_k = t_0 + k h (a schedule's layer k; a callable's value at t_k). A
+:class:`~meanfield.models.Transformer` split by Lie (GLPR (2.8)) or Strang pushes its blocks in turn, each
+normalised; summed, one push with the summed field.
+
+On the sphere the layer is the explicit Euler step followed by the retraction: since X is tangent,
+|x + hX|² = 1 + h²|X|², and T_k(x) = x + hX − (h²/2)|X|² x + O(h³) matches the exact flow's normal
+acceleration ⟨x, ẍ⟩ = −|ẋ|² to second order. Its local error is (h²/2) P_x ẍ + O(h³), so after K = T/h layers
+the tokens differ from the continuous-depth solution by h e(T) + O(h²), e the solution of
+
+    ė = DF(y(t)) e − ½ P ÿ(t),   e(0) = 0,
+
+F the (interacting) velocity of all the tokens, ÿ = DF(y) F(y) (Hairer, Nørsett & Wanner, *Solving ODEs I*,
+§II.8: the global error's asymptotic expansion): first order, with that constant.
+
+The Lagrangian measure's layer pushes its points by T_k and its log-density by the Jacobian of the map:
+log ρ_{k+1}(T_k x) = log ρ_k(x) − log |det DT_k(x)|, the determinant between orthonormal bases of the tangent
+spaces at x and T_k x (the whole d×d one in R^d). DT_k = DN(y)(I + h DX), DN(y) = (I − ŷŷᵀ)/|y| on the sphere,
+and DX the field's Jacobian at fixed μ (the heads' ``average_and_jacobian``; for a feed-forward block
+W diag σ'(Ax + b) A), projected: D(P_x u) v = Du v − (⟨v, u⟩ + ⟨x, Du v⟩) x − ⟨x, u⟩ v.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .lagrangian import LagrangianMeasure
+from .models import FeedForward, Transformer, as_model
+from .models.transformer import SUBSTEPS
+
+__all__ = ["layer_map", "steps", "push", "blocks", "check_depth", "NORMALIZATIONS", "default_normalization"]
+
+NORMALIZATIONS = ("sphere", "rms", "none")
+
+
+def default_normalization(model) -> str:
+    """"sphere" for models on S^{d-1}, "none" in R^d."""
+    return "sphere" if as_model(model).manifold == "sphere" else "none"
+
+
+def _check_normalization(model, normalization: str) -> str:
+    if normalization == "auto":
+        return default_normalization(model)
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"`normalization` must be 'auto' or one of {NORMALIZATIONS}, got {normalization!r}.")
+    sphere = as_model(model).manifold == "sphere"
+    if sphere != (normalization == "sphere"):
+        raise ValueError(f"`normalization` {normalization!r} does not fit {model!r}: tokens on S^(d-1) are normalised "
+                         "by 'sphere'; R^d models take 'none' (the residual stream) or 'rms'.")
+    return normalization
+
+
+def blocks(model, t: float):
+    """The pushes of the layer starting at t: [(model, fraction of h)], a split Transformer's blocks in turn."""
+    model = as_model(model)
+    if not isinstance(model, Transformer) or model.splitting == "sum":
+        return [(model.at(t, t), 1.0)]
+    wa, wb = model.weights
+    attention = Transformer(model.attention.at(t, t), (), weights=(wa, 0.0))
+    feedforward = Transformer(None, tuple(f.at(t, t) for f in model.feedforward), weights=(0.0, wb))
+    return [(attention, (hi - lo) * a) if a else (feedforward, (hi - lo) * b)
+            for lo, hi, a, b in SUBSTEPS[model.splitting]]
+
+
+def _average_and_jacobian(model, points, weights):
+    """(u, Du) with X = P_x u on the sphere, X = u in R^d, at the points themselves; Du of shape (n, d, d)."""
+    if isinstance(model, FeedForward):
+        model = as_model(model)
+    if isinstance(model, Transformer):
+        a, b = model.weights
+        n, d = points.shape
+        u, Du = np.zeros((n, d)), np.zeros((n, d, d))
+        if model.attention is not None and a:
+            ua, Dua = model.attention.average_and_jacobian(points, weights, points)
+            u, Du = u + a * ua, Du + a * Dua
+        for f in model.feedforward:
+            uf, Duf = f.ambient_and_jacobian(points)
+            u, Du = u + b * uf, Du + b * Duf
+        return u, Du
+    return model.average_and_jacobian(points, weights, points)
+
+
+def _tangent_basis(x):
+    """Orthonormal bases of the tangent spaces at the unit vectors x: shape (n, d, d − 1)."""
+    n, d = x.shape
+    if d == 2:
+        return np.stack([-x[:, 1], x[:, 0]], axis=-1)[:, :, None]
+    frame = np.concatenate([x[:, :, None], np.broadcast_to(np.eye(d), (n, d, d))], axis=2)
+    q, _ = np.linalg.qr(frame)
+    return q[:, :, 1:d]
+
+
+def layer_map(model, points, weights, h: float, normalization: str = "auto", jacobian: bool = False):
+    r"""One layer T(x) = N(x + h X[μ](x)) at the points of μ = Σ w_j δ_{x_j} (module docstring).
+
+    Parameters
+    ----------
+    model : a constant model (``model.at(t)`` for a time-dependent one), summed (no splitting)
+    points : ndarray, shape (n, d)
+    weights : ndarray, shape (n,)
+    h : float
+        The layer's depth.
+    normalization : {"auto", "sphere", "rms", "none"}
+    jacobian : bool
+        Also return log |det DT| at the points (tangent spaces on the sphere; not for "rms", whose image is a
+        sphere inside R^d: no density there).
+
+    Returns
+    -------
+    ndarray, shape (n, d), and with ``jacobian`` the log-determinants, shape (n,)
+    """
+    normalization = _check_normalization(model, normalization)
+    x = np.asarray(points, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if not jacobian:
+        y = x + h * as_model(model).field(x, w, x)
+    else:
+        if normalization == "rms":
+            raise ValueError("the RMS layer maps R^d onto a sphere of radius √d: no density follows it (use "
+                             "normalization='none', or a sphere model).")
+        u, Du = _average_and_jacobian(model, x, w)
+        if normalization == "sphere":
+            xu = np.sum(x * u, axis=1)
+            X = u - xu[:, None] * x
+            xDu = np.einsum("ni,nij->nj", x, Du)  # ⟨x, Du v⟩ = (xᵀDu) v
+            DX = Du - x[:, :, None] * (u + xDu)[:, None, :] - xu[:, None, None] * np.eye(x.shape[1])
+        else:
+            X, DX = u, Du
+        y = x + h * X
+        J = np.eye(x.shape[1]) + h * DX
+    if normalization == "none":
+        return (y, np.linalg.slogdet(J)[1]) if jacobian else y
+    r = np.linalg.norm(y, axis=1, keepdims=True)
+    if normalization == "rms":
+        return np.sqrt(x.shape[1]) * y / r
+    Ty = y / r
+    if not jacobian:
+        return Ty
+    DN = (np.eye(x.shape[1]) - Ty[:, :, None] * Ty[:, None, :]) / r[:, :, None]
+    DT = DN @ J
+    Ex, Ey = _tangent_basis(x), _tangent_basis(Ty)
+    return Ty, np.linalg.slogdet(np.swapaxes(Ey, 1, 2) @ DT @ Ex)[1]
+
+
+def steps(model, x, weights, h: float, normalization: str, t: float, jacobian: bool = False):
+    """The layer starting at t: the pushes of its blocks in turn (module docstring); with ``jacobian`` the summed
+    log-determinants."""
+    logdet = np.zeros(x.shape[0]) if jacobian else None
+    for block, fraction in blocks(model, t):
+        if jacobian:
+            x, ld = layer_map(block, x, weights, fraction * h, normalization, jacobian=True)
+            logdet = logdet + ld
+        else:
+            x = layer_map(block, x, weights, fraction * h, normalization)
+    return (x, logdet) if jacobian else x
+
+
+def push(model, measure: LagrangianMeasure, depth: float, layers: int, normalization: str = "auto"):
+    """The Lagrangian measure through ``layers`` layers of depth ``depth``: one push per layer (per block for a
+    split Transformer), the field from the current measure, log ρ by the map's Jacobian (module docstring).
+
+    Returns
+    -------
+    list of LagrangianMeasure
+        The measure after each layer, ``layers + 1`` frames from the given one (times t_0 + k·depth).
+    """
+    if not isinstance(measure, LagrangianMeasure):
+        raise TypeError(f"`measure` must be a LagrangianMeasure, got {type(measure).__name__}.")
+    depth, layers = check_depth(depth, layers)
+    normalization = _check_normalization(model, normalization)
+    if normalization == "rms":
+        raise ValueError("the RMS layer maps R^d onto a sphere of radius √d: no density follows it.")
+    chart, frames = measure.domain.chart, [measure]
+    x, logrho = chart.to_points(measure.state), np.array(measure.log_density)
+    for k in range(layers):
+        t = measure.t + k * depth
+        x, logdet = steps(model, x, measure.weights, depth, normalization, t, jacobian=True)
+        logrho = logrho - logdet
+        frames.append(LagrangianMeasure(chart.to_state(x), measure.weights, logrho, measure.domain, measure.mesh,
+                                        t + depth, check=False))
+    return frames
+
+
+def check_depth(depth, layers):
+    depth = float(depth)
+    if not np.isfinite(depth) or depth <= 0:
+        raise ValueError(f"`depth` must be positive and finite, got {depth!r}.")
+    if int(layers) != layers or layers < 1:
+        raise ValueError(f"`layers` must be a positive integer, got {layers!r}.")
+    return depth, int(layers)

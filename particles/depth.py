@@ -1,0 +1,68 @@
+r"""Particles through discrete layers: x ↦ N(x + h X[μ^n](x)) per layer (GLPR §2.1–2.2; :mod:`meanfield.depth`).
+
+The continuous-depth flow (:func:`particles.simulate`) is the limit h → 0 of this map, at first order in h with
+the constant of docs/MATH.md §8.3.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from meanfield import depth as layer_maps
+from meanfield.models import as_model, heads
+
+from .system import Trajectory, domain_of, initial_points
+
+__all__ = ["discrete_depth"]
+
+
+def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "auto", weights=None, t0: float = 0.0,
+                   rng=None, progress: bool = False) -> Trajectory:
+    r"""Push n tokens through ``layers`` layers of depth ``depth`` (:mod:`meanfield.depth`).
+
+    Parameters
+    ----------
+    model : an attention model, a Transformer (split by Lie or Strang: its blocks pushed in turn), a FeedForward
+        Layer k (from ``t0 + k·depth``) uses the model of its start: a schedule's layer k.
+    x0 : array_like, shape (n, d), or tuple
+        Unit vectors on the sphere, points of R^d; or ``(density, n)`` drawn with ``rng``.
+    depth : float
+        h > 0.
+    layers : int
+        K >= 1.
+    normalization : {"auto", "sphere", "rms", "none"}
+        After each layer: x/|x| on the sphere ("auto" there), x/RMS(x) = √d x/|x| or nothing ("auto") in R^d.
+    weights : array_like, shape (n,), optional
+        Token weights (1/n by default).
+
+    Returns
+    -------
+    Trajectory
+        Positions after each layer, ``t = t0 + k·depth``, k = 0..K (``method`` "layers").
+    """
+    model = as_model(model)
+    heads(model)
+    if model.noise:
+        raise ValueError(f"`model` has noise = {model.noise:g}: the layer map is deterministic (noisy particles: "
+                         "particles.simulate).")
+    depth, layers = layer_maps.check_depth(depth, layers)
+    euclidean = model.manifold == "euclidean"
+    x = initial_points(x0, rng, euclidean)
+    if x.ndim != 2:
+        raise ValueError(f"`x0` must have shape (n, d), got {x.shape}.")
+    n, d = x.shape
+    if model.dim is not None and model.dim != d:
+        raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
+    w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"`weights` must be finite, non-negative, of shape ({n},).")
+    out = [x]
+    for k in tqdm(range(layers), disable=not progress, desc="layers"):
+        x = layer_maps.steps(model, x, w, depth, normalization, t0 + k * depth)
+        if not np.all(np.isfinite(x)):
+            raise FloatingPointError(f"the tokens became non-finite in layer {k} (t = {t0 + k * depth:g}).")
+        out.append(x)
+    return Trajectory(t=t0 + depth * np.arange(layers + 1), x=np.stack(out), nfev=layers * len(layer_maps.blocks(model, t0)),
+                      nsteps=layers, method="layers", strategy="quadrature", field_error_bound=0.0,
+                      domain=domain_of(model, d), weights=w, noise=0.0)
