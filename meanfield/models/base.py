@@ -119,14 +119,6 @@ class Head:
         cache[key] = head
         return head
 
-    def __add__(self, other):
-        """Sums of models: heads add to multi-head attention, feed-forward blocks make a Transformer."""
-        from .transformer import add
-
-        return add(self, other)
-
-    __radd__ = __add__
-
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:
         """The layer boundaries of its schedules inside (t0, t1): where the field jumps."""
         return breakpoints([getattr(self, n, None) for n in self.time_fields], t0, t1)

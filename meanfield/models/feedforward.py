@@ -273,13 +273,6 @@ class FeedForward:
     def field_and_divergence(self, points, weights, queries):
         return self.velocity_and_divergence(queries)
 
-    def __add__(self, other):
-        from .transformer import add
-
-        return add(self, other)
-
-    __radd__ = __add__
-
     def __repr__(self) -> str:
         if self.time_dependent:
             return f"FeedForward(time-dependent, activation={self.activation!r}, manifold={self.manifold!r})"

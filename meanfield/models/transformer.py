@@ -185,16 +185,26 @@ class Transformer:
             cache[key] = Transformer(att, tuple(f.at(t, lt) for f in self.feedforward), "sum", None, (a, b))
         return cache[key]
 
+    def _layers(self, t1: float) -> list:
+        """(start, depth) of the splitting's layers up to t1, as :meth:`_layer` has them."""
+        e = self._edges
+        h = float(e[-1] - e[-2])
+        out = list(zip(e[:-1], np.diff(e)))
+        if t1 > e[-1]:
+            out += [(e[-1] + k * h, h) for k in range(int(np.ceil((t1 - e[-1]) / h)) + 1)]
+        return out
+
+    def layer_starts(self, t0: float, t1: float) -> np.ndarray:
+        """The starts of the splitting's layers inside (t0, t1) (not its sub-steps)."""
+        s = np.array([start for start, _ in self._layers(t1)])
+        return s[(s > t0) & (s < t1)]
+
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:
         """The blocks' layer boundaries and, for a splitting, every sub-interval's ends inside (t0, t1)."""
         out = [p.breakpoints(t0, t1) for p in self.parts]
         if self.splitting != "sum":
-            e = self._edges
-            h = float(e[-1] - e[-2])
-            layers = list(zip(e[:-1], np.diff(e)))  # (start, depth), as :meth:`_layer` has them
-            if t1 > e[-1]:
-                layers += [(e[-1] + k * h, h) for k in range(int(np.ceil((t1 - e[-1]) / h)) + 1)]
-            out.append(np.array([start + lo * depth for start, depth in layers for lo, *_ in SUBSTEPS[self.splitting]]))
+            out.append(np.array([start + lo * depth for start, depth in self._layers(t1)
+                                 for lo, *_ in SUBSTEPS[self.splitting]]))
         b = np.unique(np.concatenate(out)) if out else np.empty(0)
         return b[(b > t0) & (b < t1)]
 
@@ -240,11 +250,6 @@ class Transformer:
     def check_dim(self, d: int) -> None:
         for p in self.parts:
             p.check_dim(d) if not isinstance(p, MultiHeadAttention) else [h.check_dim(d) for h in p.heads]
-
-    def __add__(self, other):
-        return add(self, other)
-
-    __radd__ = __add__
 
     def __repr__(self) -> str:
         parts = ([repr(self.attention)] if self.attention is not None else []) + [repr(f) for f in self.feedforward]
@@ -295,3 +300,12 @@ def attention_of(model):
     if isinstance(model, Transformer):
         return model.attention
     return None if isinstance(model, FeedForward) else model
+
+
+def _radd(self, other):
+    return add(other, self)
+
+
+# ``+`` on every model, defined here where all the kinds are known (the classes cannot import this module)
+for _kind in (Head, MultiHeadAttention, FeedForward, Transformer):
+    _kind.__add__, _kind.__radd__ = add, _radd

@@ -201,14 +201,16 @@ class GridProblem(Problem):
         n = self.grid.n
         if not self.refine:
             raise StopIntegration(t, y, reason, hint="Pass refine=True (with a larger max_n) to refine the grid, hand "
-                                  "over to the Lagrangian measure (representation='auto'), or use the particle system, "
+                                  "over to the Lagrangian measure (representation=('grid', 'nodes'); 'auto' does where "
+                                  "the adaptive panels apply), or use the particle system, "
                                   "which is the reference in the collapse regime (MATH.md §2.2).")
         if 2 * n > self.max_n:
             raise StopIntegration(
                 t, y, f"{reason}; refinement stopped at max_n = {self.max_n}",
                 hint="Raise max_n to go on refining (clusters sharpen exponentially in time, "
                 "so each doubling buys a bounded time), hand over to the Lagrangian measure "
-                "(representation='auto'; docs/MATH.md §6), or use the "
+                "(representation=('grid', 'nodes'); 'auto' does where the adaptive panels apply; docs/MATH.md §6), "
+                "or use the "
                 "particle system, which is the reference in the collapse regime (MATH.md §2.2).",
             )
         old = self.grid

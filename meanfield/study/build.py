@@ -39,9 +39,9 @@ from .. import domains, laws
 from ..density import Density
 from ..gaussian import gaussian_density
 from ..io import load
-from ..models import MultiHeadAttention, registry
+from ..models import FeedForward, MultiHeadAttention, Transformer, layers, registry
 from ..monitor import ResolutionMonitor
-from .config import StudyError
+from .config import WEIGHT_ARRAYS, StudyError, layer_weights
 
 __all__ = ["build_model", "build_grid", "build_monitor", "initial_density", "initial_particles"]
 
@@ -73,16 +73,36 @@ def build_model(cfg):
     parameters = {p.name: m[p.name] for p in kind.parameters}
     # the noise belongs to the dynamics: one head carries it, several heads leave it to MultiHeadAttention
     noise = parameters.pop("noise", None) if m["heads"] > 1 else None
+    arrays = layer_weights(m["weights"], d) if m.get("weights") else {}
+    if "beta" in arrays:
+        parameters["beta"] = _layered(arrays, "beta", float)
 
     def head():
-        Q, K, V = (_matrix(m[k], d, rng, m["random_scale"]) for k in ("Q", "K", "V"))
+        Q, K, V = (_layered(arrays, k) if k in arrays else _matrix(m[k], d, rng, m["random_scale"])
+                   for k in ("Q", "K", "V"))
         return kind.build(Q=Q, K=K, V=V, **parameters)
 
     try:
         heads = [head() for _ in range(m["heads"])]
-        return heads[0] if len(heads) == 1 else MultiHeadAttention(tuple(heads), noise=noise or 0.0)
+        attention = heads[0] if len(heads) == 1 else MultiHeadAttention(tuple(heads), noise=noise or 0.0)
+        if "W" not in arrays:
+            return attention
+        block = FeedForward(_layered(arrays, "W"), _layered(arrays, "A"), _layered(arrays, "b") if "b" in arrays
+                            else None, m["activation"], kind.manifold)
+        return Transformer(attention, block, m["splitting"],
+                           depth=None if arrays["layers"] > 1 else float(np.ravel(arrays.get("depths", 1.0))[0]))
     except (ValueError, TypeError, OverflowError) as exc:
         raise StudyError(f"[model]: {exc}") from None
+
+
+def _layered(arrays, name, convert=np.asarray):
+    """A [model] weights array as the model takes it: a schedule of its layers (:func:`meanfield.models.layers`,
+    with the file's depths) where it has a layer axis, else the constant."""
+    a = arrays[name]
+    per_layer = a.ndim == len(WEIGHT_ARRAYS[name]) + 1
+    if not per_layer:
+        return convert(a)
+    return layers([convert(v) for v in a], arrays.get("depths", 1.0))
 
 
 # -------------------------------------------------------------------- grid

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import domains
-from ..models import registry
+from ..models import ACTIVATIONS, SPLITTINGS, registry
 
 __all__ = ["StudyError", "SCHEMA", "Key", "read", "read_raw", "validate", "override", "parse_over", "to_json",
            "reference_markdown"]
@@ -183,7 +183,68 @@ _MODEL = {
     "random_scale": Key("float", 1.0, "entries of 'random' matrices are N(0, random_scale²/d)", positive=True),
     "seed": Key("int", None, "seed of the 'random' matrices (default: the top-level seed), so the "
                 "particles' seed can change with the model fixed", minimum=0),
+    "weights": Key("path", None, "per-layer weights, as a trained network's (relative to the study file): an .npz "
+                   "with any of Q, K, V (layers×d×d, or d×d for all layers), beta (layers), the feed-forward "
+                   "block's W (layers×d×m), A (layers×m×d), b (layers×m), and depths (one per layer, or one for "
+                   "all; default 1); replaces [model] Q, K, V"),
+    "activation": Key("str", "gelu", "the feed-forward block's σ (with W and A in [model] weights)",
+                      choices=tuple(ACTIVATIONS)),
+    "splitting": Key("str", "sum", "attention and feed-forward per layer: 'sum' (their continuous-depth limit), "
+                     "'lie' (GLPR (2.8)) or 'strang'", choices=SPLITTINGS),
 }
+
+#: The arrays of a [model] weights file, and their shapes without the layer axis (d the dimension, m free).
+WEIGHT_ARRAYS = {"Q": ("d", "d"), "K": ("d", "d"), "V": ("d", "d"), "beta": (), "W": ("d", "m"), "A": ("m", "d"),
+                 "b": ("m",), "depths": ()}
+
+
+def layer_weights(path, d: int) -> dict:
+    """The arrays of a [model] weights file, checked: each with or without a leading layer axis (one length L for
+    all), d×d matrices, W/A/b chaining through one hidden width m, depths positive; returns name → array and
+    ``"layers"`` → L (1 where nothing is per layer)."""
+    import numpy as np
+
+    where = "[model] weights"
+    try:
+        with np.load(path) as data:
+            arrays = {k: np.array(data[k], dtype=float) for k in data}
+    except Exception as exc:  # noqa: BLE001 -- any unreadable file: report it and why, in one line
+        raise StudyError(f"{where}: cannot read {str(path)!r}: {exc}") from None
+    unknown = set(arrays) - set(WEIGHT_ARRAYS)
+    if unknown:
+        raise StudyError(f"{where}: unknown arrays {', '.join(sorted(unknown))} in {str(path)!r} "
+                         f"(it may hold {', '.join(WEIGHT_ARRAYS)})")
+    if not arrays.keys() - {"depths"}:
+        raise StudyError(f"{where}: {str(path)!r} holds no weights")
+    lengths, m = set(), None
+    for name, a in arrays.items():
+        if not np.all(np.isfinite(a)):
+            raise StudyError(f"{where}: array {name} has non-finite entries")
+        rank = len(WEIGHT_ARRAYS[name])
+        if a.ndim == rank + 1 and name != "depths" or name == "depths" and a.ndim == 1:
+            lengths.add(a.shape[0])
+            shape = a.shape[1:]
+        elif a.ndim == rank:
+            shape = a.shape
+        else:
+            raise StudyError(f"{where}: array {name} must have {rank} or {rank + 1} axes (with the layer axis), got "
+                             f"shape {a.shape}")
+        for size, symbol in zip(shape, WEIGHT_ARRAYS[name]):
+            if symbol == "d" and size != d:
+                raise StudyError(f"{where}: array {name} of shape {a.shape} does not act on dimension {d}")
+            if symbol == "m":
+                if m not in (None, size):
+                    raise StudyError(f"{where}: W, A and b must share one hidden width m, got {m} and {size} "
+                                     f"(array {name}, shape {a.shape})")
+                m = size
+    if len(lengths) > 1:
+        raise StudyError(f"{where}: the per-layer arrays have different numbers of layers: {sorted(lengths)}")
+    if ("W" in arrays) != ("A" in arrays) or "b" in arrays and "W" not in arrays:
+        raise StudyError(f"{where}: a feed-forward block needs both W and A (b optional)")
+    if "depths" in arrays and np.any(arrays["depths"] <= 0):
+        raise StudyError(f"{where}: depths must be positive, got {arrays['depths']}")
+    arrays["layers"] = lengths.pop() if lengths else 1
+    return arrays
 
 
 def _show(value) -> str:
@@ -408,6 +469,20 @@ def _check_model(m: dict, dom, d: int) -> None:
         size = _matrix_size(m[key])
         if size is not None and size != d:
             raise StudyError(f"[model] {key}: must be {d}×{d} for dimension {d}, got {size}×{size}")
+    if m["weights"] is not None:
+        arrays = layer_weights(m["weights"], d)
+        given = [k for k in ("Q", "K", "V") if k in arrays and m[k] is not None]
+        if given:
+            raise StudyError(f"[model] {', '.join(given)}: given both here and in [model] weights; keep one")
+        if m["heads"] != 1:
+            raise StudyError("[model] heads: a weights file holds one head per layer (heads = 1)")
+        if "beta" in arrays and "beta" not in {p.name for p in registry.get(m["kind"]).parameters}:
+            raise StudyError(f"[model] weights: kind {m['kind']!r} takes no beta")
+        if m["splitting"] != "sum" and "W" not in arrays:
+            raise StudyError(f"[model] splitting: {m['splitting']!r} alternates attention and a feed-forward block; "
+                             "[model] weights holds no W, A")
+    elif m["splitting"] != "sum":
+        raise StudyError(f"[model] splitting: {m['splitting']!r} needs a feed-forward block (W, A in [model] weights)")
 
 
 def validate(raw: dict, base: str | Path | None = None, name: str | None = None) -> dict:
@@ -470,6 +545,12 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
         raise StudyError("the study computes nothing: give a [grid] (densities), [particles] n, or both")
 
     # --- model: a registered kind of the domain's manifold, its own parameters with its defaults
+    if m["weights"] is not None:  # relative to the study file, as [initial] path
+        p = Path(m["weights"])
+        p = p if p.is_absolute() else base / p
+        if not p.is_file():
+            raise StudyError(f"[model] weights: cannot read {str(p)!r} (no such file)")
+        m["weights"] = str(p.resolve())
     _check_model(m, dom, d)
 
     # --- initial condition: a law the domain defines

@@ -70,6 +70,15 @@ def _pi_ticks(axis) -> None:
     axis.set_ticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
 
 
+def _mark_layers(ax, ds, color="0.45") -> None:
+    """Dashed vertical lines at the layer boundaries of a model with per-layer weights (``attrs['layer_boundaries']``,
+    where the field jumps), on an axis of time."""
+    import json
+
+    for t in json.loads(ds.attrs.get("layer_boundaries", "[]")):
+        ax.axvline(t, color=color, ls="--", lw=0.7, alpha=0.7, zorder=0.5)
+
+
 def _mark_refinements(ax, ds) -> None:
     """Dotted vertical lines at the times the grid was refined, labelled with the new resolution."""
     import json
@@ -139,6 +148,7 @@ def plot_density(ds, ax=None, cmap="magma"):
         ax.plot(ds["time"].values, pos, ".", ms=1.5, color="c", alpha=0.7)
         title += f"\nwith {min(n, pos.shape[1])} of N = {n} particles (cyan)" + _noise_note(ds, n)
     _mark_refinements(ax, ds)
+    _mark_layers(ax, ds, color="w")
     ax.set_title(title, fontsize=8)
     ax.set_xlabel("t")
     ax.set_ylabel(domain.coordinate_label)
@@ -297,6 +307,7 @@ def plot_energy(ds, ax=None):
             ax.text(0.99, 0.02, f"particle energies include the self-interaction e^β/(2βN) = {ns}",
                     transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="0.3")
     ax.set_xlabel("t")
+    _mark_layers(ax, ds)
     ax.set_ylabel("E_β")
     ax.legend(fontsize=8)
     return ax
@@ -327,17 +338,20 @@ def plot_lagrangian(ds):
     sc = ax.scatter(tt[order], y[order], c=logr[ok][order], s=1, cmap="magma", rasterized=True)
     fig.colorbar(sc, ax=ax, label="log₁₀ ρ at the points")
     ax.set_xlabel("t")
+    _mark_layers(ax, ds)
     ax.set_ylabel(ylabel)
     if domain.periodic:
         _pi_ticks(ax.yaxis)
     ax.set_title("Lagrangian measure (points carry exact log ρ)")
     bx.step(t, ds["cluster_count"], where="post", color="C3", label="clusters (mean field)")
     bx.set_xlabel("t")
+    _mark_layers(bx, ds)
     bx.set_ylabel("clusters", color="C3")
     if "energy" in ds or "particle_energy" in ds:
         ex = bx.twinx()
         plot_energy(ds, ax=ex)
         ex.set_xlabel("t")
+        _mark_layers(ex, ds)
     bx.set_title("cluster count and energy: plateaus are metastable states")
     return fig
 
@@ -365,6 +379,7 @@ def plot_wasserstein(ds, ax=None):
         axes[a].set_title(f"W{p:g}(density, particles), mean ± sd over {ds.sizes.get('repeat', 1)} repeats",
                           fontsize=9)
         axes[a].set_xlabel("t")
+        _mark_layers(axes[a], ds)
         axes[a].legend(fontsize=7)
     axes[0].set_ylabel(" / ".join(f"W{p:g}" for p in ps) if len(set(axes)) == 1 else f"W{ps[0]:g}")
     for a in range(1, len(ps)):
@@ -412,6 +427,7 @@ def plot_clusters(ds, ax=None):
         ax.set_title(_title(ds), fontsize=7, wrap=True)
     _bands_over_n(ax, ds, "pair_fraction")
     ax.set_xlabel("t")
+    _mark_layers(ax, ds)
     ax.set_ylabel(ds["pair_fraction"].attrs.get("long_name", "pair fraction"), fontsize=8)
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=8)
@@ -440,6 +456,7 @@ def plot_sweep(ds, variable: str | None = None, ax=None):
         for i, v in enumerate(values):
             ax.plot(ds["time"].values, da.sel({key: v}).values, color=f"C{i}", label=f"{key} = {v}")
         ax.set_xlabel("t")
+        _mark_layers(ax, ds)
         ax.set_ylabel(da.attrs.get("long_name", variable), fontsize=8)
         ax.legend(fontsize=8)
         ax.set_title(f"{ds.attrs.get('title', '')}: {variable}", fontsize=9)

@@ -338,6 +338,16 @@ def versions() -> dict:
             "scipy_version": scipy.__version__, "xarray_version": xr.__version__}
 
 
+def _layer_boundaries(model, t0: float, t1: float) -> np.ndarray:
+    """The layer boundaries in (t0, t1): the schedules' of every block, and a splitting's layers (not its
+    sub-steps)."""
+    parts = getattr(model, "parts", (model,))
+    out = [p.breakpoints(t0, t1) for p in parts]
+    if getattr(model, "splitting", "sum") != "sum":
+        out.append(model.layer_starts(t0, t1))
+    return np.unique(np.concatenate(out)) if out else np.empty(0)
+
+
 def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, bool]:
     """Run a checked study (:func:`meanfield.study.config.read`); return (Dataset, interrupted)."""
     progress = show_progress(progress)
@@ -347,6 +357,8 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
     data, coords = {}, {"time": ("time", t_eval, {"long_name": "time t"})}
     attrs = {"title": cfg["name"], "study": config.to_json(cfg), "domain": cfg["domain"],
              "dimension": cfg["dimension"], "model": " ".join(repr(model).split()), **versions()}
+    if model.time_dependent:  # where the field jumps: the figures mark them
+        attrs["layer_boundaries"] = json.dumps([float(t) for t in _layer_boundaries(model, t_eval[0], t_eval[-1])])
     if cfg.get("stationary") is not None:  # a bifurcation study: no density solve (meanfield.study.stationary)
         sdata, scoords, sattrs, interrupted = stationary.run(cfg, model, grid, progress)
         status = Status.INTERRUPTED.value if interrupted else Status.SUCCESS.value
