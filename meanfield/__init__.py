@@ -13,11 +13,12 @@ models.Softmax, L2, Sinkhorn, ...   the R^d attention variants of CACP (``field`
 CircleGrid                          n equispaced nodes on S¹ (FFT)
 SphereGrid                          Gauss–Legendre grid on S² (spherical harmonics)
 EuclideanGrid                       a box in R^d, d = 1, 2 (finite volumes)
+SequenceGrid                        [0, 1] × S¹: positions × angles, for causal attention (``causal=True``)
 Density                             a density on a grid (it carries its domain)
 solve, Solution                     time integration over representations (grid, panels, nodes) and its result
 stationary                          noisy zonal models: stationary states, critical noise, the branch
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
-domains                             the domain layer (CIRCLE, SPHERE, EUCLIDEAN)
+domains                             the domain layer (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE)
 kernels                             compiled sums of the attention kernel (fast strategies)
 exact                               closed-form solutions (oracles)
 laws                                initial laws: von Mises–Fisher mixtures (density, exact samples)
@@ -33,7 +34,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import domains, exact, gaussian, laws
 from .density import Density
-from .domains import CircleGrid, EuclideanGrid, SphereGrid
+from .domains import CircleGrid, EuclideanGrid, SequenceGrid, SphereGrid
 from .io import load
 from .models import MultiHeadAttention, SelfAttention
 from .monitor import ResolutionError, ResolutionMonitor
@@ -50,6 +51,7 @@ __all__ = [
     "CircleGrid",
     "SphereGrid",
     "EuclideanGrid",
+    "SequenceGrid",
     "Density",
     "solve",
     "Solution",

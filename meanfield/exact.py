@@ -7,6 +7,8 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
 - :func:`mobius_density`, :func:`mobius_mean_factor`, :func:`mobius_radius`,
   :func:`mobius_characteristics`: S² at β = 0, the Möbius-invariant family p_w (Lipton, Mirollo & Strogatz,
   Chaos 31, 2021; Chandra, Girvan & Ott, Chaos 29, 2019).
+- :func:`causal_pair`: the first two tokens of causal SA (docs/MATH.md §8.4): the first never moves, the angle of
+  the second to it solves a scalar ODE integrated in closed form with exponential integrals.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .domains.circle.laws import check_poisson_parameter, wrapped_cauchy, wrappe
 from .domains.sphere.laws import check_ball_point, mobius_density
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
-           "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics"]
+           "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair"]
 
 
 def ott_antonsen(t, a0) -> np.ndarray:
@@ -235,3 +237,62 @@ def mobius_characteristics(x0, t: float, w0) -> tuple[np.ndarray, np.ndarray]:
     x = np.cos(psi)[..., None] * e + np.sin(psi)[..., None] * u
     log_jacobian = -2.0 * R - 2.0 * np.log(np.cos(half) ** 2 + np.exp(-2.0 * R) * np.sin(half) ** 2)
     return x, log_jacobian
+
+
+def _causal_pair_time(u, beta: float):
+    r"""G at u = log tan(θ/2): G = u + ½ Ei(β(1 − cos θ)) + ½ e^{2β} E1(β(1 + cos θ)), so that t = G(θ_0) − G(θ)."""
+    from scipy.special import exp1, expi
+
+    theta = 2.0 * np.arctan(np.exp(u))
+    c = np.cos(theta)
+    one_minus = 2.0 * np.sin(0.5 * theta) ** 2  # 1 − cos θ without cancellation
+    return u + 0.5 * expi(beta * one_minus) + 0.5 * np.exp(2.0 * beta) * exp1(beta * (1.0 + c))
+
+
+def causal_pair(t, theta0: float, beta: float) -> np.ndarray:
+    r"""The angle θ(t) between the second token and the first under causal SA with Q = K = V = I (any S^{d-1}).
+
+    The first token sees only itself and never moves; the second sees both (equal weights), so
+    u = (e^{β cos θ} x_1 + e^β x_2)/(e^{β cos θ} + e^β) and, the pair spanning a fixed plane,
+
+    .. math:: \dot\theta = -\frac{\sin\theta}{1 + e^{\beta(1 - \cos\theta)}}.
+
+    With dθ/sin θ = d log tan(θ/2) and, for u = cos θ, e^{β(1−u)}/(1 − u²) = ½ e^{β(1−u)}(1/(1 − u) + 1/(1 + u)),
+
+    .. math:: t = G(\theta_0) - G(\theta),\quad
+        G(\theta) = \log\tan\frac{\theta}{2} + \tfrac12\operatorname{Ei}(\beta(1 - \cos\theta))
+        + \tfrac12 e^{2\beta} E_1(\beta(1 + \cos\theta))
+
+    (docs/MATH.md §8.4); G is increasing in u = log tan(θ/2) with slope >= 1, so θ(t) is the root of
+    G(u) = G(u_0) − t in [u_0 − t, u_0], found by Brent's method to round-off in u.
+
+    Parameters
+    ----------
+    t : array_like
+        Times >= 0.
+    theta0 : float
+        The initial angle, in (0, π).
+    beta : float
+        β > 0 (up to about 350, where e^{2β} overflows).
+    """
+    from scipy.optimize import brentq
+
+    theta0, beta = float(theta0), float(beta)
+    if not 0.0 < theta0 < np.pi:
+        raise ValueError(f"`theta0` must lie in (0, π), got {theta0!r}.")
+    if not 0.0 < beta <= 350.0:
+        raise ValueError(f"`beta` must lie in (0, 350], got {beta!r}.")
+    t = np.asarray(t, dtype=float)
+    if np.any(t < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("`t` must be finite and >= 0.")
+    u0 = np.log(np.tan(0.5 * theta0))
+    g0 = _causal_pair_time(u0, beta)
+    out = np.empty(t.shape)
+    for i, ti in np.ndenumerate(t):
+        if ti == 0.0:
+            out[i] = theta0
+            continue
+        u = brentq(lambda v: _causal_pair_time(v, beta) - (g0 - ti), u0 - ti, u0, xtol=1e-300, rtol=8.9e-16,
+                   maxiter=400)
+        out[i] = 2.0 * np.arctan(np.exp(u))
+    return out

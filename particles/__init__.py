@@ -1,6 +1,7 @@
 """particles: the finite-n systems whose mean-field limit ``meanfield`` solves.
 
 simulate, Trajectory   particles on S^{d-1} or in R^d moved by a ``meanfield.models`` field
+with_positions         tokens in their array order as rows (s, x), for causal attention
 discrete_depth         the same tokens through discrete layers x ↦ N(x + h X[μ](x)) (GLPR §2.1)
 fused                  batches of small systems advanced by compiled RK4 sequences
 sampling               uniform, orthogonal and density-distributed initial points
@@ -15,6 +16,7 @@ from . import clusters, fused, sampling
 from .sampling import orthogonal, sample, uniform_sphere
 from .depth import discrete_depth
 from .system import Trajectory, rescaled, simulate
+from meanfield.domains.sequence import with_positions
 
 __all__ = ["simulate", "discrete_depth", "Trajectory", "rescaled", "fused", "sampling", "clusters", "uniform_sphere", "orthogonal",
-           "sample"]
+           "sample", "with_positions"]

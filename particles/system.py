@@ -38,7 +38,7 @@ import numpy as np
 
 from meanfield import checks, kernels, strategies
 from meanfield.density import Density
-from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
+from meanfield.domains import CIRCLE, EUCLIDEAN, SEQUENCE, SPHERE, Measure
 from meanfield.domains.sphere.geometry import check_on_sphere
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
                                  Stepper, equal_steps)
@@ -97,9 +97,11 @@ class Trajectory:
 
 
 def domain_of(model, d: int):
-    """Where the particles of ``model`` live: R^d, the circle (d = 2) or S^{d-1}."""
-    if model.manifold == EUCLIDEAN.manifold:
-        return EUCLIDEAN
+    """Where the particles of ``model`` live: R^d, [0, 1] × S^{d-2} (causal attention: rows (s, x)), the circle
+    (d = 2) or S^{d-1}."""
+    for domain in (EUCLIDEAN, SEQUENCE):
+        if model.manifold == domain.manifold:
+            return domain
     return CIRCLE if d == 2 else SPHERE
 
 
@@ -191,7 +193,9 @@ def simulate(
     x0 : array_like, shape (n, d) or (batch, n, d), or tuple
         Initial positions: unit vectors on the sphere (checked to 1e-8, then
         normalised exactly), any finite points for R^d models (no
-        projection); a batch axis runs independent realisations together. A tuple
+        projection), rows (s, x) for causal attention (a position s in [0, 1] and a unit vector x:
+        :func:`particles.with_positions` puts tokens in their array order); a batch axis runs independent
+        realisations together. A tuple
         ``(density, n)`` or ``(density, n, batch)`` draws iid initial points
         from a :class:`meanfield.Density` with ``rng``.
     t_eval : array_like, shape (T,)
@@ -251,8 +255,7 @@ def simulate(
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     t_eval = checks.output_times(t_eval)
-    euclidean = model.manifold == EUCLIDEAN.manifold
-    x = initial_points(x0, rng, euclidean)
+    x = initial_points(x0, rng, domain_of(model, 3))  # how x0 is read: R^d, rows (s, x), or unit vectors
     n, d = x.shape[-2], x.shape[-1]
     if model.dim is not None and model.dim != d:
         raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
@@ -354,10 +357,15 @@ def _speed_scale(model, t_eval) -> float:
     return max(rate_scale(model.at(t)) for t in starts)
 
 
-def initial_points(x0, rng, euclidean):
+def initial_points(x0, rng, domain):
     if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Density):
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
-    if euclidean:
+    if domain is SEQUENCE:
+        x = SEQUENCE.check_points(x0, "x0")
+        if x.ndim not in (2, 3) or x.shape[-2] < 1:
+            raise ValueError(f"`x0` must have shape (n, 1 + d) or (batch, n, 1 + d) and hold particles, got {x.shape}.")
+        return SEQUENCE.retract(x)
+    if domain is EUCLIDEAN:
         x = np.array(x0, dtype=float)
         if x.ndim not in (2, 3) or x.shape[-2] < 1:
             raise ValueError(f"`x0` must have shape (n, d) or (batch, n, d), got {x.shape}.")

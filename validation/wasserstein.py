@@ -256,10 +256,10 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         raise ValueError(f"`{name}` contains non-finite coordinates.")
     w = np.full(n, 1.0 / n) if w is None else _probability_weights(w, n, name)
     dom = domains.infer(pts) if dom is None else dom
-    if dom is not EUCLIDEAN and domains.infer(pts) is EUCLIDEAN:
+    if not dom.contains(pts):  # to 1e-8 (unit rows on spheres)
         raise ValueError(
-            f"`{name}` must lie on the {dom.name} (rows of norm 1 within 1e-8) to be compared there: "
-            "the measures live on different domains."
+            f"`{name}` must lie on the {dom.name} (within 1e-8) to be compared there: the measures live on "
+            "different domains."
         )
     if _on_angles(dom):
         if pts.shape[1] != 2:

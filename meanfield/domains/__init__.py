@@ -6,6 +6,7 @@ domain         package                     grid
 ``CIRCLE``     :mod:`.circle`              :class:`CircleGrid` (n nodes, FFT)
 ``SPHERE``     :mod:`.sphere`              :class:`SphereGrid` (Gauss–Legendre, harmonics)
 ``EUCLIDEAN``  :mod:`.euclidean`           :class:`EuclideanGrid` (a box, finite volumes)
+``SEQUENCE``   :mod:`.sequence`            :class:`SequenceGrid` ([0, 1] × S¹: positions × angles)
 =============  ==========================  =====================================================
 
 The protocol is :class:`Domain` and :class:`Grid` (:mod:`.base`); ``get(name)``
@@ -19,8 +20,9 @@ from .base import Domain, Grid, Measure, get, infer
 from .circle import CIRCLE, CircleGrid
 from .euclidean import EUCLIDEAN, EuclideanGrid
 from .sphere import SPHERE, SphereGrid
+from .sequence import SEQUENCE, SequenceGrid
 
-DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN)
+DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE)
 
 __all__ = ["Domain", "Grid", "Measure", "get", "infer", "CIRCLE", "SPHERE", "EUCLIDEAN", "DOMAINS", "CircleGrid",
-           "SphereGrid", "EuclideanGrid"]
+           "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid"]

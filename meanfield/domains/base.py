@@ -151,6 +151,7 @@ class Domain(abc.ABC):
     """
 
     name: str
+    description: str = ""  # what its points are, in words (error messages)
     grid_type: type
     projection: str | None = None  # the matplotlib projection of its density plots
     manifold: str = "sphere"  # the models that move it: "sphere" (S^{d-1}) or "euclidean" (R^d)
@@ -233,7 +234,9 @@ class Domain(abc.ABC):
         """``ValueError`` unless ``model`` moves measures on this domain in the dimension of ``where`` (a grid or a
         measure with ``dim``)."""
         if model.manifold != self.manifold:
-            raise ValueError(f"{model!r} lives on the {model.manifold}, but {where!r} is on the {self.name}.")
+            moves = " or ".join(d.description for d in _DOMAINS.values() if d.manifold == model.manifold)
+            raise ValueError(f"{model!r} moves points of the {moves or model.manifold}, but {where!r} is on the "
+                             f"{self.description}.")
         if model.dim is not None and model.dim != where.dim:
             raise ValueError(
                 f"the model's matrices are {model.dim}×{model.dim} but {where!r} lives in R^{where.dim}."

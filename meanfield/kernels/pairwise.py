@@ -43,9 +43,9 @@ SINGLE_PRECISION_ERROR = 1e-5
 
 
 @nb.njit(fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def exact_row(q, KxT, VxT, wb, out_num, b, i):
-    """One row with the exact max-shift (the rare fallback); returns (den, shift)."""
-    n, d, dv = KxT.shape[2], KxT.shape[1], VxT.shape[1]
+def exact_row(q, KxT, VxT, wb, out_num, b, i, n):
+    """One row over the points j < n with the exact max-shift (the rare fallback); returns (den, shift)."""
+    d, dv = KxT.shape[1], VxT.shape[1]
     s = np.zeros(n)
     for a in range(d):
         for j in range(n):
@@ -63,21 +63,21 @@ def exact_row(q, KxT, VxT, wb, out_num, b, i):
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _pairwise_rows(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
-    """Any d: per row a work buffer (d + dv + 2 vectorised passes over j).
+def _pairwise_rows(Qx, KxT, VxT, w, bound, stops, out_num, out_den, out_shift, start, stop):
+    """Any d: per row a work buffer (d + dv + 2 vectorised passes over j < stops[b, i]).
 
     Tasks ``start..stop-1`` of the B·⌈m/_ROWS⌉ blocks of rows (see :func:`_threads.run_tasks`)."""
     m, d = Qx.shape[1], Qx.shape[2]
-    n = KxT.shape[2]
     dv = VxT.shape[1]
     nblk = (m + _ROWS - 1) // _ROWS
     for task in range(start, stop):
         b = task // nblk
         i0 = (task % nblk) * _ROWS
-        buf = np.empty(n)
+        buf = np.empty(KxT.shape[2])
         wb = w[b]
         for i in range(i0, min(m, i0 + _ROWS)):
             sh = bound[b, i]
+            n = stops[b, i]
             for j in range(n):
                 buf[j] = -sh
             for a in range(d):
@@ -98,20 +98,20 @@ def _pairwise_rows(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, s
                 out_num[b, i, a] = acc
             out_den[b, i] = z
             out_shift[b, i] = sh
-            if z < UNDERFLOW:
-                out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i)
+            if z < UNDERFLOW and n > 0:
+                out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i, n)
 
 
 _FUSED_TEMPLATE = """
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
-def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
+def kernel(Qx, KxT, VxT, w, bound, stops, out_num, out_den, out_shift, start, stop):
     m = Qx.shape[1]
-    n = KxT.shape[2]
     for task in range(start, stop):
         b = task // m
         i = task % m
         wb = w[b]
         sh = bound[b, i]
+        n = stops[b, i]
 {loads}
         z = {zero}
 {zeros}
@@ -123,8 +123,8 @@ def kernel(Qx, KxT, VxT, w, bound, out_num, out_den, out_shift, start, stop):
 {stores}
         out_den[b, i] = z
         out_shift[b, i] = sh
-        if z < UNDERFLOW:
-            out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i)
+        if z < UNDERFLOW and n > 0:
+            out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i, n)
 """
 _FUSED = {}
 
@@ -172,7 +172,8 @@ def _as_batch(x, name):
     return x.reshape((-1,) + x.shape[-2:])
 
 
-def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None, precision: str = "double"):
+def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None, precision: str = "double",
+                  stops=None):
     r"""Fused sums Σ_j w_j e^{β⟨Q q_i, K x_j⟩} (V x_j, 1), returned with their row shift.
 
     Parameters
@@ -189,6 +190,9 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
         returned as float64; the field then errs by up to
         :data:`SINGLE_PRECISION_ERROR` relative to its largest value (measured,
         and asserted in the tests), instead of ~1e-15.
+    stops : array_like of int, shape (..., m), optional
+        Row i sums over the points j < stops_i only (the causal mask of points sorted by position, each row
+        costing stops_i; the threads get equal shares of Σ stops_i). Default: every point.
 
     Returns
     -------
@@ -224,6 +228,12 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
         VxT = np.swapaxes(P if V is None else P @ np.asarray(V, dtype=float).T, 1, 2)
     KxT = np.swapaxes(Kx, 1, 2)
     B, m = Xq.shape[0], Xq.shape[1]
+    n = P.shape[1]
+    if stops is None:
+        stops, costs = np.full((B, m), n, dtype=np.int64), None
+    else:
+        stops = np.clip(np.asarray(stops, dtype=np.int64).reshape(B, m), 0, n)
+        costs = stops.ravel() + 1  # a row's work: its points and its fixed overhead
     num = np.empty((B, m, VxT.shape[1]))
     den = np.empty((B, m))
     shift = np.empty((B, m))
@@ -234,16 +244,20 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     d = P.shape[-1]
     dtype = np.float32 if single else np.float64
     # the streamed arrays (keys, values, weights) aligned for the SIMD loop over j
-    args = tuple(aligned(a, dtype) for a in (Qx, KxT, VxT, W, bound)) + (num, den, shift)
+    args = tuple(aligned(a, dtype) for a in (Qx, KxT, VxT, W, bound)) + (stops, num, den, shift)
     if single:
-        args = args[:5] + tuple(np.empty(a.shape, np.float32) for a in args[5:])
+        args = args[:6] + tuple(np.empty(a.shape, np.float32) for a in args[6:])
     if d <= UNROLL_MAX:
         uniform = bool(W.shape[1] > 0 and np.all(W == W[:, :1]))
-        run_tasks(_fused_kernel(d, VxT.shape[1], uniform, single), B * m, *args)
+        run_tasks(_fused_kernel(d, VxT.shape[1], uniform, single), B * m, *args, costs=costs)
         if single:
             num, den, shift = (a.astype(float) for a in args[-3:])
     else:
-        run_tasks(_pairwise_rows, B * ((m + _ROWS - 1) // _ROWS), *args)
+        if costs is not None:  # a task is a block of _ROWS rows: its cost, theirs summed
+            blocks = np.zeros((B, -(-m // _ROWS) * _ROWS), dtype=np.int64)
+            blocks[:, :m] = costs.reshape(B, m)
+            costs = blocks.reshape(-1, _ROWS).sum(axis=1)
+        run_tasks(_pairwise_rows, B * ((m + _ROWS - 1) // _ROWS), *args, costs=costs)
     return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
 
 
@@ -253,13 +267,26 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
     No input checks beyond shapes: this is the inner loop of
     :func:`particles.simulate`, which checks its inputs once. ``precision``:
     see :func:`pairwise_sums` ("single": relative error up to
-    :data:`SINGLE_PRECISION_ERROR`).
+    :data:`SINGLE_PRECISION_ERROR`). Causal heads: points and queries are rows (τ, y), (s, x); the points are
+    sorted by position once and row i sums over the first ``stops_i`` = #{j: τ_j <= s_i} of them (half the work
+    of the full sums for queries at the points).
     """
+    hs = heads(model)
+    stops = None
+    if hs[0].causal:
+        points, weights, queries = (np.asarray(a, dtype=float) for a in (points, weights, queries))
+        order = np.argsort(points[..., 0], axis=-1, kind="stable")
+        tau = np.take_along_axis(points[..., 0], order, axis=-1)
+        points = np.take_along_axis(points[..., 1:], order[..., None], axis=-2)
+        weights = np.take_along_axis(np.broadcast_to(weights, tau.shape), order, axis=-1)
+        s, queries = queries[..., 0], queries[..., 1:]
+        stops = np.stack([np.searchsorted(a, b, side="right") for a, b in
+                          zip(tau.reshape(-1, tau.shape[-1]), s.reshape(-1, s.shape[-1]))]).reshape(s.shape)
     total = 0.0
-    for h in heads(model):
-        num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V, precision)
+    for h in hs:
+        num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V, precision, stops)
         if h.normalized:
-            total = total + num / den[..., None]
+            total = total + num / (den if stops is None else np.where(stops > 0, den, 1.0))[..., None]
         else:
             if np.max(shift, initial=-np.inf) > EXP_MAX:
                 raise OverflowError(
@@ -267,7 +294,5 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
                     "USA keeps the unscaled kernel (MATH.md §2.1), so use a smaller β or SA."
                 )
             total = total + num * np.exp(shift)[..., None]
-    return project_tangent(np.asarray(queries, dtype=float), total)
-
-
-
+    X = project_tangent(np.asarray(queries, dtype=float), total)
+    return X if stops is None else np.concatenate([np.zeros(X.shape[:-1] + (1,)), X], axis=-1)

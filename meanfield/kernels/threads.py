@@ -24,6 +24,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
+import numpy as np
 
 __all__ = ["run_tasks"]
 
@@ -37,7 +38,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_pool.cache_clear)
 
 
-def run_tasks(kernel, ntasks: int, *args, nthreads: int | None = None) -> None:
+def run_tasks(kernel, ntasks: int, *args, nthreads: int | None = None, costs=None) -> None:
     """Call ``kernel(*args, start, stop)`` on contiguous chunks covering ``range(ntasks)``.
 
     Parameters
@@ -49,13 +50,21 @@ def run_tasks(kernel, ntasks: int, *args, nthreads: int | None = None) -> None:
         Passed to every call before ``start, stop``.
     nthreads : int, optional
         Default ``numba.get_num_threads()``.
+    costs : array_like, shape (ntasks,), optional
+        The tasks' relative costs (the rows of a causal sum grow along the sequence): chunks of equal total
+        cost instead of equal counts. The results do not depend on it.
     """
     nthreads = numba.get_num_threads() if nthreads is None else int(nthreads)
     if nthreads <= 1 or ntasks <= 1:
         kernel(*args, 0, ntasks)
         return
-    nchunks = min(ntasks, nthreads)  # one chunk per thread: the kernels' tasks cost the same
-    bounds = [ntasks * c // nchunks for c in range(nchunks + 1)]
+    nchunks = min(ntasks, nthreads)  # one chunk per thread
+    if costs is None:  # the tasks cost the same
+        bounds = [ntasks * c // nchunks for c in range(nchunks + 1)]
+    else:
+        total = np.cumsum(np.asarray(costs, dtype=float))
+        inner = np.searchsorted(total, total[-1] * np.arange(1, nchunks) / nchunks)
+        bounds = sorted({0, ntasks, *(int(b) for b in inner)})
     futures = [_pool(nthreads).submit(kernel, *args, a, b) for a, b in itertools.pairwise(bounds)]
     for f in futures:
         f.result()

@@ -39,7 +39,8 @@ class MultiHeadAttention:
             if not isinstance(h, Head):
                 raise TypeError(f"`heads[{i}]` must be an attention model, got {type(h).__name__}.")
         if len({h.manifold for h in heads}) > 1:
-            raise ValueError("`heads` mixes sphere (SelfAttention) and R^d heads.")
+            raise ValueError(f"`heads` mix tokens of different domains: {sorted({h.manifold for h in heads})} (sphere: "
+                             "SelfAttention, sequence: causal SelfAttention, euclidean: the R^d heads).")
         dims = {h.dim for h in heads if h.dim is not None}
         if len(dims) > 1:
             raise ValueError(f"the heads live in different dimensions: {sorted(dims)}.")
@@ -82,14 +83,6 @@ class MultiHeadAttention:
                 cache.clear()
             cache[key] = MultiHeadAttention(heads, noise=self.noise)
         return cache[key]
-
-    def __add__(self, other):
-        """Sums of models: heads add to multi-head attention, feed-forward blocks make a Transformer."""
-        from .transformer import add
-
-        return add(self, other)
-
-    __radd__ = __add__
 
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:
         b = [h.breakpoints(t0, t1) for h in self.heads]

@@ -35,7 +35,7 @@ from .bounds import HeadConstants, exp_or_inf, head_norms
 from .registry import NOISE, ModelKind, Parameter, register
 from .schedule import is_time_dependent
 
-__all__ = ["SelfAttention", "check_measure", "divergence_from_average"]
+__all__ = ["SelfAttention", "check_measure", "check_sequence", "divergence_from_average"]
 
 
 def check_measure(points, weights, queries):
@@ -53,9 +53,42 @@ def check_measure(points, weights, queries):
     return points, check_weights(weights, points), queries
 
 
-def _normaliser(e, weights):
-    """Z = Σ_j w_j e_ij (shape (..., m, 1)); ``ValueError`` where it is not positive."""
+def check_sequence(points, weights, queries):
+    r"""Tokens with positions: ``points`` (..., n, 1 + d) rows (τ_j, y_j), τ_j a finite position and y_j a unit
+    vector, one finite weight each, and ``queries`` (..., m, 1 + d) rows (s_i, x_i) likewise (docs/MATH.md §8.4)."""
+    out = []
+    for name, a in (("points", points), ("queries", queries)):
+        a = np.asarray(a, dtype=float)
+        if a.ndim < 2 or a.shape[-1] < 3:
+            raise ValueError(f"`{name}` of causal attention are tokens with positions, rows (s, x) with x on "
+                             f"S^{{d-1}} (d >= 2), shape (..., n, 1 + d); got {a.shape}.")
+        if not np.all(np.isfinite(a[..., 0])):
+            raise ValueError(f"`{name}`: the positions (first column) must be finite.")
+        out.append(np.concatenate([a[..., :1], check_on_sphere(a[..., 1:], name)], axis=-1))
+    points, queries = out
+    if points.shape[-1] != queries.shape[-1]:
+        raise ValueError(
+            f"`points` and `queries` live in different dimensions: d = {points.shape[-1]} and {queries.shape[-1]}."
+        )
+    return points, check_weights(weights, points), queries
+
+
+def _masked(s, positions, sl):
+    """The logits ``s`` of query rows ``sl`` with −inf where a point's position exceeds the query's (the causal
+    mask τ_j <= s_i), and the row shifts: the maxima over the points each row sees (0 for a row that sees none)."""
+    if positions is not None:
+        tau, q = positions
+        s = np.where(tau[..., None, :] <= q[..., sl, None], s, -np.inf)
+    smax = np.max(s, axis=-1, keepdims=True)
+    return s, np.where(np.isfinite(smax), smax, 0.0) if positions is not None else smax
+
+
+def _normaliser(e, weights, masked: bool = False):
+    """Z = Σ_j w_j e_ij (shape (..., m, 1)); ``ValueError`` where it is not positive (``masked``: 1 where a row sees
+    no point, whose sums are then 0: a causal query before every point)."""
     Z = e @ weights[..., :, None]
+    if masked:
+        Z = np.where(np.any(e > 0, axis=-1, keepdims=True), Z, 1.0)
     if np.any(Z <= 0):
         raise ValueError(
             "the softmax normaliser Z_μ(x) is not positive: the weights must "
@@ -98,6 +131,12 @@ class SelfAttention(Head):
     noise : float, default 0, keyword-only
         D >= 0: particles follow dX = X[μ](X) dt + √(2D) dB (Brownian motion on S^{d-1}), densities
         ∂_t ρ + div(ρX[ρ]) = DΔρ (docs/MATH.md §7). The field itself does not depend on it.
+    causal : bool, default False, keyword-only
+        Causal (masked) attention (CACP; docs/MATH.md §8.4): tokens carry a position, points are rows
+        (τ, y) ∈ R × S^{d-1} (the domain [0, 1] × S^{d-1}, ``manifold`` "sequence"), and the field at (s, x) is
+        (0, P_x u(s, x)) with u the average above over the points with τ <= s only: positions never move, a token
+        sees those before it (and itself). ``particles.simulate(..., causal=True)`` runs plain unit vectors in
+        their array order.
 
     Notes
     -----
@@ -114,8 +153,8 @@ class SelfAttention(Head):
     V: np.ndarray | None = None
     normalized: bool = True
     noise: float = dc_field(default=0.0, kw_only=True)
+    causal: bool = dc_field(default=False, kw_only=True)
 
-    manifold = "sphere"  # where the tokens live: S^{d-1} (class constants, not fields)
     kind = "self-attention"
 
     def __post_init__(self):
@@ -124,6 +163,20 @@ class SelfAttention(Head):
         self._check_noise()
         if not isinstance(self.normalized, (bool, np.bool_)):
             raise TypeError(f"`normalized` must be a bool, got {self.normalized!r}.")
+        if not isinstance(self.causal, (bool, np.bool_)):
+            raise TypeError(f"`causal` must be a bool, got {self.causal!r}.")
+
+    @property
+    def manifold(self) -> str:
+        """Where its tokens live: "sphere" (S^{d-1}), or "sequence" ([0, 1] × S^{d-1}, tokens with positions) for
+        causal attention."""
+        return "sequence" if self.causal else "sphere"
+
+    @property
+    def dim(self) -> int | None:
+        """d fixed by the matrices (:class:`Head`), 1 + d for causal attention (a position and a point of R^d)."""
+        d = Head.dim.fget(self)
+        return d + 1 if self.causal and d is not None else d
 
     # ------------------------------------------------------------------ info
     @property
@@ -167,18 +220,19 @@ class SelfAttention(Head):
             return "I" if M is None else (repr(M) if is_time_dependent(M) else np.array2string(M, precision=3))
 
         mats = ", ".join(f"{n}={show(M)}" for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V)))
-        kind = "SA" if self.normalized else "USA"
+        kind = ("SA" if self.normalized else "USA") + (", causal" if self.causal else "")
         noise = f", noise={self.noise:g}" if self.noise else ""
         beta = repr(self.beta) if is_time_dependent(self.beta) else f"{self.beta:g}"
         return f"SelfAttention({kind}, beta={beta}, {mats}{noise})"
 
     # ------------------------------------------------------------------ field
-    def average(self, points, weights, queries) -> np.ndarray:
+    def average(self, points, weights, queries, positions=None) -> np.ndarray:
         r"""u_μ(x) = ∫ e^{β⟨Qx,Ky⟩} V y dμ(y) / Z_μ(x), before the tangent projection, shape (..., m, d).
 
         No input checks (:meth:`field` checks); exponents are shifted by their
         row maximum, so SA is safe for any β; USA raises ``OverflowError``
-        where e^{β⟨Qx,Ky⟩} overflows.
+        where e^{β⟨Qx,Ky⟩} overflows. ``positions`` = (τ (..., n), s (..., m)): the causal mask, each row summing
+        over the points with τ_j <= s_i only (0 where there are none).
         """
         Kx = points if self.K is None else points @ self.K.T
         Qx = queries if self.Q is None else queries @ self.Q.T
@@ -187,12 +241,11 @@ class SelfAttention(Head):
         m, n = queries.shape[-2], points.shape[-2]
         out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (m, Vx.shape[-1]))
         for sl in row_chunks(m, n):
-            s = self.beta * (Qx[..., sl, :] @ np.swapaxes(Kx, -1, -2))  # (..., mc, n)
-            smax = np.max(s, axis=-1, keepdims=True)
+            s, smax = _masked(self.beta * (Qx[..., sl, :] @ np.swapaxes(Kx, -1, -2)), positions, sl)  # (..., mc, n)
             e = np.exp(s - smax)
             num = e @ wV
             if self.normalized:
-                Z = _normaliser(e, weights)
+                Z = _normaliser(e, weights, positions is not None)
                 out[..., sl, :] = num / Z
             else:
                 _check_usa_exponent(smax)
@@ -218,11 +271,13 @@ class SelfAttention(Head):
             shifted by their maximum, so any β is safe; for USA an
             ``OverflowError`` is raised where e^{β⟨Qx,Ky⟩} overflows.
         """
+        if self.causal:  # tokens with positions: the masked sums (one place for one head and several)
+            return self.sum_of_fields((self,), points, weights, queries)
         points, weights, queries = check_measure(points, weights, queries)
         self.check_dim(points.shape[-1])
         return project_tangent(queries, self.average(points, weights, queries))
 
-    def average_and_strain(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
+    def average_and_strain(self, points, weights, queries, positions=None) -> tuple[np.ndarray, np.ndarray]:
         r"""u_μ(x) (as :meth:`average`) and tr(P_x Du_μ(x)), the tangential trace of its Jacobian in x.
 
         With a(y) = β QᵀK y and the softmax law π_x(dy) ∝ e^{⟨x, a(y)⟩} μ(dy),
@@ -236,7 +291,8 @@ class SelfAttention(Head):
         with ⟨Ky, QP_xVy⟩ = ⟨Ky, QVy⟩ − ⟨Qx, Ky⟩⟨x, Vy⟩: besides the field's
         sums, one sum of the per-point constant ⟨Ky, QVy⟩ and one of
         ⟨Qx, Ky⟩⟨x, Vy⟩ (docs/MATH.md §6). USA: Du = β Σ_j w_j e_j Vy_j (Aᵀy_j)ᵀ, no
-        covariance. No input checks; exponents shifted by their row maximum.
+        covariance. No input checks; exponents shifted by their row maximum. ``positions``: the causal mask, as in
+        :meth:`average`.
         """
         d = points.shape[-1]
         Q, K, V = self.matrices(d)
@@ -254,14 +310,13 @@ class SelfAttention(Head):
         for sl in row_chunks(m, n):
             x = queries[..., sl, :]
             g = Qx[..., sl, :] @ np.swapaxes(Ky, -1, -2)  # ⟨Qx, Ky⟩, (..., mc, n)
-            s = self.beta * g
-            smax = np.max(s, axis=-1, keepdims=True)
+            s, smax = _masked(self.beta * g, positions, sl)
             e = np.exp(s - smax)
             num = e @ wV  # Σ w e Vy
             ec = e @ wc  # Σ w e ⟨Ky, QVy⟩
             exv = np.sum(((e * g) @ wV) * x, axis=-1)  # Σ w e ⟨Qx,Ky⟩⟨x,Vy⟩
             if self.normalized:
-                Z = _normaliser(e, weights)
+                Z = _normaliser(e, weights, positions is not None)
                 uu = num / Z
                 my = (e @ wy) / Z  # E_π[y]
                 Km, QVm = my @ K.T, uu @ Q.T
@@ -288,6 +343,8 @@ class SelfAttention(Head):
         field : ndarray, shape (..., m, d)
         divergence : ndarray, shape (..., m)
         """
+        if self.causal:
+            return self.sum_of_fields((self,), points, weights, queries, divergence=True)
         points, weights, queries = check_measure(points, weights, queries)
         self.check_dim(points.shape[-1])
         u, tr = self.average_and_strain(points, weights, queries)
@@ -295,15 +352,23 @@ class SelfAttention(Head):
 
     @staticmethod
     def sum_of_fields(heads, points, weights, queries, divergence: bool = False):
-        """Σ_h X_h[μ] (and Σ_h div X_h[μ]) of sphere heads: the averages u_h summed, then projected once."""
-        points, weights, queries = check_measure(points, weights, queries)
+        """Σ_h X_h[μ] (and Σ_h div X_h[μ]) of sphere heads: the averages u_h summed, then projected once (causal
+        heads: the averages under the mask, the positions' component 0)."""
+        causal = heads[0].causal
+        points, weights, queries = (check_sequence if causal else check_measure)(points, weights, queries)
         for h in heads:
             h.check_dim(points.shape[-1])
-        if not divergence:
-            return project_tangent(queries, sum(h.average(points, weights, queries) for h in heads))
-        parts = [h.average_and_strain(points, weights, queries) for h in heads]
-        u, strain = sum(p[0] for p in parts), sum(p[1] for p in parts)
-        return project_tangent(queries, u), divergence_from_average(queries, u, strain)
+        y, x, positions = (points[..., 1:], queries[..., 1:], (points[..., 0], queries[..., 0])) if causal else \
+            (points, queries, None)
+        if divergence:
+            parts = [h.average_and_strain(y, weights, x, positions) for h in heads]
+            u, strain = sum(p[0] for p in parts), sum(p[1] for p in parts)
+            X, div = project_tangent(x, u), divergence_from_average(x, u, strain)
+        else:
+            X = project_tangent(x, sum(h.average(y, weights, x, positions) for h in heads))
+        if causal:
+            X = np.concatenate([np.zeros(X.shape[:-1] + (1,)), X], axis=-1)
+        return (X, div) if divergence else X
 
     def average_and_jacobian(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
         r"""u_μ(x) (as :meth:`average`) and its whole Jacobian Du_μ(x) in the ambient R^d, shape (m, d, d).
@@ -313,6 +378,7 @@ class SelfAttention(Head):
         For the stability estimates (:mod:`validation.stability`); unbatched:
         ``points`` (n, d), ``weights`` (n,), ``queries`` (m, d).
         """
+        self._not_causal("the Jacobian of the field (stability estimates)")
         points, weights, queries = check_measure(points, weights, queries)
         d = points.shape[-1]
         self.check_dim(d)
@@ -331,11 +397,18 @@ class SelfAttention(Head):
         The factor by which the a posteriori L_μ(x) of SA exceeds v(1 + 2a)
         (:mod:`meanfield.models.bounds`); ``radius`` is 1 on the sphere.
         """
+        self._not_causal("the a posteriori stability constants")
         points, weights, queries = check_measure(points, weights, queries)
         return log_kernel_excess(self.A(points.shape[-1]), self.beta, radius, points, weights, queries)
 
     # ------------------------------------------------------------------ energy
+    def _not_causal(self, what: str) -> None:
+        if self.causal:
+            raise ValueError(f"{what} of causal attention are not defined here: the masked field is not the gradient "
+                             f"of an energy and its Jacobian jumps across positions; got {self!r}.")
+
     def _energy_beta(self) -> float:
+        self._not_causal("the interaction energy E_β and its monitor")
         z = self.zonal
         if z is None:
             raise ValueError(

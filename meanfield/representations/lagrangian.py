@@ -67,6 +67,8 @@ class NodesRepresentation(Representation):
     def refusal(self, model, domain, start=None):
         if start is not None and not isinstance(start, (Density, LagrangianMeasure)):
             return f"nodes start from a Density or a LagrangianMeasure, not a {type(start).__name__}"
+        if domain.chart is None:
+            return f"the {domain.name} has no Lagrangian chart (meanfield.domains: Domain.chart)"
         return NOISE_REFUSAL if model.noise else None
 
     def check(self, settings, start, first):

@@ -7,7 +7,7 @@ import pytest
 
 import meanfield as mf
 from meanfield import domains, gaussian
-from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
+from meanfield.domains import CIRCLE, EUCLIDEAN, SEQUENCE, SPHERE, Measure
 from meanfield.domains.circle import fourier
 from meanfield.models import Softmax
 
@@ -25,10 +25,15 @@ def density(domain):
         return mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(2 * x[..., 0] + x[..., 1] ** 2))
     if domain is SPHERE:
         return mf.Density.from_function(mf.SphereGrid(24), lambda x: np.exp(2 * x[..., 2] + x[..., 0] * x[..., 1]))
+    if domain is SEQUENCE:
+        return mf.Density.from_function(mf.SequenceGrid(64, 9), lambda x: np.exp(2 * x[..., 1] * (1 + x[..., 0])
+                                                                                 + x[..., 2] ** 2))
     return gaussian.gaussian_density(mf.EuclideanGrid([(-4, 4), (-3, 3)], (48, 40)), [0.2, -0.1], [[0.4, 0.1], [0.1, 0.3]])
 
 
 ALL = [CIRCLE, SPHERE, EUCLIDEAN]
+#: the domains with grids that the tests of grids below hold for (the sequence's geometry: tests/meanfield/test_causal.py)
+GRIDS = ALL + [SEQUENCE]
 
 
 @pytest.mark.parametrize("domain", ALL, ids=lambda d: d.name)
@@ -76,7 +81,7 @@ def test_infer_reads_bare_points_and_measures_carry_their_domain(rng):
         domains.get("torus")
 
 
-@pytest.mark.parametrize("domain", ALL, ids=lambda d: d.name)
+@pytest.mark.parametrize("domain", GRIDS, ids=lambda d: d.name)
 def test_grids_rebuild_from_their_coordinates_and_coarsen_keeping_mass(domain):
     d = density(domain)
     g = d.grid
@@ -89,7 +94,7 @@ def test_grids_rebuild_from_their_coordinates_and_coarsen_keeping_mass(domain):
     assert coarse.points.shape[0] < g.points.reshape(-1, g.dim).shape[0]
 
 
-@pytest.mark.parametrize("domain", ALL, ids=lambda d: d.name)
+@pytest.mark.parametrize("domain", GRIDS, ids=lambda d: d.name)
 def test_sampling_dispatches_to_the_domain_and_lands_on_it(domain):
     import particles as pt
 
@@ -99,9 +104,9 @@ def test_sampling_dispatches_to_the_domain_and_lands_on_it(domain):
 
 
 def test_models_are_checked_against_the_domain():
-    with pytest.raises(ValueError, match="lives on"):
+    with pytest.raises(ValueError, match="moves points of"):
         EUCLIDEAN.check_model(mf.SelfAttention(1.0), density(EUCLIDEAN).grid)
-    with pytest.raises(ValueError, match="lives on"):
+    with pytest.raises(ValueError, match="moves points of"):
         CIRCLE.check_model(Softmax(), mf.CircleGrid(16))
     with pytest.raises(ValueError, match="3×3"):
         CIRCLE.check_model(mf.SelfAttention(1.0, Q=np.eye(3)), mf.CircleGrid(16))
@@ -175,7 +180,7 @@ def test_circle_fft_entry_points_equal_scipy(n):
     assert np.max(np.abs(fourier.irfft(C, n) - X)) <= 1e-14 * np.max(np.abs(X))
 
 
-@pytest.mark.parametrize("domain", ALL, ids=lambda d: d.name)
+@pytest.mark.parametrize("domain", GRIDS, ids=lambda d: d.name)
 def test_the_monitor_reads_one_spectrum_per_accepted_state(domain, monkeypatch):
     """The resolution check and the energy read the same spectrum of a state (``grid.spectrum``): given it, they
     equal their values-only forms exactly, and ``solve`` analyses each accepted state once for both (the number of
@@ -186,7 +191,7 @@ def test_the_monitor_reads_one_spectrum_per_accepted_state(domain, monkeypatch):
     assert (spectrum is None) == (domain is EUCLIDEAN)
     assert grid.resolution(d.values, tol, spectrum=spectrum) == grid.resolution(d.values, tol)
     assert grid.resolution(d.values, 1e-20, spectrum=spectrum) == grid.resolution(d.values, 1e-20)
-    model = Softmax(np.eye(2)) if domain is EUCLIDEAN else mf.SelfAttention(2.0)
+    model = Softmax(np.eye(2)) if domain is EUCLIDEAN else mf.SelfAttention(2.0, causal=domain is SEQUENCE)
     beta = domain.energy_beta(model)
     if beta is not None:
         assert domain.excess_energy(grid, d.values, beta, spectrum) == domain.excess_energy(grid, d.values, beta)

@@ -20,6 +20,7 @@ class Euclidean(Domain):
     """R^d with the attention variants of CACP (MATH.md §5): no projection, mass may leave a box."""
 
     name = "euclidean"
+    description = "Euclidean space R^d"
     grid_type = EuclideanGrid
     manifold = "euclidean"
     initial_laws = ("gaussian",)

@@ -1,0 +1,127 @@
+r"""The causal continuity equation on [0, 1] × S¹ (docs/MATH.md §8.4): a batch of circle equations, one per row.
+
+Positions never move, so ∂_t f(s, θ) = −∂_θ(f(s, θ) v(s, θ)) row by row, and the row at s sees the measure of the
+tokens up to s, R(s, ·) = ∫_0^s f(τ, ·) dτ (the cumulative trapezoidal sums of :func:`.grid.cumulative`):
+
+    SA:  v(s, ·) = the circle's SA field of R(s, ·) (a ratio: invariant under R ↦ R/s, with its s → 0 limit f(0, ·)
+         at the first row);
+    USA: v(s, ·) = the circle's USA field of R(s, ·) (0 at s = 0).
+
+Each row's field is the circle's (:mod:`meanfield.domains.circle.continuity`: Bessel multipliers for zonal models on
+the padded grid, or the model's own sum by quadrature), so row s depends only on the rows before it — the causal
+structure holds exactly in the discrete equations, and the fluxes are formed and differentiated as on the circle
+(mass of every row conserved to round-off).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ...numerics import check_usa_beta
+from ..circle import fourier
+from ..circle.continuity import bessel_multipliers
+from ..circle.geometry import angles_to_points, tangents
+from .grid import SequenceGrid, cumulative
+
+__all__ = ["SequenceSpectral", "SequenceQuadrature"]
+
+
+class _SequenceRate:
+    """Padding, the rows' seen measure and the divergence shared by the strategies."""
+
+    strategy: str
+
+    def __init__(self, grid: SequenceGrid, normalized: bool):
+        self.grid, self.normalized = grid, bool(normalized)
+        self.n, self.M = grid.n, fourier.padded_size(grid.n)
+        self.k = np.arange(self.n // 2 + 1)
+        self._dtheta_M = 2.0 * np.pi / self.M
+
+    def _pad(self, values):
+        P = fourier.pad(fourier.rfft(values) * (self.M / self.n), self.n, self.M // 2 + 1)
+        return P, fourier.irfft(P, self.M)
+
+    def seen(self, P):
+        """What each row attends to, in the same layout as ``P`` (values or coefficients, rows first): R(s_k, ·),
+        with the first row's limit f(0, ·) for SA (whose field is invariant under scaling R)."""
+        R = cumulative(P, self.grid.h)
+        if self.normalized:
+            R[0] = P[0]
+        return R
+
+    def _divergence(self, flux_M):
+        F = fourier.rfft(flux_M)[..., : self.n // 2 + 1] * (self.n / self.M)
+        F *= -1j * self.k
+        if self.n % 2 == 0:
+            F[..., -1] = 0.0
+        return fourier.irfft(F, self.n)
+
+    def _speeds(self, v):
+        if not np.all(np.isfinite(v)):
+            return np.nan, np.nan
+        jump = np.max(np.abs(np.diff(v, axis=-1, append=v[..., :1])))
+        return float(np.max(np.abs(v))), float(jump) / self._dtheta_M
+
+    def angular_velocity(self, values):
+        """v(s_k, θ) on the padded grid, shape (m, M)."""
+        P, rho_M = self._pad(values)
+        return self._velocity(P, rho_M)
+
+    def rate(self, values):
+        P, rho_M = self._pad(values)
+        return self._divergence(rho_M * self._velocity(P, rho_M))
+
+    def speeds(self, values):
+        return self._speeds(self.angular_velocity(values))
+
+    def rate_and_speeds(self, values):
+        P, rho_M = self._pad(values)
+        v = self._velocity(P, rho_M)
+        return (self._divergence(rho_M * v),) + self._speeds(v)
+
+
+class SequenceSpectral(_SequenceRate):
+    """Zonal causal attention (Q = qI, K = kI, V = cI): each row's field from the Bessel multipliers of its seen
+    measure's coefficients (the cumulative sums taken on the coefficients: they are linear)."""
+
+    strategy = "spectral"
+
+    def __init__(self, grid: SequenceGrid, beta: float, c: float, normalized: bool):
+        super().__init__(grid, normalized)
+        check_usa_beta(beta, normalized, "the circle")
+        self.beta, self.c = float(beta), float(c)
+        self._D, self._N = bessel_multipliers(self.M // 2, self.beta)
+        self._usa_scale = None if normalized else self.c * np.exp(self.beta)
+
+    def _velocity(self, P, rho_M):
+        R = self.seen(P)
+        num = fourier.irfft(R * self._N, self.M)
+        if self.normalized:
+            return self.c * num / fourier.irfft(R * self._D, self.M)
+        return self._usa_scale * num
+
+
+class SequenceQuadrature(_SequenceRate):
+    """Any causal sphere model in d = 2 (any Q, K, V, several heads): each row's field is the model's own sum
+    (``field``, the non-causal heads) over the circle's nodes weighted by the row's seen measure, at the padded
+    nodes."""
+
+    strategy = "quadrature"
+
+    def __init__(self, grid: SequenceGrid, model, field=None):
+        heads = tuple(dataclasses.replace(h, causal=False) for h in model.heads)
+        super().__init__(grid, all(h.normalized for h in heads))
+        if len({h.normalized for h in heads}) > 1:  # the first row's limit differs between SA and USA heads
+            raise ValueError(f"causal heads must all be SA or all USA on a SequenceGrid; got {model!r}.")
+        self.heads = heads
+        self._queries = angles_to_points(2.0 * np.pi * np.arange(self.M) / self.M)
+        self._tangent = tangents(self._queries)
+
+    def _velocity(self, P, rho_M):
+        seen = self.seen(fourier.irfft(P, self.M))  # the seen measures on the padded nodes (exact quadrature)
+        w = seen * (2.0 * np.pi / self.M)
+        pts = np.broadcast_to(self._queries, seen.shape + (2,))
+        X = sum(h.field(pts, w, pts) for h in self.heads) if len(self.heads) > 1 else self.heads[0].field(pts, w, pts)
+        return np.sum(X * self._tangent, axis=-1)
