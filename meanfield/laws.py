@@ -10,7 +10,8 @@ On the circle (d = 2) it is the von Mises law e^{κ cos(θ − θ_j)}/(2π I_0(�
 and ``poisson`` laws (:mod:`meanfield.study.build`): thin wrappers over the domain's own
 :meth:`~meanfield.domains.Domain.uniform_noise`, :meth:`~meanfield.domains.Domain.poisson` and
 :meth:`~meanfield.domains.Domain.sample_poisson`, so a domain that defines them (its ``initial_laws``) is
-all they need.
+all they need. :func:`along_positions` makes any of them a law of tokens with positions (causal attention),
+turned along the sequence.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import numpy as np
 from scipy import special, stats
 
 from . import domains
+from .domains.sequence import along_positions
 
-__all__ = ["von_mises_fisher", "sample_von_mises_fisher", "uniform_noise", "poisson", "sample_poisson"]
+__all__ = ["von_mises_fisher", "sample_von_mises_fisher", "uniform_noise", "poisson", "sample_poisson",
+           "along_positions"]
 
 
 def _domain(where, name: str):
@@ -34,7 +37,7 @@ def _domain(where, name: str):
     raise TypeError(f"`{name}` must be a Domain, a domain's name or a Grid, got {type(where).__name__}.")
 
 
-def uniform_noise(domain, amplitude: float, modes: int, rng=None):
+def uniform_noise(domain, amplitude: float, modes: int, rng=None, *, twist: float = 0.0):
     r"""The uniform law perturbed by ``modes`` random smooth modes, unnormalised, as a function of points.
 
     .. math::
@@ -60,6 +63,9 @@ def uniform_noise(domain, amplitude: float, modes: int, rng=None):
     rng : numpy.random.Generator, int or None
         The random phases/centres and amplitudes, drawn in this order when the function is made (a Generator
         is used as it is, so the draws continue its stream).
+    twist : float, keyword-only
+        On tokens with positions ([0, 1] × S¹, the domain "sequence"): the law at position s is the circle's
+        turned by 2π·twist·s (:meth:`meanfield.domains.sequence.Sequence.uniform_noise`); other domains take 0 only.
 
     Returns
     -------
@@ -77,7 +83,13 @@ def uniform_noise(domain, amplitude: float, modes: int, rng=None):
         raise ValueError(f"`amplitude` must be finite and >= 0, got {amplitude!r}.")
     if isinstance(modes, bool) or int(modes) != modes or modes < 1:
         raise ValueError(f"`modes` must be a positive integer, got {modes!r}.")
-    return dom.uniform_noise(amplitude, int(modes), np.random.default_rng(rng))
+    if not np.isfinite(twist):
+        raise ValueError(f"`twist` must be finite, got {twist!r}.")
+    if not twist:
+        return dom.uniform_noise(amplitude, int(modes), np.random.default_rng(rng))
+    if not dom.has_positions:
+        raise ValueError(f"`twist` turns the law along the tokens' positions; points of the {dom.name} have none.")
+    return dom.uniform_noise(amplitude, int(modes), np.random.default_rng(rng), twist=float(twist))
 
 
 def poisson(domain, a):
@@ -211,3 +223,4 @@ def sample_von_mises_fisher(n: int, centres, kappa, weights=None, *, rng, batch:
         else:
             out[mask] = stats.vonmises_fisher(c[j], k[j]).rvs(m, random_state=rng).reshape(m, d)
     return out
+

@@ -148,6 +148,10 @@ class Domain(abc.ABC):
     strain_capped : bool
         Whether the default step is also capped by 1/rate_scale(model), a bound on the
         strain of the field for any state (the spectral grids); finite volumes use their own CFL number.
+    positions : str or None
+        The name of the domain of its tokens with positions, [0, 1] × itself (causal attention), or None.
+    has_positions : bool
+        Whether its points carry a position (rows (s, x)): where causal attention moves tokens.
     """
 
     name: str
@@ -166,6 +170,8 @@ class Domain(abc.ABC):
     default_max_n: int | None = None
     conserves_mass: bool = True
     strain_capped: bool = True
+    positions: str | None = None
+    has_positions: bool = False
 
     def __repr__(self) -> str:
         return f"<domain {self.name}>"

@@ -451,4 +451,6 @@ class SelfAttention(Head):
 register(ModelKind("self-attention", SelfAttention, "sphere", (
     Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0),
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
-), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V"))
+    Parameter("causal", "bool", False, "causal (masked) attention: tokens carry positions s in [0, 1] and see those "
+              "at s' <= s; the study runs on [0, 1] × the domain (densities on [0, 1] × S¹)"),
+), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V; causal"))

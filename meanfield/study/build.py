@@ -37,6 +37,7 @@ import particles
 
 from .. import domains, laws
 from ..density import Density
+from ..domains.sequence import turn
 from ..gaussian import gaussian_density
 from ..io import load
 from ..models import FeedForward, MultiHeadAttention, Transformer, layers, registry
@@ -166,9 +167,11 @@ def initial_density(cfg, grid) -> Density | None:
         if kind == "file":
             return Density(grid, _from_file(grid, ini["path"])).normalized()
         if kind == "uniform-noise":
-            f = laws.uniform_noise(grid, ini["amplitude"], ini["modes"], _stream(cfg, 2))
+            f = laws.uniform_noise(grid, ini["amplitude"], ini["modes"], _stream(cfg, 2), twist=ini["twist"])
         elif kind == "von-mises-fisher":
-            f = lambda x: laws.von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])
+            f = lambda x: laws.von_mises_fisher(x, ini["centres"], ini["kappa"], ini["weights"])  # noqa: E731
+            if grid.domain.has_positions:
+                f = laws.along_positions(f, ini["twist"])
         elif kind == "poisson":
             f = laws.poisson(grid, ini["a"])
         else:
@@ -194,6 +197,9 @@ def initial_particles(cfg, density, n: int) -> np.ndarray:
     if density is not None:
         return particles.sample(density, n, rng=rng, batch=R)
     kind = ini["kind"]
+    if kind == "uniform" and domains.get(cfg["domain"]).has_positions:  # iid uniform positions and tokens
+        y = particles.uniform_sphere(n, d - 1, rng=rng, batch=R)
+        return np.concatenate([rng.uniform(size=y.shape[:-1] + (1,)), y], axis=-1)
     if kind == "uniform":
         return particles.uniform_sphere(n, d, rng=rng, batch=R)
     if kind == "gaussian":
@@ -201,4 +207,8 @@ def initial_particles(cfg, density, n: int) -> np.ndarray:
     if kind == "poisson":  # uniform draws pushed by the Möbius map (exact)
         return laws.sample_poisson(cfg["domain"], ini["a"], (R, n), rng)
     # von Mises–Fisher mixture: a component by weight, then scipy's exact sampler (Wood 1994)
-    return laws.sample_von_mises_fisher(n, ini["centres"], ini["kappa"], ini["weights"], rng=rng, batch=R)
+    y = laws.sample_von_mises_fisher(n, ini["centres"], ini["kappa"], ini["weights"], rng=rng, batch=R)
+    if not domains.get(cfg["domain"]).has_positions:
+        return y
+    s = rng.uniform(size=y.shape[:-1])  # iid uniform positions, each token's law turned by 2π·twist·s
+    return np.concatenate([s[..., None], turn(y, 2.0 * np.pi * ini["twist"] * s)], axis=-1)

@@ -77,6 +77,7 @@ _GRID = {
     "backend": Key("str", None, "transform library", choices=("ducc0", "pyshtools", "shtns")),
     "bounds": Key("bounds", None, "[[a1, b1]] or [[a1, b1], [a2, b2]] (the dimension is their number)"),
     "shape": Key("shape", None, "cells per dimension (an integer or one per dimension)"),
+    "positions": Key("int", None, "rows s_k = k/(positions − 1) of the [0, 1] × S¹ grid (default 33)", minimum=2),
 }
 
 _SECTIONS: dict[str, dict[str, Key]] = {
@@ -96,6 +97,9 @@ _SECTIONS: dict[str, dict[str, Key]] = {
                     + "; file on any grid", choices=INITIAL_KINDS),
         "amplitude": Key("float", 0.05, "uniform-noise: size of the perturbation (< 1 keeps it positive)", minimum=0.0),
         "modes": Key("int", 6, "uniform-noise: Fourier modes (circle) or bumps (sphere)", minimum=1),
+        "twist": Key("float", 0.0, "uniform-noise and von-mises-fisher with [model] causal = true: turns of the law "
+                     "along the positions (the law at s turned by 2π·twist·s in the first two coordinates; 0: the "
+                     "same at every s)"),
         "centres": Key("vectors", None, "von-mises-fisher: mean directions (normalised), one row each"),
         "angles": Key("floats", None, "von-mises-fisher on the circle: mean angles, instead of centres"),
         "kappa": Key("floats", [4.0], "von-mises-fisher: concentrations κ >= 0 (one, or one per centre)", minimum=0.0),
@@ -507,9 +511,15 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     cfg = _check_keys(raw)
     base = Path.cwd() if base is None else Path(base)
     cfg["name"] = cfg["name"] or name or "study"
-    dom = domains.get(cfg["domain"])
-    where = f"domain {dom.name!r}"
+    dom = tokens = domains.get(cfg["domain"])  # the tokens' domain, and the study's: [0, 1] × it where causal
     m, g, ini, tm, pt = cfg["model"], cfg["grid"], cfg["initial"], cfg["time"], cfg["particles"]
+    causal = bool(m.get("causal"))
+    if causal:
+        if dom.positions is None:
+            raise StudyError(f"[model] causal: tokens with positions are studied on the circle or the sphere, not on "
+                             f"the {dom.name} (in R^d causal attention is the masked kind, not in study files)")
+        dom = domains.get(dom.positions)
+    where = f"domain {dom.name!r}"
     has_grid = raw.get("grid") is not None  # a section given (None: left out, as in a checked study)
     has_particles = raw.get("particles") is not None
     if has_particles and pt["n"] is None:
@@ -522,7 +532,11 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"dimension: {d} differs from the {len(g['bounds'])} intervals of [grid] bounds")
         d = len(g["bounds"])
     try:
-        cfg["dimension"] = d = dom.check_dimension(d, has_grid)
+        d = token_d = tokens.check_dimension(d, has_grid and not causal)
+        if causal:  # a position and a token: 1 + d coordinates, on [0, 1] × S^{d-1}
+            d = dom.check_dimension(1 + token_d, has_grid)
+            cfg["domain"] = dom.name
+        cfg["dimension"] = d
     except ValueError as exc:
         raise StudyError(f"dimension: {exc}") from None
 
@@ -551,7 +565,7 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
         if not p.is_file():
             raise StudyError(f"[model] weights: cannot read {str(p)!r} (no such file)")
         m["weights"] = str(p.resolve())
-    _check_model(m, dom, d)
+    _check_model(m, tokens, token_d)
 
     # --- initial condition: a law the domain defines
     laws = tuple(dom.initial_laws) + ("file",)
@@ -561,18 +575,21 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
         raise StudyError(f"[initial] kind: {ik} is not a law on the {dom.name} (it takes {', '.join(laws)})")
     if not has_grid and ik in GRID_LAWS:
         raise StudyError(f"[initial] kind: {ik!r} needs a [grid] to sample particles from")
+    if ini["twist"] and not (ik in ("uniform-noise", "von-mises-fisher") and dom.has_positions):
+        raise StudyError("[initial] twist: turns the law along the tokens' positions: it needs kind = "
+                         "'uniform-noise' or 'von-mises-fisher' and [model] causal = true")
     if ik == "von-mises-fisher":
         if (ini["centres"] is None) == (ini["angles"] is None):
             raise StudyError("[initial] centres: give the mean directions as centres (or angles on the circle)")
         if ini["angles"] is not None:
-            if not (dom.periodic and dom.intrinsic_dimension(d) == 1):  # the circle: an angle is a point
+            if not (tokens.periodic and tokens.intrinsic_dimension(token_d) == 1):  # the circle: an angle is a point
                 raise StudyError(f"[initial] angles: mean angles are points of a periodic domain of dimension 1 "
                                  f"(the circle), not of the {dom.name}; give centres")
             ini["centres"] = [[math.cos(a), math.sin(a)] for a in ini["angles"]]
             ini["angles"] = None
         c = ini["centres"]
-        if len(c[0]) != d:
-            raise StudyError(f"[initial] centres: vectors must have {d} components, got {len(c[0])}")
+        if len(c[0]) != token_d:  # the tokens' (without their positions)
+            raise StudyError(f"[initial] centres: vectors must have {token_d} components, got {len(c[0])}")
         for row in c:
             norm = math.sqrt(sum(x * x for x in row))
             if norm == 0:

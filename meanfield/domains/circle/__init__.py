@@ -31,6 +31,7 @@ class Circle(UnitSphereGeometry, Domain):
     """The circle S¹ ⊂ R² (MATH.md §2.1): SA/USA and any Q, K, V in d = 2."""
 
     name = "circle"
+    positions = "sequence"  # the domain of its tokens with positions (causal attention)
     description = "circle S¹"
     grid_type = CircleGrid
     default_max_n = 16384

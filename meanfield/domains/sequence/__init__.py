@@ -17,11 +17,12 @@ from ..base import Domain, register
 from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent
 from ..zonal import zonal_refusal
 from . import plotting as _plotting
+from .laws import along_positions, turn
 from .continuity import SequenceQuadrature, SequenceSpectral
 from .grid import SequenceGrid, cumulative, as_rows, from_rows
 
 __all__ = ["SEQUENCE", "Sequence", "SequenceGrid", "SequenceSpectral", "SequenceQuadrature", "cumulative",
-           "with_positions", "as_rows", "from_rows"]
+           "with_positions", "as_rows", "from_rows", "along_positions", "turn"]
 
 
 def with_positions(x, positions=None) -> np.ndarray:
@@ -44,9 +45,10 @@ class Sequence(Domain):
     grid_type = SequenceGrid
     volume = 2.0 * np.pi  # of [0, 1] × S¹, where densities are solved
     coordinate_label = "(s, θ)"
-    initial_laws = ("uniform", "uniform-noise", "von-mises-fisher", "poisson")
+    initial_laws = ("uniform", "uniform-noise", "von-mises-fisher")
     grid_parameters = {"n": True, "positions": False}
     default_max_n = 4096
+    has_positions = True
     unit_vectors = False  # ⟨x, y⟩ of rows (s, x) is not a cosine: the clustering statistics do not apply as they are
 
     def check_points(self, x, name):
@@ -151,17 +153,12 @@ class Sequence(Domain):
 
         return get("circle") if d == 2 else get("sphere")
 
-    def uniform_noise(self, amplitude, modes, rng):
-        f = self._base(2).uniform_noise(amplitude, modes, rng)
-        return lambda x: f(np.asarray(x)[..., 1:])
-
-    def poisson(self, a):
-        f = self._base(len(np.atleast_1d(a))).poisson(a)
-        return lambda x: f(np.asarray(x)[..., 1:])
-
-    def sample_poisson(self, a, shape, rng):
-        y = self._base(len(np.atleast_1d(a))).sample_poisson(a, shape, rng)
-        return np.concatenate([rng.uniform(size=tuple(shape) + (1,)), y], axis=-1)
+    def uniform_noise(self, amplitude, modes, rng, twist: float = 0.0):
+        r"""The circle's perturbed uniform law (:func:`meanfield.laws.uniform_noise`) at every position, turned by
+        the angle 2π·twist·s at position s (:func:`meanfield.laws.along_positions`). ``twist`` = 0: the same law at
+        every s (under SA every row then follows the circle's own equation, docs/MATH.md §8.4); ``twist`` ≠ 0
+        gives the tokens at different positions different preferred directions."""
+        return along_positions(self._base(2).uniform_noise(amplitude, modes, rng), twist)
 
     @staticmethod
     def sample(density, shape, rng):

@@ -34,6 +34,7 @@ class Sphere(UnitSphereGeometry, Domain):
     """The unit sphere S^{d-1} ⊂ R^d, d >= 3 (MATH.md §1–2): densities on S², particles in any d."""
 
     name = "sphere"
+    positions = "sequence"  # the domain of its tokens with positions (causal attention)
     description = "sphere S^(d-1)"
     grid_type = SphereGrid
     projection = "mollweide"
