@@ -3,8 +3,8 @@ r"""Densities on a grid: the grid measure Σ_j ρ_j w_j δ_{x_j} and its interpo
 A :class:`Density` is a grid plus nodal values ρ_j of a density with respect
 to the grid's natural measure (dθ on the circle, surface area on the sphere,
 Lebesgue measure in R^d). As a measure it is the quadrature rule: points
-``grid.points`` with weights ``ρ_j × grid.weights`` (DESIGN.md, "the one
-idea"), which is what :meth:`Density.as_measure` returns and what the models'
+``grid.points`` with weights ``ρ_j × grid.weights`` (docs/DESIGN.md, "A measure is
+points with weights, on a domain"), which is what :meth:`Density.as_measure` returns and what the models'
 ``field`` consumes. A density carries its domain (``density.domain``, the
 grid's): sampling and plotting dispatch through it.
 """

@@ -43,6 +43,7 @@ from ..io import beside, save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention, rate_scale
 from ..monitor import ResolutionError
+from ..numerics import EXP_MAX
 from ..solve import Interrupted, Status, solve
 from . import build, config, preflight, stationary
 from .figures import write_figures
@@ -214,7 +215,7 @@ def _unit_vectors(cfg) -> bool:
 
 def _has_particle_energy(model) -> bool:
     """E_β of point sets by the fused kernel: SA/USA with Q = K = I, β where e^β is finite."""
-    return isinstance(model, SelfAttention) and model.Q is None and model.K is None and model.beta <= 700
+    return isinstance(model, SelfAttention) and model.Q is None and model.K is None and model.beta <= EXP_MAX
 
 
 def _particle_energy(model, x):

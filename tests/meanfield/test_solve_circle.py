@@ -299,3 +299,36 @@ def test_a_refused_initial_density_is_the_errors_solution():
     assert e.value.initial and e.value.t == 0.0
     assert sol.t.tolist() == [0.0] and np.array_equal(sol.densities[0].values, mu0.values)
     assert sol.mass[0] == pytest.approx(1.0, abs=1e-14) and sol.status.value == "resolution lost"
+
+
+def test_events_locate_the_exact_crossing_and_trackers_see_every_step():
+    """β = 0 from a wrapped Cauchy law: |∫e^{iθ}dμ| = |a(t)| of Ott–Antonsen, |a|² = r²e^t/(1 − r² + r²e^t), crosses
+    0.6 at t* = log(0.36(1 − r²)/(0.64 r²)). The event's secant root between accepted steps (dt = 0.01) is within
+    1e-5 of t*; a terminal event stops there with status EVENT, a non-terminal one lets the run end; a user's
+    tracker sees every accepted step."""
+    r = 0.3
+    t_star = np.log(0.36 * (1 - r * r) / (0.64 * r * r))
+
+    def order(t, frame):
+        points, weights = frame.as_measure()
+        return abs(np.sum(weights * (points[:, 0] + 1j * points[:, 1]))) - 0.6
+
+    class Steps:
+        def __init__(self):
+            self.t = []
+
+        def handle(self, t, frame, dt):
+            self.t.append(t)
+
+    steps = Steps()
+    order.terminal = False
+    go_on = mf.solve(mf.SelfAttention(0.0), cauchy_density(256, r), (0.0, 3.0), dt=0.01, representation="grid",
+                     events=[order], trackers=[steps])
+    assert go_on.status is mf.Status.SUCCESS and go_on.t_reached == 3.0
+    assert go_on.t_events[0].size == 1 and abs(go_on.t_events[0][0] - t_star) <= 1e-5
+    assert len(steps.t) == go_on.nsteps and np.all(np.diff(steps.t) > 0)
+    order.terminal = True
+    stop = mf.solve(mf.SelfAttention(0.0), cauchy_density(256, r), (0.0, 3.0), dt=0.01, representation="grid",
+                    events=[order])
+    assert stop.status is mf.Status.EVENT and abs(stop.t_events[0][0] - t_star) <= 1e-5
+    assert t_star <= stop.t_reached <= t_star + 0.01 + 1e-12
