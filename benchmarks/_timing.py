@@ -1,6 +1,7 @@
 """The timing helpers of the benchmark scripts (run as `python benchmarks/<name>.py`): the best or the median
 of repeated calls."""
 
+import math
 import statistics
 import time
 
@@ -28,3 +29,28 @@ def median(fn, repeat: int = 5, warmup: bool = True) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def interleaved(fa, fb, repeat: int = 5, warmup: bool = True, min_time: float = 0.0):
+    """Medians of ``repeat`` timings of ``fa`` and of ``fb`` taken in alternation (a b, b a, a b, ...: drifts of a
+    shared machine hit both alike), after one warm-up call of each. With ``min_time``, each timing is the mean of
+    the fewest calls (the same number for both, at most 50) that make a timing last about ``min_time`` seconds:
+    calls of a few ms are otherwise at the mercy of single preemptions on a shared machine.
+    Returns (median a, median b, the ratios a/b of the ``repeat`` pairs), in seconds per call."""
+    if warmup:
+        fa()
+        fb()
+    number = 1
+    if min_time > 0:
+        t0 = time.perf_counter()
+        fa()
+        fb()
+        number = max(1, min(50, math.ceil(min_time / max(time.perf_counter() - t0, 1e-9) * 2)))
+    ta, tb = [], []
+    for k in range(repeat):
+        for fn, out in ((fa, ta), (fb, tb)) if k % 2 == 0 else ((fb, tb), (fa, ta)):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            out.append((time.perf_counter() - t0) / number)
+    return statistics.median(ta), statistics.median(tb), [a / b for a, b in zip(ta, tb)]

@@ -61,12 +61,21 @@ try:
     from meanfield import kernels
 except ImportError:
     from particles import kernels
-try:
-    from meanfield.domains import CIRCLE, SPHERE
-    circle_rate, sphere_rate = CIRCLE.rate, SPHERE.rate
+try:  # since the representations (c2114be): the grid problem's right-hand side, as solve builds it
+    from meanfield import strategies
+    from meanfield.representations.grid import continuity
+
+    def circle_rate(model, grid):
+        strategy = strategies.resolve("auto", strategies.for_grid(model, grid), repr(grid))
+        return continuity(grid.domain, model, grid, strategy)
+    sphere_rate = circle_rate
 except ImportError:
-    from meanfield.continuity import circle_rate
-    from meanfield.continuity_sphere import sphere_rate
+    try:  # the domain layer: Domain.rate
+        from meanfield.domains import CIRCLE, SPHERE
+        circle_rate, sphere_rate = CIRCLE.rate, SPHERE.rate
+    except ImportError:
+        from meanfield.continuity import circle_rate
+        from meanfield.continuity_sphere import sphere_rate
 try:
     from meanfield.domains.euclidean import FiniteVolume
     FV = {"fft": "spectral", "direct": "quadrature", "separable": "separable"}

@@ -10,7 +10,7 @@ Rows
 ----
 s2-step      S² SA β = 4, one RK4 step, L = 63 / 127 / 255: the solver's step (``solve``'s
              fixed stepper: stages on the coefficients where the version has them, else
-             four right-hand sides ``SPHERE.rate`` on grid values) against a loop on shtns
+             four right-hand sides on grid values; ``_anchors.grid_rhs``) against a loop on shtns
              (scalar synthesis of ρ and u, gradient synthesis of u, one vector analysis of
              the flux, on the same dealiased Gauss grid, state = coefficients); also the cilm
              reference path (scalar form), and the solver on the optional shtns backend
@@ -32,6 +32,31 @@ rd           R^d softmax, L2, sigmoid and masked attention, n = 4096, d = 2 and 
 circle       Circle n = 1024, SA β = 4, solve to t = 10 against a plain NumPy FFT RK4
              loop taking the same steps.
 
+The cost of new capabilities against the nearest existing step (issues 31 and 32; each pair timed in
+alternation in one process, medians of max(3 × repeat, 15) timings for calls of a few ms, each the mean of
+enough calls to last ~20 ms (``_timing.interleaved``), of max(repeat, 7) or ``repeat`` for the longer ones;
+the note gives the cost ours/anchor, the spread of the pairs' ratios, the target and whether it is met):
+
+noise        Issue 31. S² SA β = 4, noise D = 0.1 against D = 0, L = 63 and 127: one RK4 step of the grid
+             problem as ``solve`` takes it (``_anchors.problem_step``: coefficient stages, with noise the
+             integrating factor of DΔ; target ≤ 1.2×). Particles n = 4096 on S², SA β = 4, dt = 0.01, one
+             thread: one step within an output interval (the Strang splitting stepper's merged step, one RK4
+             drift step and one Brownian draw, against the RK4 stepper's step; target ≤ 1.3×); and ``simulate``
+             over one output interval of one step and of ten (the splitting's extra half drift step per interval
+             included).
+layers       Issue 32. S² SA with β a schedule of layers (``meanfield.models.layers``: 4, 4.5, 3.5, 4 on unit
+             depths) against constant β = 4, L = 63 and 127: one RK4 step inside a layer (as ``solve`` takes
+             it), and ``solve`` over an output interval [0.9, 1.1] (dt = 0.01) that crosses the boundary at 1
+             (the right-hand side rebuilt there; no E_β monitor for time-dependent weights) against the same
+             interval with constant weights. Target: within 5 %.
+feedforward  Issue 32. S² at L = 127: SA β = 4 + FeedForward(W, A, b, 'gelu', 'sphere'), d = 3, m = 8 (a
+             Transformer; the block a fixed drift on the grid) against SA alone: one RK4 step as ``solve``
+             takes it. Target: at most +10 %.
+causal       Issue 32. The causal field of n = 4096 tokens on S² (SA β = 4, causal=True, rows from
+             ``particles.with_positions``: n(n + 1)/2 pairs) against the full field (n² pairs), both through
+             ``meanfield.kernels.field``, as throughput per pair computed, on one and on two threads.
+             Target: ≥ 0.9× the full field's pairs per second.
+
 Run:  python benchmarks/bench_table.py [--rows s2-step circle ...] [--repeat 5]
 """
 
@@ -50,10 +75,11 @@ import scipy.fft as sfft  # noqa: E402
 
 import meanfield as mf  # noqa: E402
 from meanfield.kernels.fastexp import FASTMATH, vexp  # noqa: E402
-from _anchors import numpy_field, rk4_step, solver_step  # noqa: E402
-from _timing import median  # noqa: E402
+from _anchors import grid_rhs, numpy_field, rk4_step, solver_step  # noqa: E402
+from _anchors import problem_step  # noqa: E402
+from _timing import interleaved, median  # noqa: E402
 
-ROWS = ("s2-step", "s2-heads", "particles", "s2-spectral", "rd", "circle")
+ROWS = ("s2-step", "s2-heads", "particles", "s2-spectral", "rd", "circle", "noise", "layers", "feedforward", "causal")
 
 
 def report(work, ours, anchor, name, note=""):
@@ -61,6 +87,23 @@ def report(work, ours, anchor, name, note=""):
     a = f"{anchor * 1e3:10.2f} ms" if anchor else "           —"
     line = f"| {work:<52} | {ours * 1e3:10.2f} ms | {name:<34} | {a} | {ratio} | {note}"
     print(line, flush=True)
+
+
+def report_cost(work, ours, anchor, name, ratios, target, what="cost"):
+    """A row of a new capability against its nearest existing step: ``ratios`` ours/anchor of the timed pairs;
+    ``target``: the largest cost allowed (ours/anchor), or with ``what="throughput"`` the least throughput
+    (anchor/ours per unit of work, already scaled into ``ours``)."""
+    r = ours / anchor
+    lo, hi = min(ratios), max(ratios)
+    if target is None:
+        note = f"cost ×{r:.3f} (pairs {lo:.3f}–{hi:.3f})"
+    elif what == "cost":
+        note = (f"cost ×{r:.3f} (pairs {lo:.3f}–{hi:.3f}); target ≤ ×{target:g}: "
+                f"{'met' if r <= target else 'NOT met'}")
+    else:
+        note = (f"throughput per pair ×{1 / r:.3f} (pairs {1 / hi:.3f}–{1 / lo:.3f}); target ≥ ×{target:g}: "
+                f"{'met' if 1 / r >= target else 'NOT met'}")
+    report(work, ours, anchor, name, note)
 
 
 # ------------------------------------------------------------------ S² density steps
@@ -96,7 +139,6 @@ def shtns_rhs(L, beta):
 
 
 def row_s2_step(repeat):
-    from meanfield.domains import SPHERE
     from meanfield.domains.sphere import DuccBackend, SphereSpectral
 
     DuccBackend.nthreads = 1  # one thread (older versions fixed it at 2 whatever the setting)
@@ -112,13 +154,13 @@ def row_s2_step(repeat):
         except ImportError:
             continue
         try:
-            shtns_rates[L] = SPHERE.rate(mf.SelfAttention(beta), mf.SphereGrid(L, backend="shtns"))
+            shtns_rates[L] = grid_rhs(mf.SelfAttention(beta), mf.SphereGrid(L, backend="shtns"))
         except (ValueError, ImportError):  # a version without the optional shtns backend
             pass
     for L in (63, 127, 255):
         g = mf.SphereGrid(L, backend="ducc0")
         y = mf.Density.from_function(g, f).values
-        rate = SPHERE.rate(mf.SelfAttention(beta), g)
+        rate = grid_rhs(mf.SelfAttention(beta), g)
         t_ours = median(solver_step(rate, y), repeat)
         try:
             ref = SphereSpectral(g, beta, 1.0, True, fast=False)
@@ -158,27 +200,17 @@ def two_heads(d=3, beta=2.0):
 
 
 def row_s2_heads(repeat):
-    from meanfield.domains import SPHERE
-
-    try:
-        from meanfield.solve import _compiled_field
-    except ImportError:  # a version whose grids sum with the models' NumPy code
-
-        def _compiled_field(model):
-            return None
-
     numba.set_num_threads(1)
     model = two_heads()
     for L in (24, 48):
         g = mf.SphereGrid(L)
         y = mf.Density.from_function(g, lambda x: np.exp(x[..., 2] + 0.5 * x[..., 0] * x[..., 1])).values
-        field = _compiled_field(model)
-        default = SPHERE.rate(model, g) if field is None else SPHERE.rate(model, g, "auto", field)
-        ref = SPHERE.rate(model, g, "quadrature")
+        default = grid_rhs(model, g)  # as solve builds it: the strategy 'auto' picks, compiled sums
+        ref = grid_rhs(model, g, "quadrature", own_sum=True)  # the models' own NumPy sum
         t_ref = median(lambda: rk4_step(ref.rate, y), min(repeat, 5))
         paths = [(default.strategy, default)]
-        if field is not None and default.strategy != "quadrature":
-            paths.append(("quadrature, compiled sum", SPHERE.rate(model, g, "quadrature", field)))
+        if default.strategy != "quadrature":
+            paths.append(("quadrature, compiled sum", grid_rhs(model, g, "quadrature")))
         for name, rate in paths:
             t = median(solver_step(rate, y), repeat)  # on the coefficients where the path has stages there
             report(f"S² two random heads, RK4 step, lmax {L}, {name}", t, t_ref, "quadrature, the models' NumPy sum",
@@ -270,9 +302,10 @@ def row_s2_spectral(repeat):
     from particles import simulate
 
     t_auto = median(lambda: simulate(model, xs, [0.0, 0.01], dt=0.01), min(repeat, 5))
-    path = simulate(model, xs, [0.0, 0.01], dt=0.01).path
+    strategy = simulate(model, xs, [0.0, 0.01], dt=0.01).strategy
     t_pw = median(lambda: simulate(model, xs, [0.0, 0.01], dt=0.01, strategy="pairwise"), min(repeat, 5))
-    report("S² particles RK4 step n=2·10⁴ via simulate ('auto')", t_auto, t_pw, "path='pairwise'", f"path {path!r}")
+    report("S² particles RK4 step n=2·10⁴ via simulate ('auto')", t_auto, t_pw, "strategy='pairwise'",
+           f"strategy {strategy!r}")
 
 
 def row_rd(repeat):
@@ -307,9 +340,9 @@ def row_rd(repeat):
         model = Softmax(beta=1.0)
         t_sim = median(lambda: simulate(model, x, [0.0, 0.01], dt=0.01), repeat)
         t_nrk = median(lambda: rk4_step(numpy_softmax_at, x, 0.01), repeat)
-        path = simulate(model, x, [0.0, 0.01], dt=0.01).path
+        strategy = simulate(model, x, [0.0, 0.01], dt=0.01).strategy
         report(f"R^d softmax RK4 step n=4096 d={d} via simulate", t_sim, t_nrk, "plain NumPy RK4 step",
-               f"path {path!r}")
+               f"strategy {strategy!r}")
 
 
 # ------------------------------------------------------------------ circle
@@ -365,6 +398,136 @@ def row_circle(repeat):
                                               lambda c, m: c2r(c, lastsize=m, forward=False, inorm=2)), repeat)
     report("circle n=1024 SA β=4, solve to t=10", t_solve, t_ducc, "same loop on ducc0's FFTs",
            "the solver uses ducc0's FFTs too; its monitor and energy checks are the difference")
+
+
+# ------------------------------------------------------------------ new capabilities against the nearest step
+def _s2_density(L):
+    g = mf.SphereGrid(L)
+    return g, mf.Density.from_function(g, lambda x: np.exp(2.0 * x[..., 2] + x[..., 0] * x[..., 1])).normalized()
+
+
+def row_noise(repeat):
+    from meanfield import kernels
+    from meanfield.domains import SPHERE
+    from meanfield.domains.sphere import DuccBackend
+    from meanfield.integrate import FixedStepper
+    from particles import simulate, uniform_sphere
+    from particles.system import SplittingStepper
+
+    DuccBackend.nthreads = 1
+    numba.set_num_threads(1)
+    for L in (63, 127):
+        g, mu = _s2_density(L)
+        noisy = problem_step(mf.SelfAttention(4.0, noise=0.1), g, mu.values)
+        plain = problem_step(mf.SelfAttention(4.0), g, mu.values)
+        t_n, t_p, r = interleaved(noisy, plain, max(3 * repeat, 15), min_time=0.02)
+        report_cost(f"S² SA β=4 D=0.1 RK4 step, L = {L}", t_n, t_p, "the noiseless step (D = 0)", r, 1.2)
+
+    n, h = 4096, 0.01
+    x = uniform_sphere(n, 3, rng=0)
+    w = np.full(n, 1.0 / n)
+    noisy_model, plain_model = mf.SelfAttention(4.0, noise=0.1), mf.SelfAttention(4.0)
+    strategies = {simulate(m, x, [0.0, h], dt=h, rng=1).strategy for m in (noisy_model, plain_model)}
+    assert strategies == {"pairwise"}, strategies  # the field simulate sums at n = 4096 for both
+
+    def velocity(y):  # simulate's velocity on the pairwise path: the field at the retracted points
+        y = SPHERE.retract(y)
+        return kernels.field(plain_model, y, w, y)
+
+    split = SplittingStepper(velocity, 0.0, x, 1e6 * h, h, 0.1, SPHERE, np.random.default_rng(2))
+    fixed = FixedStepper(velocity, 0.0, x, 1e6 * h, method="rk4", h=h, subdivide=True)
+
+    def stepped(stepper):
+        def step():  # the stepper's step, then the retraction the integrator applies to every step
+            stepper.step()
+            stepper.y = SPHERE.retract(stepper.y)
+        return step
+
+    t_n, t_p, r = interleaved(stepped(split), stepped(fixed), max(repeat, 7))
+    report_cost("S² particles n=4096 D=0.1, one step in an interval", t_n, t_p, "RK4 stepper's step, D = 0", r, 1.3)
+    for steps in (1, 10):
+        t_n, t_p, r = interleaved(lambda: simulate(noisy_model, x, [0.0, steps * h], dt=h, rng=3),
+                                  lambda: simulate(plain_model, x, [0.0, steps * h], dt=h), repeat)
+        report_cost(f"S² particles n=4096 D=0.1, simulate, {steps} step{'s' if steps > 1 else ''}", t_n, t_p,
+                    "simulate, D = 0", r, None)
+        print(f"|   (an output interval of {steps} step{'s' if steps > 1 else ''} drifts {steps + 1} RK4 steps' worth "
+              f"with noise: ×{(steps + 1) / steps:g} expected, plus the draws; the step's target is the row above)",
+              flush=True)
+
+
+def row_layers(repeat):
+    from meanfield.domains.sphere import DuccBackend
+    from meanfield.models import layers
+
+    DuccBackend.nthreads = 1
+    numba.set_num_threads(1)
+    schedule = mf.SelfAttention(layers([4.0, 4.5, 3.5, 4.0]))  # layer k on [k, k + 1)
+    constant = mf.SelfAttention(4.0)
+    for L in (63, 127):
+        g, mu = _s2_density(L)
+        # steps of 1e-4 from t = 0.25: every timed step inside the first layer [0, 1)
+        t_s, t_c, r = interleaved(problem_step(schedule, g, mu.values, h=1e-4, t0=0.25),
+                                  problem_step(constant, g, mu.values, h=1e-4, t0=0.25), max(3 * repeat, 15),
+                                  min_time=0.02)
+        report_cost(f"S² SA β layers, RK4 step inside a layer, L = {L}", t_s, t_c, "constant β = 4", r, 1.05)
+        span = (0.9, 1.1)
+        sol = mf.solve(schedule, mu, span, method="rk4", dt=0.01, representation="grid", refine=False)
+        ref = mf.solve(constant, mu, span, method="rk4", dt=0.01, representation="grid", refine=False)
+        t_s, t_c, r = interleaved(
+            lambda: mf.solve(schedule, mu, span, method="rk4", dt=0.01, representation="grid", refine=False),
+            lambda: mf.solve(constant, mu, span, method="rk4", dt=0.01, representation="grid", refine=False),
+            max(repeat, 7))
+        report_cost(f"S² SA β layers, solve [0.9, 1.1] across t = 1, L = {L}", t_s, t_c,
+                    f"constant β = 4, {ref.nsteps} steps", r, 1.05)
+        print(f"|   (the schedule's solve: {sol.nsteps} steps, {sol.nfev} RHS; constant: {ref.nsteps} steps, "
+              f"{ref.nfev} RHS)", flush=True)
+
+
+def row_feedforward(repeat):
+    from meanfield.domains.sphere import DuccBackend
+    from meanfield.models import FeedForward
+
+    DuccBackend.nthreads = 1
+    numba.set_num_threads(1)
+    d, m = 3, 8
+    rng = np.random.default_rng(4)
+    block = FeedForward(rng.standard_normal((d, m)) / np.sqrt(m), rng.standard_normal((m, d)), rng.standard_normal(m),
+                        "gelu", "sphere")
+    layer = mf.SelfAttention(4.0) + block
+    g, mu = _s2_density(127)
+    t_f, t_a, r = interleaved(problem_step(layer, g, mu.values), problem_step(mf.SelfAttention(4.0), g, mu.values),
+                              max(3 * repeat, 15), min_time=0.02)
+    report_cost("S² SA β=4 + FeedForward (gelu, m=8) RK4 step, L = 127", t_f, t_a, "SA β=4 alone", r, 1.1)
+
+
+def row_causal(repeat):
+    from meanfield import kernels
+    from meanfield.kernels.pairwise import pairwise_sums
+    from particles import uniform_sphere, with_positions
+
+    n = 4096
+    x = uniform_sphere(n, 3, rng=0)
+    xs = with_positions(x)
+    w = np.full(n, 1.0 / n)
+    causal, full = mf.SelfAttention(4.0, causal=True), mf.SelfAttention(4.0)
+    pairs_causal, pairs_full = n * (n + 1) / 2, float(n * n)
+    # the compiled sums without the field's bookkeeping (sorting by position, the stops, the projection): the
+    # tokens are in position order already, so row i sums the first i + 1 points
+    sorted_rows, stops = (x, w, x), np.arange(1, n + 1)
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        t_c, t_f, r = interleaved(lambda: kernels.field(causal, xs, w, xs), lambda: kernels.field(full, x, w, x),
+                                  max(3 * repeat, 15), min_time=0.02)
+        scale = pairs_full / pairs_causal  # time per pair, in units of the full field's n² pairs
+        report_cost(f"S² causal field n=4096, per pair, {threads} thr (time × n²/pairs)", t_c * scale, t_f,
+                    "full field, n² pairs", [q * scale for q in r], 0.9, what="throughput")
+        report(f"  the causal field itself, {threads} thr", t_c, t_f, "full field, n² pairs",
+               f"{pairs_causal:.4g} of {pairs_full:.4g} pairs")
+        t_c, t_f, r = interleaved(lambda: pairwise_sums(*sorted_rows, 4.0, None, None, None, "double", stops),
+                                  lambda: pairwise_sums(x, w, x, 4.0), max(3 * repeat, 15), min_time=0.02)
+        report_cost(f"  its compiled sums alone, per pair, {threads} thr", t_c * scale, t_f, "the full field's sums",
+                    [q * scale for q in r], 0.9, what="throughput")
+    numba.set_num_threads(1)
 
 
 def main(argv=None):

@@ -176,6 +176,6 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
               bool(model.normalized), float(h), int(nsteps), status)
     if status.any():
         raise FloatingPointError(
-            f"{int(status.sum())} system(s) had a softmax row underflow; use path='pairwise' (exact max-shift)."
+            f"{int(status.sum())} system(s) had a softmax row underflow; use strategy='pairwise' (exact max-shift)."
         )
     return np.ascontiguousarray(np.swapaxes(xT, -1, -2))
