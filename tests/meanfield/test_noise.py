@@ -205,6 +205,30 @@ def test_usa_free_energy_decreases_and_is_monitored():
 
 
 # ------------------------------------------------------------------ R^d
+def test_noisy_finite_volumes_on_a_wide_box():
+    """R² softmax with noise on [−8, 8]²: the diffusion's exact transforms leave ~1e-17 negatives in the far field,
+    which e^{⟨Ax, y⟩} ~ e^{30} would amplify into the softmax sums (320 steps instead of 14 before the field read
+    the positive part, and a negative normaliser on wider boxes). The noisy solve takes at most 3× the noiseless
+    steps and its moments meet the noisy closure as the noiseless ones meet theirs."""
+    import warnings
+
+    m0, C0 = np.array([0.5, -0.3]), np.array([[0.5, 0.1], [0.1, 0.3]])
+    grid = mf.EuclideanGrid([(-8.0, 8.0)] * 2, 64)
+    steps, errors = [], []
+    for D in (0.0, 0.1):
+        model = Softmax(Q=np.array([[0.5, 0.2], [-0.1, 0.3]]), V=np.array([[1.0, 0.3], [0.0, 0.8]]), noise=D)
+        ref = G.solve_gaussian(model, m0, C0, [0.0, 0.5])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the tails leaving the box: not this test's subject
+            sol = mf.solve(model, G.gaussian_density(grid, m0, C0), (0.0, 0.5), t_eval=[0.5])
+        assert sol.status is mf.Status.SUCCESS
+        _, m, C = grid.moments(sol.densities[-1].values)
+        steps.append(sol.nsteps)
+        errors.append(max(np.max(np.abs(m - ref.mean[-1])), np.max(np.abs(C - ref.cov[-1]))))
+    assert steps[1] <= 3 * steps[0], steps
+    assert errors[1] <= 2e-3 and errors[1] <= 2 * errors[0], errors
+
+
 def test_noisy_gaussian_closure_and_finite_volumes():
     """Softmax in R¹ with noise: the finite volumes' mean and variance approach the closure with Σ̇ += 2D at second
     order in h (the discrete Laplacian, exact in time); Gauss–Hermite particles without noise are unaffected."""

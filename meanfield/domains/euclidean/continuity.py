@@ -105,6 +105,7 @@ class FiniteVolume:
             raise ValueError(f"`scheme` must be one of {SCHEMES}, got {scheme!r}.")
         self.scheme = scheme
         self.grid, self.model = grid, model
+        self.noisy = bool(getattr(model, "noise", 0.0))  # the field reads the positive part (:meth:`_interaction`)
         self.field = model.field if field is None and model is not None else field
         self._drift = None if drift is None else drift(grid.points.reshape(-1, grid.dim)).reshape(grid.points.shape)
         self.fft = strategy == "spectral"
@@ -132,7 +133,11 @@ class FiniteVolume:
         g = self.grid
         if self.model is None:
             return np.zeros(g.points.shape)
-        mass = values * g.weights
+        # with noise, the field of the grid measure's positive part: the round-off negatives (~1e-17) that the
+        # diffusion's exact DST transforms leave in the far field would otherwise be weighted by e^{⟨Ax, y⟩} there,
+        # ~e^{30} at the edge of a wide box, and swamp the softmax sums (the normaliser can even turn negative). The
+        # noiseless limited scheme keeps its states non-negative and is left bit for bit as it was.
+        mass = (np.maximum(values, 0.0) if self.noisy else values) * g.weights
         if self.fft:
             stack = np.concatenate([mass[None], np.moveaxis(mass[..., None] * g.points, -1, 0)])  # (1 + d, ...)
             hat = sfft.rfftn(stack, self._fshape, axes=self._axes) * self._kernel_hat
