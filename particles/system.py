@@ -23,7 +23,7 @@ With noise (``model.noise`` = D > 0, docs/MATH.md §7) the particles follow
 dX_i = X[μ^n](X_i) dt + √(2D) dB_i, B_i independent Brownian motions on the
 manifold, by Strang splitting (:class:`SplittingStepper`): half a drift step (RK4,
 retracted), the Brownian step of the domain over time D·h
-(``Domain.brownian_step``: exact in R^d; on spheres a geodesic step with the heat
+(``Domain.brownian_step``: exact in R^d and on the circle; on S^{d-1}, d >= 3, a geodesic step with the heat
 kernel's first two zonal moments, weak order 2), half a drift step; the half steps
 between two noise steps merge into one RK4 step, so a step costs one RK4 step and
 one Brownian draw. Weak order 2 (measured in the tests). The increments are drawn

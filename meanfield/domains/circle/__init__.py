@@ -58,6 +58,15 @@ class Circle(UnitSphereGeometry, Domain):
         return 1
 
     @staticmethod
+    def brownian_step(x, tau, rng):
+        r"""Brownian motion on S¹ with generator ∂²_θ run for time τ, exactly: every point turned by α = √(2τ) Z,
+        Z ~ N(0, 1) (E cos kα = e^{−k²τ}, the heat kernel's), the unit circle kept to round-off."""
+        x = np.asarray(x, dtype=float)
+        a = np.sqrt(2.0 * tau) * rng.standard_normal(x.shape[:-1])
+        c, s = np.cos(a), np.sin(a)
+        return np.stack([c * x[..., 0] - s * x[..., 1], s * x[..., 0] + c * x[..., 1]], axis=-1)
+
+    @staticmethod
     def point_sums(d):
         return _POINT_SUMS if d == 2 else None
 

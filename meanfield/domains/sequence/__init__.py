@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Domain, register
-from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent
+from ..sphere.geometry import check_on_sphere, geodesic, normalise, on_sphere, project_tangent
 from ..zonal import zonal_refusal
 from . import plotting as _plotting
 from .laws import along_positions, turn
@@ -100,11 +100,10 @@ class Sequence(Domain):
             return np.stack(as_rows(x), axis=-1)
         return x
 
-    @staticmethod
-    def brownian_step(x, tau, rng):
-        """Noise moves the angle part (the sphere's Brownian step), never the positions."""
+    def brownian_step(self, x, tau, rng):
+        """Noise moves the tokens (the circle's or the sphere's Brownian step), never the positions."""
         x = np.asarray(x, dtype=float)
-        return np.concatenate([x[..., :1], UnitSphereGeometry.brownian_step(x[..., 1:], tau, rng)], axis=-1)
+        return np.concatenate([x[..., :1], self._base(x.shape[-1] - 1).brownian_step(x[..., 1:], tau, rng)], axis=-1)
 
     @staticmethod
     def intrinsic_dimension(d):
