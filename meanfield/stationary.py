@@ -329,17 +329,26 @@ def _resample(f, old: _Axis, new: _Axis):
     return eval_legendre(np.arange(a.size)[None, :], new.mu[:, None]) @ a
 
 
-def stationary_state(model, domain, noise: float | None = None, *, r_guess: float = 0.5, nodes: int = 256):
-    """The single-cluster stationary state at noise D (default ``model.noise``) nearest the branch point with order
-    parameter ``r_guess``: Newton's method on f with D fixed from the branch state at r_guess."""
+def stationary_state(model, domain, noise: float | None = None, *, r_guess: float = 0.5, nodes: int = 64):
+    """The single-cluster stationary state at noise D (default ``model.noise``) whose order parameter is nearest
+    ``r_guess``: the branch (:func:`branch`, from ``nodes`` nodes, refined where its states need more) is followed in
+    r from the uniform law to r = 0.99 and each crossing of D(r) = D is refined by Newton's method with D fixed
+    (:func:`stationary_states`). ``ValueError`` where there is none: above the branch's largest D only the uniform
+    law is stationary (SA, and USA below β_*: above D_c); below D(0.99) the cluster is sharper than this follows
+    (a branch to larger r, :func:`branch`, then :func:`stationary_states`)."""
     D = model.noise if noise is None else checks.noise(noise)
     if not D > 0:
         raise ValueError("stationary states of the noisy model need `noise` > 0 (without noise, clusters collapse).")
-    start = branch(model, domain, [r_guess], nodes=nodes).states[0]
-    eq = _Equation(model, domain, start.coefficients.size)
-    f = eq.ax.B @ start.coefficients
-    f, _, resid = _newton(eq, f, D)
-    return AxisymmetricState(float(D), eq.r(f), eq.ax.coefficients(f), resid, domain)
+    b = branch(model, domain, np.linspace(0.01, 0.99, 50), nodes=nodes)
+    states = stationary_states(b, D)
+    if not states:
+        if D > float(np.max(b.noise)):
+            why = f"the branch's largest D is {float(np.max(b.noise)):g}: only the uniform law is stationary there"
+        else:
+            why = (f"D(r = 0.99) = {float(b.noise[-1]):g}: the cluster is sharper than r = 0.99 (compute the branch to "
+                   "larger r with `branch` and refine with `stationary_states`)")
+        raise ValueError(f"no single-cluster stationary state at noise D = {D:g} on r in (0.01, 0.99): {why}.")
+    return min(states, key=lambda state: abs(state.r - r_guess))
 
 
 def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
@@ -352,8 +361,18 @@ def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
         near = b.states[i] if abs(s[i]) < abs(s[i + 1]) else b.states[i + 1]
         eq = _Equation(b.model, near.domain, near.coefficients.size)
         f, _, resid = _newton(eq, eq.ax.B @ near.coefficients, D)
-        out.append(AxisymmetricState(D, eq.r(f), eq.ax.coefficients(f), resid, near.domain))
+        state = AxisymmetricState(D, eq.r(f), eq.ax.coefficients(f), resid, near.domain)
+        out.append(_oriented(state))
     return out
+
+
+def _oriented(state: AxisymmetricState) -> AxisymmetricState:
+    """The state with its cluster at +axis (r >= 0): where Newton's method landed on the reflected cluster, the
+    reflection μ ↦ −μ (coefficient k times (−1)^k in both zonal bases)."""
+    if state.r >= 0:
+        return state
+    sign = (-1.0) ** np.arange(state.coefficients.size)
+    return AxisymmetricState(state.noise, -state.r, sign * state.coefficients, state.residual, state.domain)
 
 
 @dataclass(frozen=True)

@@ -204,6 +204,28 @@ def test_usa_free_energy_decreases_and_is_monitored():
     assert sol.success and np.all(np.diff(F) < 0)
 
 
+def test_stationary_state_from_any_guess():
+    """stationary_state finds the states at D on the branch whatever r_guess: SA on S¹ at 0.2 and 0.5 D_c (where a
+    Newton start from the branch point at r = 0.5 diverged), both states of USA on S² in the discontinuous window
+    (the lower and upper ones, by r_guess), each a fixed point of the self-consistency map (residual <= 1e-13) with
+    r >= 0 and r(D) on the branch; ValueError above the branch's largest D and below D(0.99)."""
+    sa = mf.SelfAttention(2.0)
+    Dc = st.critical_noise(sa, CIRCLE)
+    b = st.branch(sa, CIRCLE, np.linspace(0.01, 0.99, 99))
+    for frac in (0.2, 0.5):
+        state = st.stationary_state(sa, CIRCLE, frac * Dc)
+        assert state.residual <= 1e-13 and 0 < state.r < 1
+        assert abs(np.interp(frac * Dc, b.noise[::-1], b.r[::-1]) - state.r) <= 1e-3  # D(r) decreases here
+    usa = mf.SelfAttention(2.0, normalized=False)
+    D = 1.002 * st.critical_noise(usa, SPHERE)
+    low, high = (st.stationary_state(usa, SPHERE, D, r_guess=g) for g in (0.1, 0.9))
+    assert 0 < low.r < 0.3 < high.r and max(low.residual, high.residual) <= 1e-13
+    with pytest.raises(ValueError, match="only the uniform law"):
+        st.stationary_state(sa, CIRCLE, 1.2 * Dc)
+    with pytest.raises(ValueError, match="sharper"):
+        st.stationary_state(sa, CIRCLE, 0.01 * Dc)
+
+
 # ------------------------------------------------------------------ R^d
 def test_noisy_finite_volumes_on_a_wide_box():
     """R² softmax with noise on [−8, 8]²: the diffusion's exact transforms leave ~1e-17 negatives in the far field,
