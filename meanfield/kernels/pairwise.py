@@ -275,10 +275,14 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
     stops = None
     if hs[0].causal:
         points, weights, queries = (np.asarray(a, dtype=float) for a in (points, weights, queries))
-        order = np.argsort(points[..., 0], axis=-1, kind="stable")
-        tau = np.take_along_axis(points[..., 0], order, axis=-1)
-        points = np.take_along_axis(points[..., 1:], order[..., None], axis=-2)
-        weights = np.take_along_axis(np.broadcast_to(weights, tau.shape), order, axis=-1)
+        tau = points[..., 0]
+        if np.all(tau[..., 1:] >= tau[..., :-1]):  # already in order (tokens in their sequence): no copies
+            points, weights = points[..., 1:], np.broadcast_to(weights, tau.shape)
+        else:
+            order = np.argsort(tau, axis=-1, kind="stable")
+            tau = np.take_along_axis(tau, order, axis=-1)
+            points = np.take_along_axis(points[..., 1:], order[..., None], axis=-2)
+            weights = np.take_along_axis(np.broadcast_to(weights, tau.shape), order, axis=-1)
         s, queries = queries[..., 0], queries[..., 1:]
         stops = np.stack([np.searchsorted(a, b, side="right") for a, b in
                           zip(tau.reshape(-1, tau.shape[-1]), s.reshape(-1, s.shape[-1]))]).reshape(s.shape)
