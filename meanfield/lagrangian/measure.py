@@ -151,32 +151,77 @@ class LagrangianMeasure:
                 f"max log10 ρ={np.max(self.log_density) / np.log(10):.3g})")
 
     # ------------------------------------------------------------------ figure
-    def plot(self, ax=None, **kwargs):
-        """log10 ρ at the points: against the angle (circle) or the coordinate (R¹), coloured points on a
-        Mollweide map (S²) or in the plane (R²). Returns the Axes."""
+    def plot(self, ax=None, gap: float = 10.0, **kwargs):
+        """ρ at the points on a log scale: on the circle against the angle over the whole of [0, 2π] (in R¹ against
+        the coordinate), as a line broken where there is no mass: between consecutive points further apart than
+        ``gap`` × the spacing their weights and densities imply (w_i/ρ_i: the width of the mass a point carries),
+        and at points where ρ = 0; on S² a Mollweide map (in R² the plane) of the points coloured by ρ, one colour
+        bar 'ρ (at the points, log scale)' as the study figures'. Returns the Axes."""
         import matplotlib.pyplot as plt
+        from matplotlib.colors import LogNorm
+
+        from ..domains.plotting import density_label
 
         coords = np.asarray(self.domain.coordinates(self.points))
-        logr = self.log_density / np.log(10.0)
+        logr = np.where(np.isfinite(self.log_density), self.log_density, np.nan)
+        top = np.nanmax(logr) if np.isfinite(logr).any() else 0.0
         if coords.ndim == 1 or coords.shape[-1] == 1:
             c = coords.reshape(-1)
-            order = np.argsort(c)
+            periodic = bool(self.domain.periodic)
+            if periodic:
+                c = np.mod(c, self.domain.volume)
+            order = np.argsort(c, kind="stable")
+            c, lr, w = c[order], logr[order], self.weights[order]
+            if periodic and c.size:  # the neighbours across θ = 0: the line reaches both ends where mass is there
+                c = np.concatenate([[c[-1] - self.domain.volume], c, [c[0] + self.domain.volume]])
+                lr, w = np.concatenate([[lr[-1]], lr, [lr[0]]]), np.concatenate([[w[-1]], w, [w[0]]])
+            x, y = _broken_line(c, lr, w, gap)
             if ax is None:
-                _, ax = plt.subplots()
-            ax.plot(c[order], logr[order], **({"lw": 1} | kwargs))
+                _, ax = plt.subplots(layout="constrained")
+            with np.errstate(over="ignore"):
+                ax.plot(x, np.exp(np.minimum(y, 700.0)), **({"lw": 1} | kwargs))
+            ax.set_yscale("log")
             ax.set_xlabel(self.domain.coordinate_label)
-            ax.set_ylabel("log₁₀ ρ")
+            ax.set_ylabel(density_label("ρ", LogNorm(), "at the points"))
+            if periodic:
+                ax.set_xlim(0.0, self.domain.volume)
+                ax.set_xticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
+            ax.set_title(f"t = {self.t:g}")
             return ax
         if self.domain.projection == "mollweide":
+            from ..domains.sphere.plotting import style_map
+
             if ax is None:
-                _, ax = plt.subplots(subplot_kw={"projection": "mollweide"})
+                _, ax = plt.subplots(subplot_kw={"projection": "mollweide"}, layout="constrained")
             x = self.points
             lon, lat = np.arctan2(x[:, 1], x[:, 0]), np.arcsin(np.clip(x[:, 2], -1, 1))
+            style_map(ax)
+            ax.set_facecolor(plt.get_cmap(kwargs.get("cmap", "magma"))(0.0))  # no mass: dark, as the density maps
         else:
             if ax is None:
-                _, ax = plt.subplots()
+                _, ax = plt.subplots(layout="constrained")
             lon, lat = coords[:, 0], coords[:, 1]
-        sc = ax.scatter(lon, lat, c=logr, s=kwargs.pop("s", 3), cmap=kwargs.pop("cmap", "magma"), **kwargs)
-        ax.figure.colorbar(sc, ax=ax, label="log₁₀ ρ", shrink=0.7)
+        lo = max(np.nanmin(logr), top - 690.0) if np.isfinite(logr).any() else top - 1.0
+        norm = LogNorm(vmin=np.exp(lo), vmax=np.exp(min(top, 700.0)) if top > lo else np.exp(lo + 1.0))
+        order = np.argsort(np.nan_to_num(logr, nan=-np.inf))  # the densest points on top
+        sc = ax.scatter(lon[order], lat[order], c=np.exp(np.clip(logr[order], lo, 700.0)), s=kwargs.pop("s", 3),
+                        cmap=kwargs.pop("cmap", "magma"), norm=norm, **kwargs)
+        ax.figure.colorbar(sc, ax=ax, label=density_label("ρ", norm, "at the points"), shrink=0.7,
+                           orientation="horizontal" if self.domain.projection == "mollweide" else "vertical")
         ax.set_title(f"t = {self.t:g}")
         return ax
+
+
+def _broken_line(c, logr, weights, gap: float):
+    """(x, log ρ) of sorted points with NaN inserted where the line would cross a gap: consecutive points further
+    apart than ``gap`` × the mean of the widths w_i/ρ_i their masses occupy (and more than 1e-9 of the range, the
+    round-off of coincident points), or a point without density (log ρ NaN)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        width = np.exp(np.log(weights) - logr)  # the width the point's mass fills at its density
+    step = np.diff(c)
+    allowed = gap * 0.5 * (width[:-1] + width[1:])
+    tiny = 1e-9 * max(float(np.ptp(c)) if c.size else 1.0, 1e-300)
+    cut = (step > np.where(np.isfinite(allowed), allowed, 0.0)) & (step > tiny)
+    x = np.insert(c, np.flatnonzero(cut) + 1, np.nan)
+    y = np.insert(logr, np.flatnonzero(cut) + 1, np.nan)
+    return x, y
