@@ -20,9 +20,12 @@ import numpy as np
 
 from .. import domains, interrupts
 from ..density import Density
+from ..domains.plotting import ENERGY_LABEL, LAYOUTS, density_colormap, density_label, density_norm, for_norm, \
+    log_ticks, snapshot_frames
 
-__all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_wasserstein", "plot_rate", "plot_clusters",
-           "plot_sweep", "plot_overview", "animate", "write_figures"]
+__all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_lagrangian", "plot_wasserstein", "plot_rate",
+           "plot_clusters", "density_pair_fraction", "plot_sweep", "plot_overview", "animate", "plot_bifurcation",
+           "write_figures"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -34,7 +37,8 @@ def _plt():
 
 
 def _overlay(ds, max_points: int = 200):
-    """(N, positions (T, N, d)) of the smallest saved particle set, repeat 0, or None."""
+    """(N, positions (T, n, d) of at most ``max_points`` of its particles) of the smallest saved particle set,
+    repeat 0, or None."""
     names = sorted((int(v[len("positions_"):]), v) for v in ds.data_vars if v.startswith("positions_"))
     if not names:
         return None
@@ -43,19 +47,179 @@ def _overlay(ds, max_points: int = 200):
     return n, x[:, :max_points]
 
 
-def _title(ds) -> str:
-    """A figure title: the study's name, the model with its matrices abbreviated (an array repr is no title),
-    and the grid with its resolution."""
+def _particles_words(n: int, shown: int, every: int = 1) -> str:
+    """'N = 256 particles, 200 drawn' / 'N = 100 particles' (cyan), with the output times drawn."""
+    words = f"N = {n} particles" + (f", {shown} drawn" if shown < n else "")
+    if every > 1:
+        words += f" at every {_ordinal(every)} output time"
+    return words + " (cyan)"
+
+
+def _ordinal(k: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+
+
+# ------------------------------------------------------------------ titles in words
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_KINDS = {"softmax": "softmax attention", "l2": "L2 attention", "sinkhorn": "Sinkhorn attention",
+          "sigmoid": "sigmoid attention"}
+
+
+def _where(ds) -> str:
+    """The domain in symbols: S¹, S², S^{d−1}, ℝ^d, [0, 1] × S¹ (causal attention on tokens with positions)."""
+    name, d = ds.attrs.get("domain", ""), int(ds.attrs.get("dimension", 0) or 0)
+    causal = bool(_study(ds).get("model", {}).get("causal"))
+    if name in ("circle", "sphere"):
+        where = "S" + str(max(d - 1, 1)).translate(_SUPERSCRIPT)
+        return f"[0, 1] × {where}" if causal else where
+    if name == "euclidean":
+        return "ℝ" + (str(d).translate(_SUPERSCRIPT) if d > 1 else "")
+    if name == "sequence":  # rows (s, x): a position and a point of S^{d-2}
+        return "[0, 1] × S" + str(max(d - 2, 1)).translate(_SUPERSCRIPT)
+    return name
+
+
+def _number_words(v) -> str:
+    return f"{float(v):g}".replace("-", "−")
+
+
+def _matrix_words(value, d: int) -> str:
+    """A [model] matrix in words: I (default), qI, a small matrix as [a, b; c, d], 'random', 'general d×d'."""
+    if value is None or (isinstance(value, str) and value == "identity"):
+        return "I"
+    if isinstance(value, str):
+        return value
+    a = np.atleast_2d(np.asarray(value, dtype=float))
+    if a.size == 1:
+        return "I" if a.item() == 1.0 else f"{_number_words(a.item())}I"
+    if np.allclose(a, a[0, 0] * np.eye(a.shape[0])):
+        return "I" if a[0, 0] == 1.0 else f"{_number_words(a[0, 0])}I"
+    if a.shape[0] <= 3:
+        return "[" + "; ".join(", ".join(_number_words(v) for v in row) for row in a) + "]"
+    return f"general {a.shape[0]}×{a.shape[1]}"
+
+
+def _model_words(ds) -> str:
+    """The model in words and symbols, and where it moves points: 'SA, β = 4, Q = K = V = I on S¹', 'softmax
+    attention, β = 1, Q = [0.5, 0.2; 0, 0.3], K = V = I on ℝ²', '3-layer Transformer on S²: SA with per-layer Q,
+    K, V, β (layers.npz), GELU feed-forward blocks'."""
+    m = _study(ds).get("model", {})
+    where = _where(ds)
+    if not m:  # a Dataset without its study: the model's repr, matrices abbreviated
+        import re
+
+        model = " ".join(ds.attrs.get("model", "").split())
+        return re.sub(r"\[\[.*?\]\]", "[matrix]", re.sub(r"array\(\[.*?\]\)(?=[,)])", "[matrix]", model)) + \
+            (f" on {where}" if where else "")
+    kind = m.get("kind", "self-attention")
+    d = int(ds.attrs.get("dimension", 0) or 0)
+    parts = []
+    if kind == "self-attention":
+        parts.append("SA" if m.get("normalized", True) else "USA")
+    else:
+        parts.append(_KINDS.get(kind, kind))
+    if m.get("causal"):
+        parts[0] = "causal " + parts[0]
+    model_repr = ds.attrs.get("model", "")
+    per_layer = [name for name in ("Q", "K", "V", "beta") if f"{name}=layers(" in model_repr]
+    swept = ds.attrs.get("sweep_dims", "").split()
+    for name, symbol in (("beta", "β"), ("tau", "τ"), ("b", "b"), ("noise", "noise D")):
+        if name in swept and name in getattr(ds, "coords", {}):
+            values = [float(v) for v in np.asarray(ds[name].values).ravel()]
+            parts.append(f"{symbol} ∈ {{{', '.join(_number_words(v) for v in values)}}}" if len(values) <= 5 else
+                         f"{symbol} from {_number_words(min(values))} to {_number_words(max(values))}")
+        elif name not in per_layer and m.get(name) is not None and (name != "noise" or m[name]):
+            parts.append(f"{symbol} = {_number_words(m[name])}")
+    matrices = {name: _matrix_words(m.get(name), d) for name in ("Q", "K", "V") if name not in per_layer}
+    if "random" in matrices.values():
+        names = [k for k, v in matrices.items() if v == "random"]
+        parts.append(f"random {', '.join(names)} (scale {_number_words(m.get('random_scale', 1.0))})")
+        matrices = {k: v for k, v in matrices.items() if v != "random"}
+    groups: dict[str, list] = {}
+    for name, words in matrices.items():
+        groups.setdefault(words, []).append(name)
+    parts += [f"{' = '.join(names)} = {words}" for words, names in groups.items()]
+    if int(m.get("heads") or 1) > 1:
+        parts.append(f"{int(m['heads'])} heads")
+    words = ", ".join(parts)
+    if not m.get("weights"):
+        return f"{words} on {where}"
+    layers = len(json.loads(ds.attrs.get("layer_boundaries", "[]"))) + 1
+    symbols = ", ".join("β" if n == "beta" else n for n in per_layer)
+    if symbols:
+        words += f"{',' if len(parts) > 1 else ''} with per-layer {symbols} ({Path(str(m['weights'])).name})"
+    if "FeedForward" in model_repr:
+        words += f", {str(m.get('activation', '')).upper()} feed-forward blocks"
+    split = {"lie": " (Lie splitting)", "strang": " (Strang splitting)"}.get(m.get("splitting"), "")
+    return f"{layers}-layer Transformer{split} on {where}: {words}"
+
+
+def _grid_words(ds) -> str:
+    """The grid and its final resolution: 'grid n = 128 → 2048', 'grid ℓmax = 24 → 48', '96 × 96 cells on
+    [−4, 4]²', or the Lagrangian representation it started from."""
+    study = _study(ds)
+    g = study.get("grid") or {}
+    if not g or "resolution" not in ds.attrs:
+        return "particles only" if not g else ""
+    name = ds.attrs.get("domain")
+    r0, r1 = ds.attrs.get("resolution"), ds.attrs.get("resolution_final", ds.attrs.get("resolution"))
+    res = f"{r0}" if r0 == r1 else f"{r0} → {r1}"
+    if name == "euclidean":
+        bounds = g.get("bounds") or []
+        shape = g.get("shape") or [r0]
+        shape = list(shape) * (len(bounds) // len(shape)) if len(shape) < len(bounds) else list(shape)
+        box = " × ".join(f"[{_number_words(lo)}, {_number_words(hi)}]" for lo, hi in bounds)
+        if len(bounds) > 1 and all(b == bounds[0] for b in bounds):
+            box = f"[{_number_words(bounds[0][0])}, {_number_words(bounds[0][1])}]" + \
+                str(len(bounds)).translate(_SUPERSCRIPT)
+        words = f"{' × '.join(str(int(s)) for s in shape)} cells on {box}"
+    elif name == "sphere":
+        words = rf"grid $\ell_{{\max}}$ = {res}"
+    else:
+        words = f"grid n = {res}"
+    if g.get("positions"):
+        words = f"{int(g['positions'])} positions × {words}"
+    representation = ds.attrs.get("representation", "grid")
+    if representation == "panels":
+        words = f"Lagrangian panels from {words}"
+    elif representation == "nodes":
+        words = f"Lagrangian measure on the nodes of {words}"
+    return words
+
+
+def _title(ds, width: int = 95) -> str:
+    """A figure title in words and symbols: the model, where it lives, the grid with its final resolution
+    ('SA, β = 4, Q = K = V = I on S¹ · grid n = 128 → 2048'), wrapped at ``width`` characters."""
+    return _wrap([p for p in (_model_words(ds), _grid_words(ds)) if p], width)
+
+
+def _wrap(parts, width: int) -> str:
+    """``parts`` joined by ' · ', a new line where a line would pass ``width`` characters (a long part broken after
+    its commas, or at spaces)."""
     import re
 
-    model = re.sub(r"array\(\[.*?\]\)(?=[,)])", "[matrix]", " ".join(ds.attrs.get("model", "").split()))
-    model = re.sub(r"\[\[.*?\]\]", "[matrix]", model)
-    parts = [ds.attrs.get("title", ""), model]
-    if "grid_final" in ds.attrs:
-        grid = ds.attrs["grid"] if ds.attrs["grid"] == ds.attrs["grid_final"] else \
-            f"{ds.attrs['grid']} → {ds.attrs['grid_final']}"
-        parts.append(grid)
-    return " · ".join(p for p in parts if p)
+    pieces = []
+    for k, part in enumerate(parts):
+        chunks = re.split(r"(?<=[,:]) ", part)
+        pieces += [(chunks[0], " · " if k else "")] + [(c, " ") for c in chunks[1:]]
+    lines, line = [], ""
+    for chunk, sep in pieces:
+        joined = f"{line}{sep}{chunk}" if line else chunk
+        if len(_visible(joined)) <= width or not line:
+            line = joined
+        else:
+            lines.append(line + ("" if sep == " " else " ·"))
+            line = chunk
+    if line:
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _visible(text: str) -> str:
+    """``text`` roughly as long as it prints (mathtext commands dropped)."""
+    import re
+
+    return re.sub(r"\\[a-z]+|[${}_^]", "", text)
 
 
 def _study(ds) -> dict:
@@ -72,45 +236,23 @@ def _pi_ticks(axis) -> None:
 
 def _mark_layers(ax, ds, color="0.45") -> None:
     """Dashed vertical lines at the layer boundaries of a model with per-layer weights (``attrs['layer_boundaries']``,
-    where the field jumps), on an axis of time."""
-    import json
-
-    for t in json.loads(ds.attrs.get("layer_boundaries", "[]")):
-        ax.axvline(t, color=color, ls="--", lw=0.7, alpha=0.7, zorder=0.5)
+    where the field jumps), on an axis of time; the first labelled for the legend."""
+    for k, t in enumerate(json.loads(ds.attrs.get("layer_boundaries", "[]"))):
+        ax.axvline(t, color=color, ls="--", lw=0.7, alpha=0.7, zorder=0.5, label="layer boundaries" if k == 0 else None)
 
 
 def _mark_refinements(ax, ds) -> None:
-    """Dotted vertical lines at the times the grid was refined, labelled with the new resolution."""
-    import json
-
-    for t, _, new in json.loads(ds.attrs.get("refinements", "[]")):
-        ax.axvline(t, color="w", ls=":", lw=0.8, alpha=0.8)
-        ax.annotate(f"{int(new)}", (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -9),
-                    textcoords="offset points", color="w", fontsize=7)
-
-
-def _snapshot_frames(ds, count: int) -> np.ndarray:
-    """At most ``count`` computed frames at exactly equally spaced times t_0 + i s, i = 0, 1, ...: of the
-    spacings s the output times allow, the one spanning the longest interval with at least three frames
-    (then the most frames); all frames where there are at most ``count``."""
-    valid = _computed_frames(ds)
-    t = ds["time"].values[valid]
-    if valid.size <= count:
-        return valid
-    tol = 1e-9 * max(1.0, abs(t[-1] - t[0]))
-    best, best_key = valid[[0, -1]], (1.0, 2)
-    for j in range(1, valid.size):
-        step = t[j] - t[0]
-        chosen = []
-        for i in range(count):
-            hit = np.flatnonzero(np.abs(t - (t[0] + i * step)) <= tol)
-            if not hit.size:
-                break
-            chosen.append(hit[0])
-        key = (round((len(chosen) - 1) * step / (t[-1] - t[0]), 9), len(chosen))  # spans equal to round-off tie
-        if len(chosen) >= 3 and (best_key[1] < 3 or key > best_key):
-            best, best_key = valid[chosen], key
-    return best
+    """Dotted white vertical lines at the times the grid was refined (the first labelled for the legend), the new
+    resolution written on a second time axis above the plot (never clipped at its edge)."""
+    refinements = json.loads(ds.attrs.get("refinements", "[]"))
+    for k, (t, _, _) in enumerate(refinements):
+        ax.axvline(t, color="w", ls=":", lw=0.9, alpha=0.9, label="grid refinements" if k == 0 else None)
+    if refinements:
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([r[0] for r in refinements], [f"{int(r[2])}" for r in refinements], fontsize=7)
+        top.tick_params(length=3, pad=1)
+        name = "ℓmax" if ds.attrs.get("domain") == "sphere" else "n"
+        top.set_xlabel(f"grid refined to {name} =", fontsize=7, labelpad=2)
 
 
 def _computed_frames(ds) -> np.ndarray:
@@ -119,13 +261,31 @@ def _computed_frames(ds) -> np.ndarray:
     return np.flatnonzero(np.isfinite(rho).all(axis=tuple(range(1, rho.ndim))))
 
 
+def _snapshot_frames(ds, max_panels: int = 9) -> tuple[np.ndarray, int]:
+    """(frames, columns) of a snapshot grid: among the computed frames the first and the last, equally spaced
+    where the output times allow, no empty panel (:func:`meanfield.domains.plotting.snapshot_frames`)."""
+    valid = _computed_frames(ds)
+    idx, ncols = snapshot_frames(ds["time"].values[valid], max_panels)
+    return valid[idx], ncols
+
+
 def _spatial_dims(ds):
     """The density's space dimensions (all but time), as its grid names them."""
     return list(ds["density"].dims[1:])
 
 
-def plot_density(ds, ax=None, cmap="magma"):
-    """Space-time heat map of ρ(t, θ) (circle) or ρ(t, x) (1-D), particles overlaid. Returns the Axes."""
+def _reference(domain) -> float | None:
+    """The uniform density 1/volume of a compact domain (the reference of a density's colour scale), else None."""
+    return 1.0 / domain.volume if domain.volume else None
+
+
+def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int = 24, max_points: int = 100,
+                 profiles: int = 6):
+    """Space-time heat map of ρ(t, θ) (circle) or ρ(t, x) (1-D), on a log scale where ρ reaches ten times the
+    uniform density, with a labelled colour bar; particles overlaid as light dots at no more than ``max_columns``
+    output times (at most ``max_points`` of them); grid refinements dotted with the new resolution above. With
+    at most ``profiles`` output times, their profiles ρ(t_k, ·) instead (a heat map of a few columns is a row of
+    blocks). With ``title``, the model's title above. Returns the Axes."""
     plt = _plt()
     dims = _spatial_dims(ds)
     if len(dims) != 1:
@@ -133,26 +293,40 @@ def plot_density(ds, ax=None, cmap="magma"):
     s = dims[0]
     domain = domains.get(ds.attrs["domain"])
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
+        _, ax = plt.subplots(figsize=(7.5, 4.4), layout="constrained")
+    if _computed_frames(ds).size <= profiles:
+        return _plot_profiles(ds, ax, domain, s, title)
     rho = ds["density"].transpose("time", s).values
     y = ds[s].values
+    what = None
+    coarse = _lagrangian_cells(ds, domain, y, rho)
+    if coarse is not None:  # Lagrangian frames: cell averages over cells of several points each (no moiré)
+        y, rho, what = coarse
     if domain.periodic:  # close the circle: θ = 2π (its length) is θ = 0
         y, rho = np.append(y, y[0] + domain.volume), np.hstack([rho, rho[:, :1]])
-    im = ax.pcolormesh(ds["time"].values, y, rho.T, shading="nearest", cmap=cmap)
-    ax.figure.colorbar(im, ax=ax, label="ρ")
-    title = _title(ds)
-    over = _overlay(ds)
+    t = ds["time"].values
+    norm = density_norm(rho, _reference(domain))
+    im = ax.pcolormesh(t, y, for_norm(rho.T, norm), shading="nearest", cmap=density_colormap(cmap), norm=norm)
+    symbol = f"ρ(t, {domain.coordinate_label})"
+    ax.figure.colorbar(im, ax=ax, label=density_label(symbol, norm, what))
+    over = _overlay(ds, max_points)
+    note = ""
     if over is not None:
         n, x = over
         pos = np.reshape(domain.coordinates(x), x.shape[:-1])  # θ, or x in R¹
-        ax.plot(ds["time"].values, pos, ".", ms=1.5, color="c", alpha=0.7)
-        title += f"\nwith {min(n, pos.shape[1])} of N = {n} particles (cyan)" + _noise_note(ds, n)
+        every = max(1, -(-t.size // max_columns))
+        cols = np.unique(np.append(np.arange(0, t.size, every), t.size - 1))
+        ax.plot(np.repeat(t[cols], pos.shape[1]), pos[cols].ravel(), ".", ms=2.4, color="c", alpha=0.8, mew=0,
+                label=_particles_words(n, pos.shape[1], every))
+        note = _noise_note(ds, n)
     _mark_refinements(ax, ds)
     _mark_layers(ax, ds, color="w")
-    ax.set_title(title, fontsize=8)
+    if title:
+        ax.figure.suptitle(_title(ds, 85), fontsize=9)
+    if note:
+        ax.set_title(note, fontsize=7.5)
     ax.set_xlabel("t")
     ax.set_ylabel(domain.coordinate_label)
-    t = ds["time"].values
     if t.size > 1:
         ax.set_xlim(t[0], t[-1])
     if domain.periodic:
@@ -160,6 +334,71 @@ def plot_density(ds, ax=None, cmap="magma"):
     else:  # R¹
         ax.set_ylim(*_extent(y, (np.nan_to_num(rho) >= 1e-3 * np.nanmax(rho)).any(axis=0),
                              None if over is None else pos))
+    if ax.get_legend_handles_labels()[0]:  # below the map, not over it
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=3, markerscale=3,
+                  facecolor="0.3", edgecolor="none", labelcolor="white", framealpha=1.0)
+    return ax
+
+
+def _lagrangian_cells(ds, domain, y, rho, per_cell: int = 4):
+    """(cell centres, cell averages (T, m), what) of a 1-D density with Lagrangian frames on the circle: each frame
+    as the mass in m equal cells over their width, m the largest power of 2 with at least ``per_cell`` points of every
+    frame per cell (the runner's averages on the start grid hold 0, 1 or 2 points per cell: a moiré, and clusters
+    between nodes vanish); grid frames (before a hand-over) averaged over the same cells. None otherwise."""
+    if "lagrangian_points" not in ds or not domain.periodic or not hasattr(domain.chart, "cell_averages"):
+        return None
+    weights = ds["lagrangian_weight"].values
+    counts = np.isfinite(weights).sum(axis=1)
+    fewest = int(counts[counts > 0].min()) if (counts > 0).any() else 0
+    if fewest < per_cell * 16:
+        return None
+    m = min(y.size, 2 ** int(np.floor(np.log2(fewest / per_cell))))
+    grid = domain.make_grid({"n": m})
+    points = ds["lagrangian_points"].values
+    out = np.full((rho.shape[0], m), np.nan)
+    node_cell = np.mod(np.floor(np.mod(y, 2 * np.pi) / (2 * np.pi / m) + 0.5), m).astype(int)
+    for i in range(rho.shape[0]):
+        ok = np.isfinite(weights[i])
+        if ok.any():
+            out[i] = domain.chart.cell_averages(domain.chart.to_state(points[i][ok]), weights[i][ok], grid)
+        elif np.isfinite(rho[i]).all():
+            out[i] = np.bincount(node_cell, weights=rho[i], minlength=m) / np.bincount(node_cell, minlength=m)
+    return np.asarray(grid.angles), out, f"cell averages on {m} cells"
+
+
+def _plot_profiles(ds, ax, domain, s, title: bool):
+    """ρ(t_k, ·) at each computed output time (a colour each, from dark to light), and a histogram of the particles
+    at the last of them (the smallest N, repeat 0)."""
+    import matplotlib as mpl
+
+    frames = _computed_frames(ds)
+    t = ds["time"].values
+    y = ds[s].values
+    rho = ds["density"].transpose("time", s).values
+    if domain.periodic:
+        y, rho = np.append(y, y[0] + domain.volume), np.hstack([rho, rho[:, :1]])
+    colours = mpl.colormaps["viridis"](np.linspace(0.0, 0.85, frames.size))
+    for c, i in zip(colours, frames):
+        ax.plot(y, rho[i], color=c, lw=1.4, label=f"density, t = {t[i]:.3g}")
+    names = sorted((int(v[len("positions_"):]), v) for v in ds.data_vars if v.startswith("positions_"))
+    if names:
+        n, name = names[0]
+        x = ds[name].isel(repeat=0, time=int(frames[-1])).values
+        pos = np.reshape(domain.coordinates(x), x.shape[:-1])
+        lo, hi = (0.0, domain.volume) if domain.periodic else (y[0], y[-1])
+        ax.hist(pos, bins=min(60, max(10, int(np.sqrt(n)) * 2)), range=(lo, hi), density=True, histtype="step",
+                color="0.35", lw=1.0, label=f"N = {n} particles at t = {t[frames[-1]]:.3g} (histogram)")
+    ax.set_xlabel(domain.coordinate_label)
+    ax.set_ylabel(f"ρ(t, {domain.coordinate_label})")
+    ax.set_ylim(bottom=0.0)
+    if domain.periodic:
+        ax.set_xlim(0.0, domain.volume)
+        _pi_ticks(ax.xaxis)
+    else:
+        ax.set_xlim(*_extent(y, (np.nan_to_num(rho[frames]) >= 1e-3 * np.nanmax(rho[frames])).any(axis=0)))
+    _legend(ax, ds, fontsize=7)
+    if title:
+        ax.figure.suptitle(_title(ds, 85), fontsize=9)
     return ax
 
 
@@ -179,8 +418,8 @@ def _noise_note(ds, n: int) -> str:
     initial = _study(ds).get("initial", {})
     amplitude = initial.get("amplitude")
     if initial.get("kind") == "uniform-noise" and amplitude is not None and n ** -0.5 > amplitude:
-        return (f"; their sampling noise N^(-1/2) = {n ** -0.5:.2g} exceeds the perturbation {amplitude:g}, "
-                "so they need not follow the density's clusters")
+        return (f"the particles' sampling noise $N^{{-1/2}}$ = {n ** -0.5:.2g} exceeds the initial perturbation "
+                f"{amplitude:g}: they need not follow the density's clusters")
     return ""
 
 
@@ -211,105 +450,156 @@ def _cell_frames(ds, domain, density):
     return frame
 
 
-def plot_snapshots(ds, ncols: int = 3, times=None, cmap="magma", energy: bool = False):
-    """Snapshot grid of the density (S²: Mollweide maps; R²: images), particles overlaid; with ``energy``,
-    the energy curve in a last row. Returns the Figure."""
+def _map_values(domain, density, cells: bool) -> np.ndarray:
+    """The values a map of ``density`` draws (S²: its synthesis on the longitude–latitude grid, or its cells)."""
+    if domain.projection == "mollweide" and not cells:
+        from ..domains.sphere.plotting import sphere_map
+
+        return sphere_map(density)[2]
+    return np.asarray(density.values)
+
+
+def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bool = False):
+    """Snapshot grid of the density (S²: Mollweide maps; R²: images on shared axes; [0, 1] × S¹: heat maps), the
+    first and the last frame always among them and no empty panel, one colour scale (log where the density reaches
+    ten times the uniform one) and one labelled colour bar, particles overlaid; with ``energy``, the energy curve
+    in a last row. ``times``: output-time indices to draw instead. Returns the Figure."""
     plt = _plt()
-    shown = _snapshot_frames(ds, 2 * ncols) if times is None else np.asarray(times)
+    if times is None:
+        shown, ncols = _snapshot_frames(ds, max_panels)
+    else:
+        shown = np.asarray(times)
+        ncols = LAYOUTS.get(shown.size, min(shown.size, 4))
     rows = -(-len(shown) // ncols)
     domain, density = _densities(ds)
     energy = energy and ("energy" in ds or "particle_energy" in ds)
-    fig = plt.figure(figsize=(4.2 * ncols, (2.6 if domain.projection else 3.6) * rows + (2.6 if energy else 0) + 0.9),
-                     layout="constrained")
+    plane = domain.projection is None and getattr(density(shown[0]).grid, "dim", None) == 2 and \
+        ds.attrs.get("domain") == "euclidean"
     over = _overlay(ds)
-    grid_rows = rows + (1 if energy else 0)
-    style, label = {}, "ρ"
-    if domain.projection and "lagrangian_points" in ds and hasattr(domain.chart, "cell_averages"):  # a map
-        density = _cell_frames(ds, domain, density)
-        # clusters reach 1e3 × the uniform density on the cells: a log scale, cells drawn as they are (a
-        # spectral synthesis would ring), empty cells black
-        from matplotlib.colors import LogNorm
-
-        vmax = max(float(np.nanmax(density(i).values)) for i in shown)
-        style = {"cells": True, "norm": LogNorm(vmin=1e-6 * vmax, vmax=vmax, clip=True)}
-        cmap, label = plt.get_cmap(cmap).with_extremes(bad="black", under="black"), "ρ (cell averages, log scale)"
+    extent = _union_extent(ds, {i: density(i) for i in shown}, over) if plane else None
+    if domain.projection:
+        height = 2.0
+    elif extent is not None:  # equal axes: as high as the zoomed box is
+        height = min(3.6, 3.0 * (extent[1][1] - extent[1][0]) / (extent[0][1] - extent[0][0])) + 0.45
     else:
-        style["vmax"] = float(np.nanmax(ds["density"].values[shown]))  # one colour scale for every panel
+        height = 3.0
+    fig = plt.figure(figsize=(3.7 * ncols, height * rows + (2.6 if energy else 0) + 0.9), layout="constrained")
+    gs = fig.add_gridspec(rows + (1 if energy else 0), ncols)
+    cells = bool(domain.projection) and "lagrangian_points" in ds and hasattr(domain.chart, "cell_averages")
+    if cells:  # a Lagrangian map: cells drawn as they are (a spectral synthesis would ring), empty cells dark
+        density = _cell_frames(ds, domain, density)
+    frames = {i: density(i) for i in shown}
+    values = np.concatenate([_map_values(domain, frames[i], cells).ravel() for i in shown])
+    norm = density_norm(values, _reference(domain))
+    style = {"norm": norm, "cmap": cmap} | ({"cells": True} if cells else {})
     axes = []
     for j, i in enumerate(shown):
-        ax = fig.add_subplot(grid_rows, ncols, j + 1, projection=domain.projection)
-        domain.plot(density(i), ax=ax, colorbar=False, cmap=cmap, **style)
+        share = axes[0] if (plane and axes) else None
+        ax = fig.add_subplot(gs[j // ncols, j % ncols], projection=domain.projection, sharex=share, sharey=share)
+        domain.plot(frames[i], ax=ax, colorbar=False, **style)
         if over is not None:
             domain.plot_points(over[1][i], ax)
-        if domain.projection:  # longitudes labelled at −120°, 0°, 120° (the map's own labels crowd)
-            ax.set_xticks(np.radians([-120, 0, 120]), ["−120°", "0°", "120°"], fontsize=6, color="0.3")
-            ax.tick_params(axis="y", labelsize=6)
-        else:
-            _zoom(ax, ds, density(i), over[1][i] if over is not None else None)
+        if extent is not None:
+            ax.set_xlim(*extent[0])
+            ax.set_ylim(*extent[1])
+        if not domain.projection:
+            ax.label_outer()
         ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
         axes.append(ax)
+    what = "cell averages" if cells else None
+    symbol = "f(s, θ)" if ds.attrs.get("domain") != "euclidean" and not domain.projection else "ρ"
     if axes and axes[0].collections:
-        fig.colorbar(axes[0].collections[0], ax=axes, label=label, shrink=0.8)
+        fig.colorbar(axes[0].collections[0], ax=axes, label=density_label(symbol, norm, what), shrink=0.85)
     if energy:
-        plot_energy(ds, ax=fig.add_subplot(grid_rows, 1, grid_rows))
-    suffix = f" (N = {over[0]} particles, cyan)" if over is not None else ""
-    fig.suptitle(_title(ds) + suffix, fontsize=9)
+        plot_energy(ds, ax=fig.add_subplot(gs[rows, :]))
+    note = [] if over is None else [_particles_words(over[0], over[1].shape[1])]
+    fig.suptitle(_title(ds, 40 * ncols) + ("\n" + note[0] if note else ""), fontsize=9)
     return fig
 
 
-def _zoom(ax, ds, density, points) -> None:
-    """Limits of a 2-D panel: where the density exceeds 1e-3 of its maximum or particles lie, with a margin
-    (a Gaussian in a large box otherwise fills a corner of it)."""
-    g = density.grid
-    if getattr(g, "dim", None) != 2:
-        return
-    rho = np.asarray(density.values)
-    on = rho >= 1e-3 * np.nanmax(rho)
-    ax_x, ax_y = g.axes
-    ax.set_xlim(*_extent(ax_x, on.any(axis=1), None if points is None else points[:, 0]))
-    ax.set_ylim(*_extent(ax_y, on.any(axis=0), None if points is None else points[:, 1]))
+def _union_extent(ds, frames, over):
+    """One (x limits, y limits) for every panel of a 2-D snapshot grid: where any shown density exceeds 1e-3 of
+    its maximum or a drawn particle lies, with a margin."""
+    xs, ys = [], []
+    for i, dens in frames.items():
+        g = dens.grid
+        rho = np.asarray(dens.values)
+        on = rho >= 1e-3 * np.nanmax(rho)
+        pts = None if over is None else over[1][i]
+        xs.append(_extent(g.axes[0], on.any(axis=1), None if pts is None else pts[:, 0]))
+        ys.append(_extent(g.axes[1], on.any(axis=0), None if pts is None else pts[:, 1]))
+    return (min(a for a, _ in xs), max(b for _, b in xs)), (min(a for a, _ in ys), max(b for _, b in ys))
 
 
-def _band(ax, t, values, label, color, ls="-"):
-    """Mean over repeats with a ±1 standard deviation band."""
+# ------------------------------------------------------------------ curves over time
+def _repeats(ds) -> int:
+    return int(ds.sizes.get("repeat", 1))
+
+
+def _band(ax, t, values, label, color, ls="-", clip=None):
+    """Mean over repeats (a line labelled ``label``) with a ±1 standard deviation band (``clip``: its range, e.g.
+    (0, 1) for a fraction); the band is named once in the legend by :func:`_legend`."""
     import warnings
 
     with warnings.catch_warnings():  # times with nothing computed (NaN in every repeat) stay NaN, silently
         warnings.simplefilter("ignore", RuntimeWarning)
         m = np.nanmean(values, axis=0)
         s = np.nanstd(values, axis=0)
-    ax.plot(t, m, color=color, ls=ls, label=label)
+    line, = ax.plot(t, m, color=color, ls=ls, label=label)
     if values.shape[0] > 1:
-        ax.fill_between(t, m - s, m + s, color=color, alpha=0.15, lw=0)
+        lo, hi = m - s, m + s
+        if clip is not None:
+            lo, hi = np.clip(lo, *clip), np.clip(hi, *clip)
+        ax.fill_between(t, lo, hi, color=color, alpha=0.15, lw=0, gid="sd-band")
+    return line
 
 
-def _bands_over_n(ax, ds, name):
+def _bands_over_n(ax, ds, name, clip=None):
     """``_band`` of the particle variable ``name`` (n_particles, repeat, time), a colour per N."""
     for i, n in enumerate(ds["n_particles"].values):
-        _band(ax, ds["time"].values, ds[name].isel(n_particles=i).values, f"N = {n}", f"C{i}")
+        _band(ax, ds["time"].values, ds[name].isel(n_particles=i).values, f"N = {n}", f"C{i}", clip=clip)
 
 
-def plot_energy(ds, ax=None):
+def _legend(ax, ds, *others, **kwargs):
+    """The legend of ``ax`` (and of the twin axes ``others``): every labelled line, and the shaded ±1 sd bands
+    named once ('shaded: ±1 sd over R repeats') where there are any."""
+    from matplotlib.patches import Patch
+
+    handles, labels = [], []
+    for a in (ax, *others):
+        h, lab = a.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    if any(c.get_gid() == "sd-band" for a in (ax, *others) for c in a.collections):
+        handles.append(Patch(facecolor="0.5", alpha=0.3, lw=0))
+        labels.append(f"shaded: ±1 sd over {_repeats(ds)} repeats")
+    if handles:
+        return ax.legend(handles, labels, **({"fontsize": 7} | kwargs))
+    return None
+
+
+def plot_energy(ds, ax=None, legend: bool = True):
     """E_β of the density (every step) and of the particle systems (mean ± sd over repeats). Returns the Axes."""
     plt = _plt()
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
-        ax.set_title(_title(ds), fontsize=7, wrap=True)
+        fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+        fig.suptitle(_title(ds, 70), fontsize=8)
     if "step_energy" in ds and ds["step_energy"].size and "lagrangian_points" not in ds:
         ax.plot(ds["step_time"], ds["step_energy"], color="k", label="density")
     elif "energy" in ds:
-        ax.plot(ds["time"], ds["energy"], "k.-", label="density")
+        ax.plot(ds["time"], ds["energy"], "k.-", ms=3, label="density")
     if "particle_energy" in ds:
         _bands_over_n(ax, ds, "particle_energy")
         beta = _beta(ds)
         if beta is not None:  # E_β(μ^N) counts the pairs i = j: e^β/(2βN) above the mean-field value
             ns = ", ".join(f"{np.exp(beta) / (2 * beta * n):.2g}" for n in ds["n_particles"].values)
-            ax.text(0.99, 0.02, f"particle energies include the self-interaction e^β/(2βN) = {ns}",
+            ax.text(0.99, 0.02, rf"particle energies include the self-interaction $e^{{\beta}}/(2\beta N)$ = {ns}",
                     transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="0.3")
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
-    ax.set_ylabel("E_β")
-    ax.legend(fontsize=8)
+    ax.set_ylabel(ENERGY_LABEL)
+    if legend:
+        _legend(ax, ds, fontsize=8)
     return ax
 
 
@@ -319,82 +609,144 @@ def _beta(ds):
     return float(beta) if beta else None
 
 
+def _final_centre(points, weights, radius: float = 0.2) -> np.ndarray:
+    """The point of the heaviest cluster of a frame of unit vectors: the point with the most mass within chord
+    distance ``radius`` (points merged where they coincide to 1e-9 first: collapsed clusters are single points)."""
+    from scipy.spatial import cKDTree
+
+    x, w = _merged(points, weights, 1e-9)
+    tree = cKDTree(x)
+    heaviest = np.argsort(w)[::-1][:2000]  # candidates: the heaviest merged points
+    mass = np.array([w[j].sum() for j in tree.query_ball_point(x[heaviest], radius)])
+    c = x[heaviest[np.argmax(mass)]]
+    return c / np.linalg.norm(c)
+
+
 def plot_lagrangian(ds):
-    """The Lagrangian measure through collapse: its points in space-time coloured by log₁₀ ρ (left), and the
-    cluster count with E_β of the density and of the particle systems (right). Returns the Figure."""
+    """The Lagrangian measure through collapse: its points in space-time coloured by ρ at the points on a log scale
+    (left; on S^{d−1}, d >= 3, their angle to the heaviest cluster of the last frame), and the density's cluster
+    count with E_β of the density and of the particle systems (right), one legend. Returns the Figure."""
     plt = _plt()
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    from matplotlib.colors import LogNorm
+    from matplotlib.ticker import MaxNLocator
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained")
     t = ds["time"].values
     x = ds["lagrangian_points"].values
     logr = ds["lagrangian_log_density"].values / np.log(10.0)
-    ok = np.isfinite(logr)
+    ok = np.isfinite(logr) & np.isfinite(ds["lagrangian_weight"].values)
     tt = np.broadcast_to(t[:, None], logr.shape)[ok]
     domain = domains.get(ds.attrs["domain"])
     if domain.periodic:  # the angle θ ∈ [0, 2π)
         y, ylabel = domain.coordinates(x[ok]), domain.coordinate_label
+    elif domain.unit_vectors:  # S^{d-1}: the angle to the heaviest cluster at the end
+        last = np.flatnonzero(ok.any(axis=1))[-1]
+        c = _final_centre(x[last][ok[last]], ds["lagrangian_weight"].values[last][ok[last]])
+        y = np.arccos(np.clip(x[ok] @ c, -1.0, 1.0))
+        ylabel = "angle to the heaviest cluster at t = " + f"{t[last]:g}"
     else:
         y, ylabel = x[..., 0][ok], "x₁"
     order = np.argsort(logr[ok])  # the densest points on top
-    sc = ax.scatter(tt[order], y[order], c=logr[ok][order], s=1, cmap="magma", rasterized=True)
-    fig.colorbar(sc, ax=ax, label="log₁₀ ρ at the points")
+    lo, hi = float(np.min(logr[ok])), float(np.max(logr[ok]))
+    hi = min(hi, 300.0)
+    norm = LogNorm(vmin=10.0 ** max(lo, hi - 300.0), vmax=10.0 ** hi)
+    rho = 10.0 ** np.clip(logr[ok][order], hi - 300.0, hi)
+    sc = ax.scatter(tt[order], y[order], c=rho, s=1, cmap="magma", norm=norm, rasterized=True)
+    fig.colorbar(sc, ax=ax, label=density_label("ρ", norm, "at the points"))
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
     ax.set_ylabel(ylabel)
     if domain.periodic:
         _pi_ticks(ax.yaxis)
-    ax.set_title("Lagrangian measure (points carry exact log ρ)")
-    bx.step(t, ds["cluster_count"], where="post", color="C3", label="clusters (mean field)")
+    elif domain.unit_vectors:
+        ax.set_yticks(np.pi * np.array([0, 0.25, 0.5, 0.75, 1]), ["0", "π/4", "π/2", "3π/4", "π"])
+    ax.set_title("Lagrangian measure: its points, coloured by the exact ρ they carry", fontsize=9)
+    bx.step(t, ds["cluster_count"], where="post", color="C3", lw=1.2, label="clusters of the density (left axis)")
     bx.set_xlabel("t")
-    _mark_layers(bx, ds)
-    bx.set_ylabel("clusters", color="C3")
+    bx.set_ylabel("number of clusters of the density", color="C3")
+    bx.yaxis.set_major_locator(MaxNLocator(integer=True))
+    bx.set_ylim(-0.1, max(1.0, float(np.nanmax(ds["cluster_count"].values))) + 0.6)
+    others = []
     if "energy" in ds or "particle_energy" in ds:
         ex = bx.twinx()
-        plot_energy(ds, ax=ex)
+        plot_energy(ds, ax=ex, legend=False)
         ex.set_xlabel("t")
-        _mark_layers(ex, ds)
-    bx.set_title("cluster count and energy: plateaus are metastable states")
+        others.append(ex)
+    else:
+        _mark_layers(bx, ds)
+    _legend(bx, ds, *others, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=3)  # below: the curves fill it
+    bx.set_title("cluster count and energy: plateaus are metastable states", fontsize=9)
+    fig.suptitle(_title(ds, 130), fontsize=9)
     return fig
 
 
+def _log_axis(ax) -> None:
+    """A log y axis with labelled ticks inside the data's range (:func:`~meanfield.domains.plotting.log_ticks`)."""
+    ax.set_yscale("log")
+    ax.autoscale_view()
+    log_ticks(ax.yaxis)
+
+
 def plot_wasserstein(ds, ax=None):
-    """W_p(μ_t, μ^N_t) against t: a colour per N, a line style per p (mean ± sd over repeats). Returns the Axes."""
+    """W_p(μ_t, μ^N_t) against t, one panel per order p, a colour per N (mean ± sd over repeats). Returns the
+    first Axes."""
     plt = _plt()
     ps = ds["p"].values
     if ax is None:
-        _, axes = plt.subplots(1, len(ps), figsize=(5.5 * len(ps), 4), squeeze=False, sharey=True,
-                               layout="constrained")
+        fig, axes = plt.subplots(1, len(ps), figsize=(5.6 * len(ps), 4.2), squeeze=False, layout="constrained")
         axes = list(axes[0])
+        fig.suptitle(_title(ds, 60 * len(ps)), fontsize=8)
     else:
         axes = [ax] * len(ps)
     w = ds["wasserstein"].values
     for a, p in enumerate(ps):
         for i, n in enumerate(ds["n_particles"].values):
             vals = ds["wasserstein"].isel(p=a, n_particles=i).values
-            _band(axes[a], ds["time"].values, vals, f"N = {n}", f"C{i}", ls=("-", "--", ":", "-.")[a % 4])
+            label = f"N = {n}" if len(set(axes)) == len(ps) else f"N = {n}, $W_{{{p:g}}}$"
+            _band(axes[a], ds["time"].values, vals, label, f"C{i}", ls=("-", "--", ":", "-.")[a % 4])
         if np.any(np.isfinite(w[a]) & (w[a] > 0)):  # an interrupted run may hold no distance yet
-            axes[a].set_yscale("log")
+            _log_axis(axes[a])
         else:
             axes[a].text(0.5, 0.5, "no distance computed (interrupted run)", transform=axes[a].transAxes,
                          ha="center")
-        axes[a].set_title(f"W{p:g}(density, particles), mean ± sd over {ds.sizes.get('repeat', 1)} repeats",
-                          fontsize=9)
+        axes[a].set_title(rf"$W_{{{p:g}}}$ between the density and N particles", fontsize=9)
         axes[a].set_xlabel("t")
+        axes[a].set_ylabel(rf"$W_{{{p:g}}}(\rho_t, \mu^N_t)$")
         _mark_layers(axes[a], ds)
-        axes[a].legend(fontsize=7)
-    axes[0].set_ylabel(" / ".join(f"W{p:g}" for p in ps) if len(set(axes)) == 1 else f"W{ps[0]:g}")
-    for a in range(1, len(ps)):
-        if axes[a] is not axes[0]:
-            axes[a].set_ylabel(f"W{ps[a]:g}")
-    axes[0].figure.suptitle(_title(ds), fontsize=8)
+    for a in dict.fromkeys(axes):
+        _legend(a, ds)
+    if len(set(axes)) == 1 and len(ps) > 1:
+        axes[0].set_ylabel(" / ".join(rf"$W_{{{p:g}}}$" for p in ps))
+        axes[0].set_title("the distance between the density and N particles", fontsize=9)
     return axes[0]
 
 
-def plot_rate(ds, ax=None, time: int = -1, p_index: int = 0):
-    """log W_p against log N at one output time, the fitted N^α and its 95% band. Returns the Axes."""
+def plot_rate(ds, ax=None, time: int | None = None, p_index: int | None = None):
+    """log W_p against log N at one output time (``time``; by default the last with a fitted rate), the fitted N^α
+    and its 95% band: one panel per order p (or the one ``p_index`` given, on ``ax``). Returns the (first) Axes."""
     plt = _plt()
+    orders = range(ds.sizes.get("p", 1)) if p_index is None else [p_index]
+    panels = []
+    for a in orders:
+        rate = ds["rate"].isel(p=a).values
+        k = time if time is not None else (int(np.flatnonzero(np.isfinite(rate))[-1]) if np.isfinite(rate).any()
+                                           else -1)
+        if np.isfinite(rate[k]) or p_index is not None:
+            panels.append((a, k))
+    panels = panels or [(0, -1 if time is None else time)]
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 4))
-        ax.set_title(_title(ds), fontsize=7, wrap=True)
+        fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.3), squeeze=False,
+                                 layout="constrained")
+        axes = list(axes[0])
+        fig.suptitle(_title(ds, 55 * len(panels)), fontsize=8)
+    else:
+        axes = [ax]
+    for ax, (a, k) in zip(axes, panels):
+        _rate_panel(ax, ds, k, a)
+    return axes[0]
+
+
+def _rate_panel(ax, ds, time: int, p_index: int) -> None:
     ns = ds["n_particles"].values.astype(float)
     W = ds["wasserstein"].isel(p=p_index, time=time).values  # (N, repeats)
     p = float(ds["p"][p_index])
@@ -408,30 +760,152 @@ def plot_rate(ds, ax=None, time: int = -1, p_index: int = 0):
     if np.isfinite(a):
         x0, y0 = np.mean(np.log(ns)), np.mean(np.log(W))
         grid = np.linspace(np.log(ns.min()), np.log(ns.max()), 50)
-        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"N^{a:.3f}")
+        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"fit $N^{{{a:.3f}}}$")
         band = np.exp(y0 + np.outer([lo, hi], grid - x0))
-        ax.fill_between(np.exp(grid), band.min(axis=0), band.max(axis=0), color="C3", alpha=0.2,
-                        label=f"95% interval [{lo:.3f}, {hi:.3f}]")
-        ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="N^-1/2")
+        ax.fill_between(np.exp(grid), band.min(axis=0), band.max(axis=0), color="C3", alpha=0.2, lw=0,
+                        label=f"95% interval of the exponent [{lo:.3f}, {hi:.3f}]")
+        ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="$N^{-1/2}$")
     ax.set_xlabel("N")
-    ax.set_ylabel(f"W{p:g}{' / √(log N)' if corrected else ''} at t = {float(ds['time'][time]):.3g}")
-    ax.legend(fontsize=8)
-    return ax
+    log_ticks(ax.xaxis)
+    log_ticks(ax.yaxis)
+    sym = rf"$W_{{{p:g}}}$" + (r"$\,/\sqrt{\log N}$" if corrected else "")
+    ax.set_ylabel(f"{sym} at t = {float(ds['time'][time]):.3g}")
+    ax.set_title(f"{sym}: rate in N at t = {float(ds['time'][time]):.3g}", fontsize=9)
+    ax.legend(fontsize=7)
+
+
+# ------------------------------------------------------------------ clusters
+def _delta(ds) -> float | None:
+    """δ of the pair fraction: the study's [particles] delta."""
+    d = (_study(ds).get("particles") or {}).get("delta")
+    return None if d is None else float(d)
+
+
+def _merged(x, w, h: float):
+    """Points closer than ``h`` in every coordinate merged into one (their weights summed, positions averaged)."""
+    key = np.round(x / h).astype(np.int64)
+    _, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    ww = np.bincount(inv, weights=w)
+    xx = np.stack([np.bincount(inv, weights=w * x[:, k]) for k in range(x.shape[1])], axis=1) / \
+        np.where(ww > 0, ww, 1.0)[:, None]
+    return xx, ww
+
+
+def _points_pair_fraction(x, w, delta: float, periodic: bool) -> float:
+    """∬ 1{⟨x, y⟩ >= 1 − δ} dμ(x) dμ(y) / μ(S)² of the weighted points μ = Σ w_i δ_{x_i} (unit vectors):
+    on the circle by sorting the angles, on S^{d−1} by a k-d tree count of the pairs within chord √(2δ)."""
+    total = float(np.sum(w))
+    if periodic:
+        a = np.arccos(1.0 - delta)
+        th = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2.0 * np.pi)
+        order = np.argsort(th)
+        th, ww = th[order], w[order]
+        ext = np.concatenate([th - 2.0 * np.pi, th, th + 2.0 * np.pi])
+        cum = np.concatenate([[0.0], np.cumsum(np.tile(ww, 3))])
+        near = cum[np.searchsorted(ext, th + a, side="right")] - cum[np.searchsorted(ext, th - a, side="left")]
+        return float(ww @ near) / total ** 2
+    from scipy.spatial import cKDTree
+
+    xm, wm = _merged(x, w, 1e-9)
+    tree = cKDTree(xm)
+    return float(tree.count_neighbors(tree, np.sqrt(2.0 * delta), weights=(wm, wm))) / total ** 2
+
+
+def density_pair_fraction(ds, delta: float | None = None, max_frames: int = 41):
+    """The density's own pair fraction P_ρ(t) = ∬ 1{⟨x, y⟩ >= 1 − δ} ρ_t(x) ρ_t(y) dx dy, the counterpart of the
+    particles' fraction of pairs within δ (``delta``: the study's).
+
+    Returns ``(times, values, how)``, or ``(None, None, why not)`` where the results hold no density on the circle
+    or S². ``how`` says what was integrated:
+
+    - a Lagrangian frame: its weighted points exactly (the circle's sorted angles; a k-d tree on S^{d−1}), at no
+      more than ``max_frames`` output times;
+    - a grid frame, by the quadrature the grid's own interpolant gives exactly: on the circle
+      Σ_k 4π|c_k|² sin(k a)/k (a = arccos(1 − δ), c_k its Fourier coefficients; 4π|c_0|² a at k = 0), on S² by
+      Funk–Hecke Σ_l λ_l Σ_m c_lm², λ_l = 2π ∫_{1−δ}^1 P_l = 2π (P_{l−1}(1−δ) − P_{l+1}(1−δ))/(2l+1) (λ_0 = 2πδ),
+      c_lm its orthonormal harmonic coefficients.
+    """
+    delta = _delta(ds) if delta is None else float(delta)
+    name = ds.attrs.get("domain")
+    if delta is None:
+        return None, None, "no δ in the study"
+    if "density" not in ds or name not in ("circle", "sphere") or _study(ds).get("model", {}).get("causal"):
+        return None, None, ("no density in this study: particles only" if "density" not in ds else
+                            "computed for densities on the circle and S² only")
+    t = ds["time"].values
+    if "lagrangian_points" in ds:
+        weights = ds["lagrangian_weight"].values
+        frames = np.flatnonzero(np.isfinite(weights).any(axis=1))
+        if frames.size > max_frames:
+            frames = frames[np.unique(np.round(np.linspace(0, frames.size - 1, max_frames)).astype(int))]
+        points = ds["lagrangian_points"].values
+        values = []
+        for i in frames:
+            ok = np.isfinite(weights[i])
+            values.append(_points_pair_fraction(points[i][ok], weights[i][ok], delta, name == "circle"))
+        return t[frames], np.array(values), "density (its Lagrangian points)"
+    frames = _computed_frames(ds)
+    domain, density = _densities(ds)
+    values = []
+    for i in frames:
+        dens = density(i)
+        mass2 = float(dens.mass()) ** 2 if hasattr(dens, "mass") else 1.0
+        values.append(_grid_pair_fraction(dens, delta, name) / mass2)
+    return t[frames], np.array(values), "density (quadrature on its grid)"
+
+
+def _grid_pair_fraction(dens, delta: float, name: str) -> float:
+    """∬ 1{⟨x, y⟩ >= 1 − δ} ρ(x) ρ(y) of a grid density's interpolant (:func:`density_pair_fraction`)."""
+    a = float(np.arccos(1.0 - delta))
+    v = np.asarray(dens.values, dtype=float)
+    if name == "circle":
+        n = v.size
+        c = np.fft.rfft(v) / n
+        k = np.arange(c.size)
+        weight = np.where(k == 0, a, np.sin(k * a) / np.maximum(k, 1))
+        double = np.where((k == 0) | ((n % 2 == 0) & (k == n // 2)), 1.0, 2.0)
+        return float(4.0 * np.pi * np.sum(double * weight * np.abs(c) ** 2))
+    from scipy.special import eval_legendre
+
+    cilm = dens.grid.coefficients(v)
+    L = cilm.shape[1] - 1
+    power = np.sum(cilm ** 2, axis=(0, 2))  # Σ_m c_lm², per degree l
+    c = 1.0 - delta
+    l = np.arange(L + 1)
+    lam = 2.0 * np.pi * (eval_legendre(np.maximum(l - 1, 0), c) - eval_legendre(l + 1, c)) / (2 * l + 1)
+    lam[0] = 2.0 * np.pi * delta
+    return float(lam @ power)
 
 
 def plot_clusters(ds, ax=None):
-    """Fraction of particle pairs within δ against t, per N (mean ± sd over repeats). Returns the Axes."""
+    """Fraction of particle pairs within δ against t, per N (mean ± sd over repeats, clipped to [0, 1]), beside the
+    density's own pair fraction (:func:`density_pair_fraction`), or a note where the study has none. The y axis
+    fits the data (from 0). Returns the Axes."""
     plt = _plt()
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
-        ax.set_title(_title(ds), fontsize=7, wrap=True)
-    _bands_over_n(ax, ds, "pair_fraction")
+        fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+        fig.suptitle(_title(ds, 70), fontsize=8)
+    _bands_over_n(ax, ds, "pair_fraction", clip=(0.0, 1.0))
+    t, values, how = density_pair_fraction(ds)
+    if values is not None:
+        ax.plot(t, values, "k.-" if t.size < ds.sizes["time"] else "k-", ms=3, lw=1.2, label=how)
+    else:
+        ax.set_title(f"the density's pair fraction: not available ({how})", fontsize=7.5)
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
-    ax.set_ylabel(ds["pair_fraction"].attrs.get("long_name", "pair fraction"), fontsize=8)
-    ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=8)
+    delta = _delta(ds)
+    ax.set_ylabel(r"fraction of pairs with $\langle x_i, x_j\rangle \geq 1 - \delta$"
+                  + (f", δ = {delta:g}" if delta is not None else ""), fontsize=8)
+    ax.margins(y=0.08)
+    ax.autoscale_view()
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(0.0, min(hi, 1.02))
+    _legend(ax, ds, fontsize=7, loc="lower right" if values is not None else "best")
     return ax
+
+
+_SYMBOLS = {"beta": "β", "noise": "D", "n_particles": "N", "tau": "τ", "amplitude": "amplitude", "kappa": "κ"}
 
 
 def plot_sweep(ds, variable: str | None = None, ax=None):
@@ -447,42 +921,47 @@ def plot_sweep(ds, variable: str | None = None, ax=None):
     if variable is None:
         variable = next(v for v in ("pair_fraction", "wasserstein", "energy", "mass") if v in ds)
     key = dims[0]
+    symbol = _SYMBOLS.get(key, key)
     da = ds[variable]
     da = da.mean([d for d in da.dims if d not in (key, "time")], keep_attrs=True)
+    label = {"pair_fraction": r"fraction of pairs with $\langle x_i, x_j\rangle \geq 1 - \delta$",
+             "energy": ENERGY_LABEL, "wasserstein": r"$W_p$(density, particles)"}.get(
+        variable, da.attrs.get("long_name", variable))
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+        fig.suptitle(_title(ds, 80), fontsize=8)
     values = ds[key].values
+    ax.set_title(f"{label} over {symbol} (mean over repeats)", fontsize=9)
     if values.size <= 4:  # a heat map would stretch a few values over wide bands: one curve each
         for i, v in enumerate(values):
-            ax.plot(ds["time"].values, da.sel({key: v}).values, color=f"C{i}", label=f"{key} = {v}")
+            ax.plot(ds["time"].values, da.sel({key: v}).values, color=f"C{i}", label=f"{symbol} = {v:g}")
         ax.set_xlabel("t")
         _mark_layers(ax, ds)
-        ax.set_ylabel(da.attrs.get("long_name", variable), fontsize=8)
-        ax.legend(fontsize=8)
-        ax.set_title(f"{ds.attrs.get('title', '')}: {variable}", fontsize=9)
+        ax.set_ylabel(label, fontsize=8)
+        _legend(ax, ds, fontsize=8)
         return ax
     im = ax.pcolormesh(values, ds["time"].values, da.transpose("time", key).values, shading="nearest",
                        cmap="Blues" if variable == "pair_fraction" else "viridis")
-    ax.figure.colorbar(im, ax=ax, label=da.attrs.get("long_name", variable))
-    ax.set_xlabel(key)
+    ax.figure.colorbar(im, ax=ax, label=label)
+    ax.set_xlabel(symbol)
     ax.set_ylabel("t")
-    ax.set_title(f"{ds.attrs.get('title', '')}: {variable}", fontsize=9)
     return ax
 
 
 def plot_overview(ds):
     """The density over time and its energy in one figure (the demo's): a heat map beside the energy
-    for one space dimension, snapshots above it otherwise. Returns the Figure."""
+    for one space dimension, snapshots above it otherwise; the title once, above both. Returns the Figure."""
     plt = _plt()
     if len(_spatial_dims(ds)) != 1:
         return plot_snapshots(ds, energy=True)
     has_energy = "energy" in ds or "particle_energy" in ds
-    fig, axes = plt.subplots(1, 2 if has_energy else 1, figsize=(12 if has_energy else 7, 4), squeeze=False)
-    plot_density(ds, ax=axes[0, 0])
+    fig, axes = plt.subplots(1, 2 if has_energy else 1, figsize=(13 if has_energy else 7.5, 4.4), squeeze=False,
+                             layout="constrained", width_ratios=[1.25, 1] if has_energy else None)
+    plot_density(ds, ax=axes[0, 0], title=False)
     if has_energy:
         plot_energy(ds, ax=axes[0, 1])
-    fig.suptitle(_title(ds), fontsize=9)
-    fig.tight_layout()
+        axes[0, 1].set_title("interaction energy", fontsize=9)
+    fig.suptitle(_title(ds, 130), fontsize=10)
     return fig
 
 
@@ -502,7 +981,7 @@ def animate(ds, path, fps: int = 8):
     valid = _computed_frames(ds)
     domain, density = _densities(ds)
     over = _overlay(ds)
-    fig = plt.figure(figsize=(6, 3.6))
+    fig = plt.figure(figsize=(6, 3.6), layout="constrained")
     ax = fig.add_subplot(projection=domain.projection)
     curve = len(_spatial_dims(ds)) == 1  # a curve (circle, R¹): black, with room above its peak
     vmax = float(np.nanmax(ds["density"].values)) * (1.05 if curve else 1.0)
@@ -597,7 +1076,7 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
             save(plot_lagrangian(ds), "lagrangian")
         if "wasserstein" in ds and not ds.attrs.get("sweep_dims"):
             save(plot_wasserstein(ds).figure, "wasserstein")
-        if "rate" in ds and not ds.attrs.get("sweep_dims") and np.isfinite(ds["rate"].isel(p=0, time=-1)):
+        if "rate" in ds and not ds.attrs.get("sweep_dims") and np.isfinite(ds["rate"].isel(time=-1)).any():
             save(plot_rate(ds).figure, "rate")
         if "pair_fraction" in ds and not ds.attrs.get("sweep_dims"):
             if np.nanmax(ds["pair_fraction"].values, initial=0.0) > 0:

@@ -85,10 +85,12 @@ def test_run_writes_results_and_figures(tmp_path, capsys, saved_figures):
     - pair fraction: the fraction of ordered pairs i ≠ j with ⟨x_i, x_j⟩ >= 1 − δ, recomputed from the saved
       positions; W_1 >= |∫x dμ^N − ∫x dμ| (Kantorovich–Rubinstein with the 1-Lipschitz x ↦ ⟨e, x⟩); the rate is
       the least-squares slope of log W_1 against log N over all (N, repeat) at the last time;
-    - density: the heat map is ρ(t, θ) (θ = 2π closing the circle) over the first to the last output time, the
-      particles (the smallest N, repeat 0) at their angles; energy: the density's E_β at every step, the particles'
-      mean over repeats, the self-interaction e^β/(2βN); W_1 and the pair fraction: the means over repeats per N;
-      the rate figure: lines of slopes α and −1/2; the animation: one frame per output time."""
+    - density: with four output times, the profiles ρ(t_k, θ) (θ = 2π closing the circle) and a histogram of the
+      particles (the smallest N, repeat 0) at the last; energy: the density's E_β at every step, the particles'
+      mean over repeats, the self-interaction e^β/(2βN); W_1 and the pair fraction: the means over repeats per N,
+      their ±1 sd bands named in the legend, the fraction's axis from 0 fitting the data, the density's own
+      fraction beside them; the rate figure: lines of slopes α and −1/2; the animation: one frame per output
+      time."""
     f = tmp_path / "small.toml"
     f.write_text(SMALL)
     out = tmp_path / "small.nc"
@@ -112,14 +114,15 @@ def test_run_writes_results_and_figures(tmp_path, capsys, saved_figures):
 
     figs = {name[len("small-"):-len(".png")]: fig for name, fig in saved_figures.items()}
     assert set(figs) == {"density", "energy", "wasserstein", "clusters", "rate"}
-    ax = figs["density"].axes[0]
-    assert ax.get_xlim() == (t[0], t[-1]) and (ax.get_xlabel(), ax.get_ylabel()) == ("t", "θ")
-    np.testing.assert_array_equal(np.asarray(ax.collections[0].get_array()).reshape(rho.shape[1] + 1, t.size),
-                                  np.hstack([rho, rho[:, :1]]).T)
-    dots = [ln for ln in ax.get_lines() if ln.get_marker() == "."]
-    x = ds[f"positions_{ns.min()}"].isel(repeat=0).values
-    assert len(dots) == ns.min()
-    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in dots]).T, _angles(x), rtol=0, atol=1e-14)
+    ax = figs["density"].axes[0]  # four output times: their profiles ρ(t_k, θ), θ = 2π closing the circle
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("θ", "ρ(t, θ)") and ax.get_xlim() == (0.0, 2 * np.pi)
+    lines = _lines(ax)
+    for k, tk in enumerate(t):
+        np.testing.assert_array_equal(lines[f"density, t = {tk:.3g}"].get_ydata(), np.append(rho[k], rho[k, 0]))
+    (hist,) = [p for p in ax.patches if p.get_label().startswith(f"N = {ns.min()} particles at t = {t[-1]:.3g}")]
+    x = ds[f"positions_{ns.min()}"].isel(repeat=0, time=-1).values
+    counts, _ = np.histogram(_angles(x), bins=10, range=(0, 2 * np.pi), density=True)
+    np.testing.assert_allclose(np.unique(hist.get_xy()[:, 1])[1:], np.unique(counts[counts > 0]), rtol=1e-12)
     ax = figs["energy"].axes[0]
     lines = _lines(ax)
     np.testing.assert_array_equal(lines["density"].get_xdata(), ds.step_time.values)
@@ -132,19 +135,24 @@ def test_run_writes_results_and_figures(tmp_path, capsys, saved_figures):
     for name, var in (("wasserstein", ds.wasserstein.sel(p=1.0)), ("clusters", ds.pair_fraction)):
         ax = figs[name].axes[0]
         lines = _lines(ax)
-        assert ax.get_xlabel() == "t" and [tx.get_text() for tx in ax.get_legend().get_texts()] == \
-            [f"N = {n}" for n in ns]
+        texts = [tx.get_text() for tx in ax.get_legend().get_texts()]
+        assert ax.get_xlabel() == "t" and texts[:len(ns)] == [f"N = {n}" for n in ns]
+        assert texts[-1] == "shaded: ±1 sd over 2 repeats"  # the bands named in the legend
         for n in ns:
             np.testing.assert_array_equal(lines[f"N = {n}"].get_xdata(), t)
             np.testing.assert_allclose(lines[f"N = {n}"].get_ydata(), var.sel(n_particles=n).mean("repeat").values,
                                        rtol=1e-15)
-    assert figs["clusters"].axes[0].get_ylim() == (-0.02, 1.02)
+    lo, hi = figs["clusters"].axes[0].get_ylim()  # from 0, fitting the data (which stay far below 1)
+    assert lo == 0.0 and np.nanmax(ds.pair_fraction.mean("repeat")) < hi <= 1.02
+    assert "density (quadrature on its grid)" in _lines(figs["clusters"].axes[0])
     ax = figs["rate"].axes[0]
+    slopes = {"$N^{-1/2}$": -0.5, f"fit $N^{{{float(ds.rate.sel(p=1.0).isel(time=-1)):.3f}}}$":
+              float(ds.rate.sel(p=1.0).isel(time=-1))}
+    assert set(slopes) <= set(_lines(ax))
     for label, ln in _lines(ax).items():
-        if label.startswith("N^"):
+        if label in slopes:
             lx, ly = np.log(ln.get_xdata()), np.log(ln.get_ydata())
-            expected = -0.5 if label == "N^-1/2" else float(ds.rate.sel(p=1.0).isel(time=-1))
-            np.testing.assert_allclose(np.diff(ly) / np.diff(lx), expected, rtol=1e-9)
+            np.testing.assert_allclose(np.diff(ly) / np.diff(lx), slopes[label], rtol=1e-9)
     from PIL import Image
 
     with Image.open(tmp_path / "small-animation.gif") as gif:
@@ -163,10 +171,11 @@ def test_sweep_command_and_its_figure(tmp_path, capsys, saved_figures):
     assert list(ds.beta.values) == [0.0, 1.0, 2.0] and ds.sizes["repeat"] == 3
     ax = saved_figures["sw-map.png"].axes[0]
     lines = _lines(ax)
-    assert list(lines) == [f"beta = {b}" for b in ds.beta.values] and ax.get_xlabel() == "t"
+    assert list(lines) == [f"β = {b:g}" for b in ds.beta.values] and ax.get_xlabel() == "t"
+    assert "over β" in ax.get_title() and "SA, β ∈ {0, 1, 2}" in saved_figures["sw-map.png"].get_suptitle()
     for b in ds.beta.values:
-        np.testing.assert_array_equal(lines[f"beta = {b}"].get_xdata(), ds.time.values)
-        np.testing.assert_allclose(lines[f"beta = {b}"].get_ydata(),
+        np.testing.assert_array_equal(lines[f"β = {b:g}"].get_xdata(), ds.time.values)
+        np.testing.assert_allclose(lines[f"β = {b:g}"].get_ydata(),
                                    ds.pair_fraction.sel(beta=b).mean(["n_particles", "repeat"]).values, rtol=1e-15)
     assert main(["sweep", str(f), "--over", "colour=1", "--serial", "--quiet"]) == 2
     assert "colour" in capsys.readouterr().err

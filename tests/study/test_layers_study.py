@@ -132,4 +132,7 @@ def test_layers_study_from_an_npz(tmp_path, monkeypatch, saved_figures):
     for name, fig in with_time.items():
         (ax,) = [a for a in fig.axes if a.get_xlabel() == "t"]
         assert _dashed_verticals(ax) == [1.0, 2.0], name
+        assert "layer boundaries" in [t.get_text() for t in ax.get_legend().get_texts()], name  # in the legend
+        title = fig.get_suptitle()  # the model in words, once: not a repr repeating "layers(...)" per matrix
+        assert title.startswith("3-layer Transformer on S²: SA with per-layer") and "layers(" not in title, title
     assert "layers-density.png" in saved_figures

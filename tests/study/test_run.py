@@ -1,6 +1,7 @@
 """End to end, per domain: a study file runs, its density follows an exact solution, the
 results file loads back identical; interruptions and lost resolution keep what was computed."""
 
+from matplotlib.colors import LogNorm
 import numpy as np
 import pytest
 import xarray as xr
@@ -179,7 +180,8 @@ def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tm
     """The same study as above with representation = 'auto': past the grid's cap the Lagrangian measure goes on
     to t_end; its frames conserve the mass (cell averages, weights), its clusters are the two bumps, and the
     written file loads back identical. The Lagrangian figure draws every Lagrangian point at its time and angle
-    coloured by log₁₀ ρ, the cluster count and E_β; the heat map runs to t_end."""
+    coloured by ρ on a log scale, the cluster count (integer ticks) and E_β in one legend; the heat map runs to
+    t_end."""
     study = {"domain": "circle", "grid": {"n": 128}, "model": {"beta": 8.0},
              "initial": {"kind": "von-mises-fisher", "angles": [1.0, 3.5], "kappa": [8.0, 6.0]},
              "time": {"t_end": 4.0, "frames": 9, "refine": False, "method": "dop853", "representation": "auto"},
@@ -195,19 +197,26 @@ def test_the_grid_hands_over_in_a_study_and_the_lagrangian_frames_are_written(tm
     assert np.all(np.diff(ds.energy.values) > 0)
     assert set(saved_figures) == {"r-density.png", "r-energy.png", "r-lagrangian.png"}
     assert saved_figures["r-density.png"].axes[0].get_xlim() == (0.0, 4.0)
-    points, clusters_ax, _, energy_ax = saved_figures["r-lagrangian.png"].axes
+    axes = {a.get_ylabel(): a for a in saved_figures["r-lagrangian.png"].axes}
+    points, bar = axes["θ"], axes["ρ (at the points, log scale)"]
+    clusters_ax, energy_ax = axes["number of clusters of the density"], axes[r"interaction energy $E_\beta$"]
     logr = ds.lagrangian_log_density.values
     ok = np.isfinite(logr)
     x = ds.lagrangian_points.values[ok]
-    drawn = np.column_stack([points.collections[0].get_offsets(), points.collections[0].get_array()])
+    drawn = np.column_stack([points.collections[0].get_offsets(), np.log10(points.collections[0].get_array())])
     expected = np.column_stack([np.broadcast_to(ds.time.values[:, None], logr.shape)[ok],
                                 np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi), logr[ok] / np.log(10)])
     np.testing.assert_allclose(drawn[np.lexsort(drawn.T[::-1])], expected[np.lexsort(expected.T[::-1])],
-                               rtol=1e-14, atol=1e-14)
+                               rtol=1e-13, atol=1e-13)
+    assert isinstance(points.collections[0].norm, LogNorm) and bar.collections  # one colour bar, log scale
     (step,) = clusters_ax.get_lines()
     np.testing.assert_array_equal(step.get_xdata(), ds.time.values)
     np.testing.assert_array_equal(step.get_ydata(), ds.cluster_count.values)
+    ticks = [v for v in clusters_ax.get_yticks() if clusters_ax.get_ylim()[0] <= v <= clusters_ax.get_ylim()[1]]
+    assert ticks == [round(v) for v in ticks]  # an integer count: integer ticks
     np.testing.assert_array_equal(energy_ax.get_lines()[0].get_ydata(), ds.energy.values)
+    legend = [t.get_text() for t in clusters_ax.get_legend().get_texts()]
+    assert legend[:2] == ["clusters of the density (left axis)", "density"]  # the step and E_β, one legend
     xr.testing.assert_identical(ds, meanfield.load(tmp_path / "r.nc"))
 
 
@@ -230,15 +239,16 @@ def test_fixed_lagrangian_nodes_in_a_study(tmp_path, saved_figures):
     area = np.outer(np.cos(edges[:-1]) - np.cos(edges[1:]), np.full(grid.longitudes.size, 2 * np.pi / 49))
     np.testing.assert_allclose((ds.density.values * area).sum(axis=(1, 2)), 1.0, atol=1e-13)
     # the figures: a snapshot per output time (the last included) on one colour bar, E_β at the output times,
-    # every point's x₁ against t
+    # every point's angle to the heaviest cluster against t
     assert set(saved_figures) == {f"s-{name}.png" for name in ("density", "energy", "lagrangian")}
     *snapshots, bar = saved_figures["s-density.png"].axes
     assert [a.get_title() for a in snapshots] == [f"t = {t:g}" for t in ds.time.values] and "ρ" in bar.get_ylabel()
     np.testing.assert_array_equal(saved_figures["s-energy.png"].axes[0].get_lines()[0].get_ydata(), ds.energy)
-    offsets = saved_figures["s-lagrangian.png"].axes[0].collections[0].get_offsets()
-    expected = np.column_stack([np.repeat(ds.time.values, ds.sizes["lagrangian_point"]),
-                                ds.lagrangian_points.values[..., 0].ravel()])
-    np.testing.assert_array_equal(np.sort(offsets, axis=0), np.sort(expected, axis=0))
+    points = saved_figures["s-lagrangian.png"].axes[0]  # on S²: every point's angle to the last frame's cluster
+    offsets = points.collections[0].get_offsets()
+    assert points.get_ylabel().startswith("angle to the heaviest cluster at t = 1")
+    np.testing.assert_array_equal(np.sort(offsets[:, 0]), np.repeat(ds.time.values, ds.sizes["lagrangian_point"]))
+    assert offsets[:, 1].min() >= 0.0 and offsets[:, 1].max() <= np.pi
     np.testing.assert_allclose(ds.lagrangian_weight.sum("lagrangian_point"), 1.0, atol=1e-13)
     cfg = read(study)
     mu0 = build.initial_density(cfg, build.build_grid(cfg))
