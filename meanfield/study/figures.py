@@ -693,7 +693,7 @@ def plot_wasserstein(ds, ax=None):
     plt = _plt()
     ps = ds["p"].values
     if ax is None:
-        fig, axes = plt.subplots(1, len(ps), figsize=(5.6 * len(ps), 4.2), squeeze=False, layout="constrained")
+        fig, axes = plt.subplots(1, len(ps), figsize=(6.6 * len(ps), 4.2), squeeze=False, layout="constrained")
         axes = list(axes[0])
         fig.suptitle(_title(ds, 60 * len(ps)), fontsize=8)
     else:
@@ -713,8 +713,8 @@ def plot_wasserstein(ds, ax=None):
         axes[a].set_xlabel("t")
         axes[a].set_ylabel(rf"$W_{{{p:g}}}(\rho_t, \mu^N_t)$")
         _mark_layers(axes[a], ds)
-    for a in dict.fromkeys(axes):
-        _legend(a, ds)
+    for a in dict.fromkeys(axes):  # beside the curves, which span the whole panel
+        _legend(a, ds, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if len(set(axes)) == 1 and len(ps) > 1:
         axes[0].set_ylabel(" / ".join(rf"$W_{{{p:g}}}$" for p in ps))
         axes[0].set_title("the distance between the density and N particles", fontsize=9)
@@ -1029,7 +1029,8 @@ def plot_bifurcation(ds, ax=None):
             mean = np.nanmean(v, axis=-1)
             half = 1.96 * np.nanstd(v, axis=-1, ddof=1) / np.sqrt(v.shape[-1]) if v.shape[-1] > 1 else 0 * mean
             ax.errorbar(noise * (1 + 0.004 * (a - 0.5 * (ds.sizes["n_particles"] - 1))), mean, yerr=half, fmt="o",
-                        ms=4, capsize=2, color=f"C{a + 1}", label=f"N = {n} particles, long time")
+                        ms=4, capsize=2, color=f"C{a + 1}",
+                        label=f"N = {n} particles at late times: mean, 95% interval")
     ax.set_xlim(lo, hi)
     ax.set_ylim(-0.03, 1.0)
     ax.set_xlabel("noise D")

@@ -55,8 +55,8 @@ def plot(density, ax=None, *, colorbar=True, vmax=None, cmap="magma", cells=Fals
         lon, lat, values = sphere_map(density)
     if norm is None:
         norm = density_norm(values, 1.0 / (4.0 * np.pi), vmax=vmax)
-    im = ax.pcolormesh(lon, lat, for_norm(values, norm), shading="flat" if cells else "gouraud", cmap=density_colormap(cmap),
-                       norm=norm)
+    im = ax.pcolormesh(lon, lat, for_norm(values, norm), shading="flat" if cells else "gouraud",
+                       cmap=density_colormap(cmap), norm=norm)
     style_map(ax)
     ax.set_facecolor(density_colormap(cmap)(0.0))  # no white slivers between cells and the map's edge
     if colorbar:
