@@ -1,12 +1,22 @@
 """Figures of a study's results Dataset (matplotlib only).
 
 ``write_figures(ds, path)`` writes every figure that applies next to the
-results file: ``<stem>-density.png`` (circle and 1-D: space-time heat map;
-sphere and 2-D: snapshot grid; particles overlaid), ``-energy.png``,
-``-wasserstein.png``, ``-rate.png`` (fit with its 95% band), ``-clusters.png``,
-and for sweeps ``-map.png`` (a heat map over the swept key and time, e.g.
-the clustering phase diagram of GLPR Figure 3). Each ``plot_*`` function takes
-the Dataset (and optionally an Axes) and returns the Axes or Figure.
+results file: ``<stem>-density.png`` (circle and 1-D: space-time heat map, or
+the profiles ρ(t_k, ·) where there are few output times; sphere and 2-D: a full
+snapshot grid holding the first and the last frame; particles overlaid),
+``-energy.png``, ``-lagrangian.png`` (Lagrangian frames: the points coloured by
+ρ, the cluster count and E_β), ``-wasserstein.png`` and ``-rate.png`` (one panel
+per order p; the fit with its 95% band), ``-clusters.png`` (the particles' pair
+fractions beside the density's own, :func:`density_pair_fraction`), and for
+sweeps ``-map.png`` (a heat map over the swept key and time, e.g. the clustering
+phase diagram of GLPR Figure 3). Each ``plot_*`` function takes the Dataset (and
+optionally an Axes) and returns the Axes or Figure.
+
+Conventions: titles are the model in words and symbols with its domain and grid
+(:func:`_title`), never a repr; densities on the scales of
+:func:`meanfield.domains.plotting.density_norm` with the scale in the colour-bar
+label; every line and every ±1 sd band named in a legend; mathtext for symbols;
+constrained layout.
 """
 
 from __future__ import annotations
@@ -766,7 +776,10 @@ def _rate_panel(ax, ds, time: int, p_index: int) -> None:
                         label=f"95% interval of the exponent [{lo:.3f}, {hi:.3f}]")
         ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="$N^{-1/2}$")
     ax.set_xlabel("N")
-    log_ticks(ax.xaxis)
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xticks(ns, [f"{int(n)}" for n in ns])  # the particle numbers run: every one labelled
+    ax.xaxis.set_minor_formatter(NullFormatter())
     log_ticks(ax.yaxis)
     sym = rf"$W_{{{p:g}}}$" + (r"$\,/\sqrt{\log N}$" if corrected else "")
     ax.set_ylabel(f"{sym} at t = {float(ds['time'][time]):.3g}")
