@@ -6,13 +6,21 @@ Each check returns the value in its canonical type or raises ``TypeError`` /
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 import numpy as np
 
-__all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "time_span", "output_times"]
+__all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "time_span", "output_times", "progress",
+           "quiet"]
 
 
 def real(value, name: str) -> float:
-    """A real number (``TypeError`` otherwise)."""
+    """A real number (``TypeError`` otherwise): a Python or numpy int or float, or a 0-d numeric array; a string
+    is refused although ``float("4")`` would read it (a number typed as text is a mistake upstream)."""
+    if isinstance(value, (str, bytes, bytearray)) or (isinstance(value, np.ndarray) and value.dtype.kind not in "biuf"):
+        raise TypeError(f"`{name}` must be a real number, got {value!r} ({type(value).__name__}).")
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -20,7 +28,9 @@ def real(value, name: str) -> float:
 
 
 def beta(value, name: str = "beta") -> float:
-    """An inverse temperature: finite and >= 0."""
+    """An inverse temperature: a real number (not a string or a bool: ``TypeError``), finite and >= 0."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be a real number, got {value!r} (bool).")
     b = real(value, name)
     if not np.isfinite(b) or b < 0:
         raise ValueError(f"`{name}` must be finite and >= 0, got {value!r}.")
@@ -95,3 +105,35 @@ def output_times(t_eval) -> np.ndarray:
     if np.any(np.diff(t) <= 0):
         raise ValueError("`t_eval` must be strictly increasing.")
     return t
+
+
+_QUIET: ContextVar[bool] = ContextVar("meanfield_quiet", default=False)
+
+
+@contextmanager
+def quiet():
+    """Within it "auto" progress (``progress=None``) is off, also in calls a library function makes for the caller
+    (the distances of a study run): the command line's --quiet. An explicit ``progress=True`` still shows."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+def progress(value, name: str = "progress") -> bool:
+    """Whether to show a progress bar: ``None`` means "auto", on exactly where standard error is a terminal
+    (``sys.stderr.isatty()``: off under pytest, in pipes and in logs) and not within :func:`quiet`; a bool is
+    taken as given."""
+    if value is None:
+        if _QUIET.get():
+            return False
+        isatty = getattr(sys.stderr, "isatty", None)
+        try:
+            return bool(isatty()) if callable(isatty) else False
+        except (ValueError, OSError):  # a closed or detached stream
+            return False
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True, False or None (auto: on where standard error is a terminal), "
+                        f"got {value!r}.")
+    return bool(value)

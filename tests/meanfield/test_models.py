@@ -202,3 +202,21 @@ def test_models_are_immutable():
         m.beta = 2.0
     with pytest.raises(ValueError):
         m.Q[0, 0] = 5.0
+
+
+@pytest.mark.parametrize("value", ["4", b"4", " 4.0", True, np.array("4")])
+def test_numeric_text_is_not_a_beta(value):
+    """`SelfAttention("4")` used to be read as β = 4 by float(): a number typed as text (or a bool) is refused in the
+    shared check, the message naming `beta` and the value; the R^d models share it (Softmax, Masked)."""
+    from meanfield.models import Masked, Softmax
+
+    for make in (lambda b: mf.SelfAttention(b), lambda b: mf.SelfAttention(beta=b), lambda b: Softmax(beta=b),
+                 lambda b: Masked(beta=b)):
+        with pytest.raises(TypeError, match=r"`beta` must be a real number, got .*4|`beta`.*True") as e:
+            make(value)
+        assert repr(value) in str(e.value)
+
+
+@pytest.mark.parametrize("value", [4, 4.0, np.float64(4), np.float32(4), np.int64(4), np.int8(4), np.array(4.0)])
+def test_numpy_numbers_are_still_a_beta(value):
+    assert mf.SelfAttention(value).beta == 4.0 and type(mf.SelfAttention(value).beta) is float
