@@ -174,11 +174,14 @@ def main(argv=None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from . import interrupts
+    from contextlib import nullcontext
+
+    from . import checks, interrupts
     from .study import StudyError, StudyInterrupted
 
     try:
-        with interrupts.deferred():  # Ctrl-C and SIGTERM honoured at safe points (meanfield.interrupts)
+        # Ctrl-C and SIGTERM honoured at safe points (meanfield.interrupts); --quiet: no "auto" progress bars
+        with interrupts.deferred(), checks.quiet() if args.quiet else nullcontext():
             if args.command == "check":
                 code = _check(args)
             elif args.command in ("run", "sweep"):

@@ -70,7 +70,8 @@ _OPTIONS = {
 }
 
 
-def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float | None = None, progress: bool = False,
+def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float | None = None,
+          progress: bool | None = None,
           *, representation=None, strategy: str | None = None, refine: bool | None = None, max_n: int | None = None,
           cfl: float | None = None, rtol: float | None = None, atol: float | None = None,
           monitor: ResolutionMonitor | None = None, lagrangian_tol: float | None = None,
@@ -96,8 +97,9 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     dt : float, optional
         Fixed step of "rk4"/"ssprk3" (the last step before an output time is shortened to land on it). Default on
         grids: the CFL step (:mod:`meanfield.representations.grid`).
-    progress : bool
-        A tqdm progress bar over simulated time, across hand-overs.
+    progress : bool or None
+        A tqdm progress bar over simulated time, across hand-overs. Default None: on where standard error is a
+        terminal (``sys.stderr.isatty()``), off in pipes, logs and tests.
     representation : str or sequence of str, optional
         The chain (:mod:`meanfield.representations.chain`): default "auto", grid → panels → nodes where the
         panels apply (zonal models on the circle and S²), the grid alone elsewhere; "grid", "lagrangian"
@@ -164,7 +166,7 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     chain = plan(representation, model, mu0, settings.strategy)
     check_options(chain, given, model, mu0)
     chain[0].check(settings, mu0, first=True)
-    hooks = Hooks(trackers, events, progress, t1 - t0)
+    hooks = Hooks(trackers, events, checks.progress(progress), t1 - t0)
     solution = run_chain(chain, model, mu0, t0, t1, t_eval, settings, hooks)
     if solution.status is Status.INTERRUPTED:
         raise Interrupted(solution)

@@ -177,7 +177,7 @@ def simulate(
     method: str = "rk4",
     dt: float | None = None,
     rng=None,
-    progress: bool = False,
+    progress: bool | None = None,
     *,
     rtol: float = 1e-10,
     atol: float = 1e-12,
@@ -209,8 +209,9 @@ def simulate(
     rng : int, Generator or None
         Seed for drawing ``x0`` from a density, then for the Brownian increments of a noisy model (required
         there: seeds are explicit).
-    progress : bool
-        tqdm progress bar.
+    progress : bool or None
+        A tqdm progress bar over simulated time. Default None: on where standard error is a terminal
+        (``sys.stderr.isatty()``), off in pipes, logs and tests.
     rtol, atol : float
         Tolerances of the adaptive methods.
     weights : array_like, shape (n,) or x0.shape[:-1], optional
@@ -323,7 +324,7 @@ def simulate(
         if not h > 0:
             raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
     outputs = OutputTracker()
-    trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=progress),
+    trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=checks.progress(progress)),
                 InterruptTracker()]
     problem = ParticleProblem(velocity, domain, retract=path != "fused", model=model)
     stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if path == "fused" else None

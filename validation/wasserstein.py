@@ -76,7 +76,7 @@ from math import isqrt
 import numba as nb
 import numpy as np
 
-from meanfield import domains
+from meanfield import checks, domains
 from meanfield.density import Density
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
 from meanfield.domains.circle import fourier
@@ -113,6 +113,18 @@ EXACT_OT_MAX = 5 * 10**7
 OT_BYTES_PER_ENTRY = 48
 #: what ``method`` may ask: "auto" exact where it fits and coarsened OT beyond; "exact" never approximates
 METHODS = ("auto", "exact")
+#: cost entries from which one distance shows its progress line (``progress`` on): exact OT of 5·10^6 entries
+#: takes a few seconds (15 s at :data:`EXACT_OT_MAX`); smaller ones finish before a bar could say anything
+PROGRESS_ENTRIES = 5 * 10**6
+#: seconds a batch of distances runs before its bar appears (tqdm's ``delay``): short batches stay silent
+PROGRESS_DELAY = 2.0
+
+
+def _bar(enabled: bool, total: int, desc: str, delay: float = 0.0):
+    """A tqdm bar (off unless ``enabled``), removed when it closes."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, leave=False, delay=delay)
 
 
 class ExactOTTooLarge(ValueError):
@@ -539,7 +551,7 @@ def _quantile_1d(xa, wa, xb, wb, p):
 
 # ---------------------------------------------------------------------- public API
 def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None,
-             max_entries: int | None = None, method: str = "auto") -> Distance:
+             max_entries: int | None = None, method: str = "auto", progress: bool | None = None) -> Distance:
     r"""W_p(a, b) between two probability measures on the same domain, with a certified bound and the method.
 
     .. math:: W_p(a, b) = \Big(\inf_{π ∈ Π(a, b)} \int d(x, y)^p \, dπ(x, y)\Big)^{1/p}
@@ -564,6 +576,10 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
     method : {"auto", "exact"}
         "auto": exact where it fits, else coarsened OT with its bound; "exact": :class:`ExactOTTooLarge` rather
         than an approximation.
+    progress : bool or None
+        A tqdm bar for distances that take more than a few seconds: a batch of sets (shown once it has run
+        :data:`PROGRESS_DELAY` s), an optimal transport of :data:`PROGRESS_ENTRIES` cost entries or more (a line
+        naming it while it runs). Default None: on where standard error is a terminal (``sys.stderr.isatty()``).
 
     Returns
     -------
@@ -593,15 +609,16 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
         raise ValueError(f"`max_entries` must be an integer >= 1, got {max_entries!r}.")
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    progress = checks.progress(progress)
     batch_a, batch_b = _batch_shape(a), _batch_shape(b)
     if batch_a or batch_b:
-        return _batched(a, b, batch_a, batch_b, p, domain, cells, int(max_entries), method)
+        return _batched(a, b, batch_a, batch_b, p, domain, cells, int(max_entries), method, progress)
     pa, pb = _pair(a, b, domain, cells)
-    return _measure_distance(pa, pb, p, int(max_entries), method)
+    return _measure_distance(pa, pb, p, int(max_entries), method, progress)
 
 
 def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None,
-                max_entries: int | None = None, method: str = "auto") -> float:
+                max_entries: int | None = None, method: str = "auto", progress: bool | None = None) -> float:
     r"""W_p(a, b) between two probability measures on the same domain: :func:`distance`'s value.
 
     Exact where exact OT fits in ``max_entries`` (the circle and R¹ always), else coarsened OT within the bound
@@ -614,7 +631,8 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
         a particle system — give an array of the broadcast batch shape, one distance per set (a density or measure
         on the other side is prepared once).
     """
-    return distance(a, b, p, domain=domain, cells=cells, max_entries=max_entries, method=method).value
+    return distance(a, b, p, domain=domain, cells=cells, max_entries=max_entries, method=method,
+                    progress=progress).value
 
 
 def _batch_shape(x) -> tuple:
@@ -625,7 +643,7 @@ def _batch_shape(x) -> tuple:
     return tuple(arr.shape[:-2]) if arr is not None and arr.ndim >= 3 else ()
 
 
-def _batched(a, b, batch_a, batch_b, p, domain, cells, max_entries, method) -> Distance:
+def _batched(a, b, batch_a, batch_b, p, domain, cells, max_entries, method, progress=False) -> Distance:
     """W_p for every set of the broadcast batch; an unbatched side is prepared (and coarsened) once."""
     try:
         shape = np.broadcast_shapes(batch_a, batch_b)
@@ -646,12 +664,14 @@ def _batched(a, b, batch_a, batch_b, p, domain, cells, max_entries, method) -> D
     B = np.broadcast_to(np.asarray(b, dtype=float), shape + np.shape(b)[-2:]) if batch_b else None
     value, bound = np.empty(shape), np.empty(shape)
     methods, atoms = set(), (0, 0)
-    for idx in np.ndindex(*shape):
-        pa, pb = _pair(a if A is None else A[idx], b if B is None else B[idx], domain, cells)
-        d = _measure_distance(pa, pb, p, max_entries, method)
-        value[idx], bound[idx] = d.value, d.bound
-        methods.add(d.method)
-        atoms = (max(atoms[0], d.atoms[0]), max(atoms[1], d.atoms[1]))
+    with _bar(progress, int(np.prod(shape)), f"W{p:g} of {int(np.prod(shape))} sets", PROGRESS_DELAY) as bar:
+        for idx in np.ndindex(*shape):
+            pa, pb = _pair(a if A is None else A[idx], b if B is None else B[idx], domain, cells)
+            d = _measure_distance(pa, pb, p, max_entries, method)
+            value[idx], bound[idx] = d.value, d.bound
+            methods.add(d.method)
+            atoms = (max(atoms[0], d.atoms[0]), max(atoms[1], d.atoms[1]))
+            bar.update()
     return Distance(value, bound, "coarsened-ot" if "coarsened-ot" in methods else methods.pop(), p, atoms)
 
 
@@ -687,21 +707,32 @@ def _distance(a: Prepared, b: Prepared, p: float, max_entries: int) -> float:
     return _exact_ot(a.coords, a.weights, b.coords, b.weights, dom.distance, p, max_entries)
 
 
-def _measure_distance(a: Prepared, b: Prepared, p: float, max_entries: int, method: str) -> Distance:
+def _measure_distance(a: Prepared, b: Prepared, p: float, max_entries: int, method: str,
+                      progress: bool = False) -> Distance:
     """:func:`_distance` where it fits, else between the measures coarsened by :func:`_plan`; with the bound
-    Σ (resolution + coarsening) of both sides."""
+    Σ (resolution + coarsening) of both sides. With ``progress``, an optimal transport of at least
+    :data:`PROGRESS_ENTRIES` cost entries is named on a bar while it runs."""
     for name, x in (("a", a), ("b", b)):
         if x.coarsening > 0 and p > x.coarsening_p:
             raise ValueError(f"`{name}` was coarsened with a bound on W_q for q <= {x.coarsening_p:g}, not W_{p:g}.")
     n, m = a.weights.size, b.weights.size
-    if _by_ot(a) and n * m > max_entries and method == "auto":
-        ka, kb = _plan(np.count_nonzero(a.weights), np.count_nonzero(b.weights), max_entries)
-        a, b = _coarsened(a, ka, p), _coarsened(b, kb, p)
-    bound = sum((x.resolution or 0.0) + x.coarsening for x in (a, b))
-    kind = "circle" if _on_angles(a.domain) else "exact-ot" if _by_ot(a) else "quantiles"
-    if kind == "exact-ot" and (a.coarsening > 0 or b.coarsening > 0):  # atoms of weight 0 dropped: still exact
-        kind = "coarsened-ot"
-    value = _distance(a, b, p, max_entries)
+    long = progress and _by_ot(a) and n * m >= PROGRESS_ENTRIES
+    coarsen_them = _by_ot(a) and n * m > max_entries and method == "auto"
+    stages = 1 + coarsen_them
+    with _bar(long, stages, f"W{p:g} between {n} and {m} atoms") as bar:
+        if coarsen_them:
+            ka, kb = _plan(np.count_nonzero(a.weights), np.count_nonzero(b.weights), max_entries)
+            bar.set_description(f"W{p:g}: coarsening {n} × {m} atoms to {ka} × {kb}")
+            a, b = _coarsened(a, ka, p), _coarsened(b, kb, p)
+            bar.update()
+        bound = sum((x.resolution or 0.0) + x.coarsening for x in (a, b))
+        kind = "circle" if _on_angles(a.domain) else "exact-ot" if _by_ot(a) else "quantiles"
+        if kind == "exact-ot" and (a.coarsening > 0 or b.coarsening > 0):  # atoms of weight 0 dropped: still exact
+            kind = "coarsened-ot"
+        if kind in ("exact-ot", "coarsened-ot"):
+            bar.set_description(f"W{p:g}: exact OT of {a.weights.size} × {b.weights.size} atoms")
+        value = _distance(a, b, p, max_entries)
+        bar.update()
     return Distance(value, bound, kind, p, (a.weights.size, b.weights.size))
 
 

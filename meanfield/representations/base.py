@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import checks
 from ..integrate import InterruptTracker, ProgressTracker, Status, StopIntegration, Tracker
 from ..monitor import IntegrationError, ResolutionError, ResolutionMonitor
 
@@ -149,7 +150,7 @@ class _FrameTrackers(Tracker):
 class Hooks:
     """What the parts of one chain share: the users' trackers and events, one progress bar over physical time."""
 
-    def __init__(self, trackers=(), events=(), progress: bool = False, total: float = 1.0):
+    def __init__(self, trackers=(), events=(), progress: bool | None = False, total: float = 1.0):
         self.trackers = list(trackers)
         for tr in self.trackers:
             if not any(callable(getattr(tr, hook, None)) for hook in ("initialize", "handle", "output", "finalize")):
@@ -158,7 +159,8 @@ class Hooks:
         self.events = [e if isinstance(e, Event) else Event(e) for e in events]
         self.t_events = [[] for _ in self.events]
         self.g, self.t_g, self.started = [], None, False
-        self.progress = ProgressTracker(total, enabled=progress, keep_open=True)
+        # None: on where standard error is a terminal (meanfield.checks.progress)
+        self.progress = ProgressTracker(total, enabled=checks.progress(progress), keep_open=True)
 
     def hooks(self, name: str) -> list:
         """The users' trackers' bound ``name`` hooks, where they have one."""

@@ -99,7 +99,8 @@ def run(cfg, model, grid, progress: bool):
                     interrupts.check()
                     x0 = build.initial_particles(cfg, None, n)
                     dt = pc["dt"] if pc["dt"] is not None else None
-                    traj = particles.simulate(noisy, x0, t_eval, dt=dt, rng=[cfg["seed"], 5, n, k])
+                    traj = particles.simulate(noisy, x0, t_eval, dt=dt, rng=[cfg["seed"], 5, n, k],
+                                              progress=False)  # the bar above counts them (--quiet: none)
                     order[k, a] = np.linalg.norm(traj.x[last].mean(axis=-2), axis=-1).mean(axis=0)
         except KeyboardInterrupt:
             log.warning("interrupted: keeping the particle systems finished so far")

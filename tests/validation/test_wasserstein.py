@@ -415,3 +415,36 @@ def test_uncertified_results_are_refused(rng, monkeypatch):
     assert W.distance(coarse, y, 1).bound == 0.1
     with pytest.raises(ValueError, match="W_2"):
         W.distance(coarse, y, 2)
+
+
+def test_distance_progress_defaults_to_on_where_stderr_is_a_terminal_for_long_ones(monkeypatch):
+    """progress=None (default): a batch of distances gets a bar that appears after PROGRESS_DELAY seconds, and an
+    optimal transport of PROGRESS_ENTRIES cost entries or more a line naming it — where sys.stderr.isatty(); none
+    under pytest's captured stream, none for small transports, none with progress=False."""
+    import sys
+
+    import tqdm.auto
+
+    bars = []
+
+    class Recording(tqdm.auto.tqdm):
+        def __init__(self, *args, **kwargs):
+            bars.append((not kwargs.get("disable", False), kwargs.get("delay", 0.0)))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    monkeypatch.setattr(W, "PROGRESS_ENTRIES", 400)  # a "long" transport, kept small for the test
+    x, y = pt.uniform_sphere(30, 3, rng=0), pt.uniform_sphere(20, 3, rng=1)  # 600 cost entries
+    small = pt.uniform_sphere(10, 3, rng=2)                                  # 300
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    W.distance(x, y)
+    assert bars == [(False, 0.0)]
+    bars.clear()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    W.distance(x, y)
+    W.distance(x, small)
+    W.distance(x, y, progress=False)
+    assert [shown for shown, _ in bars] == [True, False, False]
+    bars.clear()
+    w1(np.stack([y, y]), x)  # a batch of two sets: one bar over the batch, delayed
+    assert bars[0] == (True, W.PROGRESS_DELAY)
