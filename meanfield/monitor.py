@@ -11,7 +11,10 @@ whether the new state is still resolved:
 - sign: the nodal values must not fall below ``-neg_tol × mean``;
 - energy: for zonal kernels with V = cI, E_β must be non-decreasing (c > 0)
   or non-increasing (c < 0), up to ``energy_rtol`` relative (GLPR Lemma 3.7);
-- finiteness.
+- finiteness;
+- outflow (a box in R^d): mass leaving the box is recorded (``Solution.outflow``) and warned about only past
+  ``outflow_tol`` of the initial mass (the box's own tolerance: a density whose boundary cells hold more than
+  1e-6 of the mass is refused at the start).
 
 A failed check either refines the grid (zero-padding, exact for band-limited
 data) or raises :class:`ResolutionError` with the last time at which the
@@ -71,9 +74,10 @@ class ResolutionMonitor:
     tail_tol: float = 1e-10
     neg_tol: float = 1e-8
     energy_rtol: float = 1e-10
+    outflow_tol: float = 1e-6
 
     def __post_init__(self):
-        for name in ("tail_tol", "neg_tol", "energy_rtol"):
+        for name in ("tail_tol", "neg_tol", "energy_rtol", "outflow_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"`{name}` must be a positive finite number, got {v!r}.")

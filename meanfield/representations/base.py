@@ -79,6 +79,7 @@ class Part:
     energy_steps: list = field(default_factory=list)
     refinements: list = field(default_factory=list)
     hint: str | None = None
+    outflow: float = 0.0
 
 
 class Event:
@@ -250,6 +251,10 @@ class Solution:
         The interval asked for.
     hint : str or None
         What to do where the run stopped early.
+    outflow : float
+        The mass that left the domain (a box in R^d, whose finite volumes let it out through the edges; 0 on the
+        circle and S², which conserve it). Only an outflow above the monitor's ``outflow_tol`` (relative, default
+        1e-6) is also warned about (``RuntimeWarning``).
     """
 
     t: np.ndarray
@@ -272,6 +277,7 @@ class Solution:
     t_reached: float = float("nan")
     t_span: tuple = (float("nan"), float("nan"))
     hint: str | None = None
+    outflow: float = 0.0
 
     @property
     def success(self) -> bool:

@@ -187,9 +187,30 @@ def test_mass_exact_in_a_large_box_and_outflow_reported():
     # a box the flow leaves: the loss is reported, and mass only ever decreases
     small = mf.EuclideanGrid([(-3.2, 3.2)] * 2, 48)
     rho0 = mf.Density.from_function(small, lambda x: G.gaussian_pdf(x, m0, S0))
-    with pytest.warns(RuntimeWarning, match="left the box"):
+    with pytest.warns(RuntimeWarning, match="left the box") as record:
         sol = mf.solve(L2(V=3 * np.eye(2)), rho0, (0, 1.0))
     assert np.all(np.diff(sol.mass_steps) <= 1e-15)
+    assert len(record) == 1 and "outflow_tol" in str(record[0].message)  # once per run, naming the tolerance
+    assert sol.outflow == pytest.approx(sol.mass_steps[0] - sol.mass_steps[-1], rel=1e-12) and sol.outflow > 0.5
+
+
+def test_outflow_below_the_monitors_tolerance_is_recorded_not_warned():
+    """A Gaussian's far tail leaves an R² box at ~1e-8 of the mass per run, below the scheme's own errors: no
+    RuntimeWarning (warnings are errors in this suite), the amount in Solution.outflow; a monitor whose
+    outflow_tol is below it warns; the circle and S² conserve mass (outflow 0)."""
+    model = CASES["softmax-2d"][1]
+    m0, S0 = gaussian0(2)
+    grid = mf.EuclideanGrid([(-3.5, 3.5)] * 2, 36)
+    rho0 = G.gaussian_density(grid, m0, S0)
+    sol = mf.solve(model, rho0, (0, 0.5))
+    assert 1e-9 < sol.outflow < mf.monitor.ResolutionMonitor().outflow_tol
+    assert sol.outflow == pytest.approx(sol.mass[0] - sol.mass[-1], rel=1e-9)
+    with pytest.warns(RuntimeWarning, match="outflow_tol = 1.0e-09"):
+        strict = mf.solve(model, rho0, (0, 0.5), monitor=mf.monitor.ResolutionMonitor(outflow_tol=1e-9))
+    assert strict.outflow == sol.outflow
+    assert mf.solve(mf.SelfAttention(1.0), mf.Density.uniform(mf.CircleGrid(16)), (0, 0.1)).outflow == 0.0
+    with pytest.raises(ValueError, match="outflow_tol"):
+        mf.monitor.ResolutionMonitor(outflow_tol=0.0)
 
 
 def test_fft_and_direct_sums_agree():
