@@ -18,7 +18,8 @@ an affine field Γ(x) = M x + c, α̇ = Mα + c and Σ̇ = MΣ + ΣMᵀ:
 With noise D (docs/MATH.md §7) the particles follow dX = (Mx + c) dt + √(2D) dB with M, c fixed by the law's mean
 and covariance, a linear SDE whose Gaussian initial law stays Gaussian: α̇ is unchanged and
 Σ̇ = MΣ + ΣMᵀ + 2D I. There is no flow map of points then (``flow`` is refused). Sigmoid and masked attention
-have no closure (their fields are not affine on Gaussians), with or without noise.
+have no closure, with or without noise (a TypeError saying why): σ(⟨Ax, y⟩ + b) is no exponential tilt, so the
+sigmoid field is not affine on N(m, Σ); the mask couples the positions (docs/MATH.md §7).
 
 The conventions are those of :mod:`meanfield.models` (Softmax with its β, L2
 and Sinkhorn with τ), so the closures and the particle systems describe the
@@ -36,7 +37,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import sqrtm
 
 from .domains import EUCLIDEAN
-from .models import L2, FeedForward, MultiHeadAttention, Sinkhorn, Softmax, Transformer, as_model
+from .models import L2, FeedForward, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax, Transformer, as_model
 
 __all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
 
@@ -97,8 +98,23 @@ def affine_field(model, mean, cov):
             M += V @ G
             c += V @ (mean - G @ mean)
         else:
-            raise TypeError(f"no Gaussian closure for {type(h).__name__} (softmax, L2, Sinkhorn and their multi-head sums).")
+            raise TypeError(_no_closure(h))
     return M, c
+
+
+def _no_closure(head) -> str:
+    """Why ``head`` has no Gaussian closure (docs/MATH.md §7), for the TypeError of :func:`affine_field`."""
+    kinds = "the closures are those of softmax, L2 and Sinkhorn attention and their multi-head sums"
+    if isinstance(head, Sigmoid):
+        return ("no Gaussian closure for sigmoid attention: its weight σ(⟨Ax, y⟩ + b) is not an exponential tilt "
+                "e^{⟨Ax, y⟩ + const}, so the field ∫ V y σ(⟨Ax, y⟩ + b) dN(m, Σ)(y) is not affine in x and N(m, Σ) does "
+                f"not stay Gaussian (docs/MATH.md §7); {kinds}. Solve it on a grid or with particles.")
+    if isinstance(head, Masked):
+        return ("no Gaussian closure for masked (causal) attention: the mask 1_{τ <= s} couples the positions, so "
+                "the field at (s, x) averages over a part of the law that depends on s and is not affine in (s, x); "
+                f"a Gaussian in the tokens does not stay Gaussian (docs/MATH.md §7); {kinds}. Solve it on a grid or "
+                "with particles.")
+    return f"no Gaussian closure for {type(head).__name__}: {kinds}."
 
 
 @dataclass(frozen=True)
@@ -144,6 +160,7 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
     t_eval = np.asarray(t_eval, dtype=float)
     if t_eval.ndim != 1 or t_eval.size < 2 or np.any(np.diff(t_eval) <= 0):
         raise ValueError("`t_eval` must be strictly increasing with at least two times.")
+    affine_field(model.at(t_eval[0]), mean0, cov0)  # a model without a closure: its TypeError before integrating
     d = mean0.size
     limit = blowup * np.linalg.norm(cov0, 2)
 

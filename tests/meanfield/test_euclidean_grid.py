@@ -273,3 +273,20 @@ def test_gaussian_density_on_a_grid():
     np.testing.assert_allclose(cov, S0, atol=1e-10)
     with pytest.raises(ValueError, match="EuclideanGrid"):
         G.gaussian_density(mf.CircleGrid(16), m0, S0)
+
+
+def test_sigmoid_and_masked_attention_say_why_they_have_no_gaussian_closure():
+    """Only softmax, L2 and Sinkhorn (and their sums) have Gaussian closures: sigmoid and masked attention are refused
+    before any integration with a TypeError giving the reason (no exponential tilt; the mask couples positions)."""
+    from meanfield.models import Masked, Sigmoid
+
+    m0, S0 = gaussian0(2)
+    with pytest.raises(TypeError, match="sigmoid attention: its weight σ.*not an exponential tilt.*not stay Gaussian"):
+        G.solve_gaussian(Sigmoid(Q=np.eye(2)), m0, S0, [0, 1])
+    with pytest.raises(TypeError, match="masked \\(causal\\) attention: the mask .* couples the positions"):
+        G.solve_gaussian(Masked(beta=1.0), np.zeros(3), np.eye(3), [0, 1])
+    with pytest.raises(TypeError, match="sigmoid attention"):  # one sigmoid head is enough
+        G.affine_field(mf.MultiHeadAttention([Softmax(Q=np.eye(2)), Sigmoid(Q=np.eye(2))]), m0, S0)
+    M, c = G.affine_field(Softmax(Q=np.eye(2)), m0, S0)  # the closures that exist are untouched
+    np.testing.assert_allclose(M, S0, rtol=1e-15)
+    np.testing.assert_allclose(c, m0, rtol=1e-15)
