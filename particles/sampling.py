@@ -50,10 +50,39 @@ def orthogonal(n: int, d: int, rng=None, batch=None) -> np.ndarray:
 
 
 def sample(density: Density, n: int, rng=None, batch=None) -> np.ndarray:
-    """n iid points from ``density``, shape (*batch, n, d), drawn by its domain (module docstring).
+    """n iid points from ``density``, drawn by its domain (module docstring).
 
-    The density (its interpolant or expansion) must be non-negative for this to
-    be a law: one that dips below zero raises ``ValueError``.
+    Parameters
+    ----------
+    density : meanfield.Density
+        The law: a density on a ``CircleGrid``, ``SphereGrid`` or ``EuclideanGrid`` (its interpolant or expansion
+        is sampled, not the nodal values; it need not have mass 1 — it is normalised).
+    n : int >= 1
+        Points per set.
+    rng : int, numpy.random.Generator or None
+        Seed or generator (``numpy.random.default_rng(rng)``); None draws fresh entropy.
+    batch : int or tuple of int, optional
+        Independent sets to draw at once (e.g. the realisations of a particle system): the leading shape.
+
+    Returns
+    -------
+    ndarray, shape (*batch, n, d)
+        Points of the domain in its ambient coordinates: unit vectors (cos θ, sin θ) on the circle, unit vectors
+        in R³ on S², points of the box in R^d — what :func:`particles.simulate` takes as ``x0``.
+
+    Raises
+    ------
+    TypeError
+        ``density`` is not a :class:`meanfield.Density`.
+    ValueError
+        ``n`` or ``batch`` is not a positive integer, or the density dips below zero (it is then no law).
+
+    Examples
+    --------
+    >>> import numpy as np, meanfield as mf, particles as pt
+    >>> mu0 = mf.Density.from_function(mf.CircleGrid(128), lambda x: np.exp(2 * x[..., 0]))
+    >>> pt.sample(mu0, 1000, rng=1, batch=4).shape
+    (4, 1000, 2)
     """
     if not isinstance(density, Density):
         raise TypeError(f"`density` must be a meanfield.Density, got {type(density).__name__}.")

@@ -11,15 +11,16 @@ measure they carry and the log-density is carried exactly along them.
 :func:`transport`          advance it with fixed nodes (``solve(..., representation="nodes")`` is the front)
 :func:`transport_panels`   adaptive Gauss panels (circle, S²): nodes inserted where the map steepens
                            (``solve(..., representation="panels")``)
-:func:`clusters`           the clusters of a frame; :func:`cluster_history` over a solution
+:func:`clusters`           the clusters of a frame; :func:`cluster_history` over a solution (a
+                           :class:`ClusterHistory`: a summary repr, ``to_dataframe()``, ``to_dataset()``)
 =========================  ==========================================================
 """
 
-from .clusters import Cluster, cluster_history, clusters
+from .clusters import Cluster, ClusterHistory, cluster_history, clusters
 from .measure import LagrangianMeasure
 from .panels import PanelProblem, PanelTransport, panels_refusal, transport_panels
 from .transport import LagrangianProblem, Transport, start, start_gaussian, transport
 
 __all__ = ["LagrangianMeasure", "LagrangianProblem", "PanelProblem", "Transport", "start", "start_gaussian",
            "transport", "transport_panels", "panels_refusal", "PanelTransport", "clusters", "cluster_history",
-           "Cluster"]
+           "Cluster", "ClusterHistory"]

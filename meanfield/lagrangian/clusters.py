@@ -126,21 +126,110 @@ def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float 
     return sorted(out, key=lambda cl: -cl.mass)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ClusterHistory:
-    """Clusters at every frame: ``t``, ``count``, ``masses`` (tuple of arrays, heaviest first), ``events``
-    ((t, count before, count after) where the count changes: formation when it rises, merges when it falls)."""
+    """The clusters of every frame of a Lagrangian solution (:func:`cluster_history`).
+
+    Attributes
+    ----------
+    t : ndarray, shape (T,)
+        The times of the frames.
+    count : ndarray of int, shape (T,)
+        The number of clusters in each frame.
+    masses : tuple of T ndarrays
+        The masses of each frame's clusters, heaviest first (``count[k]`` of them).
+    events : tuple of (float, int, int)
+        (t, count before, count after) where the count changes, t the first frame with the new count: formation
+        where it rises, merges where it falls.
+
+    Its repr is a summary (frames, time span, counts, changes); :meth:`to_dataframe` is the table of every frame
+    (pandas), :meth:`to_dataset` the same as an xarray Dataset.
+    """
 
     t: np.ndarray
     count: np.ndarray
     masses: tuple
     events: tuple
 
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def __repr__(self) -> str:
+        if not len(self.t):
+            return "ClusterHistory(no frames)"
+        span = f"t = {self.t[0]:g} … {self.t[-1]:g}" if len(self.t) > 1 else f"t = {self.t[0]:g}"
+        lo, hi = int(np.min(self.count)), int(np.max(self.count))
+        counts = f"{lo}" if lo == hi else f"{lo}–{hi}"
+        shown = "; ".join(f"{a} → {b} at t = {t:g}" for t, a, b in self.events[:4])
+        more = f"; … {len(self.events) - 4} more" if len(self.events) > 4 else ""
+        changes = f", changes: {shown}{more}" if self.events else ", no change"
+        return (f"ClusterHistory({len(self.t)} frames, {span}, clusters {counts} ({int(self.count[0])} first, "
+                f"{int(self.count[-1])} last){changes})")
+
+    def _mass_table(self) -> np.ndarray:
+        """The masses as a (T, max count) array, heaviest first, NaN where a frame has fewer clusters."""
+        k = int(np.max(self.count)) if len(self.count) else 0
+        table = np.full((len(self.t), k), np.nan)
+        for i, m in enumerate(self.masses):
+            table[i, : len(m)] = m
+        return table
+
+    def to_dataset(self):
+        """The history as an xarray Dataset: ``count`` (time) and ``mass`` (time, cluster; heaviest first, NaN
+        where a frame has fewer clusters), the changes of count in ``attrs["events"]`` ((t, before, after) as a
+        list)."""
+        import xarray as xr
+
+        table = self._mass_table()
+        return xr.Dataset(
+            {"count": ("time", np.asarray(self.count, dtype=np.int64), {"long_name": "number of clusters"}),
+             "mass": (("time", "cluster"), table, {"long_name": "cluster mass, heaviest first"})},
+            coords={"time": ("time", np.asarray(self.t, dtype=float)),
+                    "cluster": ("cluster", np.arange(1, table.shape[1] + 1))},
+            attrs={"events": [list(e) for e in self.events]})
+
+    def to_dataframe(self):
+        """The history as a pandas DataFrame, one row per frame indexed by ``t``: ``count`` and ``mass_1``,
+        ``mass_2``, … (heaviest first, NaN where a frame has fewer clusters).
+
+        pandas comes with xarray, a dependency of meanfield, so it is installed wherever this package is; without
+        it this raises ImportError and :meth:`to_dataset` gives the same table as an xarray Dataset.
+        """
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - xarray requires pandas
+            raise ImportError("ClusterHistory.to_dataframe needs pandas, which is not installed; "
+                              "ClusterHistory.to_dataset() gives the same table as an xarray Dataset.") from None
+        table = self._mass_table()
+        columns = {"count": np.asarray(self.count, dtype=np.int64)}
+        columns.update({f"mass_{j + 1}": table[:, j] for j in range(table.shape[1])})
+        return pd.DataFrame(columns, index=pd.Index(np.asarray(self.t, dtype=float), name="t"))
+
 
 def cluster_history(frames, threshold: float = 10.0, min_mass: float = 1e-6,
                     separation: float = 1e-3) -> ClusterHistory:
     """The clusters of each Lagrangian frame of a solution (or a sequence of frames), and where their count
-    changes (the time of the first frame with the new count)."""
+    changes (the time of the first frame with the new count).
+
+    Parameters
+    ----------
+    frames : Solution or sequence of LagrangianMeasure
+        A :func:`meanfield.solve` result (its Lagrangian frames are read: those after a hand-over from the grid,
+        or all of a Lagrangian run; grid frames are skipped) or the frames themselves.
+    threshold, min_mass, separation : float
+        As for :func:`clusters`.
+
+    Returns
+    -------
+    ClusterHistory
+        ``t``, ``count`` and ``masses`` of every Lagrangian frame and the ``events`` where the count changes; its
+        repr summarises them, ``to_dataframe()`` / ``to_dataset()`` tabulate them.
+
+    Raises
+    ------
+    ValueError
+        There is no Lagrangian frame (a grid-only solution).
+    """
     frames = [f for f in getattr(frames, "densities", frames) if isinstance(f, LagrangianMeasure)]
     if not frames:
         raise ValueError("no Lagrangian frames: solve with representation='lagrangian' or let the grid hand over.")

@@ -581,3 +581,35 @@ def test_sphere_metastability_example_converges_in_the_number_of_nodes():
     for a, b in zip(*masses):
         assert a.size == b.size
         np.testing.assert_allclose(a, b, atol=1e-3)
+
+
+def test_cluster_history_is_a_short_summary_and_a_table():
+    """cluster_history returns a ClusterHistory (exported from meanfield.lagrangian) whose repr is a summary — frames,
+    time span, counts, changes — not its arrays (the issue's 201-frame history printed 7000 characters), with the
+    frames as a pandas table (to_dataframe) and an xarray Dataset (to_dataset)."""
+    from meanfield.lagrangian import ClusterHistory, LagrangianMeasure
+
+    n = 512
+    theta = np.arange(n) * 2 * np.pi / n
+    one = start(mf.Density(mf.CircleGrid(n), exact.wrapped_cauchy(theta, 0.97)))
+    two = start(mf.Density(mf.CircleGrid(n), 0.7 * exact.wrapped_cauchy(theta, 0.97)
+                           + 0.3 * exact.wrapped_cauchy(theta, -0.97j)))
+    frames = [LagrangianMeasure(f.state, f.weights, f.log_density, f.domain, f.mesh, t=t, check=False)
+              for f, t in ((two, 0.0), (two, 0.5), (one, 1.0))]
+    hist = cluster_history(frames)
+    assert isinstance(hist, ClusterHistory) and len(hist) == 3
+    assert hist.count.tolist() == [2, 2, 1] and hist.events == ((1.0, 2, 1),)
+    text = repr(hist)
+    assert text == "ClusterHistory(3 frames, t = 0 … 1, clusters 1–2 (2 first, 1 last), changes: 2 → 1 at t = 1)"
+    table = hist.to_dataframe()
+    assert list(table.columns) == ["count", "mass_1", "mass_2"] and table.index.name == "t"
+    assert table.index.tolist() == [0.0, 0.5, 1.0] and table["count"].tolist() == [2, 2, 1]
+    assert table["mass_1"].iloc[0] == pytest.approx(hist.masses[0][0]) and np.isnan(table["mass_2"].iloc[2])
+    ds = hist.to_dataset()
+    assert ds["mass"].dims == ("time", "cluster") and ds["count"].values.tolist() == [2, 2, 1]
+    np.testing.assert_array_equal(ds["mass"].values, table[["mass_1", "mass_2"]].values)
+    assert ds.attrs["events"] == [[1.0, 2, 1]]
+    # a long history stays a line: 201 frames with many changes
+    long = ClusterHistory(np.linspace(0, 100, 201), np.r_[np.full(100, 6), np.full(101, 2)],
+                          tuple(np.full(6, 1 / 6) for _ in range(201)), tuple((float(t), 6, 5) for t in range(9)))
+    assert len(repr(long)) < 200 and "201 frames" in repr(long) and "… 5 more" in repr(long)

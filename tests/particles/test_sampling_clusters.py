@@ -101,3 +101,27 @@ def test_sample_from_a_euclidean_density():
     # the cell-uniform law has the grid measure's mean and its covariance plus h²/12 per axis
     assert np.all(np.abs(x.mean(0) - mean) < 4 * np.sqrt(np.diag(cov) / 40000))
     np.testing.assert_allclose(np.cov(x.T), cov + np.diag(g.widths**2 / 12), atol=0.02)
+
+
+def test_sample_documents_its_parameters_and_what_it_returns_and_does_it():
+    """pt.sample has numpy-style Parameters / Returns sections naming every argument, and does what they say: the
+    shape (*batch, n, d), a density of any mass (normalised), the same points for the same seed, its example."""
+    import doctest
+    import inspect
+
+    doc = inspect.getdoc(pt.sample)
+    for section in ("Parameters\n----------", "Returns\n-------", "Raises\n------"):
+        assert section in doc
+    params = doc.split("Parameters\n----------")[1].split("Returns\n-------")[0]
+    for name in inspect.signature(pt.sample).parameters:
+        assert f"\n{name} : " in "\n" + params, name
+    assert "(*batch, n, d)" in doc.split("Returns\n-------")[1]
+    grid = mf.CircleGrid(64)
+    law = mf.Density.from_function(grid, lambda x: np.exp(2 * x[..., 0]))
+    triple = mf.Density(grid, 3 * law.values)
+    assert pt.sample(law, 7, rng=3, batch=(2, 5)).shape == (2, 5, 7, 2)
+    np.testing.assert_allclose(pt.sample(triple, 50, rng=4), pt.sample(law, 50, rng=4), rtol=0, atol=1e-12)
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
+    for test in finder.find(pt.sample, "sample", globs={}):
+        assert runner.run(test).failed == 0
+    assert runner.summarize(verbose=False).attempted >= 2
