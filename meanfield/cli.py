@@ -155,10 +155,13 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="check a study file and estimate its size, without running it",
                        description="Validate a study file, build its model, grid and initial density, and print "
                                    "the estimated size of its results and of its largest array against this "
-                                   "machine's memory and disk (exit 0), or refuse it in one line (exit 2).")
-    c.add_argument("study", type=Path, help="the study file (TOML)")
+                                   "machine's memory and disk, the resolution refinement can reach and (S², general "
+                                   "Q, K, V) the degree the kernel needs at t = 0 (exit 0), or refuse it in one line "
+                                   "(exit 2). A complete result at the output path is reported, not refused.")
+    c.add_argument("study", type=Path, help="the study file (TOML; reference in the README, 'Study file reference')")
     c.add_argument("--output", type=Path, default=None, help="results file to check (default from the study)")
-    c.add_argument("--overwrite", action="store_true", help="as for run: a complete result there is not refused")
+    c.add_argument("--overwrite", action="store_true",
+                   help="as for run: say that a complete result there would be replaced")
     _common(c)
     d = sub.add_parser("demo", help="the bundled clustering study (the default command)",
                        description="Run the bundled study on the circle or S², write results, a figure and NPZ.")
@@ -193,7 +196,7 @@ def main(argv=None) -> int:
     except StudyError as exc:
         if args.debug:
             raise
-        print(f"meanfield: error: {exc}", file=sys.stderr)
+        print(f"meanfield: error: {_naming_the_study(args, exc)}", file=sys.stderr)
         return 2
     except StudyInterrupted as exc:
         where = exc.path
@@ -212,23 +215,42 @@ def main(argv=None) -> int:
         interrupts.clear()  # honoured (the exit code says it)
 
 
+def _naming_the_study(args, exc) -> str:
+    """The message of a study error, prefixed by the study file where it does not name it already (an error found
+    after the file was read — its initial law, its size — would otherwise name neither the study nor the file)."""
+    study = getattr(args, "study", None)
+    message = str(exc)
+    if study is None or str(study) in message:
+        return message
+    return f"{study}: {message}"
+
+
 def _check(args) -> int:
-    """``meanfield check``: the study read, built and sized, nothing run."""
+    """``meanfield check``: the study read, built and sized, nothing run. A complete result at the output path is
+    reported (``run`` would need --overwrite), not refused: the check is of the study."""
     from .study import read
     from .study.build import build_grid, build_model
-    from .study.preflight import check, human, output
+    from .study.preflight import check, existing, human, output
 
     cfg = read(args.study)
-    path = output(cfg["output"]["path"] if args.output is None else args.output, args.overwrite, "[output] path")
-    est = check(cfg, path)  # builds the grid and the initial density, and checks it
+    # writable (a bad path is refused); what is there already is reported below
+    path = output(cfg["output"]["path"] if args.output is None else args.output, True, "[output] path")
+    est = check(cfg, path, announce=False)  # builds the grid and the initial density, and checks it
     model, grid = build_model(cfg), build_grid(cfg)
     lines = [f"study        {cfg['name']}: {' '.join(repr(model).split())}",
-             f"grid         {grid!r}" if grid is not None else "grid         none (particles only)",
-             f"results      up to {human(est.result)} (uncompressed) at {path}",
-             f"largest      {human(est.largest)}: {est.largest_what}" if est.largest else "largest      -"]
+             f"grid         {grid!r}" if grid is not None else "grid         none (particles only)"]
+    if est.refinement:
+        lines.append(f"refinement   {est.refinement}")
+    if est.kernel:
+        lines.append(f"kernel       {est.kernel}")
+    lines += [f"results      up to {human(est.result)} (uncompressed) at {path}",
+              f"largest      {human(est.largest)}: {est.largest_what}" if est.largest else "largest      -"]
     if est.ot_where:
         lines.append(f"exact OT     {est.ot_entries:.3g} cost entries at most ({est.ot_where})")
     lines += [f"note         {n}" for n in est.notes]
+    there = existing(path, args.overwrite)
+    if there:
+        lines.append(f"output       {there}")
     lines.append("ok           the study can run here")
     print("\n".join(lines))
     return 0

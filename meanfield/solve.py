@@ -112,7 +112,9 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         resolved state (exact) and redo the step, up to ``max_n`` (default True on the circle and S²; finite-volume
         grids are not refined).
     max_n : int, optional
-        Grid: the largest n (circle, default 16384) or lmax (S², default 256) refinement may reach.
+        Grid: the cap of refinement on n (circle, default 16384) or lmax (S², default 256). Refinement doubles the
+        resolution, so it reaches the largest n·2^k (lmax·2^k) <= ``max_n``, which need not be ``max_n`` itself:
+        from lmax 24, ``max_n=128`` stops at lmax 96 (pass 96, or 192, to say what is reached).
     cfl : float, optional
         Grid: safety factor of the CFL step, default 0.1 for fixed steps (an accuracy choice), 0.8 for the
         adaptive methods (a stability cap), 0.4 for finite volumes (SSP-RK3 keeps ρ >= 0 up to 0.5).

@@ -152,6 +152,13 @@ def _from_file(grid, path):
     if values.shape != grid.shape:
         raise StudyError(f"[initial] path: values of shape {values.shape} do not fit the grid {grid!r} "
                          f"(shape {grid.shape})")
+    bad = ~np.isfinite(values)
+    if np.any(bad):
+        where = np.argwhere(bad)[0]
+        what = "'values'" if p.suffix == ".npz" else "the last density frame"
+        raise StudyError(f"[initial] path: {what} of {str(p)!r} holds {int(np.sum(bad))} non-finite "
+                         f"value(s) (NaN or inf; the first at index {tuple(int(i) for i in where)} of shape "
+                         f"{values.shape}); an initial density must be finite")
     return values
 
 
@@ -164,8 +171,12 @@ def initial_density(cfg, grid) -> Density | None:
     try:
         if kind == "uniform":
             return Density.uniform(grid)
-        if kind == "file":
-            return Density(grid, _from_file(grid, ini["path"])).normalized()
+        if kind == "file":  # a bad file is named by _from_file; a law that is no density, here with its path
+            values = _from_file(grid, ini["path"])
+            try:
+                return Density(grid, values).normalized()
+            except (ValueError, TypeError) as exc:
+                raise StudyError(f"[initial] path: {ini['path']!r}: {exc}") from None
         if kind == "uniform-noise":
             f = laws.uniform_noise(grid, ini["amplitude"], ini["modes"], _stream(cfg, 2), twist=ini["twist"])
         elif kind == "von-mises-fisher":
@@ -177,6 +188,8 @@ def initial_density(cfg, grid) -> Density | None:
         else:
             return gaussian_density(grid, np.array(ini["mean"]), _covariance(ini["cov"], cfg["dimension"]))
         return Density.from_function(grid, f).normalized()
+    except StudyError:  # already one line naming its key
+        raise
     except (ValueError, TypeError) as exc:
         raise StudyError(f"[initial]: {exc}") from None
 

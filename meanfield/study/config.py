@@ -118,7 +118,9 @@ _SECTIONS: dict[str, dict[str, Key]] = {
         "dt": Key("float", None, "fixed step of rk4/ssprk3 (default: CFL step)", positive=True),
         "refine": Key("bool", None, "refine the grid when resolution is lost (default meanfield.solve's: true on the "
                       "circle and S², false in R^d)"),
-        "max_n": Key("int", None, "largest n (circle) or lmax (sphere) refinement may reach", minimum=4),
+        "max_n": Key("int", None, "cap of refinement on n (circle) or lmax (sphere): refinement doubles the "
+                     "resolution, so it stops at the largest n·2^k (lmax·2^k) <= max_n (lmax 24 with max_n = 128 "
+                     "reaches 96; `meanfield check` says what is reachable)", minimum=4),
         "representation": Key("str", None, "the chain of representations (meanfield.solve's representation): auto "
                               "(default) grid → panels → nodes for zonal models on the circle and S², else the grid "
                               "alone; grid: stop where the grid's cap is reached; lagrangian: panels → nodes (or "

@@ -9,6 +9,12 @@ bound; the pairwise field sums are cut into row chunks and stay small). :func:`c
 line naming the estimate and the way out, a study whose largest array does not fit in the memory
 available, or whose results do not fit on the disk of the output directory.
 
+It also says what the grid will do: the resolution refinement can reach (:func:`reach`: doublings of the
+initial one, so the largest n·2^k or lmax·2^k <= [time] max_n), and on S² with general Q, K, V the
+spherical-harmonic degree the kernel e^{β⟨Qx,Ky⟩} needs at t = 0 against the grid's lmax
+(:func:`kernel_degree`), which :func:`check` logs before a run starts. :func:`existing` reports a complete
+result at the output path (``meanfield check`` says so; ``meanfield run`` refuses it without --overwrite).
+
 The estimates are upper bounds where the run can only shrink them (the grid
 is sized at its refinement cap, files uncompressed).
 """
@@ -25,12 +31,15 @@ import numpy as np
 from validation.wasserstein import EXACT_OT_MAX, OT_BYTES_PER_ENTRY
 
 from .. import domains
-from ..io import check_output
+from ..domains.sphere.moments import moment_degree
+from ..domains.sphere.transforms import dealiased_degree
+from ..io import REPLACEABLE, check_output, status_of
 from ..monitor import ResolutionMonitor
 from . import build
 from .config import StudyError
 
-__all__ = ["Estimate", "estimate", "check", "output", "available_memory", "human"]
+__all__ = ["Estimate", "estimate", "check", "output", "existing", "reach", "kernel_degree", "available_memory",
+           "human"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -49,7 +58,9 @@ def human(nbytes: float) -> str:
 class Estimate:
     """Sizes of a study in bytes: ``result`` (the file, uncompressed) and ``largest`` (one array, with
     ``largest_what`` saying which); ``ot_entries`` the largest exact-OT cost matrix (entries) and
-    ``ot_where`` where it arises; ``notes`` what the estimate assumed."""
+    ``ot_where`` where it arises; ``notes`` what the estimate assumed; ``refinement`` the resolution refinement
+    can reach (:func:`reach`) and ``kernel`` the degree the kernel needs at t = 0 (:func:`kernel_degree`), each a
+    sentence or ""."""
 
     result: float = 0.0
     largest: float = 0.0
@@ -58,6 +69,8 @@ class Estimate:
     ot_first: int = 0
     ot_where: str = ""
     notes: list = field(default_factory=list)
+    refinement: str = ""
+    kernel: str = ""
 
     def array(self, nbytes: float, what: str) -> None:
         if nbytes > self.largest:
@@ -74,6 +87,92 @@ def _cap_grid(cfg, grid):
     while grid.n * factor * 2 <= cap:
         factor *= 2
     return grid if factor == 1 else grid.refined(factor)
+
+
+def reach(cfg: dict, grid=None) -> str:
+    """The resolution refinement can reach, in words ("" without a grid): refinement doubles the resolution
+    (n on the circle, lmax on S²), so it stops at the largest n·2^k <= max_n, which max_n itself need not be
+    (lmax 24 and max_n = 128 reach lmax 96)."""
+    grid = build.build_grid(cfg) if grid is None else grid
+    if grid is None:
+        return ""
+    dom = domains.get(cfg["domain"])
+    name = grid.resolution_name
+    if dom.default_max_n is None:
+        return f"{name} {grid.n} throughout (finite volumes are not refined)"
+    if cfg["time"]["refine"] is False:
+        return f"{name} {grid.n} throughout ([time] refine = false)"
+    given = cfg["time"]["max_n"]
+    cap = given or dom.default_max_n
+    top = _cap_grid(cfg, grid).n
+    where = f"max_n = {cap}" + ("" if given else " by default")
+    if top == cap:
+        return f"{name} {grid.n} → at most {top} ({where})"
+    return (f"{name} {grid.n} → at most {top} ({where}: refinement doubles {name}, so it stops at the largest "
+            f"{grid.n}·2^k <= {cap})")
+
+
+def kernel_degree(cfg: dict, model=None, grid=None) -> str:
+    """On S² with a kernel that is not zonal (general Q, K, V), the spherical-harmonic degree D the kernel
+    e^{β⟨Qx,Ky⟩} needs at t = 0 for the moments strategy against the grid's lmax, in words; "" elsewhere.
+
+    D is :func:`meanfield.domains.sphere.moments.moment_degree` of s = ‖βKᵀQ‖₂ (the largest over the heads): the
+    truncation of the kernel's expansion at relative 1e-16. The moments path applies on a grid whose dealiased
+    degree ⌈3 lmax/2⌉ reaches D (the quadrature sums, O(lmax⁴) per step, until then); the field then carries
+    degrees well above those of the density, so such runs typically refine at t = 0 — to at least the first
+    lmax·2^k whose dealiased degree reaches D, and up to the cap of :func:`reach`. An a priori estimate: nothing
+    is solved."""
+    grid = build.build_grid(cfg) if grid is None else grid
+    if grid is None or not hasattr(grid, "lmax"):
+        return ""
+    model = build.build_model(cfg) if model is None else model
+    if getattr(model, "time_dependent", False):
+        model = model.at(0.0)
+    attention = getattr(model, "attention", model)  # a Transformer's attention (None: feed-forward blocks only)
+    if attention is None:
+        return ""
+    offered = grid.domain.grid_strategies(attention, grid)  # the domain's strategies and their refusals
+    if "moments" not in offered or offered.get("spectral", "") is None:  # no moments path; a zonal kernel's spectral
+        return ""
+    general = [h for h in getattr(attention, "heads", ()) if getattr(h, "kind", None) == "self-attention"
+               and h.dim in (None, 3)]
+    if not general:
+        return ""
+    norms = []
+    for h in general:
+        Q, K, _ = h.matrices(3)
+        norms.append(float(np.linalg.norm(h.beta * (K.T @ Q), 2)))
+    s = max(norms)
+    L = grid.lmax
+    need = moment_degree(s, L)
+    have = dealiased_degree(L)
+    cap = _cap_grid(cfg, grid).n
+    head = f"the kernel e^(β⟨Qx,Ky⟩) (‖βKᵀQ‖₂ = {s:.3g}) needs degree ~{need} at t = 0 (moments strategy)"
+    if need <= have:
+        return f"{head}, within the grid's lmax {L} (dealiased degree {have}): the moments path applies from t = 0"
+    first = L
+    while dealiased_degree(first) < need:
+        first *= 2
+    if first > cap:
+        stop = "is not refined" if cap == L else f"is refined to lmax {cap} at most"
+        return (f"{head}, above the grid's lmax {L} (dealiased degree {have}), and the grid {stop}: the quadrature "
+                f"sums (O(lmax⁴) per step) throughout, and a likely loss of resolution at t = 0 where the field's "
+                f"degrees exceed lmax {cap}")
+    return (f"{head}, above the grid's lmax {L} (dealiased degree {have}): the grid will refine at t = 0 to "
+            f"lmax {first} at least (the first dealiased degree >= {need}), and may reach lmax {cap}; a grid of "
+            f"lmax {first} from the start avoids the quadrature sums (O(lmax⁴) per step) until then")
+
+
+def existing(path, overwrite: bool = False) -> str:
+    """What a complete result at ``path`` means for a run, in words ("" where nothing is in the way): a check
+    reports it rather than failing, and ``meanfield run`` refuses it without --overwrite."""
+    status = status_of(path)
+    if status is None or status in REPLACEABLE:
+        return ""
+    what = "a file that is not a results file" if status == "unreadable" else f"a complete result (status {status!r})"
+    if overwrite:
+        return f"{str(path)!r} holds {what}: --overwrite replaces it"
+    return f"{str(path)!r} holds {what}: `meanfield run` would refuse it without --overwrite"
 
 
 def estimate(cfg: dict, grid=None) -> Estimate:
@@ -102,6 +201,7 @@ def estimate(cfg: dict, grid=None) -> Estimate:
             est.array(frames, f"the Lagrangian frames ({T} × {points} points, assumed)")
             est.notes.append(f"Lagrangian frames sized at {points} points each and the step history at {steps} "
                              "steps (assumed counts: both grow as the run needs)")
+        est.refinement = reach(cfg, grid)
     pc = cfg["particles"]
     if pc is not None:
         R, d = pc["repeats"], cfg["dimension"]
@@ -155,8 +255,11 @@ def available_memory() -> float:
         return float("inf")
 
 
-def check(cfg: dict, path=None) -> Estimate:
+def check(cfg: dict, path=None, *, announce: bool = True) -> Estimate:
     """Refuse, before any work, a study that cannot finish on this machine; return its :class:`Estimate`.
+
+    With ``announce`` (what a run does) the degree the kernel needs at t = 0 (:func:`kernel_degree`) is logged, so
+    that an expensive run says what the grid will do before it starts.
 
     Raises
     ------
@@ -172,6 +275,10 @@ def check(cfg: dict, path=None) -> Estimate:
         if reason is not None:
             raise StudyError(f"[grid]/[initial]: the initial density is not resolved: {reason}; use a finer grid"
                              + (" or loosen [time] tail_tol" if "tail" in reason else ""))
+    if grid is not None:
+        est.kernel = kernel_degree(cfg, build.build_model(cfg), grid)
+        if est.kernel and announce:
+            log.info("cost estimate: %s", est.kernel)
     if est.ot_entries > EXACT_OT_MAX:  # computed, not refused: coarsened to fit, each with its certified bound
         est.notes.append(f"distances beyond {EXACT_OT_MAX:.0e} cost entries (up to {est.ot_entries:.3g}) by coarsened "
                          "OT, each with its certified bound in `wasserstein_bound`")

@@ -8,6 +8,7 @@ import shutil
 import tomllib
 from collections import namedtuple
 
+import numpy as np
 import pytest
 
 import meanfield
@@ -81,8 +82,15 @@ def test_a_complete_result_is_refused_unless_overwrite(tmp_path, capsys):
     assert main(["run", str(study), "--output", str(out), "--quiet"]) == 2
     _one_line(capsys, "complete result", "--overwrite")
     assert out.read_bytes() == first
-    assert main(["check", str(study), "--output", str(out)]) == 2  # check says the same
-    capsys.readouterr()
+    # check reports it (the study itself is valid: exit 0) and says that run would need --overwrite
+    assert main(["check", str(study), "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    line = next(x for x in captured.out.splitlines() if x.startswith("output"))
+    assert "complete result" in line and "`meanfield run` would refuse it without --overwrite" in line
+    assert str(out) in line and not captured.err and "can run here" in captured.out
+    assert main(["check", str(study), "--output", str(out), "--overwrite"]) == 0
+    assert "--overwrite replaces it" in capsys.readouterr().out
+    assert out.read_bytes() == first  # a check writes nothing
     assert main(["run", str(study), "--output", str(out), "--quiet", "--overwrite"]) == 0
     assert meanfield.load(out).attrs["status"] == "success"
     # an interrupted result may be replaced without being asked
@@ -227,3 +235,82 @@ def test_estimates_follow_what_the_domain_is(study, exact_ot, lagrangian):
     dom, d = domains.get(cfg["domain"]), cfg["dimension"]
     assert runner._log_corrected(dom, d) == (dom.intrinsic_dimension(d) == 2) == (cfg["domain"] == "sphere" or d == 2
                                                                                    and dom.name == "euclidean")
+
+
+# ----------------------------------------------------------------- what the grid will do
+SPHERE = {"name": "qkv", "domain": "sphere", "seed": 0, "grid": {"lmax": 24},
+          "model": {"beta": 4.0, "Q": "random", "K": "random", "V": "random"},
+          "initial": {"kind": "uniform-noise", "amplitude": 1.0, "modes": 6},
+          "time": {"t_end": 1.0, "frames": 3, "method": "rk45", "max_n": 128}}
+
+
+def test_check_says_the_lmax_refinement_reaches_not_just_max_n(tmp_path, monkeypatch, capsys):
+    """max_n caps doublings: from lmax 24, max_n = 128 reaches lmax 96 (the largest 24·2^k <= 128), and check says
+    so; on the circle from n = 32 the default cap 16384 is reached itself; finite volumes are not refined."""
+    _never_runs(monkeypatch)
+    zonal = {**SPHERE, "model": {"beta": 4.0}}
+    assert preflight.reach(meanfield.study.read(zonal)) == (
+        "lmax 24 → at most 96 (max_n = 128: refinement doubles lmax, so it stops at the largest 24·2^k <= 128)")
+    assert preflight.reach(meanfield.study.read(SMALL)) == "n 32 → at most 16384 (max_n = 16384 by default)"
+    assert "not refined" in preflight.reach(meanfield.study.read(
+        {**SMALL, "domain": "euclidean", "grid": {"bounds": [[-2.0, 2.0]], "shape": 32}}))
+    assert main(["check", str(_write(tmp_path / "z.toml", zonal)), "--output", str(tmp_path / "z.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "refinement   lmax 24 → at most 96" in out and "kernel" not in out  # zonal: the spectral path
+
+
+def test_the_kernel_degree_at_t0_is_stated_before_a_general_qkv_sphere_run(tmp_path, monkeypatch, capsys, caplog):
+    """General Q, K, V on S²: ‖βKᵀQ‖₂ = 7.87 here, and the moments strategy's kernel needs degree 37 at t = 0 (its
+    truncation degree, moment_degree) — above the dealiased degree 36 of lmax 24: `check` says the grid will refine at
+    t = 0 to lmax 48 at least and may reach 96 (the run does: 24 → 48 → 96 at t = 0), and `run` logs it before any
+    work; a kernel within the grid says the moments path applies from t = 0."""
+    import logging
+
+    from meanfield.domains.sphere.moments import moment_degree
+    from meanfield.study import runner
+    from meanfield.study.build import build_model
+
+    cfg = meanfield.study.read(SPHERE)
+    head = build_model(cfg)
+    Q, K, _ = head.matrices(3)
+    s = float(np.linalg.norm(4.0 * K.T @ Q, 2))
+    assert moment_degree(s, 24) == 37
+    text = preflight.kernel_degree(cfg)
+    assert f"(‖βKᵀQ‖₂ = {s:.3g}) needs degree ~37 at t = 0" in text
+    assert "above the grid's lmax 24 (dealiased degree 36)" in text
+    assert "the grid will refine at t = 0 to lmax 48 at least" in text and "may reach lmax 96" in text
+    within = preflight.kernel_degree(meanfield.study.read({**SPHERE, "grid": {"lmax": 48}}))
+    assert "needs degree ~38 at t = 0" in within and "applies from t = 0" in within
+    assert preflight.kernel_degree(meanfield.study.read({**SPHERE, "model": {"beta": 4.0}})) == ""  # zonal
+    assert preflight.kernel_degree(meanfield.study.read(SMALL)) == ""  # the circle
+
+    study = _write(tmp_path / "qkv.toml", SPHERE)
+    assert main(["check", str(study), "--output", str(tmp_path / "q.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "kernel       the kernel e^(β⟨Qx,Ky⟩)" in out and "needs degree ~37 at t = 0" in out
+    assert "refinement   lmax 24 → at most 96" in out
+
+    seen = []
+
+    def first_work(*args, **kwargs):  # the run starts: what had been logged by then
+        seen.append(caplog.text)
+        raise meanfield.study.StudyError("stopped by the test")
+
+    monkeypatch.setattr(runner, "run_config", first_work)
+    with caplog.at_level(logging.INFO, logger="meanfield"):
+        assert main(["run", str(study), "--output", str(tmp_path / "q.nc")]) == 2
+    assert seen and "cost estimate: the kernel" in seen[0] and "needs degree ~37 at t = 0" in seen[0]
+
+
+def test_a_nan_in_an_initial_npz_names_the_study_file_and_the_npz(tmp_path, capsys):
+    """[initial] kind = "file" with a NaN in its .npz: one line naming the study file, the .npz and where the NaN is
+    (it named neither), from check and from run, before any work."""
+    values = np.ones(32)
+    values[5] = np.nan
+    np.savez(tmp_path / "start.npz", values=values)
+    study = _write(tmp_path / "nan.toml", {**SMALL, "initial": {"kind": "file", "path": "start.npz"}})
+    for command in ("check", "run"):
+        assert main([command, str(study), "--output", str(tmp_path / "nan.nc")]) == 2
+        err = _one_line(capsys, str(study), str(tmp_path / "start.npz"), "non-finite", "index (5,)")
+        assert err.startswith(f"meanfield: error: {study}: [initial] path: 'values' of ")
+    assert not (tmp_path / "nan.nc").exists()
