@@ -60,7 +60,7 @@ def _common(p):
 
 
 def _study_options(p):
-    p.add_argument("study", type=Path, help="the study file (TOML; reference in the README, 'Study files')")
+    p.add_argument("study", type=Path, help="the study file (TOML; reference in the README, 'Study file reference')")
     p.add_argument("--output", type=Path, default=None, help="results file (.nc, or .zarr); default from the study")
     p.add_argument("--plot", action="store_true", help="write the figures next to the results file")
     p.add_argument("--overwrite", action="store_true",
@@ -266,21 +266,74 @@ def _study_command(args) -> int:
         kwargs = {"output": args.output} if args.output is not None else {}
         ds = run(args.study, progress=progress, plot=True if args.plot else None, animation=args.animation,
                  overwrite=args.overwrite, **kwargs)
+        from .study import read
+        from .study.build import build_model
+
+        direction = _energy_direction(build_model(read(args.study)))
     else:
         scheduler = "serial" if args.serial else args.scheduler
         ds = sweep(args.study, args.over, repeats=args.repeats, scheduler=scheduler, workers=args.workers,
                    output=args.output, progress=progress, plot=args.plot, overwrite=args.overwrite)
-    _summary(ds)
+        direction = None  # the model changes over the sweep
+    _summary(ds, direction)
     return 1 if ds.attrs.get("status") == "resolution lost" else 0
 
 
-def _summary(ds) -> None:
+def _energy_direction(model) -> float:
+    """+1 (non-decreasing) or −1 (non-increasing) where E_β is the Lyapunov functional the solver monitors for
+    ``model`` (a zonal kernel with V = cI, c ≠ 0, no noise, constant weights: GLPR Lemma 3.7), else 0."""
+    zonal = getattr(model, "zonal", None)
+    if zonal is None or getattr(model, "time_dependent", False) or float(getattr(model, "noise", 0.0) or 0.0):
+        return 0.0
+    return float(np.sign(zonal.c))
+
+
+def _energy_line(t, energy, direction) -> str | None:
+    """E_β first → last, and whether it was monotone: in the monitored direction ``direction`` (±1) up to 1e-9 of
+    its size, or, where it is not monitored (0), that it is not (None: no energy)."""
+    t, energy = np.asarray(t, dtype=float), np.asarray(energy, dtype=float)
+    done = np.isfinite(energy)
+    if not np.any(done):
+        return None
+    t, e = t[done], energy[done]
+    line = f"energy E_β   {e[0]:.10g} → {e[-1]:.10g}"
+    if not direction:
+        return line + " (not monitored: E_β is no Lyapunov functional of this model)"
+    word = "non-decreasing" if direction > 0 else "non-increasing"
+    step = -direction * np.diff(e)  # > 0 where it moved against the monitored direction
+    worst = int(np.argmax(step)) if step.size else 0
+    if not step.size or step[worst] <= 1e-9 * max(float(np.max(np.abs(e))), 1e-300):
+        return line + f" (monotone: {word}, as monitored)"
+    return line + (f" (NOT monotone: {word} expected, moved by {-direction * step[worst]:.3g} between t = "
+                   f"{t[worst]:g} and {t[worst + 1]:g})")
+
+
+def _summary(ds, direction: float | None = None) -> None:
+    """The closing lines of ``run``/``sweep``: study, status, and (a run) steps, mass drift, energy, hand-overs."""
     lines = [f"study        {ds.attrs.get('title', '')}: {ds.attrs.get('model', '')}",
              f"domain       {ds.attrs.get('domain')}, d = {ds.attrs.get('dimension')}",
              f"status       {ds.attrs.get('status')}" + (f" (t reached {ds.attrs['t_reached']:g})"
                                                        if "t_reached" in ds.attrs else "")]
     if "message" in ds.attrs and ds.attrs.get("status") != "success":
         lines.append(f"message      {ds.attrs['message']}")
+    if "nsteps" in ds.attrs:
+        grid = (f" on {ds.attrs['grid']}" + (f" → {ds.attrs['grid_final']}" if ds.attrs.get("grid_final", ds.attrs[
+            "grid"]) != ds.attrs["grid"] else "")) if "grid" in ds.attrs else ""
+        lines.append(f"steps        {ds.attrs['nsteps']} ({ds.attrs.get('nfev', '?')} field evaluations, "
+                     f"{ds.attrs.get('solver_method', '?')}){grid}")
+    if "mass" in ds and ds["mass"].size:
+        mass = ds["mass"].values
+        finite = mass[np.isfinite(mass)]
+        if finite.size:
+            lines.append(f"mass         drift max |mass − 1| = {float(np.max(np.abs(finite - 1.0))):.1e}")
+    if "energy" in ds and ds["energy"].dims == ("time",):
+        line = _energy_line(ds["time"].values, ds["energy"].values, direction or 0.0)
+        if line is not None:
+            lines.append(line)
+    if "handovers" in ds.attrs:
+        handovers = json.loads(ds.attrs["handovers"])
+        lines.append("hand-overs   " + ("none" if not handovers else "; ".join(
+            f"{source} → {target} at t = {t:.6g} ({reason})" for t, source, target, reason in handovers)))
     if "status" in ds and ds["status"].ndim:
         lost = int((ds["status"] != "success").sum())
         lines.append(f"tasks        {ds['status'].size} ({lost} not successful)")
@@ -328,25 +381,43 @@ def demo_study(args) -> dict:
     return study
 
 
+def _one_title(fig):
+    """``fig`` with its title said once: an axes title that repeats the figure's suptitle keeps only what it adds
+    (the demo's overview drew the study's title above the figure and again above its heat map)."""
+    top = fig.get_suptitle().strip()
+    if not top:
+        return fig
+    for ax in fig.axes:
+        title = ax.get_title()
+        if title.strip().startswith(top):
+            ax.set_title(title.strip()[len(top):].strip(" \n·:"), fontsize=ax.title.get_fontsize())
+    return fig
+
+
 def _demo(args) -> int:
     from .io import beside, save
     from .study import read, run_config
-    from .study.build import build_grid
+    from .study.build import build_grid, build_model
     from .study.figures import plot_overview
     from .study.preflight import output
 
+    created = not args.output.is_dir()
     args.output.mkdir(parents=True, exist_ok=True)
     cfg = read(demo_study(args))
     output(cfg["output"]["path"], args.overwrite, "--output")
     grid0 = build_grid(cfg)
-    log.info("solving %s on %r, t in [0, %g] ...", cfg["model"], grid0, cfg["time"]["t_end"])
+    m = cfg["model"]
+    stem = Path(cfg["output"]["path"]).stem
+    log.info("demo: %s with β = %g on the %s (%r), t in [0, %g]; writing %s.nc, %s.png and %s.npz into %s%s "
+             "(--output chooses the directory)", "SA" if m["normalized"] else "USA", m["beta"], cfg["domain"], grid0,
+             cfg["time"]["t_end"], stem, stem, stem, f"{args.output}/", " (created)" if created else "")
     start = time.perf_counter()
     ds, interrupted = run_config(cfg, progress=not args.quiet and sys.stderr.isatty())
     elapsed = time.perf_counter() - start
     path = beside(cfg["output"]["path"], ds)
     save(ds, path)
     png = path.with_suffix(".png")
-    plot_overview(ds).savefig(png, dpi=120)
+    _one_title(plot_overview(ds)).savefig(png, dpi=120)
     npz = path.with_suffix(".npz")
     space = {k: ds[k].values for k in ds["density"].dims[1:]}
     np.savez(npz, t=ds["time"].values, rho=ds["density"].values, mass=ds["mass"].values,
@@ -365,12 +436,13 @@ def _demo(args) -> int:
         + (f" ({refinements} refinements)" if refinements else ""),
         f"time         reached t = {ds.attrs['t_reached']:g} of {cfg['time']['t_end']:g} in {ds.attrs['nsteps']} steps "
         f"({ds.attrs['nfev']} field evaluations, {elapsed:.2f} s, {ds.attrs['solver_method']})",
-        f"mass         {mass[0]:.15f} → {mass[-1]:.15f} (drift {abs(mass[-1] - mass[0]):.1e})",
+        f"mass         {mass[0]:.15f} → {mass[-1]:.15f} (drift max |mass − 1| = {np.max(np.abs(mass - 1.0)):.1e})",
         f"max density  {np.max(rho[0]):.4g} → {np.max(rho[-1]):.4g}",
     ]
     if "energy" in ds:
-        energy = ds["energy"].values[done]
-        lines.append(f"energy E_β   {energy[0]:.10g} → {energy[-1]:.10g} (monotone, monitored)")
+        line = _energy_line(ds["time"].values, ds["energy"].values, _energy_direction(build_model(cfg)))
+        if line is not None:
+            lines.append(line)
     lines.append(f"wrote        {png}, {path} and {npz}")
     print("\n".join(lines))
     return 1 if ds.attrs["status"] == "resolution lost" else 0

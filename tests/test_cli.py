@@ -90,3 +90,95 @@ def test_demo_studies_take_their_alternatives_from_the_demo_file(argv, grid, ini
         assert np.allclose(study["initial"][key], value, rtol=1e-14, atol=0) if key != "kind" else \
             study["initial"][key] == value
     read(study)
+
+
+def test_run_help_points_to_the_readme_section_that_exists(capsys):
+    """`run --help` (and check's) name the README section "Study file reference", which is a heading there."""
+    from pathlib import Path
+
+    headings = [line[4:].strip() for line in (Path(__file__).parents[1] / "README.md").read_text().splitlines()
+                if line.startswith("### ")]
+    for command in ("run", "check"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert "'Study file reference'" in text and "'Study files'" not in text
+    assert "Study file reference" in headings
+
+
+def test_demo_says_where_it_writes_before_it_runs_and_titles_its_figure_once(tmp_path, caplog, saved_figures, capsys):
+    """Before any work the demo logs, in words, the model and the directory it writes into (no raw config dict);
+    its figure says its title once (the overview's suptitle, not again above the heat map)."""
+    import logging
+
+    out = tmp_path / "fresh"
+    with caplog.at_level(logging.INFO, logger="meanfield"):
+        assert main(["--n", "64", "--t-end", "1", "--frames", "5", "--output", str(out)]) == 0
+    messages = [r.getMessage() for r in caplog.records]
+    announce = next(i for i, m in enumerate(messages) if m.startswith("demo: "))
+    solving = next(i for i, m in enumerate(messages) if m.startswith("solving"))
+    assert announce < solving
+    assert messages[announce] == (f"demo: SA with β = 4 on the circle (CircleGrid(n=64)), t in [0, 1]; writing circle.nc, "
+                                  f"circle.png and circle.npz into {out}/ (created) (--output chooses the directory)")
+    assert not any("{'kind'" in m or "'beta':" in m for m in messages)
+    fig = saved_figures["circle.png"]
+    shown = [t.strip() for t in [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes] if t.strip()]
+    assert shown  # titled, and no title repeats another (or is repeated inside it)
+    assert not any(a in b for i, a in enumerate(shown) for j, b in enumerate(shown) if i != j), shown
+    assert "monotone: non-decreasing, as monitored" in capsys.readouterr().out
+
+
+def test_run_summary_has_steps_mass_drift_energy_and_handovers(tmp_path, capsys):
+    """`meanfield run` closes with what the demo's summary says: the steps, the largest |mass − 1|, whether the
+    monitored energy was monotone, and the hand-overs."""
+    study = tmp_path / "s.toml"
+    study.write_text('domain = "circle"\n[grid]\nn = 32\n[model]\nbeta = 1.0\n[time]\nt_end = 0.2\nframes = 3\n')
+    assert main(["run", str(study), "--output", str(tmp_path / "s.nc"), "--quiet"]) == 0
+    lines = {line[:13].strip(): line[13:] for line in capsys.readouterr().out.splitlines()}
+    import meanfield as mf
+
+    ds = mf.load(tmp_path / "s.nc")
+    assert lines["steps"].startswith(f"{ds.attrs['nsteps']} ({ds.attrs['nfev']} field evaluations, rk4)")
+    drift = float(np.max(np.abs(ds["mass"].values - 1)))
+    assert lines["mass"] == f"drift max |mass − 1| = {drift:.1e}"
+    e = ds["energy"].values
+    assert lines["energy E_β"] == f"{e[0]:.10g} → {e[-1]:.10g} (monotone: non-decreasing, as monitored)"
+    assert lines["hand-overs"] == "none"
+
+
+def test_summary_reports_handovers_and_energy_that_is_not_monotone():
+    """The summary's parts on a Dataset that has them: a hand-over, an energy moving against the monitored
+    direction (said, with where), and a model whose E_β is not monitored (noise)."""
+    import json
+
+    import xarray as xr
+
+    from meanfield.cli import _energy_direction, _energy_line, _summary
+
+    t = np.array([0.0, 1.0, 2.0])
+    assert _energy_line(t, [1.0, 2.0, 1.5], 1.0).endswith(
+        "(NOT monotone: non-decreasing expected, moved by -0.5 between t = 1 and 2)")
+    assert _energy_line(t, [3.0, 2.0, np.nan], -1.0).endswith("(monotone: non-increasing, as monitored)")
+    assert "not monitored" in _energy_line(t, [1.0, 1.0, 1.0], 0.0)
+    assert _energy_line(t, [np.nan] * 3, 1.0) is None
+    import meanfield as mf
+
+    assert _energy_direction(mf.SelfAttention(2.0)) == 1.0
+    assert _energy_direction(mf.SelfAttention(2.0, V=-np.eye(3))) == -1.0
+    assert _energy_direction(mf.SelfAttention(2.0, noise=0.1)) == 0.0
+    assert _energy_direction(mf.SelfAttention(2.0, Q=np.diag([1.0, 2.0, 3.0]))) == 0.0
+    ds = xr.Dataset({"mass": ("time", [1.0, 1.0 + 3e-9, np.nan]), "energy": ("time", [1.0, 1.1, np.nan])},
+                    coords={"time": t},
+                    attrs={"status": "success", "nsteps": 12, "nfev": 50, "solver_method": "rk45",
+                           "grid": "CircleGrid(n=64)", "grid_final": "CircleGrid(n=128)",
+                           "handovers": json.dumps([[1.5, "grid", "panels", "the spectral tail 2e-10 exceeds"]])})
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        _summary(ds, 1.0)
+    text = buf.getvalue()
+    assert "steps        12 (50 field evaluations, rk45) on CircleGrid(n=64) → CircleGrid(n=128)" in text
+    assert "mass         drift max |mass − 1| = 3.0e-09" in text
+    assert "hand-overs   grid → panels at t = 1.5 (the spectral tail 2e-10 exceeds)" in text
