@@ -119,7 +119,7 @@ def test_bad_input():
         Sinkhorn(tol=0.0)
     with pytest.raises(ValueError, match="max_iter"):
         Sinkhorn(max_iter=0)
-    with pytest.raises(ValueError, match="mixes"):
+    with pytest.raises(ValueError, match="mix tokens of different domains"):
         from meanfield import SelfAttention
 
         MultiHeadAttention([SelfAttention(1.0), Softmax()])

@@ -250,7 +250,7 @@ def test_bad_input():
     wide = mf.Density.from_function(g, lambda x: G.gaussian_pdf(x, [0, 0], np.eye(2)))
     with pytest.raises(ValueError, match="too small"):
         mf.solve(Softmax(), wide, (0, 1))
-    with pytest.raises(ValueError, match="lives on"):
+    with pytest.raises(ValueError, match="moves points of"):
         mf.solve(mf.SelfAttention(1.0), wide, (0, 1))
     with pytest.raises(ValueError, match="not refined"):
         mf.solve(Softmax(), wide, (0, 1), refine=True)
