@@ -44,8 +44,8 @@ from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, Ou
                                  Stepper, equal_steps)
 from meanfield.integrate.steppers import rk4
 from meanfield.kernels.pairwise import UNROLL_MAX
-from meanfield.models import Transformer, as_model, attention_of, heads, rate_scale
-from meanfield.models.schedule import piecewise_constant
+from meanfield.models import Transformer, as_model, attention_of, heads
+from meanfield.models.bounds import rate_scale_over
 
 from .fused import rk4_small_systems
 from .sampling import sample
@@ -205,7 +205,8 @@ def simulate(
     dt : float, optional
         Largest RK4 step: each output interval is cut into the fewest equal
         steps not exceeding it. Default 0.05 / rate_scale(model) on spheres
-        (see :func:`meanfield.models.rate_scale`), 0.01 in R^d.
+        (see :func:`meanfield.models.rate_scale`; for time-dependent weights the largest over the layers of the run,
+        :func:`meanfield.models.bounds.rate_scale_over`), 0.01 in R^d.
     rng : int, Generator or None
         Seed for drawing ``x0`` from a density, then for the Brownian increments of a noisy model (required
         there: seeds are explicit).
@@ -348,14 +349,12 @@ def simulate(
 
 
 def _speed_scale(model, t_eval) -> float:
-    """rate_scale of the model, the largest over a schedule's layers in [t_eval[0], t_eval[-1]]; ValueError for a
-    callable weight (no bound on its speeds: the step must be given)."""
-    if not model.time_dependent:
-        return rate_scale(model)
-    if not piecewise_constant(model):
-        raise ValueError(f"`dt`: {model!r} has a weight given by a callable, with no bound on its speeds: give the step.")
-    starts = np.concatenate([[t_eval[0]], model.breakpoints(t_eval[0], t_eval[-1])])
-    return max(rate_scale(model.at(t)) for t in starts)
+    """The largest rate scale over the run [t_eval[0], t_eval[-1]] (:func:`meanfield.models.bounds.rate_scale_over`:
+    over a schedule's layers); its ValueError (a callable weight) names `dt`, the way out."""
+    try:
+        return rate_scale_over(model, t_eval[0], t_eval[-1])
+    except ValueError as exc:
+        raise ValueError(f"`dt`: {exc}") from None
 
 
 def initial_points(x0, rng, domain):

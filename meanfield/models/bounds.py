@@ -12,7 +12,8 @@ their third joint cumulant, |Vy − E Vy| <= 2v; USA: the k-th derivative of
 e^{β⟨Qx,Ky⟩} is at most a^k e^{a}). Everything below is built from these:
 
 - :func:`rate_scale` = Σ_h v(1 + a) s, the inverse time scale the solvers'
-  default steps divide by (sup|u| + sup|Du|);
+  default steps divide by (sup|u| + sup|Du|); :func:`rate_scale_over` the largest
+  over the layers of time-dependent weights met in a time interval;
 - :func:`lipschitz_constants`: L_x = Σ_h v(2 + a) s, since
   |D(P_x^⊥ u)| <= |Du| + 2|u|; L_μ = Σ_h v(1 + 2a) e^{2a} for SA (the a priori
   constant of MATH.md §4 for Q = K = V = I) and v e^{a}(1 + a) for USA.
@@ -67,7 +68,7 @@ import numpy as np
 from ..numerics import EXP_MAX
 from .base import heads
 
-__all__ = ["head_norms", "rate_scale", "lipschitz_constants", "head_constants", "HeadConstants", "exp_or_inf", "norm2",
+__all__ = ["head_norms", "rate_scale", "rate_scale_over", "lipschitz_constants", "head_constants", "HeadConstants", "exp_or_inf", "norm2",
            "SIGMOID_CURVATURE"]
 
 #: max |σ''| = 1/(6√3), the sigmoid's second derivative
@@ -130,16 +131,44 @@ def rate_scale(model) -> float:
     head's ``speed_bound``).
 
     The solvers scale their default time steps by its inverse. ``inf`` where
-    the USA factor e^{a} overflows float64.
+    the USA factor e^{a} overflows float64. A model with time-dependent weights
+    has one per time: ``ValueError`` here, :func:`rate_scale_over` its largest
+    over an interval.
     """
     from .transformer import Transformer, as_model
 
     model = as_model(model)
+    if getattr(model, "time_dependent", False):
+        raise ValueError(f"{model!r} has time-dependent weights, whose rate scale changes with t: take the largest over "
+                         "the run, rate_scale_over(model, t0, t1), or that of one time, rate_scale(model.at(t)).")
     if isinstance(model, Transformer):  # a X_att + b Σ X_ff
         a, b = model.weights
         att = abs(a) * rate_scale(model.attention) if model.attention is not None and a else 0.0
         return float(att + abs(b) * sum(f.speed_bound() for f in model.feedforward))
     return float(sum(h.speed_bound() for h in heads(model)))
+
+
+def rate_scale_over(model, t0: float, t1: float) -> float:
+    """The largest :func:`rate_scale` of ``model`` over [t0, t1]: its own for constant weights; for a schedule of
+    layers (:func:`meanfield.models.layers`) the largest of the layers met in [t0, t1], each a constant model
+    (``model.at(t)`` at t0 and at every layer boundary inside), so that a step divided by it is small enough in every
+    layer of the run (a particle system's or a study's default step).
+
+    Raises
+    ------
+    ValueError
+        A weight given by a callable (no bound on its speeds over an interval: the step must be given).
+    """
+    from .schedule import piecewise_constant
+    from .transformer import as_model
+
+    model = as_model(model)
+    if not getattr(model, "time_dependent", False):
+        return rate_scale(model)
+    if not piecewise_constant(model):
+        raise ValueError(f"{model!r} has a weight given by a callable, with no bound on its speeds: give the step.")
+    starts = np.concatenate([[float(t0)], model.breakpoints(float(t0), float(t1))])
+    return max(rate_scale(model.at(t)) for t in starts)
 
 
 def lipschitz_constants(model, radius: float | None = None) -> tuple[float, float]:

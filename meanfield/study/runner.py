@@ -41,7 +41,8 @@ from .. import domains, interrupts, lagrangian
 from ..lagrangian import LagrangianMeasure
 from ..io import beside, save
 from ..kernels import energy as kernel_energy
-from ..models import SelfAttention, rate_scale
+from ..models import SelfAttention
+from ..models.bounds import rate_scale_over
 from ..monitor import ResolutionError
 from ..numerics import EXP_MAX
 from ..solve import Interrupted, Status, solve
@@ -247,7 +248,9 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
         try:
             x0 = build.initial_particles(cfg, mu0, n)
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
-            dt = pc["dt"] if pc["dt_factor"] is None else pc["dt_factor"] / max(rate_scale(model), 1e-300)
+            # dt_factor / the largest rate scale over the run (over the layers of per-layer weights)
+            dt = pc["dt"] if pc["dt_factor"] is None else \
+                pc["dt_factor"] / max(rate_scale_over(model, t_eval[0], t_eval[-1]), 1e-300)
             traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False,
                                       rng=np.random.default_rng([cfg["seed"], 4, n]))  # stream 4: the noise
             x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic

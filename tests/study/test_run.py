@@ -439,3 +439,50 @@ def test_a_stationary_study_refuses_what_it_cannot_do():
         read({**base, "stationary": {"noise": [0.1], "r_max": 1.0}})
     with pytest.raises(StudyError, match=r"\[stationary\]: stationary states"):
         read({"domain": "euclidean", "stationary": {"noise": [0.1]}})
+
+
+def test_dt_factor_with_per_layer_weights_takes_the_largest_rate_scale_over_the_layers(tmp_path, monkeypatch):
+    """[particles] dt_factor with [model] weights (a schedule of layers, examples/layers.toml) failed with
+    "[particles]: Improper number of dimensions to norm.": the step divided by rate_scale(model), which cannot take
+    a schedule. The step is dt_factor over the largest rate scale of the layers met in the run
+    (meanfield.models.bounds.rate_scale_over, the one rule particles.simulate's default step uses too): here the
+    last layer's (β = 4), not the first's; a run to t = 1.5 meets the first two layers only."""
+    import particles
+    from meanfield.models.bounds import rate_scale, rate_scale_over
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    eye = np.broadcast_to(np.eye(3), (3, 3, 3))
+    np.savez(tmp_path / "w.npz", Q=eye + 0.1 * rng.standard_normal((3, 3, 3)), K=eye.copy(), V=eye.copy(),
+             beta=np.array([1.0, 2.0, 4.0]))
+    study = """
+domain = "sphere"
+seed = 1
+[model]
+weights = "w.npz"
+[initial]
+kind = "uniform"
+[time]
+t_end = {t_end}
+frames = 4
+[particles]
+n = [16]
+dt_factor = 0.05
+"""
+    steps, simulate = [], particles.simulate
+
+    def recording(model, x0, t_eval, **kw):
+        steps.append(kw["dt"])
+        return simulate(model, x0, t_eval, **kw)
+
+    monkeypatch.setattr(particles, "simulate", recording)
+    ds = run(write(tmp_path, study.format(t_end=3.0)), output=False, progress=False)
+    assert ds.attrs["status"] == "success" and np.all(np.isfinite(ds["positions_16"].values))
+    model = build.build_model(read(write(tmp_path, study.format(t_end=3.0))))
+    per_layer = [rate_scale(model.at(t)) for t in (0.5, 1.5, 2.5)]
+    assert per_layer[2] == max(per_layer) > per_layer[0]
+    assert steps == [0.05 / per_layer[2]] and rate_scale_over(model, 0.0, 3.0) == per_layer[2]
+    run(write(tmp_path, study.format(t_end=1.5)), output=False, progress=False)
+    assert steps[1] == 0.05 / max(per_layer[:2]) and rate_scale_over(model, 0.0, 1.5) == max(per_layer[:2])
+    with pytest.raises(ValueError, match="rate_scale_over"):  # one number for all times: refused, with the way out
+        rate_scale(model)
