@@ -42,8 +42,8 @@ NORMALIZATIONS = ("sphere", "rms", "none")
 
 
 def default_normalization(model) -> str:
-    """"sphere" for models on S^{d-1}, "none" in R^d."""
-    return "sphere" if as_model(model).manifold == "sphere" else "none"
+    """"sphere" for models on S^{d-1} (and causal ones on [0, 1] × S^{d-1}), "none" in R^d."""
+    return "none" if as_model(model).manifold == "euclidean" else "sphere"
 
 
 def _check_normalization(model, normalization: str) -> str:
@@ -51,7 +51,7 @@ def _check_normalization(model, normalization: str) -> str:
         return default_normalization(model)
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"`normalization` must be 'auto' or one of {NORMALIZATIONS}, got {normalization!r}.")
-    sphere = as_model(model).manifold == "sphere"
+    sphere = as_model(model).manifold != "euclidean"
     if sphere != (normalization == "sphere"):
         raise ValueError(f"`normalization` {normalization!r} does not fit {model!r}: tokens on S^(d-1) are normalised "
                          "by 'sphere'; R^d models take 'none' (the residual stream) or 'rms'.")
@@ -120,6 +120,13 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
     normalization = _check_normalization(model, normalization)
     x = np.asarray(points, dtype=float)
     w = np.asarray(weights, dtype=float)
+    if as_model(model).manifold == "sequence":  # rows (s, x): the position is carried, x moves and is normalised
+        if jacobian:
+            raise ValueError(f"{model!r} is causal: the Lagrangian measure does not apply (no density follows "
+                             "the layer map on [0, 1] × S^(d-1) here); push particles.")
+        y = x + h * as_model(model).field(x, w, x)
+        y[:, 1:] /= np.linalg.norm(y[:, 1:], axis=1, keepdims=True)
+        return y
     if not jacobian:
         y = x + h * as_model(model).field(x, w, x)
     else:

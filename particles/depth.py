@@ -47,8 +47,7 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
         raise ValueError(f"`model` has noise = {model.noise:g}: the layer map is deterministic (noisy particles: "
                          "particles.simulate).")
     depth, layers = layer_maps.check_depth(depth, layers)
-    euclidean = model.manifold == "euclidean"
-    x = initial_points(x0, rng, euclidean)
+    x = initial_points(x0, rng, domain_of(model, 3))  # R^d, or unit vectors
     if x.ndim != 2:
         raise ValueError(f"`x0` must have shape (n, d), got {x.shape}.")
     n, d = x.shape

@@ -74,6 +74,21 @@ def test_first_order_in_the_plane_without_normalisation(rng):
     assert np.allclose(np.linalg.norm(rms[1:], axis=-1), np.sqrt(2), rtol=0, atol=1e-14)
 
 
+def test_causal_layer_map_is_first_order_and_keeps_the_first_token(rng):
+    """Causal SA on [0, 1] × S²: the layer map moves x by the masked field and normalises it, positions carried;
+    first order against the continuous flow, the first token (s = 0) fixed to round-off in every layer."""
+    model = mf.SelfAttention(2.0, causal=True)
+    x = rng.standard_normal((12, 3))
+    x0 = np.hstack([np.linspace(0, 1, 12)[:, None], x / np.linalg.norm(x, axis=1, keepdims=True)])
+    ref = particles.simulate(model, x0, [0, 1.0], method="dop853", rtol=1e-12, atol=1e-13).x[-1]
+    runs = [particles.discrete_depth(model, x0, 1 / K, K).x for K in (20, 40, 80)]
+    err = [np.max(np.abs(r[-1] - ref)) for r in runs]
+    assert np.all(np.abs(np.log2(np.array(err[:-1]) / np.array(err[1:])) - 1) <= 0.1), err
+    for r in runs:
+        assert np.max(np.abs(r[:, 0] - x0[0])) <= 1e-15 and np.array_equal(r[:, :, 0], np.broadcast_to(x0[:, 0], r.shape[:2]))
+        assert np.allclose(np.linalg.norm(r[:, :, 1:], axis=-1), 1, rtol=0, atol=1e-14)
+
+
 @pytest.mark.parametrize("domain", ["circle", "sphere"])
 def test_pushed_lagrangian_measure_converges_at_first_order(domain):
     """The Lagrangian measure pushed through T/h layers (log ρ by the map's Jacobian) against the continuous

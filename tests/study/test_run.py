@@ -425,8 +425,8 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     ax = fig.axes[0]
     assert ax.get_xlabel() == "noise D" and "discontinuous" in ax.get_title()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "uniform law, stable" in labels and "N = 32 particles, long time" in labels and \
-        "N = 64 particles, long time" in labels
+    assert "uniform law, stable" in labels and "N = 32 particles at late times: mean, 95% interval" in labels and \
+        "N = 64 particles at late times: mean, 95% interval" in labels
 
 
 def test_a_stationary_study_refuses_what_it_cannot_do():
