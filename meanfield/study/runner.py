@@ -444,7 +444,7 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     Parameters
     ----------
     study : path or dict
-        A TOML study file, or its tables as a dict (README, "Study files").
+        A TOML study file, or its tables as a dict (README, "Study file reference").
     output : path, optional
         Results file (NetCDF); default the study's [output] path. ``False``
         writes nothing.

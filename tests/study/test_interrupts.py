@@ -120,7 +120,7 @@ def _moments(count, seed, tmp_path, upto=1.1, first=None):
 
 
 def test_sigint_at_random_moments_of_a_run_keeps_what_was_computed(tmp_path):
-    outcomes = _moments(2, 7, tmp_path, upto=0.8, first=0.35)
+    outcomes = _moments(1, 7, tmp_path, upto=0.8, first=0.35)  # a moment inside the run; twenty: -m slow
     assert 130 in outcomes
 
 
@@ -161,6 +161,7 @@ def _sweep_moments(count, seed, tmp_path, reference=True):
         assert not alive, f"worker processes outlived the command: {alive}"
 
 
+@pytest.mark.slow  # a real SIGINT into a running dask sweep (8 s); the Ctrl-C logic: test_sweep.py, monkeypatched
 def test_sigint_during_a_sweep_stops_the_workers(tmp_path):
     _sweep_moments(1, 3, tmp_path, reference=False)
 

@@ -54,6 +54,7 @@ def test_bad_sweeps_are_refused_before_running():
         sweep(STUDY, ["beta=1", "model.beta=2"], scheduler="serial", output=False)
 
 
+@pytest.mark.slow  # a second LocalCluster (6 s); the workers' bit-for-bit equality is tested by the local cluster
 def test_a_running_scheduler_by_address():
     from distributed import LocalCluster
 
