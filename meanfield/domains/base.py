@@ -25,6 +25,9 @@ import numpy as np
 __all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer"]
 
 
+#: digits as superscripts, for the domains' symbols (S², ℝ³)
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
 class Diagonal(NamedTuple):
     """A linear operator diagonal in coordinates z = encode(values): A(values) = decode(eigenvalues · encode(values)),
     with decode(encode(v)) = v on the grid's functions (:meth:`Grid.laplacian`)."""
@@ -215,6 +218,10 @@ class Domain(abc.ABC):
         """The dimension of the domain whose points live in R^d (d − 1 on spheres, d in R^d): it sets the rate
         E W_1(μ^N, μ) of empirical measures (MATH.md §4)."""
 
+    @abc.abstractmethod
+    def symbol(self, d: int) -> str:
+        """The domain of points in R^d in symbols, for titles: S¹, S^{d−1} (S², S⁷), ℝ^d, [0, 1] × S^{d−2}."""
+
     @property
     def bounded(self) -> bool:
         """Whether the domain is compact (has a ``volume``): a measure's support then never grows."""
@@ -273,6 +280,11 @@ class Domain(abc.ABC):
 
     def energy_beta(self, model) -> float | None:
         """β_eff of the interaction energy E_β monitored along ``model`` on this domain, or None."""
+        return None
+
+    def pair_fraction(self, grid, values, delta: float) -> float | None:
+        """∬ 1{⟨x, y⟩ >= 1 − δ} ρ(x) ρ(y) of a grid density, in closed form in the grid's spectral basis; None where
+        the domain has no such form (the clustering statistic of unit vectors)."""
         return None
 
     def excess_energy(self, grid, values, beta: float, spectrum=None) -> float:

@@ -84,6 +84,9 @@ class Transformer:
         if self.attention is None and not ff:
             raise ValueError("a Transformer needs an attention block or at least one feed-forward block.")
         manifolds = {p.manifold for p in self.parts}
+        if ff and getattr(self.attention, "causal", False):
+            raise ValueError("feed-forward blocks beside causal attention are not implemented (a block acting on "
+                             "the token x of rows (s, x) is not written); run the causal attention alone.")
         if len(manifolds) > 1:
             raise ValueError("the blocks live on different manifolds (sphere and R^d): give the feed-forward blocks "
                              f"the attention's (FeedForward(..., manifold={self.parts[0].manifold!r})).")

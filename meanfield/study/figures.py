@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import domains, interrupts
+from ..domains.base import SUPERSCRIPT
 from ..density import Density
 from ..domains.plotting import ENERGY_LABEL, LAYOUTS, density_colormap, density_label, density_norm, for_norm, \
     log_ticks, snapshot_frames
@@ -70,23 +71,20 @@ def _ordinal(k: int) -> str:
 
 
 # ------------------------------------------------------------------ titles in words
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _KINDS = {"softmax": "softmax attention", "l2": "L2 attention", "sinkhorn": "Sinkhorn attention",
           "sigmoid": "sigmoid attention"}
 
 
 def _where(ds) -> str:
-    """The domain in symbols: S¹, S², S^{d−1}, ℝ^d, [0, 1] × S¹ (causal attention on tokens with positions)."""
+    """The domain in symbols (the Domain's ``symbol``: S¹, S², ℝ², [0, 1] × S¹), with [0, 1] × for a causal study."""
     name, d = ds.attrs.get("domain", ""), int(ds.attrs.get("dimension", 0) or 0)
+    try:
+        domain = domains.get(name)
+    except (KeyError, ValueError):
+        return name
+    where = domain.symbol(d) if d else name
     causal = bool(_study(ds).get("model", {}).get("causal"))
-    if name in ("circle", "sphere"):
-        where = "S" + str(max(d - 1, 1)).translate(_SUPERSCRIPT)
-        return f"[0, 1] × {where}" if causal else where
-    if name == "euclidean":
-        return "ℝ" + (str(d).translate(_SUPERSCRIPT) if d > 1 else "")
-    if name == "sequence":  # rows (s, x): a position and a point of S^{d-2}
-        return "[0, 1] × S" + str(max(d - 2, 1)).translate(_SUPERSCRIPT)
-    return name
+    return f"[0, 1] × {where}" if causal and not where.startswith("[0, 1]") else where
 
 
 def _number_words(v) -> str:
@@ -171,19 +169,19 @@ def _grid_words(ds) -> str:
     g = study.get("grid") or {}
     if not g or "resolution" not in ds.attrs:
         return "particles only" if not g else ""
-    name = ds.attrs.get("domain")
     r0, r1 = ds.attrs.get("resolution"), ds.attrs.get("resolution_final", ds.attrs.get("resolution"))
     res = f"{r0}" if r0 == r1 else f"{r0} → {r1}"
-    if name == "euclidean":
+    domain = domains.get(ds.attrs.get("domain"))
+    if not domain.bounded:  # a box of cells in R^d
         bounds = g.get("bounds") or []
         shape = g.get("shape") or [r0]
         shape = list(shape) * (len(bounds) // len(shape)) if len(shape) < len(bounds) else list(shape)
         box = " × ".join(f"[{_number_words(lo)}, {_number_words(hi)}]" for lo, hi in bounds)
         if len(bounds) > 1 and all(b == bounds[0] for b in bounds):
             box = f"[{_number_words(bounds[0][0])}, {_number_words(bounds[0][1])}]" + \
-                str(len(bounds)).translate(_SUPERSCRIPT)
+                str(len(bounds)).translate(SUPERSCRIPT)
         words = f"{' × '.join(str(int(s)) for s in shape)} cells on {box}"
-    elif name == "sphere":
+    elif domain.grid_type.resolution_name == "lmax":
         words = rf"grid $\ell_{{\max}}$ = {res}"
     else:
         words = f"grid n = {res}"
@@ -261,7 +259,7 @@ def _mark_refinements(ax, ds) -> None:
         top = ax.secondary_xaxis("top")
         top.set_xticks([r[0] for r in refinements], [f"{int(r[2])}" for r in refinements], fontsize=7)
         top.tick_params(length=3, pad=1)
-        name = "ℓmax" if ds.attrs.get("domain") == "sphere" else "n"
+        name = {"lmax": "ℓmax"}.get(domains.get(ds.attrs["domain"]).grid_type.resolution_name, "n")
         top.set_xlabel(f"grid refined to {name} =", fontsize=7, labelpad=2)
 
 
@@ -483,8 +481,7 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
     rows = -(-len(shown) // ncols)
     domain, density = _densities(ds)
     energy = energy and ("energy" in ds or "particle_energy" in ds)
-    plane = domain.projection is None and getattr(density(shown[0]).grid, "dim", None) == 2 and \
-        ds.attrs.get("domain") == "euclidean"
+    plane = domain.projection is None and getattr(density(shown[0]).grid, "dim", None) == 2 and not domain.bounded
     over = _overlay(ds)
     extent = _union_extent(ds, {i: density(i) for i in shown}, over) if plane else None
     if domain.projection:
@@ -517,7 +514,7 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
         ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
         axes.append(ax)
     what = "cell averages" if cells else None
-    symbol = "f(s, θ)" if ds.attrs.get("domain") != "euclidean" and not domain.projection else "ρ"
+    symbol = "f(s, θ)" if domain.bounded and not domain.projection else "ρ"  # [0, 1] × S¹: rows of positions
     if axes and axes[0].collections:
         fig.colorbar(axes[0].collections[0], ax=axes, label=density_label(symbol, norm, what), shrink=0.85)
     if energy:
@@ -843,7 +840,7 @@ def density_pair_fraction(ds, delta: float | None = None, max_frames: int = 41):
     name = ds.attrs.get("domain")
     if delta is None:
         return None, None, "no δ in the study"
-    if "density" not in ds or name not in ("circle", "sphere") or _study(ds).get("model", {}).get("causal"):
+    if "density" not in ds or not domains.get(name).unit_vectors or _study(ds).get("model", {}).get("causal"):
         return None, None, ("no density in this study: particles only" if "density" not in ds else
                             "computed for densities on the circle and S² only")
     t = ds["time"].values
@@ -856,7 +853,7 @@ def density_pair_fraction(ds, delta: float | None = None, max_frames: int = 41):
         values = []
         for i in frames:
             ok = np.isfinite(weights[i])
-            values.append(_points_pair_fraction(points[i][ok], weights[i][ok], delta, name == "circle"))
+            values.append(_points_pair_fraction(points[i][ok], weights[i][ok], delta, points.shape[-1] == 2))
         return t[frames], np.array(values), "density (its Lagrangian points)"
     frames = _computed_frames(ds)
     domain, density = _densities(ds)
@@ -864,31 +861,8 @@ def density_pair_fraction(ds, delta: float | None = None, max_frames: int = 41):
     for i in frames:
         dens = density(i)
         mass2 = float(dens.mass()) ** 2 if hasattr(dens, "mass") else 1.0
-        values.append(_grid_pair_fraction(dens, delta, name) / mass2)
+        values.append(domain.pair_fraction(dens.grid, dens.values, delta) / mass2)
     return t[frames], np.array(values), "density (quadrature on its grid)"
-
-
-def _grid_pair_fraction(dens, delta: float, name: str) -> float:
-    """∬ 1{⟨x, y⟩ >= 1 − δ} ρ(x) ρ(y) of a grid density's interpolant (:func:`density_pair_fraction`)."""
-    a = float(np.arccos(1.0 - delta))
-    v = np.asarray(dens.values, dtype=float)
-    if name == "circle":
-        n = v.size
-        c = np.fft.rfft(v) / n
-        k = np.arange(c.size)
-        weight = np.where(k == 0, a, np.sin(k * a) / np.maximum(k, 1))
-        double = np.where((k == 0) | ((n % 2 == 0) & (k == n // 2)), 1.0, 2.0)
-        return float(4.0 * np.pi * np.sum(double * weight * np.abs(c) ** 2))
-    from scipy.special import eval_legendre
-
-    cilm = dens.grid.coefficients(v)
-    L = cilm.shape[1] - 1
-    power = np.sum(cilm ** 2, axis=(0, 2))  # Σ_m c_lm², per degree l
-    c = 1.0 - delta
-    l = np.arange(L + 1)
-    lam = 2.0 * np.pi * (eval_legendre(np.maximum(l - 1, 0), c) - eval_legendre(l + 1, c)) / (2 * l + 1)
-    lam[0] = 2.0 * np.pi * delta
-    return float(lam @ power)
 
 
 def plot_clusters(ds, ax=None):
@@ -1051,7 +1025,7 @@ def plot_bifurcation(ds, ax=None):
     study = _study(ds)
     m = study.get("model", {})
     words = ("SA" if m.get("normalized", True) else "USA") if m.get("kind") == "self-attention" else m.get("kind", "")
-    where = {2: "S¹", 3: "S²"}.get(ds.attrs.get("dimension"), f"S^{int(ds.attrs.get('dimension', 3)) - 1}")
+    where = _where(ds)
     ax.set_title(f"{words}, β = {m.get('beta', 1.0):g} on {where}: stationary states "
                  f"({ds.attrs.get('transition', '')} transition)")
     ax.legend(fontsize=7, loc="lower left")

@@ -289,8 +289,8 @@ def test_bad_input():
         particles.simulate(SelfAttention(1.0, causal=True), np.array([[1.5, 1.0, 0.0, 0.0]] * 3), [0, 1])
     with pytest.raises(ValueError, match="different domains"):
         SelfAttention(1.0, causal=True) + SelfAttention(1.0)
-    with pytest.raises(ValueError):
-        mf.solve(SelfAttention(1.0, causal=True) + FeedForward(np.eye(2), np.eye(2)), rho, (0, 1))
+    with pytest.raises(ValueError, match="feed-forward blocks beside causal attention are not implemented"):
+        SelfAttention(1.0, causal=True) + FeedForward(np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="energy"):
         SelfAttention(1.0, causal=True).energy(np.eye(3), np.ones(3) / 3)
     with pytest.raises(ValueError, match="positions"):

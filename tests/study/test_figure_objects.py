@@ -219,14 +219,15 @@ def test_density_pair_fraction_is_the_double_integral():
     a fine grid."""
     from meanfield import CircleGrid, SphereGrid
     from meanfield.density import Density
+    from meanfield.domains import CIRCLE, SPHERE
 
     for delta in (1e-3, 0.1):
         uniform = Density(CircleGrid(64), np.full(64, 1 / (2 * np.pi)), check=False)
-        assert figures._grid_pair_fraction(uniform, delta, "circle") == pytest.approx(np.arccos(1 - delta) / np.pi,
+        assert CIRCLE.pair_fraction(uniform.grid, uniform.values, delta) == pytest.approx(np.arccos(1 - delta) / np.pi,
                                                                                      rel=1e-12)
         g = SphereGrid(12)
         uniform = Density(g, np.full(g.shape, 1 / (4 * np.pi)), check=False)
-        assert figures._grid_pair_fraction(uniform, delta, "sphere") == pytest.approx(delta / 2, rel=1e-12)
+        assert SPHERE.pair_fraction(uniform.grid, uniform.values, delta) == pytest.approx(delta / 2, rel=1e-12)
     g = CircleGrid(64)
     rho = np.exp(3 * np.cos(g.angles - 1.0))
     rho /= rho.sum() * 2 * np.pi / 64
@@ -238,7 +239,7 @@ def test_density_pair_fraction_is_the_double_integral():
     h = np.pi / m
     mass = F(np.mod(fine + h + a, 2 * np.pi)) - F(np.mod(fine + h - a, 2 * np.pi))
     brute = r @ np.where(mass < 0, mass + 1.0, mass)
-    assert figures._grid_pair_fraction(Density(g, rho, check=False), 0.01, "circle") == pytest.approx(brute, rel=1e-6)
+    assert CIRCLE.pair_fraction(g, rho, 0.01) == pytest.approx(brute, rel=1e-6)
     g, fine = SphereGrid(16), SphereGrid(48)
     centre = np.array([0.3, 0.2, 0.9]) / np.linalg.norm([0.3, 0.2, 0.9])
     law = lambda x: np.exp(2.0 * x @ centre)  # noqa: E731
@@ -248,7 +249,7 @@ def test_density_pair_fraction_is_the_double_integral():
     f = law(x) * w
     f /= f.sum()
     brute = f @ ((x @ x.T >= 0.9) @ f)
-    assert figures._grid_pair_fraction(coarse, 0.1, "sphere") == pytest.approx(brute, rel=2e-2)
+    assert SPHERE.pair_fraction(g, coarse.values, 0.1) == pytest.approx(brute, rel=2e-2)
 
 
 # ------------------------------------------------------------------ snapshots

@@ -54,6 +54,10 @@ class Circle(UnitSphereGeometry, Domain):
         return x.ndim >= 1 and x.shape[-1] == 2 and on_sphere(x, atol)
 
     @staticmethod
+    def symbol(d):
+        return "S¹"
+
+    @staticmethod
     def intrinsic_dimension(d):
         return 1
 
@@ -106,6 +110,7 @@ class Circle(UnitSphereGeometry, Domain):
     energy_beta = staticmethod(energy_beta)
     excess_energy = staticmethod(_energy.excess_energy)
     energy = staticmethod(_energy.energy)
+    pair_fraction = staticmethod(_energy.pair_fraction)
     sample = staticmethod(_sampling.sample)
     plot = staticmethod(_plotting.plot)
     plot_points = staticmethod(_plotting.plot_points)

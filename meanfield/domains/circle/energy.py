@@ -12,7 +12,7 @@ from ..zonal import energy_from_excess
 from . import fourier
 from .grid import CircleGrid
 
-__all__ = ["excess_energy", "energy", "i0_minus_one"]
+__all__ = ["excess_energy", "energy", "i0_minus_one", "pair_fraction"]
 
 
 def i0_minus_one(beta: float) -> float:
@@ -63,3 +63,19 @@ def _parseval_weights(n: int, beta: float) -> np.ndarray:
 def energy(grid: CircleGrid, values, beta: float) -> float:
     """E_β of the interpolant (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
     return energy_from_excess(excess_energy(grid, values, beta), float(grid.integrate(values)), beta)
+
+
+def pair_fraction(grid, values, delta: float) -> float:
+    r"""∬ 1{cos(θ − θ') >= 1 − δ} ρ(θ) ρ(θ') dθ dθ' of the trigonometric interpolant of ``values`` on ``grid``.
+
+    The indicator of |θ − θ'| <= a, a = arccos(1 − δ), has Fourier coefficients sin(ka)/(πk) (a/π at k = 0), so
+    by Parseval the double integral is 4π Σ_k w_k |c_k|², w_0 = a, w_k = sin(ka)/k, c_k = ρ̂_k/n (each k ≠ 0
+    and ≠ n/2 counted for ±k)."""
+    a = float(np.arccos(1.0 - delta))
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    c = np.fft.rfft(v) / n
+    k = np.arange(c.size)
+    weight = np.where(k == 0, a, np.sin(k * a) / np.maximum(k, 1))
+    double = np.where((k == 0) | ((n % 2 == 0) & (k == n // 2)), 1.0, 2.0)
+    return float(4.0 * np.pi * np.sum(double * weight * np.abs(c) ** 2))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Domain, register
+from ..base import SUPERSCRIPT, Domain, register
 from . import geometry, lagrangian, plotting as _plotting, sampling as _sampling
 from .continuity import FiniteVolume
 from .grid import EuclideanGrid
@@ -58,6 +58,10 @@ class Euclidean(Domain):
         """x + √(2τ) ξ, ξ standard normal: Brownian motion with generator Δ for time τ (= D·h), exactly."""
         x = np.asarray(x, dtype=float)
         return x + np.sqrt(2.0 * tau) * rng.standard_normal(x.shape)
+
+    @staticmethod
+    def symbol(d):
+        return "ℝ" + (str(d).translate(SUPERSCRIPT) if d > 1 else "")
 
     @staticmethod
     def intrinsic_dimension(d):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Domain, register
+from ..base import SUPERSCRIPT, Domain, register
 from ..sphere.geometry import check_on_sphere, geodesic, normalise, on_sphere, project_tangent
 from ..zonal import zonal_refusal
 from . import plotting as _plotting
@@ -104,6 +104,10 @@ class Sequence(Domain):
         """Noise moves the tokens (the circle's or the sphere's Brownian step), never the positions."""
         x = np.asarray(x, dtype=float)
         return np.concatenate([x[..., :1], self._base(x.shape[-1] - 1).brownian_step(x[..., 1:], tau, rng)], axis=-1)
+
+    @staticmethod
+    def symbol(d):
+        return "[0, 1] × S" + str(max(d - 2, 1)).translate(SUPERSCRIPT)
 
     @staticmethod
     def intrinsic_dimension(d):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Domain, PointSums, register
+from ..base import SUPERSCRIPT, Domain, PointSums, register
 from ..panels import PanelSupport
 from ..zonal import energy_beta, zonal_refusal
 from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
@@ -58,6 +58,10 @@ class Sphere(UnitSphereGeometry, Domain):
     def contains(self, x, atol=1e-8):
         x = np.asarray(x, dtype=float)
         return x.ndim >= 1 and x.shape[-1] >= 3 and on_sphere(x, atol)
+
+    @staticmethod
+    def symbol(d):
+        return "S" + str(d - 1).translate(SUPERSCRIPT)
 
     @staticmethod
     def intrinsic_dimension(d):
@@ -113,6 +117,7 @@ class Sphere(UnitSphereGeometry, Domain):
     energy_beta = staticmethod(energy_beta)
     excess_energy = staticmethod(_energy.excess_energy)
     energy = staticmethod(_energy.energy)
+    pair_fraction = staticmethod(_energy.pair_fraction)
     sample = staticmethod(_sampling.sample)
     plot = staticmethod(_plotting.plot)
     plot_points = staticmethod(_plotting.plot_points)

@@ -8,7 +8,7 @@ from ..zonal import energy_from_excess
 from .continuity import funk_hecke
 from .grid import SphereGrid
 
-__all__ = ["excess_energy", "energy", "excess_from_power"]
+__all__ = ["excess_energy", "energy", "excess_from_power", "pair_fraction"]
 
 
 def _i0m1_scaled(beta: float) -> float:
@@ -48,3 +48,20 @@ def excess_energy(grid: SphereGrid, values, beta: float, spectrum=None) -> float
 def energy(grid: SphereGrid, values, beta: float) -> float:
     """E_β (½|∫x dμ|² at β = 0); ``OverflowError`` past β ≈ 709."""
     return energy_from_excess(excess_energy(grid, values, beta), grid.integrate(values), beta)
+
+
+def pair_fraction(grid, values, delta: float) -> float:
+    r"""∬ 1{⟨x, y⟩ >= 1 − δ} ρ(x) ρ(y) dx dy of the band-limited density ``values`` on ``grid`` (S²).
+
+    Funk–Hecke: the cap's indicator 1{t >= c}, c = 1 − δ, has Legendre coefficients
+    λ_l = 2π ∫_c^1 P_l = 2π (P_{l−1}(c) − P_{l+1}(c))/(2l + 1) (λ_0 = 2πδ), so the integral is Σ_l λ_l p_l,
+    p_l = Σ_m c_lm² the power per degree of the orthonormal expansion."""
+    from scipy.special import eval_legendre
+
+    cilm = grid.coefficients(np.asarray(values, dtype=float))
+    l = np.arange(cilm.shape[1])
+    power = np.sum(cilm ** 2, axis=(0, 2))
+    c = 1.0 - delta
+    lam = 2.0 * np.pi * (eval_legendre(np.maximum(l - 1, 0), c) - eval_legendre(l + 1, c)) / (2 * l + 1)
+    lam[0] = 2.0 * np.pi * delta
+    return float(lam @ power)
