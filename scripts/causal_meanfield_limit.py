@@ -2,7 +2,7 @@
 uniform, angles from the law at their position), run causally, and the density on the [0, 1] × S¹ grid, at t = 0
 and t = 1, with the fitted rate of W1/√(log N) ~ N^α and its 95% interval (intrinsic dimension 2: α = −½ expected).
 
-Run:  python scripts/causal_meanfield_limit.py          (about five minutes on two cores)
+Run:  python scripts/causal_meanfield_limit.py          (about eight minutes on two cores)
 """
 
 import time
@@ -21,7 +21,7 @@ def law(grid):
     return (1.0 + 0.4 * np.cos(th - s) + 0.2 * np.sin(2 * th) * s) / (2 * np.pi)
 
 
-def main(ns=(100, 400, 1600, 6400), repeats=5, seed=7):
+def main(ns=(100, 400, 1600, 6400, 10000), repeats=5, seed=7):
     g = mf.SequenceGrid(128, 65)
     rho0 = mf.Density(g, law(g))
     model = SelfAttention(2.0, causal=True)

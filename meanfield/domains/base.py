@@ -28,6 +28,7 @@ __all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "ge
 #: digits as superscripts, for the domains' symbols (S², ℝ³)
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
+
 class Diagonal(NamedTuple):
     """A linear operator diagonal in coordinates z = encode(values): A(values) = decode(eigenvalues · encode(values)),
     with decode(encode(v)) = v on the grid's functions (:meth:`Grid.laplacian`)."""

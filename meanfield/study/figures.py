@@ -945,6 +945,7 @@ def plot_overview(ds):
     fig, axes = plt.subplots(1, 2 if has_energy else 1, figsize=(13 if has_energy else 7.5, 4.4), squeeze=False,
                              layout="constrained", width_ratios=[1.25, 1] if has_energy else None)
     plot_density(ds, ax=axes[0, 0], title=False)
+    fig.get_layout_engine().set(wspace=0.08)  # the colour bar's label clear of the energy's axis label
     if has_energy:
         plot_energy(ds, ax=axes[0, 1])
         axes[0, 1].set_title("interaction energy", fontsize=9)
