@@ -2,6 +2,8 @@
 the stationary branch and its stability, convergence to the stationary states, the free energy, the Gaussian
 closures with noise, noisy particles, bad input."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
@@ -251,10 +253,16 @@ def test_noisy_finite_volumes_on_a_wide_box():
     assert errors[1] <= 2e-3 and errors[1] <= 2 * errors[0], errors
 
 
-def test_noisy_gaussian_closure_and_finite_volumes():
-    """Softmax in R¹ with noise: the finite volumes' mean and variance approach the closure with Σ̇ += 2D at second
-    order in h (the discrete Laplacian, exact in time); Gauss–Hermite particles without noise are unaffected."""
-    model = Softmax(Q=[[0.6]], V=[[0.8]], noise=0.2)
+@pytest.mark.parametrize("kind", ["softmax", "l2", "multihead"])
+def test_noisy_gaussian_closure_and_finite_volumes(kind):
+    """Softmax, L2 and two softmax heads in R¹ with noise: the finite volumes' mean and variance approach the closure
+    with Σ̇ += 2D at second order in h (the discrete Laplacian, exact in time); the noise spreads the law."""
+    from meanfield.models import L2, MultiHeadAttention
+
+    model = {"softmax": lambda: Softmax(Q=[[0.6]], V=[[0.8]], noise=0.2),
+             "l2": lambda: L2(Q=[[0.6]], K=[[0.6]], V=[[0.8]], noise=0.2),
+             "multihead": lambda: MultiHeadAttention([Softmax(Q=[[0.6]], V=[[0.8]]), Softmax(Q=[[-0.3]], V=[[0.5]])],
+                                                     noise=0.2)}[kind]()
     ref = G.solve_gaussian(model, [0.2], [[0.3]], [0, 0.5])
     errors = []
     for n in (64, 128, 256):
@@ -265,7 +273,7 @@ def test_noisy_gaussian_closure_and_finite_volumes():
         assert abs(mass - 1) <= 1e-8
     order = np.log2(errors[0] / errors[1]), np.log2(errors[1] / errors[2])
     assert min(order) >= 1.9
-    without = G.solve_gaussian(Softmax(Q=[[0.6]], V=[[0.8]]), [0.2], [[0.3]], [0, 0.5])
+    without = G.solve_gaussian(dataclasses.replace(model, noise=0.0), [0.2], [[0.3]], [0, 0.5])
     assert ref.cov[-1, 0, 0] > without.cov[-1, 0, 0]  # the noise spreads the law
 
 
