@@ -1,4 +1,4 @@
-"""Every row of issue 15's performance table, each against its anchor measured in the same run.
+"""The performance table: each row against its anchor measured in the same run (the figures the README quotes).
 
 One thread unless a row says otherwise (NUMBA_NUM_THREADS, OMP_NUM_THREADS and
 the ducc0 transforms all follow it). Each figure is the median of ``--repeat``

@@ -433,7 +433,7 @@ def _demo(args) -> int:
     lines = [
         f"model        {ds.attrs['model']} ({ds.attrs['solver_strategy']} strategy)",
         f"grid         {name} = {ds.attrs['resolution']} → {ds.attrs['resolution_final']}"
-        + (f" ({refinements} refinements)" if refinements else ""),
+        + (f" ({refinements} refinement{'s' if refinements > 1 else ''})" if refinements else ""),
         f"time         reached t = {ds.attrs['t_reached']:g} of {cfg['time']['t_end']:g} in {ds.attrs['nsteps']} steps "
         f"({ds.attrs['nfev']} field evaluations, {elapsed:.2f} s, {ds.attrs['solver_method']})",
         f"mass         {mass[0]:.15f} → {mass[-1]:.15f} (drift max |mass − 1| = {np.max(np.abs(mass - 1.0)):.1e})",
