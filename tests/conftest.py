@@ -25,3 +25,20 @@ def saved_figures(monkeypatch):
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", recording)
     return saved
+
+
+@pytest.fixture
+def tqdm_bars(monkeypatch):
+    """(shown, delay) of every tqdm bar made while the test runs (the library's bars come from tqdm.auto.tqdm,
+    looked up when each bar starts): shown is ``not disable``."""
+    import tqdm.auto
+
+    bars = []
+
+    class Recording(tqdm.auto.tqdm):
+        def __init__(self, *args, **kwargs):
+            bars.append((not kwargs.get("disable", False), kwargs.get("delay", 0.0)))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    return bars

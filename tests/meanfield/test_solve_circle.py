@@ -335,22 +335,7 @@ def test_events_locate_the_exact_crossing_and_trackers_see_every_step():
 
 
 # ------------------------------------------------------------------ progress: auto by default
-def _recorded_bars(monkeypatch):
-    """The `disable` of every tqdm bar made from now on (ProgressTracker imports tqdm.auto.tqdm when it starts)."""
-    import tqdm.auto
-
-    shown = []
-
-    class Recording(tqdm.auto.tqdm):
-        def __init__(self, *args, **kwargs):
-            shown.append(not kwargs.get("disable", False))
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
-    return shown
-
-
-def test_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(monkeypatch):
+def test_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(monkeypatch, tqdm_bars):
     """solve(progress=None), the default, resolves to sys.stderr.isatty(): off under pytest (standard error is
     captured, not a terminal), on where isatty says so; False and meanfield.checks.quiet() (the command's --quiet)
     turn it off there, True turns it on anywhere."""
@@ -358,11 +343,13 @@ def test_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(monkeypatch)
 
     from meanfield import checks
 
-    shown = _recorded_bars(monkeypatch)
+    def shown():  # whether each bar made so far is displayed
+        return [on for on, _ in tqdm_bars]
+
     model, mu0 = mf.SelfAttention(1.0), mf.Density.uniform(mf.CircleGrid(16))
     assert not sys.stderr.isatty() and checks.progress(None) is False  # pytest's captured stream
     mf.solve(model, mu0, (0, 0.1))
-    assert shown == [False]
+    assert shown() == [False]
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert checks.progress(None) is True
     mf.solve(model, mu0, (0, 0.1))
@@ -370,9 +357,9 @@ def test_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(monkeypatch)
     with checks.quiet():
         assert checks.progress(None) is False and checks.progress(True) is True
         mf.solve(model, mu0, (0, 0.1))
-    assert shown == [False, True, False, False]
+    assert shown() == [False, True, False, False]
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     mf.solve(model, mu0, (0, 0.1), progress=True)
-    assert shown[-1] is True
+    assert shown()[-1] is True
     with pytest.raises(TypeError, match="progress"):
         checks.progress("yes")

@@ -222,25 +222,15 @@ def test_usa_overflow_is_an_error():
         pt.simulate(mf.SelfAttention(800.0, normalized=False), x0, [0, 1])
 
 
-def test_simulate_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(monkeypatch):
+def test_simulate_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(monkeypatch, tqdm_bars):
     """simulate(progress=None), the default: a bar where sys.stderr.isatty(), none under pytest's captured stream;
     an explicit False wins."""
     import sys
 
-    import tqdm.auto
-
-    shown = []
-
-    class Recording(tqdm.auto.tqdm):
-        def __init__(self, *args, **kwargs):
-            shown.append(not kwargs.get("disable", False))
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
     model, x0 = mf.SelfAttention(1.0), pt.uniform_sphere(8, 3, rng=0)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     pt.simulate(model, x0, [0.0, 0.1])
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     pt.simulate(model, x0, [0.0, 0.1])
     pt.simulate(model, x0, [0.0, 0.1], progress=False)
-    assert shown == [False, True, False]
+    assert [shown for shown, _ in tqdm_bars] == [False, True, False]

@@ -417,22 +417,13 @@ def test_uncertified_results_are_refused(rng, monkeypatch):
         W.distance(coarse, y, 2)
 
 
-def test_distance_progress_defaults_to_on_where_stderr_is_a_terminal_for_long_ones(monkeypatch):
+def test_distance_progress_defaults_to_on_where_stderr_is_a_terminal_for_long_ones(monkeypatch, tqdm_bars):
     """progress=None (default): a batch of distances gets a bar that appears after PROGRESS_DELAY seconds, and an
     optimal transport of PROGRESS_ENTRIES cost entries or more a line naming it — where sys.stderr.isatty(); none
     under pytest's captured stream, none for small transports, none with progress=False."""
     import sys
 
-    import tqdm.auto
-
-    bars = []
-
-    class Recording(tqdm.auto.tqdm):
-        def __init__(self, *args, **kwargs):
-            bars.append((not kwargs.get("disable", False), kwargs.get("delay", 0.0)))
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    bars = tqdm_bars
     monkeypatch.setattr(W, "PROGRESS_ENTRIES", 400)  # a "long" transport, kept small for the test
     x, y = pt.uniform_sphere(30, 3, rng=0), pt.uniform_sphere(20, 3, rng=1)  # 600 cost entries
     small = pt.uniform_sphere(10, 3, rng=2)                                  # 300
