@@ -89,11 +89,12 @@ class Density:
         grid : CircleGrid, SphereGrid or EuclideanGrid
         f : callable
             ``f(x)`` with x of shape grid.shape + (d,) (unit vectors) returns
-            non-negative values of shape grid.shape.
+            non-negative values of shape grid.shape (``grid.values_of(f)``: on the zonal grid f is a function of
+            unit vectors of R^d, evaluated on each ring and refused where it is not zonal).
         """
         if not callable(f):
             raise TypeError(f"`f` must be callable, got {type(f).__name__}.")
-        values = np.asarray(f(grid.points), dtype=float)
+        values = grid.values_of(f)
         if values.shape != grid.shape:
             raise ValueError(
                 f"`f` must return one value per node, shape {grid.shape}; got shape {values.shape}."

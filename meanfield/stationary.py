@@ -1,4 +1,4 @@
-r"""Noisy self-attention on S¹ and S²: stationary states, the critical noise, the bifurcation branch (docs/MATH.md §7).
+r"""Noisy self-attention on zonal domains: stationary states, critical noise, bifurcation branch (docs/MATH.md §7, §9).
 
 For zonal models (Q = qI, K = kI, V = cI; β the effective βqk) the field is a gradient, X = (c/β)∇φ (USA) or
 X = (c/β)∇log φ (SA) with φ = K_β*ρ = ∫e^{β⟨x,y⟩}ρ(y)dy, so a zero-flux stationary state of
@@ -6,24 +6,26 @@ X = (c/β)∇log φ (SA) with φ = K_β*ρ = ∫e^{β⟨x,y⟩}ρ(y)dy, so a zer
 
     USA: ρ ∝ exp(cφ[ρ]/(βD)),     SA: ρ ∝ φ[ρ]^{c/(βD)}.
 
-The uniform law ρ_0 = 1/|S| always solves it. Linearised about it, mode k of degree l grows at the rate
+The uniform law ρ_0 = 1/|S^{d−1}| always solves it. Linearised about it, the zonal mode of degree l grows at the rate
 (:func:`linear_rates`)
 
-    circle: σ_k = k²(c I_k(β)/(β s) − D),      S²: σ_l = l(l+1)(c i_l(β)/(β s) − D),
+    USA: σ_l = l(l + d − 2)(c λ_l ρ_0/β − D),      SA: σ_l = l(l + d − 2)(c λ_l/(β λ_0) − D),
 
-s = 1 (USA) or s = I_0(β), i_0(β) (SA): the Funk–Hecke multipliers λ_k = 2πI_k(β), 4πi_l(β) times ρ_0, over β
-(and over φ_0 = ρ_0λ_0 for SA). They decrease in k, so the uniform law loses stability at the critical noise
+with the Funk–Hecke multipliers λ_l = (2π)^{d/2} I_{l+d/2−1}(β)/β^{d/2−1} (2πI_l on the circle, 4πi_l on S²;
+MATH.md §9). They decrease in l, so the uniform law loses stability at the critical noise (:func:`critical_noise`)
 
-    D_c = c I_1(β)/(β s)  (circle),     D_c = c i_1(β)/(β s)  (S²)              (:func:`critical_noise`).
+    D_c = c 2^{d/2−1} Γ(d/2) I_{d/2}(β)/β^{d/2}  (USA),      D_c = c I_{d/2}(β)/(β I_{d/2−1}(β))  (SA).
 
 The branch of single-cluster states bifurcating there is axisymmetric, ρ(x) = f(⟨x, e⟩): :func:`branch` follows it
 in the order parameter r = |∫x dρ| (monotone along it, so the continuation goes round folds in D without
-pseudo-arclength), solving for (f, D) by Newton's method on the self-consistency equation with r fixed, on
-Gauss nodes in ⟨x, e⟩ (S²) or midpoint nodes in the angle (circle), refined until the expansion's tail is below
-round-off. :func:`stationary_states` picks the states on the branch at a given D; :func:`stability` takes the
+pseudo-arclength), solving for (f, D) by Newton's method on the self-consistency equation with r fixed, in the
+domain's zonal basis (``Domain.zonal_basis``, :mod:`meanfield.domains.gegenbauer`: the Gauss nodes of the
+Jacobi weight (1 − u²)^{(d−3)/2} in u = ⟨x, e⟩ — midpoints in the angle on the circle, Gauss–Legendre on S²),
+refined until the expansion's tail is below round-off; the same code for S¹, S² and the zonal S^{d−1} of any d. :func:`stationary_states` picks the states on the branch at a given D; :func:`stability` takes the
 spectrum of the linearised continuity equation (its right-hand side on a grid, by central differences, block by
 azimuthal order) to say which are stable. For USA on S^{d-1} the transition is continuous for β below
-β_* (I_{d/2+1}(β_*)/I_{d/2}(β_*) = 1/d: 2.4469 on S¹, 1.8162 on S²) and discontinuous above it, where the branch
+β_* (I_{d/2+1}(β_*)/I_{d/2}(β_*) = 1/d: 2.4469 on S¹, 1.8162 on S², 1.0157 on S^{127}; :func:`critical_beta`) and
+discontinuous above it, where the branch
 leaves D_c towards larger D and folds back (Mun & Rosenzweig 2026): a window of D above D_c with both the stable
 uniform law and a stable clustered state.
 """
@@ -33,51 +35,54 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import eval_legendre, ive
+from scipy.optimize import brentq
+from scipy.special import ive
 
 from . import checks
 from .density import Density
-from .domains import CIRCLE, SPHERE
-from .domains.sphere.continuity import funk_hecke
+from .domains.gegenbauer import multipliers, orthonormal
 from .domains.zonal import zonal_refusal
 
 #: The expansion of a state is refined until its top eighth holds less than this of its L² norm.
 TAIL = 1e-13  # ~ 500 ε: the projection by Gauss quadrature leaves ~ 10 ε per coefficient
 
-__all__ = ["critical_noise", "linear_rates", "AxisymmetricState", "Branch", "branch", "stationary_state",
-           "stationary_states", "stability", "Stability"]
+__all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_beta", "AxisymmetricState", "Branch",
+           "branch", "stationary_state", "stationary_states", "stability", "Stability"]
 
 
 def _zonal(model, domain):
-    """(β, c, normalized) of a zonal model on the circle or S²; ValueError otherwise."""
+    """(β, c, normalized) of a zonal model on a domain with zonal functions; ValueError otherwise."""
     why = zonal_refusal(model)
     if why is not None:
         raise ValueError(f"stationary states are derived for zonal models, where the field is a gradient: {why}.")
-    if domain not in (CIRCLE, SPHERE):
-        raise ValueError(f"stationary states are computed on the circle and S², not on the {domain.name}.")
+    if _dimension(domain) is None:
+        raise ValueError(f"stationary states are computed on domains with zonal functions (the circle, S², the zonal "
+                         f"S^(d-1)), not on the {domain.name}.")
     z = model.zonal
     return float(z.beta), float(z.c), bool(model.normalized)
 
 
+def _dimension(domain) -> int | None:
+    """d of the domain's zonal functions on S^{d-1} (None where it has none)."""
+    basis = domain.zonal_basis(1)
+    return None if basis is None else basis.d
+
+
 def _multipliers(domain, K: int, beta: float):
     """(D_k, N_k) = (e^{-β}λ_k, e^{-β}λ_k/β) of the kernel on the domain's zonal basis, k = 0..K (N_0 = 0)."""
-    if domain is SPHERE:
-        return funk_hecke(K, beta)
-    k = np.arange(K + 1)
-    if beta == 0.0:
-        return np.where(k == 0, 2 * np.pi, 0.0), np.where(k == 1, np.pi, 0.0)
-    D = 2.0 * np.pi * ive(k, beta)
-    return D, np.where(k > 0, D / beta, 0.0)
+    return multipliers(_dimension(domain), K, beta)
 
 
 def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarray:
-    r"""The growth rates σ_k of the modes of degree k about the uniform law (module docstring; docs/MATH.md §7).
+    r"""The growth rates σ_l of the zonal modes of degree l about the uniform law (module docstring; docs/MATH.md §7,
+    §9): σ_l = l(l + d − 2)(c λ_l ρ_0/β − D) (USA), l(l + d − 2)(c λ_l/(β λ_0) − D) (SA).
 
     Parameters
     ----------
     model : SelfAttention
         Zonal (Q = qI, K = kI, V = cI).
-    domain : CIRCLE or SPHERE
+    domain : Domain
+        The circle, S², or a zonal sphere S^{d-1} (``meanfield.domains.zonal_sphere(d)``).
     degrees : array_like of int >= 1
     noise : float, optional
         D (default ``model.noise``).
@@ -90,8 +95,7 @@ def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarr
     Dk, Nk = _multipliers(domain, int(np.max(k)), beta)
     # λ_k ρ_0/(β s): SA e^{-β}λ_k/(β e^{-β}λ_0) = N_k/D_0; USA λ_k/(β|S|) = e^β N_k/|S|
     ratio = Nk[k] / (Dk[0] if normalized else domain.volume * np.exp(-beta))
-    eig = k * k if domain is CIRCLE else k * (k + 1)
-    return eig * (c * ratio - D)
+    return k * (k + _dimension(domain) - 2) * (c * ratio - D)
 
 
 def critical_noise(model, domain) -> float:
@@ -101,32 +105,37 @@ def critical_noise(model, domain) -> float:
     return float(c * Nk[1] / (Dk[0] if normalized else domain.volume * np.exp(-beta)))
 
 
+def most_unstable_degree(model, domain, noise: float | None = None, max_degree: int = 4096) -> int:
+    r"""ℓ* = argmax_l σ_l, the zonal degree that grows fastest from the uniform law (without noise
+    argmax_l l(l + d − 2) I_{l+d/2−1}(β): MATH.md §9); ``ValueError`` where no degree grows (σ_l <= 0 for all l)."""
+    _zonal(model, domain)
+    L = 8
+    while True:
+        rates = linear_rates(model, domain, np.arange(1, L + 1), noise)
+        best = int(np.argmax(rates))
+        if best < L // 2 or L >= max_degree:
+            break
+        L *= 2
+    if not rates[best] > 0:
+        raise ValueError(f"no zonal degree grows from the uniform law for {model!r} (largest rate {rates[best]:.6g} "
+                         f"at degree {best + 1}): it is stable.")
+    return best + 1
+
+
+def critical_beta(d: int) -> float:
+    r"""β_*(d), where USA's transition on S^{d-1} turns from continuous to discontinuous: I_{d/2+1}(β_*)/I_{d/2}(β_*)
+    = 1/d (Mun & Rosenzweig 2026; MATH.md §9), by Brent's method on the ratio of scaled Bessel functions. The branch
+    locates it too: :class:`Branch`'s ``continuous`` changes there."""
+    if isinstance(d, bool) or int(d) != d or d < 2:
+        raise ValueError(f"`d` must be an integer >= 2, got {d!r}.")
+    g = lambda b: ive(d / 2 + 1, b) / ive(d / 2, b) - 1.0 / d
+    hi = 1.0
+    while g(hi) < 0:
+        hi *= 2.0
+    return float(brentq(g, 1e-12, hi, xtol=1e-15, rtol=1e-15))
+
+
 # ---------------------------------------------------------------------- the axisymmetric discretisation
-class _Axis:
-    """Axisymmetric functions f(⟨x, e⟩) on the circle (cos kθ, midpoint nodes in θ ∈ [0, π]) or S² (P_l(μ), Gauss
-    nodes in μ): nodes μ_j, weights w_j (∫_S f dσ = Σ w_j f_j), the basis at the nodes and its projection."""
-
-    def __init__(self, domain, M: int):
-        self.domain, self.M = domain, M
-        if domain is CIRCLE:
-            theta = np.pi * (np.arange(M) + 0.5) / M
-            self.mu, self.w = np.cos(theta), np.full(M, 2.0 * np.pi / M)
-            k = np.arange(M)
-            self.B = np.cos(np.outer(theta, k))  # (M nodes, M modes)
-            norm = np.where(k == 0, 2.0 * np.pi, np.pi)  # ∫ cos²(kθ) dθ over the circle
-        else:
-            x, w = np.polynomial.legendre.leggauss(M)
-            self.mu, self.w = x[::-1], 2.0 * np.pi * w[::-1]
-            l = np.arange(M)
-            self.B = eval_legendre(l[None, :], self.mu[:, None])
-            norm = 4.0 * np.pi / (2.0 * l + 1.0)  # ∫ P_l² dσ over S²
-        self.A = (self.B * self.w[:, None]).T / norm[:, None]  # values → coefficients (exact projection)
-        self.norm = np.sqrt(norm)  # ‖b_k‖ in L²(S): a_k‖b_k‖ are the orthonormal coefficients
-
-    def coefficients(self, f):
-        return self.A @ f
-
-
 @dataclass(frozen=True)
 class AxisymmetricState:
     """A stationary state ρ(x) = f(⟨x, e⟩) (e the axis of its cluster; uniform where r = 0).
@@ -138,7 +147,9 @@ class AxisymmetricState:
     r : float
         The order parameter |∫ x dρ| (= ∫⟨x, e⟩ dρ).
     coefficients : ndarray
-        f in the domain's zonal basis: cos(kθ) on the circle, P_l(⟨x, e⟩) on S² (degree ≤ len − 1).
+        f = Σ_l c̄_l p̄_l(⟨x, e⟩) in the domain's zonal basis (``Domain.zonal_basis``: the polynomials orthonormal for
+        the normalised surface measure, :mod:`meanfield.domains.gegenbauer`; cos(lθ)·√2 on the circle, √(2l + 1)
+        P_l on S²), degree <= len − 1.
     residual : float
         max|f − T(f)| / max f of the self-consistency map at the nodes.
     domain : Domain
@@ -151,14 +162,10 @@ class AxisymmetricState:
     domain: object
 
     def __call__(self, points, axis=None) -> np.ndarray:
-        """ρ at points of the domain (shape (..., d)), its cluster centred at ``axis`` (default (1, 0) on the circle,
-        the north pole on S²)."""
-        pts = np.asarray(points, dtype=float)
-        e = np.eye(pts.shape[-1])[0 if self.domain is CIRCLE else -1] if axis is None else np.asarray(axis, float)
-        mu = np.clip(pts @ (e / np.linalg.norm(e)), -1.0, 1.0)
-        k = np.arange(self.coefficients.size)
-        basis = np.cos(np.arccos(mu)[..., None] * k) if self.domain is CIRCLE else eval_legendre(k, mu[..., None])
-        return basis @ self.coefficients
+        """ρ at points of the domain (shape (..., d); polar angles (..., 1) on the zonal sphere), its cluster
+        centred at ``axis`` (default the domain's: (1, 0) on the circle, the north pole on S^{d-1})."""
+        u = self.domain.polar_cosine(points, axis)
+        return orthonormal(_dimension(self.domain), self.coefficients.size - 1, u, normalized=True) @ self.coefficients
 
     def density(self, grid, axis=None) -> Density:
         """The state on a grid of its domain (its cluster centred at ``axis``)."""
@@ -170,9 +177,9 @@ class _Equation:
 
     def __init__(self, model, domain, M: int):
         self.beta, self.c, self.normalized = _zonal(model, domain)
-        self.ax = _Axis(domain, M)
+        self.ax = domain.zonal_basis(M)
         self.Dk, self.Nk = _multipliers(domain, M - 1, self.beta)
-        B, A = self.ax.B, self.ax.A
+        B, A = self.ax.P, self.ax.analysis
         self.MU = B[:, 1:] @ (self.Nk[1:, None] * A[1:])  # f ↦ U = Σ_{k>=1} N_k a_k b_k at the nodes
         self.a0 = A[0]
 
@@ -194,14 +201,14 @@ class _Equation:
     def map(self, f, D):
         g, dg = self.potential(f, D)
         e = np.exp(g - np.max(g))
-        T = e / (self.ax.w @ e)
-        wT = self.ax.w * T
+        T = e / (self.ax.weights @ e)
+        wT = self.ax.weights * T
         dT = T[:, None] * (dg - wT @ dg)  # T(dg − ∫T dg)
         dTdD = T * (-g / D + (wT @ g) / D)
         return T, dT, dTdD
 
     def r(self, f):
-        return float(self.ax.w @ (self.ax.mu * f))
+        return float(self.ax.weights @ (self.ax.u * f))
 
 
 def _newton(eq, f, D, r_target=None, tol=1e-13, maxiter=60):
@@ -209,7 +216,7 @@ def _newton(eq, f, D, r_target=None, tol=1e-13, maxiter=60):
 
     With r fixed, T depends on D only through the cluster (∂T/∂D = O(r)), so D is determined to round-off / r:
     its step is converged at max(tol, 100ε/r) relative."""
-    M, w_mu = f.size, eq.ax.w * eq.ax.mu
+    M, w_mu = f.size, eq.ax.weights * eq.ax.u
     d_tol = tol if r_target is None else max(tol, 100.0 * np.finfo(float).eps / r_target)
     for _ in range(maxiter):
         T, dT, dTdD = eq.map(f, D)
@@ -237,7 +244,7 @@ def _newton(eq, f, D, r_target=None, tol=1e-13, maxiter=60):
 
 def _tail(eq, f) -> float:
     """The largest orthonormal coefficient in the top eighth of the expansion, relative to the L² norm of f."""
-    a = np.abs(eq.ax.coefficients(f)) * eq.ax.norm
+    a = np.abs(eq.ax.coefficients(f))
     return float(np.max(a[-max(2, a.size // 8):]) / np.linalg.norm(a))
 
 
@@ -280,7 +287,7 @@ def branch(model, domain, r, *, nodes: int = 64, max_nodes: int = 4096) -> Branc
             s = (rk - r2) / (r2 - r1)
             return f2 + s * (f2 - f1), D2 + s * (D2 - D1)
         ax = eq.ax
-        psi = ax.B[:, 1] / (ax.w @ (ax.mu * ax.B[:, 1]))  # the degree-1 mode with r(ψ) = 1
+        psi = ax.P[:, 1] / (ax.weights @ (ax.u * ax.P[:, 1]))  # the degree-1 mode with r(ψ) = 1
         if history:
             return history[-1][1] + (rk - history[-1][0]) * psi, history[-1][2]
         return 1.0 / domain.volume + rk * psi, Dc  # from the uniform law along the mode unstable below D_c
@@ -320,13 +327,9 @@ def branch(model, domain, r, *, nodes: int = 64, max_nodes: int = 4096) -> Branc
     return Branch(r.copy(), Ds, tuple(states), folds, Dc, model)
 
 
-def _resample(f, old: _Axis, new: _Axis):
-    """Values of f (nodes of ``old``) at the nodes of ``new``, through its expansion."""
-    a = old.coefficients(f)
-    if new.domain is CIRCLE:
-        theta = np.arccos(np.clip(new.mu, -1, 1))
-        return np.cos(np.outer(theta, np.arange(a.size))) @ a
-    return eval_legendre(np.arange(a.size)[None, :], new.mu[:, None]) @ a
+def _resample(f, old, new):
+    """Values of f (nodes of the basis ``old``) at the nodes of ``new``, through its expansion."""
+    return new.values(old.coefficients(f))
 
 
 def stationary_state(model, domain, noise: float | None = None, *, r_guess: float = 0.5, nodes: int = 64):
@@ -360,7 +363,7 @@ def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
     for i in np.flatnonzero(np.sign(s[1:]) != np.sign(s[:-1])):
         near = b.states[i] if abs(s[i]) < abs(s[i + 1]) else b.states[i + 1]
         eq = _Equation(b.model, near.domain, near.coefficients.size)
-        f, _, resid = _newton(eq, eq.ax.B @ near.coefficients, D)
+        f, _, resid = _newton(eq, eq.ax.values(near.coefficients), D)
         state = AxisymmetricState(D, eq.r(f), eq.ax.coefficients(f), resid, near.domain)
         out.append(_oriented(state))
     return out
@@ -407,9 +410,11 @@ def stability(model, state, grid, noise: float | None = None, *, orders=(0, 1, 2
     ``epsilon``), in the coordinates where its Laplacian is diagonal, block by symmetry (:class:`Stability`).
 
     The state is axisymmetric, so L commutes with the reflections (circle) or rotations (S²) that fix its axis and
-    is block-diagonal: even/odd on the circle, azimuthal order m on S² (``orders``: which m; the higher ones hold
-    the faster-decaying modes, −D l(l+1) with l >= m). For the uniform law the eigenvalues are the closed-form rates
-    of :func:`linear_rates`; a cluster's rotations give one zero eigenvalue (set aside in ``neutral``).
+    is block-diagonal (``Domain.symmetry_blocks``): even/odd on the circle, azimuthal order m on S² (``orders``:
+    which m; the higher ones hold the faster-decaying modes, −D l(l+1) with l >= m), the zonal block alone on the
+    zonal sphere (its perturbations stay zonal). For the uniform law the eigenvalues are the closed-form rates of
+    :func:`linear_rates`; a cluster's rotations give one zero eigenvalue (set aside in ``neutral``; not in the
+    zonal block, which holds no rotation).
     """
     domain = grid.domain
     beta, c, normalized = _zonal(model, domain)
@@ -427,29 +432,8 @@ def stability(model, state, grid, noise: float | None = None, *, orders=(0, 1, 2
         plus, minus = rhs.rate(op.decode(z0 + h * e)), rhs.rate(op.decode(z0 - h * e))
         return op.encode(plus - minus) / (2.0 * h) + D * op.eigenvalues * e
 
-    blocks = {}
-    if domain is CIRCLE:
-        K = grid.n // 2 - 1  # the Nyquist mode has no sine
-        for name, unit in (("even", 1.0), ("odd", 1j)):
-            J = np.empty((K, K))
-            for k in range(1, K + 1):
-                e = np.zeros(z0.shape, dtype=complex)
-                e[k] = unit
-                col = column(e)
-                J[:, k - 1] = (col[1:K + 1] / unit).real
-            blocks[name] = J
-        rotation = "odd"
-    else:
-        L = grid.lmax
-        for m in orders:
-            ls = np.arange(max(m, 1), L + 1)
-            J = np.empty((ls.size, ls.size))
-            for j, l in enumerate(ls):
-                e = np.zeros(z0.shape)
-                e[0, l, m] = 1.0
-                J[:, j] = column(e)[0, ls, m]
-            blocks[f"m={m}"] = J
-        rotation = "m=1"
+    units, rotation = domain.symmetry_blocks(grid, orders)  # the perturbations of each block, and how to read it
+    blocks = {name: np.column_stack([read(column(e)) for e in es]) for name, (es, read) in units.items()}
     eig = {name: np.sort_complex(np.linalg.eigvals(J))[::-1] for name, J in blocks.items()}
     eig = {name: v[np.argsort(-v.real)] for name, v in eig.items()}
     neutral = {name: None for name in eig}

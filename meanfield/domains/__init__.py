@@ -7,6 +7,7 @@ domain         package                     grid
 ``SPHERE``     :mod:`.sphere`              :class:`SphereGrid` (Gauss–Legendre, harmonics)
 ``EUCLIDEAN``  :mod:`.euclidean`           :class:`EuclideanGrid` (a box, finite volumes)
 ``SEQUENCE``   :mod:`.sequence`            :class:`SequenceGrid` ([0, 1] × S¹: positions × angles)
+``ZONAL``      :mod:`.zonal_sphere`        :class:`ZonalGrid` (rings of S^{d-1}, any d: Gegenbauer)
 =============  ==========================  =====================================================
 
 The protocol is :class:`Domain` and :class:`Grid` (:mod:`.base`); ``get(name)``
@@ -21,8 +22,9 @@ from .circle import CIRCLE, CircleGrid
 from .euclidean import EUCLIDEAN, EuclideanGrid
 from .sphere import SPHERE, SphereGrid
 from .sequence import SEQUENCE, SequenceGrid
+from .zonal_sphere import ZONAL, ZonalGrid, zonal_sphere
 
-DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE)
+DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE, ZONAL)
 
 __all__ = ["Domain", "Grid", "Measure", "get", "infer", "CIRCLE", "SPHERE", "EUCLIDEAN", "DOMAINS", "CircleGrid",
-           "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid"]
+           "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid", "ZONAL", "ZonalGrid", "zonal_sphere"]

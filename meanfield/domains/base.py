@@ -75,6 +75,11 @@ class Grid(abc.ABC):
     @abc.abstractmethod
     def integrate(self, values): ...
 
+    def values_of(self, f) -> np.ndarray:
+        """``f`` (a function of points, shape (..., d) → (...)) at the nodes: ``f(points)``; the zonal grid evaluates
+        it on its rings and refuses a function that is not zonal."""
+        return np.asarray(f(self.points), dtype=float)
+
     @abc.abstractmethod
     def refined(self, factor: int = 2) -> "Grid":
         """The grid of ``factor`` times the resolution (``ValueError`` where a grid is not refined)."""
@@ -176,6 +181,7 @@ class Domain(abc.ABC):
     strain_capped: bool = True
     positions: str | None = None
     has_positions: bool = False
+    nodes_follow_grid: bool = False  # the default chain hands a grid over to fixed Lagrangian nodes without panels
 
     def __repr__(self) -> str:
         return f"<domain {self.name}>"
@@ -237,6 +243,34 @@ class Domain(abc.ABC):
     def point_sums(self, d: int) -> PointSums | None:
         """The spectral sums of point sets in R^d on this domain (:class:`PointSums`), or None (the default)."""
         return None
+
+    def from_ambient(self, x):
+        """This domain's points for points ``x`` of the space it is a quotient of (the zonal domain: the polar
+        angles of unit vectors of R^d), or None (the default: it is no quotient of what ``x`` is)."""
+        return None
+
+    def quadrature_refusal(self) -> str | None:
+        """Why the model's own sums over the points (the ``quadrature`` strategy of particles and of the
+        Lagrangian nodes) do not apply to this domain's points, or None (the default: they do)."""
+        return None
+
+    def zonal_basis(self, M: int):
+        """The zonal basis of the domain's zonal functions f(⟨x, e⟩) with M Gauss nodes
+        (:class:`~meanfield.domains.gegenbauer.ZonalBasis`): the stationary states' discretisation; None
+        where the domain has none."""
+        return None
+
+    def symmetry_blocks(self, grid, orders=()):
+        """``({name: (perturbations, read)}, rotation)``: the blocks in which a linearisation about a state symmetric
+        about the domain's axis splits (in the coordinates of ``grid.laplacian()``: each block's unit perturbations and
+        the function reading the block's entries of a column), and the block holding the rotations (None where no
+        block does); for :func:`meanfield.stationary.stability`."""
+        raise ValueError(f"the {self.name} has no zonal states to linearise about.")
+
+    def polar_cosine(self, points, axis=None) -> np.ndarray:
+        """⟨x, e⟩ of points of the domain about ``axis`` (default the domain's: e_1 on the circle, the north pole
+        e_d on S^{d-1}); where the domain has zonal functions."""
+        raise ValueError(f"the {self.name} has no zonal functions about an axis.")
 
     def default_cfl(self, adaptive: bool) -> float:
         """The CFL factor ``solve`` uses by default: 0.1 for fixed steps (an accuracy choice), 0.8 for the

@@ -9,7 +9,8 @@ Every hand-over is recorded (:class:`~meanfield.representations.base.Handover`).
 ``representation``  chain
 =================  ====================================================================================
 "auto" (default)   grid → panels → nodes where the panels apply (zonal models on the circle and S²;
-                   grid → nodes with a strategy the panels do not take), else the grid alone
+                   grid → nodes with a strategy the panels do not take), grid → nodes on the zonal sphere
+                   S^{d-1} (its rings; without noise), else the grid alone
 "grid"             the grid alone
 "lagrangian"       panels → nodes where the panels apply, else nodes
 "panels", "nodes"  that representation alone
@@ -56,7 +57,9 @@ def plan(representation, model, start, strategy: str = "auto") -> list:
                              f"'nodes' (or 'lagrangian', 'auto', None), got {representation!r}.")
         names = ["nodes"]
     elif representation in (None, "auto"):
-        names = ["grid"] + (["panels"] if panels_apply and panels_take else []) + (["nodes"] if panels_apply else [])
+        # fixed nodes follow where panels apply, or where the domain's rings need no panels (the zonal sphere)
+        nodes_follow = panels_apply or (domain.nodes_follow_grid and nodes.refusal(model, domain) is None)
+        names = ["grid"] + (["panels"] if panels_apply and panels_take else []) + (["nodes"] if nodes_follow else [])
     elif representation == "lagrangian":
         names = (["panels"] if panels_apply and panels_take else []) + ["nodes"]
     elif isinstance(representation, str):

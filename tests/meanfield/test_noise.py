@@ -380,5 +380,5 @@ def test_bad_noise_is_refused():
         st.critical_noise(mf.SelfAttention(1.0, Q=np.diag([1.0, 2.0])), CIRCLE)
     with pytest.raises(ValueError, match="flow"):
         G.solve_gaussian(Softmax(noise=0.1), [0.0, 0.0], np.eye(2), [0, 1], flow=True)
-    with pytest.raises(ValueError, match="the circle and S²"):
+    with pytest.raises(ValueError, match="domains with zonal functions.*euclidean"):
         st.critical_noise(mf.SelfAttention(1.0), EUCLIDEAN)

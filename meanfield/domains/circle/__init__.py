@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Domain, PointSums, register
+from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, on_sphere
 from ..zonal import energy_beta, zonal_strategies
@@ -73,6 +74,36 @@ class Circle(UnitSphereGeometry, Domain):
     @staticmethod
     def point_sums(d):
         return _POINT_SUMS if d == 2 else None
+
+    @staticmethod
+    def zonal_basis(M):
+        """The zonal basis of d = 2: cos kθ (normalised) at the midpoints θ_j = π(j + ½)/M of [0, π]."""
+        return ZonalBasis(2, M)
+
+    @staticmethod
+    def symmetry_blocks(grid, orders=()):
+        """The blocks of a linearisation about an even state (:func:`meanfield.stationary.stability`), in the
+        Laplacian's coordinates (the rfft coefficients): "even" (cos kθ, real parts) and "odd" (sin kθ, imaginary
+        parts), k = 1..n/2 − 1 (the Nyquist mode has no sine); the rotations are in "odd"."""
+        K = grid.n // 2 - 1
+
+        def units(unit):
+            out = []
+            for k in range(1, K + 1):
+                e = np.zeros(grid.n // 2 + 1, dtype=complex)
+                e[k] = unit
+                out.append(e)
+            return out
+
+        return ({"even": (units(1.0), lambda col: col[1:K + 1].real),
+                 "odd": (units(1j), lambda col: (col[1:K + 1] / 1j).real)}, "odd")
+
+    @staticmethod
+    def polar_cosine(points, axis=None):
+        """⟨x, e⟩ about ``axis`` (default e_1 = (1, 0): the cosine of the angle θ)."""
+        x = np.asarray(points, dtype=float)
+        e = np.array([1.0, 0.0]) if axis is None else np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+        return np.clip(x @ e, -1.0, 1.0)
 
     @staticmethod
     def probe_grid(grid):

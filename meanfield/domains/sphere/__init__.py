@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import SUPERSCRIPT, Domain, PointSums, register
+from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..zonal import energy_beta, zonal_refusal
 from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
@@ -70,6 +71,38 @@ class Sphere(UnitSphereGeometry, Domain):
     @staticmethod
     def point_sums(d):
         return _POINT_SUMS if d == 3 else None
+
+    @staticmethod
+    def zonal_basis(M):
+        """The zonal basis of S² (densities are solved on S²): the Legendre polynomials (normalised) at the
+        Gauss–Legendre nodes."""
+        return ZonalBasis(3, M)
+
+    @staticmethod
+    def symmetry_blocks(grid, orders=(0, 1, 2)):
+        """The blocks of a linearisation about an axisymmetric state (:func:`meanfield.stationary.stability`), in
+        the Laplacian's coordinates (the c_lm): one per azimuthal order m in ``orders`` ("m=0", "m=1", ...;
+        degrees max(m, 1)..lmax, the cosine parts); the rotations are in "m=1"."""
+        L = grid.lmax
+        blocks = {}
+        for m in orders:
+            ls = np.arange(max(m, 1), L + 1)
+            es = []
+            for l in ls:
+                e = np.zeros((2, L + 1, L + 1))
+                e[0, l, m] = 1.0
+                es.append(e)
+            blocks[f"m={m}"] = (es, lambda col, ls=ls, m=m: col[0, ls, m])
+        return blocks, "m=1"
+
+    @staticmethod
+    def polar_cosine(points, axis=None):
+        """⟨x, e⟩ about ``axis`` (default the north pole e_d: the cosine of the colatitude)."""
+        x = np.asarray(points, dtype=float)
+        if axis is None:
+            return np.clip(x[..., -1], -1.0, 1.0)
+        e = np.asarray(axis, dtype=float)
+        return np.clip(x @ (e / np.linalg.norm(e)), -1.0, 1.0)
 
     @staticmethod
     def probe_grid(grid):

@@ -1,0 +1,233 @@
+"""Zonal densities on S^{d-1} (docs/MATH.md §9): the basis, Funk–Hecke, linear rates, d = 2 and 3 against the circle
+and S² solvers, the rings, sampling and bad input."""
+
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+import meanfield as mf
+from meanfield import stationary
+import particles
+from meanfield.domains import CircleGrid, SphereGrid, ZonalGrid, zonal_sphere
+from meanfield.domains.gegenbauer import ZonalBasis, gauss, multipliers, normalized_multipliers, orthonormal
+from meanfield.domains.zonal_sphere import ZonalQuadrature, ZonalSpectral
+from meanfield.domains.zonal_sphere.grid import MAX_DIMENSION, uniform_polar_cdf
+
+
+def _area(k):
+    return 2 * np.pi ** ((k + 1) / 2) / special.gamma((k + 1) / 2)
+
+
+# ------------------------------------------------------------------ the basis
+@pytest.mark.parametrize("d", [2, 3, 4, 16, 128])
+def test_gauss_rule_is_exact_and_the_basis_orthonormal(d):
+    """Σ w_j u_j^k = ∫ u^k dσ̄ for k <= 2M − 1 (the moments of the polar cosine, from the Beta law of u²) and
+    ∫ p̄_l p̄_k dσ̄ = δ_lk: the Gauss rule and the recurrence, against closed forms."""
+    M = 40
+    u, w = gauss(d, M)
+    for k in range(0, 2 * M, 2):  # E u^{2j} = B(j + 1/2, (d − 1)/2)/B(1/2, (d − 1)/2); odd moments vanish
+        exact = np.exp(special.betaln(k / 2 + 0.5, (d - 1) / 2) - special.betaln(0.5, (d - 1) / 2))
+        assert abs(w @ u ** k - exact) <= 1e-13 * exact
+        assert abs(w @ u ** (k + 1)) <= 1e-15
+    P = orthonormal(d, M - 1, u, normalized=True)
+    assert np.max(np.abs((P * w[:, None]).T @ P - np.eye(M))) < 1e-13
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 16])
+def test_the_basis_is_gegenbauer_and_its_derivatives(d):
+    """p̄_l ∝ C_l^{((d−2)/2)} (Chebyshev T_l on the circle, scipy's polynomials), p̄_l(1) = N(d, l)^{1/2}, and the
+    derivatives from the recurrence equal central differences."""
+    u = np.array([-0.93, -0.61, -0.17, 0.29, 0.71, 0.88])
+    P, P1, P2 = orthonormal(d, 9, u, derivatives=2, normalized=True)
+    for l in range(10):
+        ref = special.eval_chebyt(l, u) if d == 2 else special.eval_gegenbauer(l, (d - 2) / 2, u)
+        ok = np.abs(ref) > 1e-3 * np.max(np.abs(ref))
+        ratio = P[ok, l] / ref[ok]
+        assert np.allclose(ratio, ratio[0], rtol=1e-12)
+    top = orthonormal(d, 9, np.ones(1), normalized=True)[0]
+    N = [1] + [2 if d == 2 else (2 * l + d - 2) / (l + d - 2) * special.comb(l + d - 2, l) for l in range(1, 10)]
+    assert np.allclose(top ** 2, N, rtol=1e-12)
+    h = 1e-5
+    Pp, Pm = (orthonormal(d, 9, u + s, normalized=True) for s in (h, -h))
+    assert np.allclose(P1, (Pp - Pm) / (2 * h), rtol=1e-7, atol=1e-6)
+    assert np.allclose(P2, (Pp - 2 * P + Pm) / h ** 2, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("d", [4, 7, 16])
+@pytest.mark.parametrize("beta", [0.5, 3.0, 20.0])
+def test_funk_hecke_multipliers_against_quadrature(d, beta):
+    """λ_l = (2π)^{d/2} I_{l+d/2−1}(β)/β^{d/2−1} equals |S^{d−2}| ∫ e^{βt} C_l(t)/C_l(1) (1 − t²)^{(d−3)/2} dt
+    (MATH.md §9), by adaptive quadrature in the polar angle with scipy's Gegenbauer polynomials."""
+    D, _ = multipliers(d, 6, beta)
+    for l in range(7):
+        C = lambda t: special.eval_gegenbauer(l, (d - 2) / 2, t) / special.eval_gegenbauer(l, (d - 2) / 2, 1.0)
+        val = integrate.quad(lambda th: np.exp(beta * (np.cos(th) - 1)) * C(np.cos(th)) * np.sin(th) ** (d - 2),
+                             0, np.pi, epsabs=0, epsrel=1e-12, limit=400)[0]
+        assert D[l] == pytest.approx(_area(d - 2) * val, rel=1e-11, abs=1e-13 * D[0])
+
+
+def test_multipliers_of_the_circle_and_s2_and_every_dimension():
+    """d = 2: 2π e^{−β}I_l; d = 3: S²'s 4π e^{−β}i_l; any d: the normalised m_l equal Γ(d/2)(2/β)^ν I_{ν+l}(β) where
+    that is representable, m_0 → 1 as β → 0, and stay finite where I_ν underflows (d = 1000)."""
+    from meanfield.domains.sphere import funk_hecke
+
+    l = np.arange(30)
+    assert np.allclose(multipliers(2, 29, 3.0)[0], 2 * np.pi * special.ive(l, 3.0), rtol=1e-13, atol=1e-300)
+    assert np.allclose(multipliers(3, 29, 3.0)[0], funk_hecke(29, 3.0)[0], rtol=1e-12, atol=1e-300)
+    for d in (5, 64, 300):
+        nu = d / 2 - 1
+        direct = np.exp(special.gammaln(d / 2) + nu * np.log(2 / 7.0)) * special.ive(nu + l, 7.0)
+        ok = direct > 1e-250
+        assert np.allclose(normalized_multipliers(d, 29, 7.0)[ok], direct[ok], rtol=1e-12)
+    m = normalized_multipliers(1000, 5, 1e-3)
+    assert m[0] == pytest.approx(np.exp(-1e-3) * (1 + 1e-6 / (4 * 500)), rel=1e-14) and np.all(np.isfinite(m))
+
+
+# ------------------------------------------------------------------ the right-hand side
+def _linear_rate(rhs, grid, l, noise=0.0, eps=1e-6):
+    """The growth rate of mode l about the uniform law: the right-hand side's central difference in c̄_l, plus −Dλ."""
+    c = np.zeros(grid.lmax + 1)
+    c[0] = 1.0 / grid.domain.volume
+    e = np.zeros_like(c)
+    e[l] = eps * c[0]
+    plus = rhs.coefficient_rate_and_speeds(c + e)[0]
+    minus = rhs.coefficient_rate_and_speeds(c - e)[0]
+    return (plus[l] - minus[l]) / (2 * e[l]) + noise * grid.basis.eigenvalues[l]
+
+
+@pytest.mark.parametrize("d", [4, 16, 128])
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("noise", [0.0, 0.05])
+def test_linear_rates_about_the_uniform_law(d, normalized, noise):
+    """σ_l = l(l + d − 2)(c λ_l ρ_0/β − D) (USA), c λ_l/(β λ_0) − D (SA) (MATH.md §9), λ_l from scipy's Bessel I,
+    against the linearised right-hand side of the grid: relative error <= 1e-6 (measured ~1e-11)."""
+    beta, c = 2.5, 0.8
+    grid = ZonalGrid(d, 24)
+    model = mf.SelfAttention(beta, V=c * np.eye(d), normalized=normalized, noise=noise)
+    rhs = grid.domain.continuity(model, grid, "spectral")
+    nu = d / 2 - 1
+    lam = (2 * np.pi) ** (d / 2) * special.iv(np.arange(8) + nu, beta) / beta ** nu
+    for l in range(1, 8):
+        scale = lam[l] / grid.domain.volume if not normalized else lam[l] / lam[0]
+        exact = l * (l + d - 2) * (c * scale / beta - noise)
+        assert _linear_rate(rhs, grid, l, noise) == pytest.approx(exact, rel=1e-6, abs=1e-12)
+        assert stationary.linear_rates(model, grid.domain, [l]) == pytest.approx(exact, rel=1e-12)
+
+
+@pytest.mark.parametrize("d", [2, 3, 16, 128])
+@pytest.mark.parametrize("beta", [0.0, 2.0, 9.0])
+def test_spectral_right_hand_side_against_the_ring_kernel_quadrature(d, beta):
+    """The Funk–Hecke right-hand side equals the one whose kernel sums are quadratures of the ring kernel
+    e^{βuv} ₀F₁(; (d−1)/2; β²(1−u²)(1−v²)/4) over the grid's rings (no multiplier, no expansion of the kernel)."""
+    grid = ZonalGrid(d, 32)
+    rng = np.random.default_rng(d)
+    c = np.zeros(33)
+    c[0] = 1.0 / grid.domain.volume
+    c[1:9] = 0.05 * c[0] * rng.standard_normal(8)
+    for normalized in (True, False):
+        a = ZonalSpectral(grid, beta, 1.0, normalized).coefficient_rate_and_speeds(c)
+        b = ZonalQuadrature(grid, beta, 1.0, normalized).coefficient_rate_and_speeds(c)
+        assert np.max(np.abs(a[0] - b[0])) <= 1e-11 * np.max(np.abs(a[0]))
+        assert a[1] == pytest.approx(b[1], rel=1e-11)
+
+
+# ------------------------------------------------------------------ d = 2, 3 against the circle and S²
+def test_d2_reproduces_the_circles_even_solutions():
+    """SA β = 4 to t = 5 from an even density f(cos θ) (with refinement, three modes growing into clusters): the
+    zonal d = 2 solution equals the circle solver's at every angle to 1e-10 of its maximum (measured 6e-12)."""
+    f = lambda u: 1 + 0.3 * u + 0.2 * (1.5 * u * u - 0.5) + 0.1 * u ** 3
+    kw = dict(method="rk4", dt=2e-3, representation="grid")
+    model = mf.SelfAttention(4.0)
+    z = mf.solve(model, mf.Density.from_function(ZonalGrid(2, 64), lambda x: f(x[..., 0])), (0, 5), **kw)
+    c = mf.solve(model, mf.Density.from_function(CircleGrid(128), lambda x: f(x[..., 0])), (0, 5), **kw)
+    assert z.status is mf.Status.SUCCESS and c.status is mf.Status.SUCCESS and z.refinements
+    th = np.linspace(0, np.pi, 301)
+    a = z.densities[-1](th[:, None])
+    b = c.densities[-1](np.stack([np.cos(th), np.sin(th)], -1))
+    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(b)
+    assert z.energy[-1] == pytest.approx(c.energy[-1], rel=1e-12)
+
+
+def test_d3_reproduces_the_axisymmetric_s2_solutions():
+    """The same on S² about the north pole: the zonal d = 3 solution against SphereGrid's at every colatitude
+    (measured 3e-12 of the maximum)."""
+    f = lambda u: 1 + 0.3 * u + 0.2 * (1.5 * u * u - 0.5) + 0.1 * u ** 3
+    kw = dict(method="rk4", dt=2e-3, representation="grid")
+    model = mf.SelfAttention(4.0)
+    z = mf.solve(model, mf.Density.from_function(ZonalGrid(3, 64), lambda x: f(x[..., 2])), (0, 5), **kw)
+    s = mf.solve(model, mf.Density.from_function(SphereGrid(64), lambda x: f(x[..., 2])), (0, 5), **kw)
+    th = np.linspace(0, np.pi, 301)
+    a = z.densities[-1](th[:, None])
+    b = s.densities[-1](np.stack([np.sin(th), 0 * th, np.cos(th)], -1))
+    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(b)
+
+
+# ------------------------------------------------------------------ solves, rings, sampling
+def test_mass_and_energy_along_a_solve_in_d128():
+    """d = 128, SA β = 4 from a perturbed uniform law: mass conserved to 1e-13, E_β non-decreasing (GLPR Lemma 3.7),
+    to t = 20 with the grid and then the rings."""
+    grid = ZonalGrid(128, 32)
+    mu0 = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.1, 4, rng=1))
+    sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), t_eval=np.linspace(0, 20, 11))
+    assert sol.status is mf.Status.SUCCESS
+    assert np.max(np.abs(sol.mass - 1)) < 1e-13
+    assert np.all(np.diff(sol.energy) >= -1e-12 * sol.energy[1:])
+
+
+def test_sampled_polar_angles_follow_the_density():
+    """Particles drawn from a zonal density on S^{d-1}: unit vectors whose polar angles pass a KS test against the
+    density's polar CDF (uniform law: ½I_{sin²θ}((d−1)/2, ½); a von Mises–Fisher law: the CDF by quadrature), and
+    whose components orthogonal to e are isotropic."""
+    rng = np.random.default_rng(5)
+    for d in (2, 16, 128):
+        grid = ZonalGrid(d, 48)
+        x = particles.sample(mf.Density.uniform(grid), 4000, rng)
+        assert x.shape == (4000, d) and np.allclose(np.linalg.norm(x, axis=-1), 1, atol=1e-14)
+        th = grid.domain.coordinates(x)
+        assert stats.kstest(th, lambda t: uniform_polar_cdf(d, t)).pvalue > 1e-3
+    d = 16
+    grid = ZonalGrid(d, 64)
+    e = np.eye(d)[-1]
+    rho = mf.Density.from_function(grid, lambda x: np.exp(6.0 * (x @ e)))
+    th = grid.domain.coordinates(particles.sample(rho, 4000, rng))
+    q = lambda t: np.exp(6.0 * np.cos(t)) * np.sin(t) ** (d - 2)
+    total = integrate.quad(q, 0, np.pi)[0]
+    cdf = np.vectorize(lambda t: integrate.quad(q, 0, t)[0] / total)
+    assert stats.kstest(th, cdf).pvalue > 1e-3
+
+
+def test_rings_follow_the_grid_before_the_hand_over():
+    """The rings (the Lagrangian measure of the grid's nodes, spectral ring sums) and the grid solve the same
+    equation: E_β and the mean polar cosine agree to 1e-9 at t = 2 (both resolved)."""
+    grid = ZonalGrid(16, 64)
+    mu0 = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.2, 3, rng=2))
+    model = mf.SelfAttention(3.0)
+    g = mf.solve(model, mu0, (0, 2), representation="grid", method="dop853")
+    r = mf.solve(model, mu0, (0, 2), representation="nodes")
+    assert r.representation[-1] == "nodes"
+    assert r.energy[-1] == pytest.approx(g.energy[-1], rel=1e-9)
+    lm = r.densities[-1]
+    mean_r = lm.weights @ np.cos(lm.points[:, 0])
+    dg = g.densities[-1]
+    mean_g = dg.grid.integrate(dg.values * np.cos(dg.grid.theta))
+    assert mean_r == pytest.approx(mean_g, abs=1e-9)
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="d.*>= 2"):
+        ZonalGrid(1, 16)
+    with pytest.raises(ValueError, match="past d = "):
+        ZonalGrid(MAX_DIMENSION + 1, 16)
+    grid = ZonalGrid(5, 16)
+    mu0 = mf.Density.uniform(grid)
+    Q = np.diag([1.0, 2.0, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="zonal"):
+        mf.solve(mf.SelfAttention(1.0, Q=Q), mu0, (0, 1))
+    with pytest.raises(ValueError, match="4×4.*R\\^5"):
+        mf.solve(mf.SelfAttention(1.0, V=np.eye(4)), mu0, (0, 1))
+    with pytest.raises(ValueError, match="not zonal.*θ ="):
+        mf.Density.from_function(grid, lambda x: 1 + 0.5 * x[..., 0])
+    with pytest.raises(ValueError, match="causal|sequence"):
+        mf.solve(mf.SelfAttention(1.0, causal=True), mu0, (0, 1))
+    assert zonal_sphere(5) is grid.domain and ZonalBasis(5, 4).area == pytest.approx(_area(4))
