@@ -11,7 +11,10 @@ time) axes — and return one number per system, shape (...).
 - :func:`span_dimension` — number of eigenvalues of the Gram matrix
   (1/n)Σ x_i x_iᵀ above ``tol`` × the largest;
 - :func:`collapse_time` — the first time at which every pair satisfies
-  ⟨x_i, x_j⟩ >= 1 − δ (a single cluster at tolerance δ), ``inf`` if never.
+  ⟨x_i, x_j⟩ >= 1 − δ (a single cluster at tolerance δ), ``inf`` if never;
+- :func:`in_hemisphere` — whether the points lie in an open hemisphere (0 is not
+  in their convex hull), the hypothesis of GLPR Theorem 6.3; for iid uniform
+  points its probability is Wendel's (:func:`meanfield.exact.wendel`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ from scipy.sparse.csgraph import connected_components
 from meanfield.kernels.fastexp import FASTMATH
 from meanfield.kernels.threads import run_tasks
 
-__all__ = ["pair_fraction", "cluster_count", "span_dimension", "collapse_time"]
+__all__ = ["pair_fraction", "cluster_count", "span_dimension", "collapse_time", "in_hemisphere", "CERTIFICATE_MARGIN"]
+
+#: ``in_hemisphere`` answers True only with a direction v, |v_k| <= 1, such that every computed ⟨v, x_i⟩ exceeds
+#: this: far above the rounding of those dots (about d^{3/2}·1.1e-16 for unit x_i: 7e-15 at d = 16, 1e-12 at
+#: d = 4000), so each true ⟨v, x_i⟩ is positive
+CERTIFICATE_MARGIN = 1e-11
 
 
 def _positions(x) -> np.ndarray:
@@ -125,3 +133,68 @@ def collapse_time(t, x, delta: float) -> np.ndarray:
     single = pair_fraction(x, delta) >= 1.0  # (T, ...)
     first = np.argmax(single, axis=0)
     return np.where(single.any(axis=0), t[first], np.inf)
+
+
+def in_hemisphere(x) -> np.ndarray:
+    r"""Whether the points of each system lie in an open hemisphere, shape (...).
+
+    x_1, …, x_n lie in an open hemisphere {y : ⟨v, y⟩ > 0} if and only if 0 is not in their convex hull
+    (Gordan's alternative: either Xv > 0 for some v, or λ ≥ 0, λ ≠ 0, Xᵀλ = 0). It is decided by the linear
+    programme
+
+    .. math:: t^* = \max_{v \in [-1, 1]^d,\ t \le 1} t \quad \text{s.t.}\quad ⟨v, x_i⟩ \ge t,\ i = 1..n,
+
+    (scipy's ``linprog``, HiGHS), whose value is positive exactly when such a v exists — the hypothesis of GLPR
+    Theorem 6.3, under which the tokens collapse to one point. For n iid uniform points on S^{d-1} the probability
+    is Wendel's, :func:`meanfield.exact.wendel` (GLPR Theorem 6.7).
+
+    Tolerances: a True is certified, not read off the LP's value: the direction v it returns (or, first, the
+    points' mean, which often suffices) must give every computed ⟨v, x_i⟩ > :data:`CERTIFICATE_MARGIN` (1e-11,
+    far above the rounding of those dots), so HiGHS's feasibility tolerance (1e-7) cannot make a False True.
+    A False means that no v in the box has margin above about that tolerance: configurations with 0 within ~1e-7
+    of the boundary of their hull (two antipodal points, points on a great subsphere — ties of probability 0 for
+    points with a density) may be answered False although their margin is positive but below it.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d)
+        Points (unit vectors, or any nonzero vectors: only their directions matter), n >= 1.
+
+    Returns
+    -------
+    ndarray of bool, shape (...)
+
+    Raises
+    ------
+    ValueError
+        Non-finite or zero points, or a shape other than (..., n, d).
+    RuntimeError
+        If HiGHS does not solve an LP (it always has the feasible point v = 0, t = min(0, 1), and t <= 1).
+    """
+    from scipy.optimize import linprog
+
+    x = np.asarray(x, dtype=float)
+    if x.ndim < 2 or x.shape[-2] < 1 or x.shape[-1] < 1:
+        raise ValueError(f"`x` must have shape (..., n, d) with n, d >= 1, got {x.shape}.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("`x` contains non-finite values.")
+    norms = np.linalg.norm(x, axis=-1)
+    if np.any(norms == 0):
+        raise ValueError("`x` contains a zero vector, which lies in no open hemisphere's direction set.")
+    n, d = x.shape[-2:]
+    flat = (x / norms[..., None]).reshape(-1, n, d)
+    out = np.zeros(flat.shape[0], dtype=bool)
+    c = np.zeros(d + 1)
+    c[-1] = -1.0  # maximise t
+    bounds = [(-1.0, 1.0)] * d + [(None, 1.0)]
+    ones = np.ones((n, 1))
+    for b, X in enumerate(flat):
+        m = X.sum(axis=0)
+        if np.min(X @ (m / max(np.max(np.abs(m)), 1e-300))) > CERTIFICATE_MARGIN:  # the mean is a certificate
+            out[b] = True
+            continue
+        res = linprog(c, A_ub=np.hstack([-X, ones]), b_ub=np.zeros(n), bounds=bounds, method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"in_hemisphere: HiGHS failed on system {b}: {res.message}")
+        out[b] = res.x[-1] > 0 and np.min(X @ res.x[:d]) > CERTIFICATE_MARGIN
+    return out.reshape(x.shape[:-2])
