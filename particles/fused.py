@@ -258,17 +258,22 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
         raise TypeError(f"`model` must be a single-head SelfAttention, got {type(model).__name__}.")
     x = np.array(x, dtype=float)
     d = x.shape[-1]
-    I = np.eye(d)
-    Q = I if model.Q is None else model.Q
-    K = I if model.K is None else model.K
-    V = I if model.V is None else model.V
-    A = model.beta * (Q.T @ K)
-    if not model.normalized and np.linalg.norm(A, 2) > EXP_MAX:
-        raise OverflowError(f"USA with ‖βQᵀK‖ = {np.linalg.norm(A, 2):.1f} overflows float64 (MATH.md §2.1).")
+    q, k, c = (identity_multiple(M) for M in (model.Q, model.K, model.V))
+    zonal = d >= ZONAL_FROM and x.shape[-2] ** 2 * d <= BLAS_SINGLE_THREAD and None not in (q, k, c)
+    if zonal:
+        norm = abs(model.beta * q * k)  # ‖βQᵀK‖₂ of multiples of I, without a d × d SVD per call
+    else:
+        I = np.eye(d)
+        Q = I if model.Q is None else model.Q
+        K = I if model.K is None else model.K
+        V = I if model.V is None else model.V
+        A = model.beta * (Q.T @ K)
+        norm = np.linalg.norm(A, 2)
+    if not model.normalized and norm > EXP_MAX:
+        raise OverflowError(f"USA with ‖βQᵀK‖ = {norm:.1f} overflows float64 (MATH.md §2.1).")
     status = np.zeros(x.shape[0], dtype=np.int64)
     xT = np.ascontiguousarray(np.swapaxes(x, -1, -2))
-    q, k, c = (identity_multiple(M) for M in (model.Q, model.K, model.V))
-    if d >= ZONAL_FROM and x.shape[-2] ** 2 * d <= BLAS_SINGLE_THREAD and None not in (q, k, c):
+    if zonal:
         run_tasks(_rk4_zonal, xT.shape[0], xT, float(model.beta * q * k), float(c), bool(model.normalized),
                   float(h), int(nsteps), status)
     else:

@@ -159,3 +159,13 @@ def test_high_dimensional_kernels_give_the_same_bits_on_any_thread_count(monkeyp
     for other in results[1:]:
         for a, b in zip(results[0], other):
             np.testing.assert_array_equal(a, b)
+
+
+def test_zonal_fused_kernel_refuses_usa_overflow():
+    """USA with |βqk| past float64's exponent range is refused before any step, with the norm (the zonal kernel
+    reads it off q, k without an SVD); the same model in SA runs."""
+    x0 = pt.uniform_sphere(6, 16, rng=0, batch=2)
+    with pytest.raises(OverflowError, match="‖βQᵀK‖ = 1000.0"):
+        fused.rk4_small_systems(mf.SelfAttention(800.0, Q=1.25 * np.eye(16), normalized=False), x0, 1e-4, 1)
+    out = fused.rk4_small_systems(mf.SelfAttention(800.0, Q=1.25 * np.eye(16)), x0, 1e-4, 1)
+    assert np.all(np.isfinite(out))
