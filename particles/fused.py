@@ -190,11 +190,16 @@ def _zonal_field(y, beta, c, normalized, out, G, E, s):
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
-def _rk4_zonal(xT, beta, c, normalized, h, nsteps, status, start, stop):
-    """:func:`_rk4_small` for a zonal model (β' = ``beta``, V = ``c``·I) through :func:`_zonal_field`."""
-    d, n = xT.shape[1], xT.shape[2]
+def _rk4_zonal(x, out, beta, c, normalized, h, nsteps, status, start, stop):
+    """:func:`_rk4_small` for a zonal model (β' = ``beta``, V = ``c``·I) through :func:`_zonal_field`, from the
+    systems x[b] (n, d) into out[b]: each is transposed to the kernel's layout (d, n) here, in cache, rather than
+    the whole batch by NumPy around the call (three strided passes over memory per output interval)."""
+    n, d = x.shape[1], x.shape[2]
+    y = np.empty((d, n))
     for b in range(start, stop):
-        y = xT[b].copy()
+        for j in range(n):
+            for a in range(d):
+                y[a, j] = x[b, j, a]
         st = np.empty((d, n))
         k1 = np.empty((d, n))
         k2 = np.empty((d, n))
@@ -218,7 +223,9 @@ def _rk4_zonal(xT, beta, c, normalized, h, nsteps, status, start, stop):
                     k1[a, j] = k1[a, j] + 2.0 * k2[a, j] + 2.0 * k3[a, j] + k4[a, j]
             _retract_into(st, y, k1, h / 6.0, nrm)
             y[:, :] = st
-        xT[b] = y
+        for j in range(n):
+            for a in range(d):
+                out[b, j, a] = y[a, j]
         status[b] = 0 if ok else 1
 
 
@@ -256,7 +263,7 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
     """
     if not isinstance(model, SelfAttention):
         raise TypeError(f"`model` must be a single-head SelfAttention, got {type(model).__name__}.")
-    x = np.array(x, dtype=float)
+    x = np.ascontiguousarray(x, dtype=float)  # read only
     d = x.shape[-1]
     q, k, c = (identity_multiple(M) for M in (model.Q, model.K, model.V))
     zonal = d >= ZONAL_FROM and x.shape[-2] ** 2 * d <= BLAS_SINGLE_THREAD and None not in (q, k, c)
@@ -272,15 +279,17 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
     if not model.normalized and norm > EXP_MAX:
         raise OverflowError(f"USA with ‖βQᵀK‖ = {norm:.1f} overflows float64 (MATH.md §2.1).")
     status = np.zeros(x.shape[0], dtype=np.int64)
-    xT = np.ascontiguousarray(np.swapaxes(x, -1, -2))
     if zonal:
-        run_tasks(_rk4_zonal, xT.shape[0], xT, float(model.beta * q * k), float(c), bool(model.normalized),
+        out = np.empty_like(x)
+        run_tasks(_rk4_zonal, x.shape[0], x, out, float(model.beta * q * k), float(c), bool(model.normalized),
                   float(h), int(nsteps), status)
     else:
+        xT = np.ascontiguousarray(np.swapaxes(x, -1, -2))
         run_tasks(_rk4_small, xT.shape[0], xT, np.ascontiguousarray(A), np.ascontiguousarray(V, dtype=float),
                   bool(model.normalized), float(h), int(nsteps), status)
+        out = np.ascontiguousarray(np.swapaxes(xT, -1, -2))
     if status.any():
         raise FloatingPointError(
             f"{int(status.sum())} system(s) had a softmax row underflow; use strategy='pairwise' (exact max-shift)."
         )
-    return np.ascontiguousarray(np.swapaxes(xT, -1, -2))
+    return out
