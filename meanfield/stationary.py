@@ -17,37 +17,43 @@ MATH.md §9). They decrease in l, so the uniform law loses stability at the crit
     D_c = c 2^{d/2−1} Γ(d/2) I_{d/2}(β)/β^{d/2}  (USA),      D_c = c I_{d/2}(β)/(β I_{d/2−1}(β))  (SA).
 
 The branch of single-cluster states bifurcating there is axisymmetric, ρ(x) = f(⟨x, e⟩): :func:`branch` follows it
-in the order parameter r = |∫x dρ| (monotone along it, so the continuation goes round folds in D without
-pseudo-arclength), solving for (f, D) by Newton's method on the self-consistency equation with r fixed, in the
-domain's zonal basis (``Domain.zonal_basis``, :mod:`meanfield.domains.gegenbauer`: the Gauss nodes of the
-Jacobi weight (1 − u²)^{(d−3)/2} in u = ⟨x, e⟩ — midpoints in the angle on the circle, Gauss–Legendre on S²),
-refined until the expansion's tail is below round-off; the same code for S¹, S² and the zonal S^{d−1} of any d. :func:`stationary_states` picks the states on the branch at a given D; :func:`stability` takes the
-spectrum of the linearised continuity equation (its right-hand side on a grid, by central differences, block by
-azimuthal order) to say which are stable. For USA on S^{d-1} the transition is continuous for β below
+in the order parameter r = |∫x dρ| (monotone along it where the transition is continuous or mildly discontinuous,
+so the continuation goes round folds in D without pseudo-arclength; far above β_* the branch can turn back in r as
+well, which is refused with that reason), from the uniform law, each state from the last two by a secant predictor.
+
+Moments. The self-consistency equation is solved on the moments it depends on, not on f: with the zonal basis p̄_l
+of the domain (``Domain.zonal_basis``, :mod:`meanfield.domains.gegenbauer`: orthonormal for the normalised surface
+measure, the same for S¹, S² and the zonal S^{d−1} of any d), φ = Σ_l λ_l ĝ_l p̄_l/|S^{d−1}| involves only the
+moments ĝ_l = ∫ p̄_l dρ of the degrees l <= K where the multipliers are above round-off (K = 18 at β = 1 on S¹, 24 on
+S^{127}), so ρ = e^{h(ĝ, D)}/Z exactly and the equation is the K-dimensional fixed point G(ĝ, D) = ĝ,
+G_l = ∫ p̄_l e^{h} dσ/∫ e^{h} dσ (with r fixed, ĝ_1 = √d r is given and D is the unknown in its place). Newton's
+method on it has the covariances Cov_ρ(p̄_l, ∂h/∂ĝ_k) for its Jacobian; the integrals are Gauss–Legendre quadratures
+in the polar angle over where the mass is, their nodes doubled until the moments no longer change. The state is
+evaluated from its potential at any point (:class:`AxisymmetricState`): no expansion of f itself, which in high
+dimension spans hundreds of decades between the cluster and the far side (f ~ e^{κ⟨x,e⟩}, κ ≈ (d − 1)/(2(1 − r))) and
+whose Gauss coefficients carry that round-off. :func:`stationary_states` picks the states on the branch at a given D;
+:func:`stability` takes the spectrum of the linearised continuity equation (its right-hand side on a grid, by central
+differences, block by symmetry) to say which are stable. For USA on S^{d-1} the transition is continuous for β below
 β_* (I_{d/2+1}(β_*)/I_{d/2}(β_*) = 1/d: 2.4469 on S¹, 1.8162 on S², 1.0157 on S^{127}; :func:`critical_beta`) and
-discontinuous above it, where the branch
-leaves D_c towards larger D and folds back (Mun & Rosenzweig 2026): a window of D above D_c with both the stable
-uniform law and a stable clustered state.
+discontinuous above it, where the branch leaves D_c towards larger D and folds back (Mun & Rosenzweig 2026): a window
+of D above D_c with both the stable uniform law and a stable clustered state.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import ive
 
 from . import checks
 from .density import Density
-from .domains.gegenbauer import multipliers, orthonormal
+from .domains.gegenbauer import bessel_ratio, degree, log_sphere_area, multipliers, normalized_multipliers, orthonormal
 from .domains.zonal import zonal_refusal
 
-#: The expansion of a state is refined until its top eighth holds less than this of its L² norm.
-TAIL = 1e-13  # ~ 500 ε: the projection by Gauss quadrature leaves ~ 10 ε per coefficient
-
-__all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_beta", "AxisymmetricState", "Branch",
-           "branch", "stationary_state", "stationary_states", "stability", "Stability"]
+__all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_beta", "transition_beta",
+           "AxisymmetricState", "Branch", "branch", "stationary_state", "stationary_states", "stability", "Stability"]
 
 
 def _zonal(model, domain):
@@ -128,17 +134,177 @@ def critical_beta(d: int) -> float:
     locates it too: :class:`Branch`'s ``continuous`` changes there."""
     if isinstance(d, bool) or int(d) != d or d < 2:
         raise ValueError(f"`d` must be an integer >= 2, got {d!r}.")
-    g = lambda b: ive(d / 2 + 1, b) / ive(d / 2, b) - 1.0 / d
+    g = lambda b: bessel_ratio(d / 2, b) - 1.0 / d  # increasing in β from 0
     hi = 1.0
     while g(hi) < 0:
         hi *= 2.0
-    return float(brentq(g, 1e-12, hi, xtol=1e-15, rtol=1e-15))
+    return float(brentq(g, 1e-8, hi, xtol=1e-15, rtol=1e-15))
 
 
-# ---------------------------------------------------------------------- the axisymmetric discretisation
+def transition_beta(domain, c: float = 1.0, r=(0.01, 0.02), bracket=None) -> float:
+    r"""β_* located from the branches alone (no Bessel-ratio formula): for USA the branch leaves D_c as
+    D(r) − D_c = a(β) r² + b(β) r⁴ + O(r⁶), towards smaller D (continuous) where a < 0 and larger D (discontinuous)
+    where a > 0; a(β) is extrapolated from the branch at two small r (Richardson's elimination of b) and its zero
+    found by Brent's method. Agrees with :func:`critical_beta` to ~1e-8 (tested). ``bracket`` (β_lo, β_hi) defaults
+    to critical_beta(d) × (0.7, 1.3)."""
+    from .models import SelfAttention
+
+    d = _dimension(domain)
+    if d is None:
+        raise ValueError(f"β_* is located on domains with zonal functions, not on the {domain.name}.")
+    r1, r2 = (float(v) for v in r)
+
+    def a(beta):
+        model = SelfAttention(beta, V=c * np.eye(d), normalized=False)
+        b = branch(model, domain, [r1, r2])
+        d1, d2 = (b.noise - b.critical) / np.array([r1, r2]) ** 2
+        return (d1 * r2 ** 2 - d2 * r1 ** 2) / (r2 ** 2 - r1 ** 2) / b.critical
+
+    lo, hi = bracket if bracket is not None else (0.7 * critical_beta(d), 1.3 * critical_beta(d))
+    return float(brentq(a, lo, hi, xtol=1e-12, rtol=1e-12))
+
+
+# ---------------------------------------------------------------------- the self-consistency equation on moments
+class _Kernel:
+    """The self-consistency map on the kernel's moments (module docstring, "Moments").
+
+    A zonal state is μ = f σ with f = e^{h}/Z and h fixed by the moments ĝ_l = ∫ p̄_l dμ, l = 1..K (ĝ_0 = 1):
+    U = Σ_{l>=1} (e^{−β}m_l/β) ĝ_l p̄_l (the scaled (1/β)(K_β*μ − its mean)), and h = (c e^β/D) U (USA),
+    (c/(βD)) log(1 + βU/m̃_0) (SA; (c/D) U/m̃_0 at β = 0), m̃_l = e^{−β}m_l the normalised multipliers
+    (:func:`meanfield.domains.gegenbauer.normalized_multipliers`), K the degree past which they are below round-off.
+    The map G(ĝ, D)_l = ∫ p̄_l e^{h} dσ / ∫ e^{h} dσ is evaluated by Gauss–Legendre quadrature in the polar angle over
+    the interval where the law of the polar angle is within e^{−60} of its maximum (the rest holds < 1e-24 of the
+    mass), with nodes doubled until the moments change by less than 1e-13 of their scales ∫|p̄_l| dμ; its Jacobian is the covariance
+    ∂G_l/∂x = Cov_μ(p̄_l, ∂h/∂x).
+    """
+
+    def __init__(self, model, domain):
+        self.beta, self.c, self.normalized = _zonal(model, domain)
+        self.d = _dimension(domain)
+        self.K = max(2, degree(self.d, self.beta))
+        m = normalized_multipliers(self.d, self.K, self.beta)
+        self.m0 = m[0]
+        self.n = np.zeros(self.K + 1)
+        if self.beta == 0.0:
+            self.n[1] = 1.0 / self.d
+        else:
+            self.n[1:] = m[1:] / self.beta
+        self.usa = None if self.normalized else self.c * np.exp(self.beta)
+        self.grid = np.linspace(0.0, np.pi, 4097)  # where the mass is: within e^{-60} of the maximum
+        with np.errstate(divide="ignore"):
+            self.log_sin_grid = (self.d - 2) * np.log(np.sin(self.grid)) if self.d > 2 else np.zeros_like(self.grid)
+        self.Pgrid = orthonormal(self.d, self.K, np.cos(self.grid), normalized=True)
+
+    def potential(self, g, D, P):
+        """h and ∂h/∂ĝ_l (l = 1..K) at the points whose basis table is ``P`` (points × degrees 0..K)."""
+        U = P[:, 1:] @ (self.n[1:] * g[1:])
+        if not self.normalized:
+            return (self.usa / D) * U, (self.usa / D) * P[:, 1:] * self.n[1:]
+        s = self.beta * U / self.m0
+        if np.any(s <= -1.0):  # K_β*μ must stay positive: an iterate past the admissible states
+            raise FloatingPointError("the kernel sum of an iterate is not positive")
+        h = (self.c / D) * (np.log1p(s) / self.beta if self.beta else U / self.m0)
+        dh = (self.c / (D * self.m0)) / (1.0 + s)[:, None] * P[:, 1:] * self.n[1:]
+        return h, dh
+
+    def _nodes(self, g, D, M):
+        """Gauss–Legendre nodes θ_j over the mass's interval (class docstring), their basis table and log weights
+        log(w_j sin^{d−2}θ_j)."""
+        h, _ = self.potential(g, D, self.Pgrid)
+        q = h + self.log_sin_grid
+        top = np.max(q)
+        inside = np.flatnonzero(q > top - 60.0)
+        a = self.grid[max(inside[0] - 1, 0)]
+        b = self.grid[min(inside[-1] + 1, self.grid.size - 1)]
+        x, w = _legendre(M)
+        theta = a + 0.5 * (b - a) * (x + 1.0)
+        log_w = np.log(0.5 * (b - a) * w) + ((self.d - 2) * np.log(np.sin(theta)) if self.d > 2 else 0.0)
+        return theta, orthonormal(self.d, self.K, np.cos(theta), normalized=True), log_w
+
+    def moments(self, g, D, M, jacobian=False):
+        """G(ĝ, D) on M nodes, log ∫ e^{h} dσ̄ and the moments' scales ∫ |p̄_l| dμ (what their round-off is
+        relative to: p̄_l reaches N(d, l)^{1/2} at the poles), with (∂G/∂ĝ_{1..K}, ∂G/∂D) where asked."""
+        theta, P, log_w = self._nodes(g, D, M)
+        h, dh = self.potential(g, D, P)
+        lw = log_w + h
+        top = np.max(lw)
+        mu = np.exp(lw - top)
+        total = mu.sum()
+        mu /= total
+        G = mu @ P
+        log_z = top + np.log(total) + log_sphere_area(self.d - 2) - log_sphere_area(self.d - 1)
+        scale = np.maximum(mu @ np.abs(P), 1.0)
+        if not jacobian:
+            return G, log_z, scale
+        Pc = P - G  # centred p̄_l
+        dG = (Pc * mu[:, None]).T @ dh  # Cov(p̄_l, ∂h/∂ĝ_k), (K + 1) × K
+        dGdD = (Pc * mu[:, None]).T @ (-h / D)
+        return G, log_z, scale, dG, dGdD
+
+
+@lru_cache(maxsize=16)
+def _legendre(M: int):
+    return np.polynomial.legendre.leggauss(M)
+
+
+def _newton(kernel, g, D, r_target=None, tol=1e-14, maxiter=60):
+    """(ĝ, D, log Z, residual) solving G(ĝ, D) = ĝ (with ĝ_1 = √d r_target fixed and D free, where given) by Newton's
+    method, damped where a full step does not reduce the residual, on quadrature nodes doubled until the moments no
+    longer change (:class:`_Kernel`). With r fixed, G depends on D only through the cluster (∂G/∂D = O(r)), so D is
+    determined to round-off / r: its step is converged at max(tol, 100ε/r) relative."""
+    K, d = kernel.K, kernel.d
+    d_tol = tol if r_target is None else max(tol, 100.0 * np.finfo(float).eps / r_target)
+    g = np.array(g, dtype=float)
+    if r_target is not None:
+        g[1] = np.sqrt(d) * r_target  # p̄_1 = √d u: ĝ_1 = √d r
+    M = 64
+    for _ in range(7):  # node refinements, up to 4096
+        G, _, scale, dG, dGdD = kernel.moments(g, D, M, jacobian=True)
+        for _ in range(maxiter):
+            F = G[1:] - g[1:]
+            J = dG[1:] - np.eye(K)  # ∂F/∂ĝ_{1..K}
+            if r_target is None:
+                step, step_D = np.linalg.solve(J, -F), 0.0
+                free = slice(1, None)
+            else:
+                full = np.linalg.solve(np.column_stack([J[:, 1:], dGdD[1:]]), -F)  # unknowns ĝ_2..ĝ_K and D
+                step, step_D = full[:-1], full[-1]
+                free = slice(2, None)
+            norm = np.max(np.abs(F) / scale[1:])
+            for _ in range(30):  # damped: halve the step until the residual falls (or the step is round-off)
+                trial, trial_D = g.copy(), D + step_D
+                trial[free] += step
+                try:
+                    if not (np.all(np.isfinite(trial)) and trial_D > 0):
+                        raise FloatingPointError
+                    moments = kernel.moments(trial, trial_D, M, jacobian=True)
+                    if np.max(np.abs(moments[0][1:] - trial[1:]) / moments[2][1:]) < norm or norm < 1e-13:
+                        break
+                except FloatingPointError:
+                    pass
+                step, step_D = 0.5 * step, 0.5 * step_D
+            else:
+                raise FloatingPointError("Newton's method left the admissible states (no step reduces the residual)")
+            g, D = trial, trial_D
+            G, _, scale, dG, dGdD = moments
+            if np.all(np.abs(step) <= tol * scale[free]) and abs(step_D) <= d_tol * D:
+                break
+        else:
+            raise RuntimeError(f"Newton's method did not converge in {maxiter} iterations (r = {r_target}, "
+                               f"D = {D:.6g})")
+        fine, log_z, scale = kernel.moments(g, D, 2 * M)
+        if np.all(np.abs(fine - kernel.moments(g, D, M)[0]) <= 1e-13 * scale):
+            return g, D, log_z, float(np.max(np.abs(fine[1:] - g[1:]) / scale[1:]))
+        M *= 2
+    raise RuntimeError(f"the quadrature of the state's moments did not converge on {M} nodes (r = {r_target})")
+
+
 @dataclass(frozen=True)
 class AxisymmetricState:
-    """A stationary state ρ(x) = f(⟨x, e⟩) (e the axis of its cluster; uniform where r = 0).
+    r"""A stationary state ρ(x) = f(⟨x, e⟩) (e the axis of its cluster; uniform where r = 0), exactly as the
+    self-consistency equation gives it: f = e^{h}/Z with h fixed by the kernel's moments ĝ_1..ĝ_K (module docstring,
+    "Moments": f ∝ (K_β*ρ)^{c/(βD)} for SA, e^{c K_β*ρ/(βD)} for USA). Evaluated at any point from its potential — no
+    expansion of f itself, which in high dimension would span hundreds of decades between the cluster and the rest.
 
     Attributes
     ----------
@@ -146,106 +312,42 @@ class AxisymmetricState:
         D.
     r : float
         The order parameter |∫ x dρ| (= ∫⟨x, e⟩ dρ).
-    coefficients : ndarray
-        f = Σ_l c̄_l p̄_l(⟨x, e⟩) in the domain's zonal basis (``Domain.zonal_basis``: the polynomials orthonormal for
-        the normalised surface measure, :mod:`meanfield.domains.gegenbauer`; cos(lθ)·√2 on the circle, √(2l + 1)
-        P_l on S²), degree <= len − 1.
+    moments : ndarray
+        ĝ_l = ∫ p̄_l(⟨x, e⟩) dρ(x), l = 0..K (ĝ_0 = 1; p̄_l the domain's zonal basis, orthonormal for the normalised
+        surface measure, :mod:`meanfield.domains.gegenbauer`; ĝ_1 = √d r).
     residual : float
-        max|f − T(f)| / max f of the self-consistency map at the nodes.
+        max_l |G_l(ĝ) − ĝ_l|/∫|p̄_l|dρ: the self-consistency map's residual on the moments, relative to their scales
+        (by quadrature on twice the nodes).
     domain : Domain
+    model : SelfAttention
+        The zonal model (β, c, SA or USA) whose state it is.
+    log_norm : float
+        log Z = log ∫ e^{h} dσ, so ρ = e^{h − log Z} integrates to 1 against surface area.
     """
 
     noise: float
     r: float
-    coefficients: np.ndarray
+    moments: np.ndarray
     residual: float
     domain: object
+    model: object
+    log_norm: float
+
+    def log_density(self, points, axis=None) -> np.ndarray:
+        """log ρ at points of the domain (shape (..., d); polar angles (..., 1) on the zonal sphere)."""
+        kernel = _Kernel(self.model, self.domain)
+        u = self.domain.polar_cosine(points, axis)
+        P = orthonormal(kernel.d, kernel.K, np.ravel(u), normalized=True)
+        return (kernel.potential(self.moments, self.noise, P)[0] - self.log_norm).reshape(np.shape(u))
 
     def __call__(self, points, axis=None) -> np.ndarray:
         """ρ at points of the domain (shape (..., d); polar angles (..., 1) on the zonal sphere), its cluster
         centred at ``axis`` (default the domain's: (1, 0) on the circle, the north pole on S^{d-1})."""
-        u = self.domain.polar_cosine(points, axis)
-        return orthonormal(_dimension(self.domain), self.coefficients.size - 1, u, normalized=True) @ self.coefficients
+        return np.exp(self.log_density(points, axis))
 
     def density(self, grid, axis=None) -> Density:
         """The state on a grid of its domain (its cluster centred at ``axis``)."""
         return Density(grid, self(grid.points, axis))
-
-
-class _Equation:
-    """The self-consistency map T(f; D) on the nodes, its Jacobian, and the order parameter."""
-
-    def __init__(self, model, domain, M: int):
-        self.beta, self.c, self.normalized = _zonal(model, domain)
-        self.ax = domain.zonal_basis(M)
-        self.Dk, self.Nk = _multipliers(domain, M - 1, self.beta)
-        B, A = self.ax.P, self.ax.analysis
-        self.MU = B[:, 1:] @ (self.Nk[1:, None] * A[1:])  # f ↦ U = Σ_{k>=1} N_k a_k b_k at the nodes
-        self.a0 = A[0]
-
-    def potential(self, f, D):
-        """g = log of the unnormalised T(f) (up to a constant) and its derivative matrix in f (and the vector
-        ∂g/∂D = −g/D)."""
-        U = self.MU @ f
-        if not self.normalized:
-            scale = self.c * np.exp(self.beta) / D
-            return scale * U, scale * self.MU
-        s0 = self.Dk[0] * (self.a0 @ f)
-        s = self.beta * U / s0
-        if np.any(s <= -1.0):  # φ = e^β s0 (1 + s) must stay positive: a step past the admissible states
-            raise FloatingPointError("the kernel sum of an iterate is not positive")
-        g = (self.c / D) * (np.log1p(s) / self.beta if self.beta else U / s0)
-        dg = (self.c / D) / (1.0 + s)[:, None] * (self.MU / s0 - np.outer(U, self.a0) * self.Dk[0] / s0**2)
-        return g, dg
-
-    def map(self, f, D):
-        g, dg = self.potential(f, D)
-        e = np.exp(g - np.max(g))
-        T = e / (self.ax.weights @ e)
-        wT = self.ax.weights * T
-        dT = T[:, None] * (dg - wT @ dg)  # T(dg − ∫T dg)
-        dTdD = T * (-g / D + (wT @ g) / D)
-        return T, dT, dTdD
-
-    def r(self, f):
-        return float(self.ax.weights @ (self.ax.u * f))
-
-
-def _newton(eq, f, D, r_target=None, tol=1e-13, maxiter=60):
-    """(f, D) solving f = T(f; D) (and r(f) = r_target, D free, where given) by Newton's method.
-
-    With r fixed, T depends on D only through the cluster (∂T/∂D = O(r)), so D is determined to round-off / r:
-    its step is converged at max(tol, 100ε/r) relative."""
-    M, w_mu = f.size, eq.ax.weights * eq.ax.u
-    d_tol = tol if r_target is None else max(tol, 100.0 * np.finfo(float).eps / r_target)
-    for _ in range(maxiter):
-        T, dT, dTdD = eq.map(f, D)
-        res = f - T
-        step_D = 0.0
-        if r_target is None:
-            step = np.linalg.solve(np.eye(M) - dT, -res)
-            f = f + step
-        else:
-            J = np.zeros((M + 1, M + 1))
-            J[:M, :M] = np.eye(M) - dT
-            J[:M, M] = -dTdD
-            J[M, :M] = w_mu
-            rhs = -np.concatenate([res, [w_mu @ f - r_target]])
-            full = np.linalg.solve(J, rhs)
-            step, step_D = full[:M], full[M]
-            f, D = f + step, D + step_D
-        if not (np.all(np.isfinite(f)) and np.isfinite(D) and D > 0):
-            raise FloatingPointError("Newton's method left the admissible states (non-finite or D <= 0)")
-        if np.max(np.abs(step)) <= tol * np.max(np.abs(f)) and abs(step_D) <= d_tol * D:
-            T = eq.map(f, D)[0]
-            return f, D, float(np.max(np.abs(f - T)) / np.max(np.abs(f)))
-    raise RuntimeError(f"Newton's method did not converge in {maxiter} iterations (r = {r_target}, D = {D:.6g})")
-
-
-def _tail(eq, f) -> float:
-    """The largest orthonormal coefficient in the top eighth of the expansion, relative to the L² norm of f."""
-    a = np.abs(eq.ax.coefficients(f))
-    return float(np.max(a[-max(2, a.size // 8):]) / np.linalg.norm(a))
 
 
 @dataclass(frozen=True)
@@ -266,92 +368,104 @@ class Branch:
         return bool(self.noise[0] < self.critical)
 
 
-def branch(model, domain, r, *, nodes: int = 64, max_nodes: int = 4096) -> Branch:
+def branch(model, domain, r) -> Branch:
     r"""The branch of single-cluster stationary states bifurcating from the uniform law, at the order parameters
-    ``r`` (increasing, in (0, 1)), by Newton's method on (f, D) with r fixed, each from the previous one
-    (module docstring). ``nodes`` doubles where the expansion's top eighth holds more than :data:`TAIL` of its L²
-    norm, while that halves it at least (past it, the projection's round-off), up to ``max_nodes``."""
+    ``r`` (increasing, in (0, 1)), by Newton's method on the kernel's moments and D with r fixed, each from the
+    previous one by a secant predictor in r (module docstring)."""
+    Dc, states = critical_noise(model, domain), []
+    r = np.asarray(r, dtype=float)
+    for state in _follow(model, domain, r):
+        states.append(state)
+    return _as_branch(r, states, Dc, model)
+
+
+def _as_branch(r, states, Dc, model) -> Branch:
+    Ds = np.array([s.noise for s in states])
+    slope = np.sign(np.diff(Ds))
+    folds = np.flatnonzero(slope[1:] != slope[:-1]) + 1
+    return Branch(r[: len(states)].copy(), Ds, tuple(states), folds, Dc, model)
+
+
+def _follow(model, domain, r):
+    """The states of the branch at the order parameters ``r``, one at a time (:func:`branch`)."""
     beta, c, normalized = _zonal(model, domain)
     if c <= 0:
         raise ValueError(f"clusters form for V = cI with c > 0; got c = {c:g} (the uniform law is stable for every D).")
-    r = np.asarray(r, dtype=float)
     if r.ndim != 1 or r.size < 1 or np.any(np.diff(r) <= 0) or r[0] <= 0 or r[-1] >= 1:
         raise ValueError(f"`r` must increase strictly inside (0, 1), got {r!r}.")
+    kernel = _Kernel(model, domain)
     Dc = critical_noise(model, domain)
-    eq = _Equation(model, domain, int(nodes))
-    history = []  # (r, f, D) of the last two states on eq's nodes, for the secant predictor in r
+    history = []  # (r, ĝ, D) of the last two states, for the secant predictor in r
 
     def predict(rk):
         if len(history) == 2:
-            (r1, f1, D1), (r2, f2, D2) = history
+            (r1, g1, D1), (r2, g2, D2) = history
             s = (rk - r2) / (r2 - r1)
-            return f2 + s * (f2 - f1), D2 + s * (D2 - D1)
-        ax = eq.ax
-        psi = ax.P[:, 1] / (ax.weights @ (ax.u * ax.P[:, 1]))  # the degree-1 mode with r(ψ) = 1
+            return g2 + s * (g2 - g1), D2 + s * (D2 - D1)
         if history:
-            return history[-1][1] + (rk - history[-1][0]) * psi, history[-1][2]
-        return 1.0 / domain.volume + rk * psi, Dc  # from the uniform law along the mode unstable below D_c
+            return history[-1][1], history[-1][2]
+        g = np.zeros(kernel.K + 1)
+        g[0] = 1.0
+        return g, Dc  # from the uniform law along the degree-1 mode, unstable below D_c
 
     def solve(rk, depth=0):
         """The state at rk, from the last ones; where Newton's method fails, through the midpoint in r first."""
-        nonlocal eq, history
+        nonlocal history
         try:
-            f, D = predict(rk)
-            last = np.inf
-            while True:
-                f, D, resid = _newton(eq, f, D, rk)
-                tail = _tail(eq, f)
-                # resolved, or at the round-off floor of the projection (refining no longer halves the tail)
-                if tail <= TAIL or tail > 0.5 * last or eq.ax.M >= max_nodes:
-                    return f, D, resid
-                last = tail
-                new = _Equation(model, domain, 2 * eq.ax.M)  # refine; the history moves to the new nodes
-                history = [(h[0], _resample(h[1], eq.ax, new.ax), h[2]) for h in history]
-                f, eq = _resample(f, eq.ax, new.ax), new
+            return _newton(kernel, *predict(rk), rk)
         except (RuntimeError, FloatingPointError, np.linalg.LinAlgError):
             if depth >= 12 or not history:
                 raise
             mid = 0.5 * (history[-1][0] + rk)
-            f, D, _ = solve(mid, depth + 1)
-            history = (history + [(mid, f, D)])[-2:]
+            g, D, _, _ = solve(mid, depth + 1)
+            history = (history + [(mid, g, D)])[-2:]
             return solve(rk, depth + 1)
 
-    states = []
     for rk in r:
-        f, D, resid = solve(rk)
-        states.append(AxisymmetricState(float(D), float(rk), eq.ax.coefficients(f), resid, domain))
-        history = (history + [(rk, f, D)])[-2:]
-    Ds = np.array([s.noise for s in states])
-    slope = np.sign(np.diff(Ds))
-    folds = np.flatnonzero(slope[1:] != slope[:-1]) + 1
-    return Branch(r.copy(), Ds, tuple(states), folds, Dc, model)
+        try:
+            g, D, log_z, resid = solve(rk)
+        except (RuntimeError, FloatingPointError, np.linalg.LinAlgError) as exc:
+            raise ValueError(f"the single-cluster branch of {model!r} on {domain!r} could not be continued to r = "
+                             f"{rk:.6g} (from r = {history[-1][0] if history else 0.0:.6g}): {exc}. Where D(r) turns "
+                             "sharply (a strongly discontinuous transition, USA far above β_*) the branch may turn "
+                             "back in r too, which continuation in r cannot pass.") from None
+        yield AxisymmetricState(float(D), float(rk), g.copy(), resid, domain, model, _log_norm(kernel, log_z))
+        history = (history + [(rk, g, D)])[-2:]
 
 
-def _resample(f, old, new):
-    """Values of f (nodes of the basis ``old``) at the nodes of ``new``, through its expansion."""
-    return new.values(old.coefficients(f))
+def _log_norm(kernel, log_z_mean) -> float:
+    """log ∫ e^{h} dσ from log ∫ e^{h} dσ̄."""
+    return float(log_z_mean + log_sphere_area(kernel.d - 1))
 
 
-def stationary_state(model, domain, noise: float | None = None, *, r_guess: float = 0.5, nodes: int = 64):
+def stationary_state(model, domain, noise: float | None = None, *, r_guess: float = 0.5):
     """The single-cluster stationary state at noise D (default ``model.noise``) whose order parameter is nearest
-    ``r_guess``: the branch (:func:`branch`, from ``nodes`` nodes, refined where its states need more) is followed in
-    r from the uniform law to r = 0.99 and each crossing of D(r) = D is refined by Newton's method with D fixed
-    (:func:`stationary_states`). ``ValueError`` where there is none: above the branch's largest D only the uniform
-    law is stationary (SA, and USA below β_*: above D_c); below D(0.99) the cluster is sharper than this follows
-    (a branch to larger r, :func:`branch`, then :func:`stationary_states`)."""
+    ``r_guess``: the branch (:func:`branch`) is followed in r from the uniform law in steps of 0.02 towards r = 0.99 —
+    until D(r) has fallen below D past the fold, if any (D(r) decreases from there on: no further crossing) — and
+    each crossing of D(r) = D is refined by Newton's method with D fixed (:func:`stationary_states`). ``ValueError``
+    where there is none: above the branch's largest D only the uniform law is stationary (SA, and USA below β_*:
+    above D_c); below D(0.99) the cluster is sharper than this follows (a branch to larger r, :func:`branch`, then
+    :func:`stationary_states`)."""
     D = model.noise if noise is None else checks.noise(noise)
     if not D > 0:
         raise ValueError("stationary states of the noisy model need `noise` > 0 (without noise, clusters collapse).")
-    b = branch(model, domain, np.linspace(0.01, 0.99, 50), nodes=nodes)
-    states = stationary_states(b, D)
-    if not states:
+    r = np.linspace(0.01, 0.99, 50)
+    states = []
+    for state in _follow(model, domain, r):
+        states.append(state)
+        Ds = [s.noise for s in states]
+        if len(Ds) >= 3 and Ds[-1] < D and Ds[-1] < Ds[-2] < Ds[-3]:  # below D and falling: no crossing beyond
+            break
+    b = _as_branch(r, states, critical_noise(model, domain), model)
+    found = stationary_states(b, D)
+    if not found:
         if D > float(np.max(b.noise)):
             why = f"the branch's largest D is {float(np.max(b.noise)):g}: only the uniform law is stationary there"
         else:
             why = (f"D(r = 0.99) = {float(b.noise[-1]):g}: the cluster is sharper than r = 0.99 (compute the branch to "
                    "larger r with `branch` and refine with `stationary_states`)")
         raise ValueError(f"no single-cluster stationary state at noise D = {D:g} on r in (0.01, 0.99): {why}.")
-    return min(states, key=lambda state: abs(state.r - r_guess))
+    return min(found, key=lambda state: abs(state.r - r_guess))
 
 
 def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
@@ -362,20 +476,22 @@ def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
     s = b.noise - D
     for i in np.flatnonzero(np.sign(s[1:]) != np.sign(s[:-1])):
         near = b.states[i] if abs(s[i]) < abs(s[i + 1]) else b.states[i + 1]
-        eq = _Equation(b.model, near.domain, near.coefficients.size)
-        f, _, resid = _newton(eq, eq.ax.values(near.coefficients), D)
-        state = AxisymmetricState(D, eq.r(f), eq.ax.coefficients(f), resid, near.domain)
+        kernel = _Kernel(b.model, near.domain)
+        g, _, log_z, resid = _newton(kernel, near.moments, D)
+        state = AxisymmetricState(D, float(g[1] / np.sqrt(kernel.d)), g, resid, near.domain, b.model,
+                                  _log_norm(kernel, log_z))
         out.append(_oriented(state))
     return out
 
 
 def _oriented(state: AxisymmetricState) -> AxisymmetricState:
     """The state with its cluster at +axis (r >= 0): where Newton's method landed on the reflected cluster, the
-    reflection μ ↦ −μ (coefficient k times (−1)^k in both zonal bases)."""
+    reflection u ↦ −u (moment l times (−1)^l: p̄_l has the parity of l)."""
     if state.r >= 0:
         return state
-    sign = (-1.0) ** np.arange(state.coefficients.size)
-    return AxisymmetricState(state.noise, -state.r, sign * state.coefficients, state.residual, state.domain)
+    sign = (-1.0) ** np.arange(state.moments.size)
+    return AxisymmetricState(state.noise, -state.r, sign * state.moments, state.residual, state.domain, state.model,
+                             state.log_norm)
 
 
 @dataclass(frozen=True)

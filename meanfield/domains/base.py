@@ -103,6 +103,12 @@ class Grid(abc.ABC):
         :meth:`Domain.excess_energy` as ``spectrum``; None (the default) where they read the values."""
         return None
 
+    def sign_check(self, values) -> tuple[float, float, str]:
+        """(lowest, reference, words) for the monitor's sign check, lowest >= −neg_tol × reference: by default the
+        smallest nodal value against the mean density ∫ρ/∫1, in the words "min {lowest}, mean {reference}"."""
+        vmin, mean = float(np.min(values)), float(self.integrate(values)) / float(np.sum(self.weights))
+        return vmin, mean, f"min {vmin:.3g}, mean {mean:.3g}"
+
     @abc.abstractmethod
     def resolution(self, values, tail_tol: float, *, spectrum=None) -> str | None:
         """None if ``values`` are resolved on this grid, else the reason (MATH.md §2.2).

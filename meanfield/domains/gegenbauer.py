@@ -45,7 +45,7 @@ from scipy.linalg import eigh_tridiagonal
 from scipy.special import gammaln, hyp0f1, ive
 
 __all__ = ["log_sphere_area", "sphere_area", "harmonic_dimension", "recurrence", "orthonormal", "gauss",
-           "normalized_multipliers", "multipliers", "degree", "ZonalBasis"]
+           "bessel_ratio", "normalized_multipliers", "multipliers", "degree", "ZonalBasis"]
 
 
 def log_sphere_area(k: int) -> float:
@@ -175,6 +175,15 @@ def _ratios(d: int, L: int, beta: float) -> np.ndarray:
         if k - 1 < L:
             out[k - 1] = r
     return out
+
+
+def bessel_ratio(nu: float, beta: float) -> float:
+    """I_{ν+1}(β)/I_ν(β) for β > 0 by Miller's backward recurrence (module docstring): no under- or overflow for any
+    order (``ive`` underflows for ν ≫ β)."""
+    r = 0.0
+    for k in range(40 + int(2.0 * beta) + int(np.sqrt(max(nu, 0.0))), 0, -1):
+        r = beta / (2.0 * (nu + k) + beta * r)
+    return float(r)
 
 
 def normalized_multipliers(d: int, L: int, beta: float) -> np.ndarray:

@@ -241,10 +241,23 @@ class ZonalGrid(Grid):
         return self.coefficients(values)
 
     def spectral_tail(self, values, spectrum=None) -> float:
-        """max |c̄_l| over the top 1/16 of the degrees (at least 2), relative to |c̄_0|."""
+        """max |c̄_l| over the top 1/16 of the degrees (at least 2), relative to ‖c̄‖ = ‖f‖_{L²(σ̄)} (|c̄_0| for a
+        near-uniform density, as on S¹ and S²; in high dimension a cluster's coefficients exceed c̄_0 by many
+        decades — e^{κu} spans e^{2κ} — and the projection's round-off sits at ε‖c̄‖, so the tail is measured there)."""
         c = np.abs(self.coefficients(values) if spectrum is None else spectrum)
         width = max(2, self.lmax // 16)
-        return float(np.max(c[-width:]) / c[0])
+        return float(np.max(c[-width:]) / np.linalg.norm(c))
+
+    def sign_check(self, values) -> tuple[float, float, str]:
+        """(the rings' negative mass Σ_j min(ρ_j w_j, 0), the total mass, their words): the sign that matters is the
+        mass's, and relative to the whole; a far ring's value, of negligible mass, carries the expansion's undershoot
+        (in high dimension f spans hundreds of decades between a cluster and the far side: e^{κu},
+        κ ≈ (d − 1)/(2(1 − r)), is approximated to 1e-15 of its L² norm with ring masses dipping to −1e-11 of the total
+        at d = 128, r = 0.6). The monitor's −neg_tol × total thus also bounds the mass a hand-over to the rings, which
+        keep the positive masses, adds."""
+        mass = np.asarray(values) * self.weights
+        negative, total = float(np.sum(np.minimum(mass, 0.0))), float(np.sum(mass))
+        return negative, total, f"negative ring masses {negative:.3g}, total mass {total:.3g}"
 
     def resolution(self, values, tail_tol: float, *, spectrum=None) -> str | None:
         tail = self.spectral_tail(values, spectrum)
