@@ -88,7 +88,7 @@ def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarr
     model : SelfAttention
         Zonal (Q = qI, K = kI, V = cI).
     domain : Domain
-        The circle, S², or a zonal sphere S^{d-1} (``meanfield.domains.zonal_sphere(d)``).
+        The circle, S², or a zonal sphere S^{d-1} (``meanfield.domains.zonal_domain(d)``).
     degrees : array_like of int >= 1
     noise : float, optional
         D (default ``model.noise``).

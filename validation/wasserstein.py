@@ -38,6 +38,14 @@ M = 2^20) is placed at the cell's midpoint. Moving mass inside cells of width
 h = 2π/M costs at most h/2, so the result is within h/2 (3e-6 for the
 default) of the exact distance; :func:`circle_density_resolution` says it.
 
+Zonal densities of S^{d-1} (the zonal domain, any d): W_p between two zonal measures equals W_p between the
+laws of their polar angles θ = arccos⟨x, e⟩ on [0, π] (docs/MATH.md §9), computed exactly by quantiles; a density
+enters through the exact law of its polar angle on M equal cells (as the circle's, within π/(2M)). Points of
+S^{d-1} compared with a zonal measure enter by their polar angles (``Distance.method`` "polar-angle"): that is W_p
+between the polar angles' laws, a lower bound of W_p on S^{d-1} between the zonal measure and the points (θ is
+1-Lipschitz), equal where the points are themselves zonal — for particles, the part of the distance the zonal
+density can see.
+
 S² and S^{d-1}: optimal transport with the geodesic cost arccos⟨x, y⟩ by
 POT's network simplex (:func:`ot.emd2`), exact, O(nm) memory (about 45 bytes
 per entry of the n × m cost matrix at its peak, measured: 1.9 GB at 4·10^7).
@@ -145,8 +153,10 @@ class Distance:
         docstring). 0 for exact methods; the coarsening bounds b_p(a) + b_p(b) for "coarsened-ot"; π/M for each
         circle density quantised into M cells.
     method : str
-        "circle" (CDF formulas), "quantiles" (R¹), "exact-ot" (network simplex on the measures themselves) or
-        "coarsened-ot" (network simplex between coarsened measures, :mod:`validation.coarsening`).
+        "circle" (CDF formulas), "quantiles" (R¹, and two zonal measures of S^{d-1}: their polar angles' laws),
+        "polar-angle" (a zonal measure against points of S^{d-1}: W_p between the laws of their polar angles, a lower
+        bound of W_p on S^{d-1}, equal where the points are zonal), "exact-ot" (network simplex on the measures
+        themselves) or "coarsened-ot" (network simplex between coarsened measures, :mod:`validation.coarsening`).
     p : float
         The order of W_p.
     atoms : tuple of int
@@ -181,7 +191,9 @@ class Prepared:
     is known (π/M for a circle density quantised into M cells), else None (a
     grid measure: see :func:`discretisation`). ``coarsening`` bounds W_q,
     q <= ``coarsening_p``, between this measure and the one it was coarsened
-    from (0: not coarsened). Preparing a density once
+    from (0: not coarsened). ``projected``: the points were mapped onto a quotient
+    domain (particles of S^{d-1} onto the zonal domain by their polar angles), so
+    W_p computed there is a lower bound of W_p on S^{d-1}. Preparing a density once
     (:func:`prepare`) and passing the result saves its quantisation when it is
     compared with many point sets.
     """
@@ -192,6 +204,7 @@ class Prepared:
     resolution: float | None = None
     coarsening: float = 0.0
     coarsening_p: float = np.inf
+    projected: bool = False
 
 
 def _carried(obj):
@@ -227,13 +240,13 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         unless ``domain`` is given.
     domain : Domain or str, optional
     cells : int, optional
-        Cells a circle density is quantised into (default 2^20).
+        Cells a circle density is quantised into (default 2^20), or a zonal density's polar angle (default 2^16).
     name : str
         The argument's name in error messages.
     """
     dom = None if domain is None else domains.get(domain)
     carried = _carried(measure)
-    if carried is not None and dom is not None and carried is not dom:
+    if carried is not None and dom is not None and carried is not dom and not dom.quotient_of(carried):
         where = "a density" if isinstance(measure, Density) else "a measure"
         raise ValueError(f"`{name}` is {where} on the {carried.name} but the other measure lives on {dom.name}.")
     if isinstance(measure, Prepared):
@@ -245,11 +258,15 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         return Prepared(theta, w, measure.domain,
                         circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)))
     if isinstance(measure, Density):
+        law = measure.domain.coordinate_law(measure, None if cells is None else int(cells))
+        if law is not None:  # a domain of dimension 1 (the zonal sphere): the exact law of its coordinate
+            points, w, resolution = law
+            return Prepared(points, w, measure.domain, resolution)
         pts, w = measure.as_measure()
         return Prepared(pts, w, measure.domain)
     if isinstance(measure, Measure):
         pts, w = np.asarray(measure.points, dtype=float), np.asarray(measure.weights, dtype=float)
-        dom = measure.domain
+        dom = measure.domain if dom is None else dom
     elif isinstance(measure, tuple):
         if len(measure) != 2:
             raise TypeError(f"`{name}` as a tuple must be (points, weights), got {len(measure)} items.")
@@ -268,25 +285,32 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         raise ValueError(f"`{name}` contains non-finite coordinates.")
     w = np.full(n, 1.0 / n) if w is None else _probability_weights(w, n, name)
     dom = domains.infer(pts) if dom is None else dom
+    projected = False
     if not dom.contains(pts):  # to 1e-8 (unit rows on spheres)
-        raise ValueError(
-            f"`{name}` must lie on the {dom.name} (within 1e-8) to be compared there: the measures live on "
-            "different domains."
-        )
+        lifted = dom.from_ambient(pts)  # a quotient's points: the polar angles of unit vectors on the zonal sphere
+        if lifted is None:
+            raise ValueError(
+                f"`{name}` must lie on the {dom.name} (within 1e-8) to be compared there: the measures live on "
+                "different domains."
+            )
+        pts, projected = lifted, True
     if _on_angles(dom):
         if pts.shape[1] != 2:
             raise ValueError(f"`{name}` must hold points in R^2 on the circle, got dimension {pts.shape[1]}.")
         return Prepared(dom.coordinates(pts), w, dom)
-    return Prepared(pts, w, dom)
+    return Prepared(pts, w, dom, projected=projected)
 
 
 def _pair(a, b, domain, cells) -> tuple[Prepared, Prepared]:
     if domain is not None:
         domain = domains.get(domain)  # a Domain, or the name of a registered one (ValueError listing them)
     ca, cb = _carried(a), _carried(b)
+    quotient = None
     if domain is None and ca is not None and cb is not None and ca is not cb:
-        raise ValueError(f"the measures live on different domains: `a` on {ca.name}, `b` on {cb.name}.")
-    dom = domain if domain is not None else (ca if ca is not None else cb)
+        quotient = ca if ca.quotient_of(cb) else cb if cb.quotient_of(ca) else None
+        if quotient is None:
+            raise ValueError(f"the measures live on different domains: `a` on {ca.name}, `b` on {cb.name}.")
+    dom = domain if domain is not None else quotient if quotient is not None else (ca if ca is not None else cb)
     pa = prepare(a, dom, cells, "a")
     pb = prepare(b, dom, cells, "b")
     if pa.domain is not pb.domain:
@@ -726,7 +750,8 @@ def _measure_distance(a: Prepared, b: Prepared, p: float, max_entries: int, meth
             a, b = _coarsened(a, ka, p), _coarsened(b, kb, p)
             bar.update()
         bound = sum((x.resolution or 0.0) + x.coarsening for x in (a, b))
-        kind = "circle" if _on_angles(a.domain) else "exact-ot" if _by_ot(a) else "quantiles"
+        kind = "circle" if _on_angles(a.domain) else "exact-ot" if _by_ot(a) else \
+            "polar-angle" if a.projected or b.projected else "quantiles"
         if kind == "exact-ot" and (a.coarsening > 0 or b.coarsening > 0):  # atoms of weight 0 dropped: still exact
             kind = "coarsened-ot"
         if kind in ("exact-ot", "coarsened-ot"):

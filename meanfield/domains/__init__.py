@@ -22,9 +22,9 @@ from .circle import CIRCLE, CircleGrid
 from .euclidean import EUCLIDEAN, EuclideanGrid
 from .sphere import SPHERE, SphereGrid
 from .sequence import SEQUENCE, SequenceGrid
-from .zonal_sphere import ZONAL, ZonalGrid, zonal_sphere
+from .zonal_sphere import ZONAL, ZonalGrid, zonal_domain
 
 DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE, ZONAL)
 
 __all__ = ["Domain", "Grid", "Measure", "get", "infer", "CIRCLE", "SPHERE", "EUCLIDEAN", "DOMAINS", "CircleGrid",
-           "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid", "ZONAL", "ZonalGrid", "zonal_sphere"]
+           "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid", "ZONAL", "ZonalGrid", "zonal_domain"]

@@ -255,6 +255,18 @@ class Domain(abc.ABC):
         angles of unit vectors of R^d), or None (the default: it is no quotient of what ``x`` is)."""
         return None
 
+    def quotient_of(self, other) -> bool:
+        """Whether this domain is a quotient of ``other`` whose points :meth:`from_ambient` maps onto it (the zonal
+        sphere of the circle or S^{d-1}); False by default."""
+        return False
+
+    def coordinate_law(self, density, cells: int | None):
+        """(points, weights, resolution): a density of this domain as the exact masses of M = ``cells`` equal cells
+        of its one chart coordinate at their midpoints (None: the domain's default M), within ``resolution`` of the
+        density in every W_p; None where the domain has no such form (the default; the circle quantises its own
+        density in ``validation``)."""
+        return None
+
     def quadrature_refusal(self) -> str | None:
         """Why the model's own sums over the points (the ``quadrature`` strategy of particles and of the
         Lagrangian nodes) do not apply to this domain's points, or None (the default: they do)."""

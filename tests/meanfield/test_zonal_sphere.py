@@ -8,7 +8,7 @@ from scipy import integrate, special, stats
 import meanfield as mf
 from meanfield import stationary
 import particles
-from meanfield.domains import CircleGrid, SphereGrid, ZonalGrid, zonal_sphere
+from meanfield.domains import CircleGrid, SphereGrid, ZonalGrid, zonal_domain
 from meanfield.domains.gegenbauer import ZonalBasis, gauss, multipliers, normalized_multipliers, orthonormal
 from meanfield.domains.zonal_sphere import ZonalQuadrature, ZonalSpectral
 from meanfield.domains.zonal_sphere.grid import MAX_DIMENSION, uniform_polar_cdf
@@ -236,7 +236,7 @@ def test_bad_input_is_refused_with_the_reason():
         mf.Density.from_function(grid, lambda x: 1 + 0.5 * x[..., 0])
     with pytest.raises(ValueError, match="causal|sequence"):
         mf.solve(mf.SelfAttention(1.0, causal=True), mu0, (0, 1))
-    assert zonal_sphere(5) is grid.domain and ZonalBasis(5, 4).area == pytest.approx(_area(4))
+    assert zonal_domain(5) is grid.domain and ZonalBasis(5, 4).area == pytest.approx(_area(4))
 
 
 # ------------------------------------------------------------------ stationary states in every dimension
@@ -247,13 +247,13 @@ def test_critical_noise_in_closed_form(d, normalized):
     Bessel functions; the branch leaves the uniform law there (D(r) − D_c = O(r²))."""
     beta, c = 1.7, 1.3
     model = mf.SelfAttention(beta, V=c * np.eye(d), normalized=normalized)
-    Dc = stationary.critical_noise(model, zonal_sphere(d))
+    Dc = stationary.critical_noise(model, zonal_domain(d))
     if normalized:
         exact = c * special.iv(d / 2, beta) / (beta * special.iv(d / 2 - 1, beta))
     else:
         exact = c * 2 ** (d / 2 - 1) * special.gamma(d / 2) * special.iv(d / 2, beta) / beta ** (d / 2)
     assert Dc == pytest.approx(exact, rel=1e-12)
-    b = stationary.branch(model, zonal_sphere(d), [1e-4, 2e-4])
+    b = stationary.branch(model, zonal_domain(d), [1e-4, 2e-4])
     assert np.all(np.abs(b.noise / Dc - 1) < 1e-6)
 
 
@@ -262,7 +262,7 @@ def test_beta_star_located_from_the_branches(d):
     """β_*(d), where USA's transition turns discontinuous: located from the branches alone (the sign of the r²
     coefficient of D(r) − D_c) it equals the root of I_{d/2+1}/I_{d/2} = 1/d (MATH.md §9: 2.4469, 1.8162 and
     1.015686 on S^{127}) to 1e-7."""
-    domain = {2: mf.domains.CIRCLE, 3: mf.domains.SPHERE}.get(d, zonal_sphere(d))
+    domain = {2: mf.domains.CIRCLE, 3: mf.domains.SPHERE}.get(d, zonal_domain(d))
     located = stationary.transition_beta(domain)
     assert located == pytest.approx(stationary.critical_beta(d), abs=1e-7)
     assert round(stationary.critical_beta({2: 2, 3: 3}.get(d, d)), 4) == {2: 2.4469, 3: 1.8162}.get(d, round(
@@ -280,7 +280,7 @@ def test_long_time_solve_reaches_the_stationary_state(d, beta, normalized):
     D = 0.8 D_c (SA) or 0.9 D_c (USA): r = ∫⟨x, e⟩dρ agrees to 1e-8 (measured 2.6e-10, 3.6e-9, 1.9e-11), and the
     rings' masses ρ(θ_j) w_j to 1e-7 of the total (in high dimension the values themselves span tens of decades, of
     which only the masses are the measure)."""
-    domain = zonal_sphere(d)
+    domain = zonal_domain(d)
     model = mf.SelfAttention(beta, normalized=normalized)
     D = (0.8 if normalized else 0.9) * stationary.critical_noise(model, domain)
     state = stationary.stationary_state(model, domain, D)
@@ -301,7 +301,7 @@ def test_most_unstable_degree_is_the_argmax_and_grows_first():
     alike the density's early growth is led by degree ℓ* (its coefficient grows fastest, at σ_{ℓ*})."""
     d, beta = 16, 30.0
     model = mf.SelfAttention(beta)
-    domain = zonal_sphere(d)
+    domain = zonal_domain(d)
     l = np.arange(1, 60)
     star = int(l[np.argmax(l * (l + d - 2) * special.ive(l + d / 2 - 1, beta))])
     assert stationary.most_unstable_degree(model, domain) == star and star > 1
@@ -314,3 +314,52 @@ def test_most_unstable_degree_is_the_argmax_and_grows_first():
     growth = np.log(np.abs(grid.coefficients(sol.densities[-1].values)[1:13]) / np.abs(c[1:13])) / 0.5
     assert int(np.argmax(growth)) + 1 == star
     assert growth[star - 1] == pytest.approx(stationary.linear_rates(model, domain, [star])[0], rel=1e-3)
+
+
+# ------------------------------------------------------------------ distances
+def test_w_p_between_zonal_measures_is_that_of_their_polar_angles():
+    """W_p between two zonal densities (the domain's distance: the polar angles' laws by quantiles) against an
+    independent computation: W_1 = ∫|F − G| dθ and W_2² = ∫_0^1 |F^{-1} − G^{-1}|² of the polar CDFs, by adaptive
+    quadrature of q(θ) = |S^{d−2}| sin^{d−2}θ ρ(cos θ) (MATH.md §9); within the stated quantisation bound."""
+    import validation
+
+    d = 16
+    grid = ZonalGrid(d, 48)
+    e = np.eye(d)[-1]
+    a = mf.Density.from_function(grid, lambda x: np.exp(3.0 * (x @ e)))
+    b = mf.Density.from_function(grid, lambda x: 1.0 + 0.5 * (x @ e) ** 2)
+    qa = lambda t: np.exp(3.0 * np.cos(t)) * np.sin(t) ** (d - 2)
+    qb = lambda t: (1.0 + 0.5 * np.cos(t) ** 2) * np.sin(t) ** (d - 2)
+    ts = np.linspace(0, np.pi, 4001)
+    Fa, Fb = (np.concatenate([[0], np.cumsum([integrate.quad(q, x0, x1)[0] for x0, x1 in zip(ts[:-1], ts[1:])])])
+              for q in (qa, qb))
+    Fa, Fb = Fa / Fa[-1], Fb / Fb[-1]
+    w1 = integrate.trapezoid(np.abs(Fa - Fb), ts)
+    s = np.linspace(0, 1, 20001)[1:-1]
+    w2 = np.sqrt(integrate.trapezoid((np.interp(s, Fa, ts) - np.interp(s, Fb, ts)) ** 2, s))
+    d1 = validation.distance(a, b, 1)
+    assert d1.method == "quantiles" and abs(d1.value - w1) <= d1.bound + 1e-6
+    assert validation.w2(a, b) == pytest.approx(w2, abs=1e-5)
+
+
+def test_particles_against_a_zonal_density_compare_their_polar_angles():
+    """Particles of S^{d-1} against a zonal density: W_1 of the polar angles' laws (method "polar-angle"), equal
+    to the 1-D W_1 of their polar angles against the density's quantised law, and a lower bound of W_1 on S^{d-1}
+    (checked against exact OT between the particles and a rotation-averaged sample of the density)."""
+    import validation
+    from meanfield.domains.sphere import SPHERE
+
+    d = 5
+    grid = ZonalGrid(d, 32)
+    rho = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.3, 3, rng=4))
+    rng = np.random.default_rng(7)
+    x = particles.sample(rho, 300, rng)
+    dist = validation.distance(rho, x, 1)
+    assert dist.method == "polar-angle"
+    theta = grid.domain.coordinates(x)
+    same = validation.distance(rho, mf.domains.Measure(theta[:, None], np.full(300, 1 / 300), grid.domain), 1)
+    assert same.value == pytest.approx(dist.value, rel=1e-12)
+    many = particles.sample(rho, 3000, rng)  # the density on S^{d-1}, to within its own sampling error
+    full = validation.distance(x, many, 1, domain=SPHERE).value
+    polar = validation.distance(x, many, 1, domain=grid.domain).value
+    assert polar <= full and validation.distance(rho, many, 1).value < 0.02

@@ -124,9 +124,9 @@ class ZonalGrid(Grid):
 
     @property
     def domain(self):
-        from . import zonal_sphere
+        from . import zonal_domain
 
-        return zonal_sphere(self.d)
+        return zonal_domain(self.d)
 
     @property
     def shape(self) -> tuple[int]:
