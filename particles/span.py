@@ -74,33 +74,32 @@ def in_dimension(model: SelfAttention, r: int) -> SelfAttention:
 
 @nb.njit(nogil=True, error_model="numpy", boundscheck=False, cache=True)
 def _lift_systems(C, Bt, out, start, stop):
-    """out[b] = C[b] Bt[b] for the systems b = start..stop-1: C (B, T·n, r), Bt (B, r, d), in row blocks of at
-    most 2^18 / (r·d) rows, so that each BLAS call is below OpenBLAS's threading threshold (m·n·k <= 2^18: one
-    thread, whatever the caller's threads; a threaded call per system ran 2-4× slower beside other work)."""
-    rows, r = C.shape[1], C.shape[2]
-    d = Bt.shape[2]
-    block = max(1, (1 << 18) // max(1, r * d))
+    """out[b, k] = C[k, b] Bt[b] for the systems b = start..stop-1 and every output k: C (T, B, n, r) as the
+    integrator stacked it, Bt (B, r, d), out (B, T, n, d). One BLAS call per (b, k), n·r·d multiply-adds (131 072
+    at n = r = 32, d = 128: below OpenBLAS's threading threshold 2^18, so one thread whatever the caller's; a
+    threaded call per system ran 2-4× slower beside other work)."""
+    T = C.shape[0]
     for b in range(start, stop):
-        for i in range(0, rows, block):
-            j = min(rows, i + block)
-            np.dot(C[b, i:j], Bt[b], out[b, i:j])
+        for k in range(T):
+            np.dot(C[k, b], Bt[b], out[b, k])
 
 
 def lift(coordinates, B, first=None) -> np.ndarray:
     """x = c Bᵀ for a history of coordinates c, T arrays of shape (..., n, r), and the basis B, shape (..., d, r).
 
     Returns shape (T, ..., n, d), stored system-major: a view, time first, of memory laid out (..., T, n, d),
-    the layout in which per-system statistics read it (``np.moveaxis(x, 0, -3)`` is contiguous, no copy). Each
-    system's history is a (T·n × r)(r × d) product, on numba's threads. ``first``, if given, is stored as output 0
+    the layout in which per-system statistics read it (``np.moveaxis(x, 0, -3)`` is contiguous, no copy). One
+    (n × r)(r × d) product per system and output, on numba's threads. ``first``, if given, is stored as output 0
     as it is (the initial tokens exactly, rather than through B Bᵀ).
     """
-    C = np.stack(coordinates, axis=-3)  # (..., T, n, r)
-    T, n, r = C.shape[-3:]
+    C = np.stack(coordinates)  # (T, ..., n, r)
+    T, n, r = C.shape[0], C.shape[-2], C.shape[-1]
+    batch = C.shape[1:-2]
     Bt = np.ascontiguousarray(np.swapaxes(np.asarray(B, dtype=float), -1, -2))  # (..., r, d)
     d = Bt.shape[-1]
-    out = np.empty(C.shape[:-3] + (T, n, d))
-    flat = out.reshape(-1, T * n, d)
-    run_tasks(_lift_systems, flat.shape[0], C.reshape(-1, T * n, r), Bt.reshape(-1, r, d), flat)
+    out = np.empty(batch + (T, n, d))
+    flat = out.reshape(-1, T, n, d)
+    run_tasks(_lift_systems, flat.shape[0], C.reshape(T, -1, n, r), Bt.reshape(-1, r, d), flat)
     x = np.moveaxis(out, -3, 0)
     if first is not None:
         x[0] = first

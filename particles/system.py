@@ -72,7 +72,9 @@ class Trajectory:
     ----------
     t : ndarray, shape (T,)
     x : ndarray, shape (T, [batch,] n, d)
-        Positions (unit vectors to round-off on spheres).
+        Positions (unit vectors to round-off on spheres). Where the run was reduced to the span
+        (``reduced_to``) and batched, a time-first view of memory laid out system by system:
+        ``np.moveaxis(x, 0, 1)`` is contiguous.
     nfev, nsteps : int
         Field evaluations and steps (accepted steps for adaptive methods).
     method, strategy : str
