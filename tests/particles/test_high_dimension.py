@@ -169,3 +169,22 @@ def test_zonal_fused_kernel_refuses_usa_overflow():
         fused.rk4_small_systems(mf.SelfAttention(800.0, Q=1.25 * np.eye(16), normalized=False), x0, 1e-4, 1)
     out = fused.rk4_small_systems(mf.SelfAttention(800.0, Q=1.25 * np.eye(16)), x0, 1e-4, 1)
     assert np.all(np.isfinite(out))
+
+
+def test_phase_diagram_script_in_d128_follows_the_equiangular_curve(tmp_path, capsys):
+    """scripts/phase_diagram.py --d 128 (n = 32, 16 systems, β = 0.5 and 2, t <= 8): iid tokens in d = 128 are
+    nearly orthogonal, and by GLPR Theorem 6.9 every pair clusters along the equiangular solution of (6.9): the
+    statistic is 0 until t*(β) − 1 and 1 from t*(β) + 1 (measured with 1024 systems: from 0 to 1 within t* − 0.5,
+    t* + 0.5 for β <= 2). The step check halves each β's step and reports the change against the Hoeffding
+    half-width √(log(2/α)/(2R)) = 0.34 (R = 16, α = 0.05)."""
+    from scripts.phase_diagram import hoeffding, main
+
+    main(["--d", "128", "--realisations", "16", "--betas", "2", "--beta-min", "0.5", "--beta-max", "2", "--t-max",
+          "8", "--dt-out", "0.5", "--check-step", "--serial", "--output", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "step check at β = [0.5, 2.0]" in out and "converged" in out and f"= {hoeffding(16):.3f}" in out
+    data = np.load(tmp_path / "phase_diagram.npz")
+    t, p, t_star = data["t"], data["p_pair"], data["t_star"]
+    assert np.all((5 < t_star) & (t_star < 6.5)), t_star
+    for k in range(2):
+        assert np.all(p[k][t <= t_star[k] - 1] == 0) and np.all(p[k][t >= t_star[k] + 1] == 1), (t_star[k], p[k])
