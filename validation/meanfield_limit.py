@@ -86,15 +86,16 @@ def fit_exponent(ns, distances, level: float = 0.95):
 
 
 def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None, p: float = 1,
-                    dt: float | None = None, progress: bool = False, **solve_kwargs) -> MeanFieldLimit:
+                    dt: float | None = None, progress: bool = False, particle_strategy: str = "auto",
+                    **solve_kwargs) -> MeanFieldLimit:
     r"""W_p(μ^N_t, μ_t) by N and t, and the fitted rate in N.
 
     Parameters
     ----------
     model : SelfAttention or MultiHeadAttention
     mu0 : Density
-        Initial density on the circle, on S² or in R^d (the last two are
-        compared by exact OT against the grid measure).
+        Initial density on the circle, on S², on a zonal S^{d-1} (compared by the particles' polar angles: a lower
+        bound of W_p on S^{d-1}) or in R^d (S² and R^d by exact OT against the grid measure).
     ns : sequence of int
         Particle numbers N (at least two distinct values).
     t_eval : array_like
@@ -108,6 +109,9 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     dt : float, optional
         RK4 step of the particle systems (default: :func:`particles.simulate`'s).
     progress : bool
+    particle_strategy : str
+        The particles' field strategy (:func:`particles.simulate`'s ``strategy``; e.g. "quadrature", BLAS sums, for
+        many particles in high dimension).
     **solve_kwargs
         Passed to :func:`meanfield.solve` (its defaults: refined on the circle
         and S², not in R^d).
@@ -117,7 +121,7 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     MeanFieldLimit
     """
     if not isinstance(mu0, Density):
-        raise TypeError(f"`mu0` must be a Density on the circle, on S² or in R^d, got {mu0!r}.")
+        raise TypeError(f"`mu0` must be a Density on the circle, on S², a zonal S^(d-1) or in R^d, got {mu0!r}.")
     ns = np.asarray(ns)
     if ns.ndim != 1 or ns.size < 2 or np.unique(ns).size != ns.size or np.any(ns < 2):
         raise ValueError(f"`ns` must hold at least two distinct particle numbers >= 2, got {ns!r}.")
@@ -135,7 +139,8 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     disc = discretisation(mu0, p)
     for i, n in enumerate(ns):
         x0 = particles.sample(mu0, int(n), rng=rng, batch=int(repeats))
-        traj = particles.simulate(model, x0, t_eval, dt=dt, progress=progress, rng=rng)  # rng: a noisy model's increments
+        traj = particles.simulate(model, x0, t_eval, dt=dt, progress=progress, rng=rng,  # rng: a noisy model's noise
+                                  strategy=particle_strategy)
         w = np.full(int(n), 1.0 / n)
         for k, target in enumerate(targets):
             for r in range(int(repeats)):

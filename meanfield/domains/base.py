@@ -255,6 +255,11 @@ class Domain(abc.ABC):
         angles of unit vectors of R^d), or None (the default: it is no quotient of what ``x`` is)."""
         return None
 
+    def particle_domain(self, d: int) -> "Domain":
+        """Where the particles of a study on this domain live in R^d: the domain itself by default; the circle or
+        S^{d-1} for the zonal sphere (whose points are rings)."""
+        return self
+
     def quotient_of(self, other) -> bool:
         """Whether this domain is a quotient of ``other`` whose points :meth:`from_ambient` maps onto it (the zonal
         sphere of the circle or S^{d-1}); False by default."""

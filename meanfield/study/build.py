@@ -114,8 +114,8 @@ def build_grid(cfg):
     if g is None:
         return None
     domain = domains.get(cfg["domain"])
-    try:
-        return domain.make_grid({key: g[key] for key in domain.grid_parameters})
+    try:  # the dimension too: the zonal sphere's grids need it
+        return domain.make_grid({key: g[key] for key in domain.grid_parameters} | {"dimension": cfg["dimension"]})
     except (ValueError, TypeError, ImportError) as exc:
         raise StudyError(f"[grid]: {exc}") from None
     except MemoryError:

@@ -85,7 +85,8 @@ _SECTIONS: dict[str, dict[str, Key]] = {
         "name": Key("str", None, "label of the study (default: the file name)"),
         "domain": Key("str", _REQUIRED, "where the tokens live", choices=DOMAINS),
         "dimension": Key("int", None, "ambient dimension d (circle 2; sphere 3, or more for particles only; "
-                         "euclidean: from [grid] bounds, else 2)", minimum=1),
+                         "zonal: S^{d-1} for any d >= 2, required, densities up to d = 316; euclidean: from [grid] "
+                         "bounds, else 2)", minimum=1),
         "seed": Key("int", 0, "seed of every random draw (initial noise, random matrices, particles)", minimum=0),
     },
     "model": {},  # generated from the model registry (:func:`_model_keys`)

@@ -435,7 +435,7 @@ def _densities(ds):
     """(domain, frame i ↦ Density): the results' densities on the grid their coordinates describe."""
     domain = domains.get(ds.attrs["domain"])
     dims = _spatial_dims(ds)
-    grid = domain.grid_type.from_coordinates({d: ds[d].values for d in dims})
+    grid = domain.grid_type.from_coordinates({d: ds[d].values for d in dims} | {"dimension": ds.attrs.get("dimension")})
     return domain, lambda i: Density(grid, ds["density"].isel(time=i).transpose(*dims).values, check=False)
 
 

@@ -209,9 +209,9 @@ SOLVER_KEYS = ("method", "dt", "refine", "max_n", "rtol", "atol", "lagrangian_to
 
 # ------------------------------------------------------------ particles
 def _unit_vectors(cfg) -> bool:
-    """Whether the study's points are unit vectors (circle, S^{d-1}): the clustering statistics ⟨x_i, x_j⟩ >= 1 − δ
-    and E_β of point sets are defined there."""
-    return domains.get(cfg["domain"]).unit_vectors
+    """Whether the study's particles are unit vectors (circle, S^{d-1}, and the particles of a zonal study): the
+    clustering statistics ⟨x_i, x_j⟩ >= 1 − δ and E_β of point sets are defined there."""
+    return domains.get(cfg["domain"]).particle_domain(cfg["dimension"]).unit_vectors
 
 
 def _has_particle_energy(model) -> bool:

@@ -63,7 +63,7 @@ class ZonalSphere(Domain):
     manifold = "sphere"
     coordinate_label = "polar angle θ"
     initial_laws = ("uniform", "uniform-noise", "von-mises-fisher", "poisson")
-    grid_parameters = {"lmax": True, "dimension": False}
+    grid_parameters = {"lmax": True}
     default_max_n = 1024
     nodes_follow_grid = True  # the default chain goes on with rings (the Lagrangian measure) where the grid stops
     chart = lagrangian
@@ -112,6 +112,13 @@ class ZonalSphere(Domain):
         if self.d is None or x.ndim < 1 or x.shape[-1] != self.d or self.d == 1:
             return None
         return polar_angles(x, self.d, "points")[..., None]
+
+    @staticmethod
+    def particle_domain(d):
+        """Particles of a zonal study live on S^{d-1} itself: the circle (d = 2) or the sphere."""
+        from ..base import get
+
+        return get("circle" if d == 2 else "sphere")
 
     def quotient_of(self, other) -> bool:
         """The zonal domain is the quotient of the sphere of its dimension (points: unit vectors, no positions)."""
@@ -253,7 +260,7 @@ class ZonalSphere(Domain):
         return _laws.poisson(self._need_d(), a)
 
     def sample_poisson(self, a, shape, rng):
-        return _laws.sample_poisson(self._need_d(), a, shape, rng)
+        return _laws.sample_poisson(np.size(a) if self.d is None else self.d, a, shape, rng)
 
     sample = staticmethod(_sampling.sample)
     plot = staticmethod(_plotting.plot)
