@@ -42,6 +42,8 @@ STRATEGIES = ("auto", "quadrature", "pairwise", "spectral", "separable", "moment
 
 #: 'auto' runs batches of at most this many particles per system fully compiled (RK4, one head).
 FUSED_UP_TO = 64
+#: (n, d) from which 'auto' sums the particles' field with BLAS products (``quadrature``) rather than pairwise loops.
+BLAS_FROM = (1000, 64)
 
 
 def resolve(requested: str, offered: dict[str, str | None], where: str) -> str:
@@ -88,7 +90,8 @@ def for_nodes(model, domain, d: int) -> dict[str, str | None]:
 def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool,
                   noisy: bool = False) -> dict[str, str | None]:
     """Particles: spectral sums where they pay off (``PointSums.pays_off``), the fused RK4 of small batches, the
-    compiled pairwise sums, the model's own sums; applicable strategies that do not pay off come last."""
+    compiled pairwise sums, the model's own sums (before the pairwise sums from :data:`BLAS_FROM` on: many points in
+    high dimension); applicable strategies that do not pay off come last."""
     att = attention_of(model)  # the sums are the attention's; feed-forward blocks are added to them
     if att is None:
         return {"quadrature": None}
@@ -100,7 +103,10 @@ def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, 
         f"{'given' if weighted else 'equal'}")
     pays = spectral is None and domain.point_sums(d).pays_off(n, att.zonal.beta)
     small = fused is None and batched and n <= FUSED_UP_TO
-    order = (["spectral"] if pays else []) + (["fused"] if small else []) + ["pairwise", "quadrature", "spectral",
-                                                                             "fused"]
+    # many points in high dimension on spheres: the BLAS products of the model's own sums beat the compiled pairwise
+    # loops (measured SA, n = 4000: 1.6× at d = 64, 3.4× at d = 128; n = 1000, d = 128: 1.3×); R^d's rows block theirs
+    blas = domain.unit_vectors and n >= BLAS_FROM[0] and d >= BLAS_FROM[1]
+    order = (["spectral"] if pays else []) + (["fused"] if small else []) + \
+        (["quadrature", "pairwise"] if blas else ["pairwise", "quadrature"]) + ["spectral", "fused"]
     why = {"spectral": spectral, "fused": fused, "pairwise": pairwise_refusal(att), "quadrature": None}
     return {name: why[name] for name in dict.fromkeys(order)}

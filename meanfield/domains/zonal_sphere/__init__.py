@@ -109,7 +109,7 @@ class ZonalSphere(Domain):
     def from_ambient(self, x):
         """The rings of unit vectors of R^d (..., d): their polar angles (..., 1) (None where ``x`` is not that)."""
         x = np.asarray(x, dtype=float)
-        if self.d is None or x.ndim < 1 or x.shape[-1] != self.d or self.d == 1:
+        if self.d is None or x.ndim < 1 or x.shape[-1] != self.d:
             return None
         return polar_angles(x, self.d, "points")[..., None]
 
@@ -133,8 +133,10 @@ class ZonalSphere(Domain):
 
         cells = POLAR_CELLS if cells is None else int(cells)
         mass, edges = cell_masses(density, cells)
-        if np.any(mass < -1e-13 * np.sum(np.abs(mass))):
-            raise ValueError("the density's expansion is negative somewhere: it is not a probability law.")
+        negative = -float(np.sum(np.minimum(mass, 0.0)))
+        if negative > 1e-8 * float(np.sum(np.abs(mass))):  # the resolution monitor's tolerance on the rings' mass
+            raise ValueError(f"the density's expansion carries a negative mass {negative:.3g} (of the total "
+                             f"{float(np.sum(mass)):.6g}): it is not a probability law.")
         mass = np.maximum(mass, 0.0)
         return (0.5 * (edges[:-1] + edges[1:]))[:, None], mass / mass.sum(), float(np.pi / (2 * cells))
 
@@ -169,7 +171,8 @@ class ZonalSphere(Domain):
         return 1
 
     def symbol(self, d=None):
-        d = self.d if d is None or self.d is not None else d
+        """S^{d−1} (zonal), with the domain's own d where it has one (else the ``d`` given, e.g. a study's)."""
+        d = self.d if self.d is not None else d
         return ("S^(d−1)" if d is None else "S" + str(d - 1).translate(SUPERSCRIPT)) + " (zonal)"
 
     def point_sums(self, d):
