@@ -56,6 +56,15 @@ __all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_b
            "AxisymmetricState", "Branch", "branch", "stationary_state", "stationary_states", "stability", "Stability"]
 
 
+def _as_domain(domain):
+    """A Domain, or the name of a registered one ("circle", "sphere"; ValueError naming the registered ones)."""
+    from .domains import Domain, get
+
+    if not isinstance(domain, (Domain, str)):
+        raise TypeError(f"`domain` must be a Domain or a domain's name, got {type(domain).__name__}.")
+    return get(domain)
+
+
 def _zonal(model, domain):
     """(β, c, normalized) of a zonal model on a domain with zonal functions; ValueError otherwise."""
     why = zonal_refusal(model)
@@ -93,6 +102,7 @@ def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarr
     noise : float, optional
         D (default ``model.noise``).
     """
+    domain = _as_domain(domain)
     beta, c, normalized = _zonal(model, domain)
     D = model.noise if noise is None else checks.noise(noise)
     k = np.asarray(degrees)
@@ -106,6 +116,7 @@ def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarr
 
 def critical_noise(model, domain) -> float:
     """D_c, the noise below which the uniform law is linearly unstable (module docstring): the degree-1 rate's zero."""
+    domain = _as_domain(domain)
     beta, c, normalized = _zonal(model, domain)
     Dk, Nk = _multipliers(domain, 1, beta)
     return float(c * Nk[1] / (Dk[0] if normalized else domain.volume * np.exp(-beta)))
@@ -114,6 +125,7 @@ def critical_noise(model, domain) -> float:
 def most_unstable_degree(model, domain, noise: float | None = None, max_degree: int = 4096) -> int:
     r"""ℓ* = argmax_l σ_l, the zonal degree that grows fastest from the uniform law (without noise
     argmax_l l(l + d − 2) I_{l+d/2−1}(β): MATH.md §9); ``ValueError`` where no degree grows (σ_l <= 0 for all l)."""
+    domain = _as_domain(domain)
     _zonal(model, domain)
     L = 8
     while True:
@@ -147,6 +159,7 @@ def transition_beta(domain, c: float = 1.0, r=(0.01, 0.02), bracket=None) -> flo
     where a > 0; a(β) is extrapolated from the branch at two small r (Richardson's elimination of b) and its zero
     found by Brent's method. Agrees with :func:`critical_beta` to ~1e-8 (tested). ``bracket`` (β_lo, β_hi) defaults
     to critical_beta(d) × (0.7, 1.3)."""
+    domain = _as_domain(domain)
     from .models import SelfAttention
 
     d = _dimension(domain)
@@ -372,6 +385,7 @@ def branch(model, domain, r) -> Branch:
     r"""The branch of single-cluster stationary states bifurcating from the uniform law, at the order parameters
     ``r`` (increasing, in (0, 1)), by Newton's method on the kernel's moments and D with r fixed, each from the
     previous one by a secant predictor in r (module docstring)."""
+    domain = _as_domain(domain)
     Dc, states = critical_noise(model, domain), []
     r = np.asarray(r, dtype=float)
     for state in _follow(model, domain, r):
@@ -446,6 +460,7 @@ def stationary_state(model, domain, noise: float | None = None, *, r_guess: floa
     where there is none: above the branch's largest D only the uniform law is stationary (SA, and USA below β_*:
     above D_c); below D(0.99) the cluster is sharper than this follows (a branch to larger r, :func:`branch`, then
     :func:`stationary_states`)."""
+    domain = _as_domain(domain)
     D = model.noise if noise is None else checks.noise(noise)
     if not D > 0:
         raise ValueError("stationary states of the noisy model need `noise` > 0 (without noise, clusters collapse).")

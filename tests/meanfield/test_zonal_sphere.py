@@ -237,6 +237,13 @@ def test_bad_input_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="causal|sequence"):
         mf.solve(mf.SelfAttention(1.0, causal=True), mu0, (0, 1))
     assert zonal_domain(5) is grid.domain and ZonalBasis(5, 4).area == pytest.approx(_area(4))
+    sa = mf.SelfAttention(2.0)  # the stationary solver takes a domain's name (it raised AttributeError)
+    assert stationary.critical_noise(sa, "circle") == stationary.critical_noise(sa, mf.domains.CIRCLE)
+    assert stationary.branch(sa, "sphere", [0.1]).states[0].domain is mf.domains.SPHERE
+    with pytest.raises(ValueError, match="needs its dimension"):
+        stationary.critical_noise(sa, "zonal")
+    with pytest.raises(ValueError, match="must be one of"):
+        stationary.branch(sa, "torus", [0.1])
 
 
 # ------------------------------------------------------------------ stationary states in every dimension
