@@ -9,10 +9,11 @@ records it (``torch.linspace(0, T, 200)``, each read at the first of its Euler s
   "positions": ``particles.simulate``, which maps every output back to R^d, and ``particles.clusters.
   pair_fraction`` of those positions, in chunks of ``--chunk`` systems (chunk × 200 × n × d doubles: writing
   and reading them, 6.7 GB a β, costs about as much as the integration here);
-  "span": the same step sequence by ``particles.fused.rk4_small_systems`` on the span coordinates c = x B
-  (``particles.span.basis``) and ``pair_fraction`` of the coordinates, whose inner products are the positions'
-  (B has orthonormal columns): the statistic without the positions in R^d (printed: its largest difference
-  from the first way's, round-off at a threshold).
+  "span": ``particles.simulate(..., span_coordinates=True)``, the same run keeping its history in the span
+  coordinates c = x B (``particles.span.basis``), and ``pair_fraction`` of the coordinates, whose inner products
+  are the positions' (B has orthonormal columns): the statistic without the positions in R^d, as the study runner
+  computes it where positions are neither saved nor compared with a density (printed: its largest difference from
+  the first way's, round-off at a threshold).
 - The authors': ``phase-diagrams.py`` of the public GitHub repository borjanG/2023-transformers-rotf (projected
   Euler steps of size ``--authors-step``; float64, as it sets), run unmodified on the CPU: its source is executed
   as a module with its device 'cuda' read as 'cpu', and its ``do_single_beta`` called per β with
@@ -97,20 +98,15 @@ def ours(beta, n, d, systems, times, dt, seed, chunk):
 
 
 def ours_span(beta, n, d, systems, times, dt, seed):
-    """The same statistic from the span coordinates: the fused RK4 sequence of each output interval (as
-    ``simulate``'s fused stepper takes it, ``equal_steps``) and pair_fraction of the coordinates."""
-    from meanfield.integrate import equal_steps
-    from particles import fused, span
-
+    """The same statistic from the span coordinates: ``particles.simulate(..., span_coordinates=True)`` (the run
+    reduced to each system's span, its history kept in the n coordinates, an isometric copy of the positions) and
+    pair_fraction of the coordinates — what the study runner takes where the positions are neither saved nor
+    compared with a density."""
     model = mf.SelfAttention(float(beta))
     x0 = initial(n, d, systems, seed)
-    c = x0 @ span.basis(x0) if n < d else x0
-    out, now = np.empty(len(times)), 0.0
-    for k, t in enumerate(times):
-        steps, h = equal_steps(t - now, dt)
-        c, now = fused.rk4_small_systems(model, c, h, steps), t
-        out[k] = clusters.pair_fraction(c, DELTA).mean()
-    return out
+    t_eval = np.concatenate([[0.0], times])
+    traj = pt.simulate(model, x0, t_eval, dt=dt, progress=False, span_coordinates=True)
+    return clusters.pair_fraction(np.moveaxis(traj.x, 0, 1), DELTA).mean(axis=0)[1:]
 
 
 def kernel_steps(n=32, dims=(32, 128), systems=256, steps=20, beta=4.0):

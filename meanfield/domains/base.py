@@ -260,6 +260,17 @@ class Domain(abc.ABC):
         S^{d-1} for the zonal sphere (whose points are rings)."""
         return self
 
+    def shown(self, coordinates, values, d: int):
+        """(values, symbol, reference) a space-time figure of a 1-D density draws: by default the density itself,
+        "ρ(t, <coordinate>)", and the uniform density 1/volume as its colour scale's reference (None in R^d); the
+        zonal sphere draws the law of the polar angle instead (its ρ is of order 1/|S^{d−1}|)."""
+        return values, f"ρ(t, {self.coordinate_label})", (1.0 / self.volume if self.volume else None)
+
+    def shown_log(self, coordinates, log_values, d: int):
+        """(log values, symbol) that a figure of the Lagrangian points draws (natural logs): log ρ and "ρ" by default;
+        the zonal sphere's log of the polar angle's law."""
+        return log_values, "ρ"
+
     def quotient_of(self, other) -> bool:
         """Whether this domain is a quotient of ``other`` whose points :meth:`from_ambient` maps onto it (the zonal
         sphere of the circle or S^{d-1}); False by default."""

@@ -97,6 +97,9 @@ def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float 
         raise TypeError(f"`frame` must be a LagrangianMeasure, got {type(frame).__name__}.")
     if not threshold > 0:
         raise ValueError(f"`threshold` must be positive, got {threshold!r}.")
+    if frame.domain.quotient_of(frame.domain.particle_domain(frame.dim)):
+        raise ValueError(f"the points of the {frame.domain.name} domain are rings, not tokens: a dense set of rings is "
+                         "no cluster of S^(d-1) (only the poles' are); clusters are counted on particles.")
     pts, w = frame.points, frame.weights
     volume = frame.domain.volume
     if volume is None:

@@ -33,13 +33,18 @@ def start(density) -> LagrangianMeasure:
 
     Nodes where ρ_j <= 0 (zero, or a round-off dip a spectral grid allows) get weight 0 and
     log-density −inf: they move with the flow as characteristics but carry no mass, and the
-    density stays 0 along them (the continuity equation keeps zero density zero).
+    density stays 0 along them (the continuity equation keeps zero density zero); the other
+    nodes' masses are then scaled by the density's mass over theirs (1 + the dips' share, at most
+    the monitor's neg_tol), so the measure keeps the density's mass exactly.
     """
     grid = density.grid
     d = grid.points.shape[-1]
     values = np.ravel(density.values)
     positive = values > 0
     weights = np.where(positive, values, 0.0) * np.ravel(grid.weights)
+    if not np.all(positive):  # the dropped round-off dips must not change the mass: the positive masses carry it
+        mass = float(np.sum(values * np.ravel(grid.weights)))
+        weights *= mass / float(np.sum(weights))
     with np.errstate(divide="ignore"):
         log_density = np.where(positive, np.log(np.where(positive, values, 1.0)), -np.inf)
     domain = density.domain

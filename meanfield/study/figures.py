@@ -310,12 +310,14 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
     coarse = _lagrangian_cells(ds, domain, y, rho)
     if coarse is not None:  # Lagrangian frames: cell averages over cells of several points each (no moiré)
         y, rho, what = coarse
+    t = ds["time"].values
+    rho, symbol, reference = domain.shown(y, rho, int(ds.attrs.get("dimension", 0) or 0))
     if domain.periodic:  # close the circle: θ = 2π (its length) is θ = 0
         y, rho = np.append(y, y[0] + domain.volume), np.hstack([rho, rho[:, :1]])
-    t = ds["time"].values
-    norm = density_norm(rho, _reference(domain))
+    elif domain.bounded:  # the zonal sphere: the first and last rings' cells reach the poles
+        y, rho = np.concatenate([[0.0], y, [np.pi]]), np.hstack([rho[:, :1], rho, rho[:, -1:]])
+    norm = density_norm(rho, reference)
     im = ax.pcolormesh(t, y, for_norm(rho.T, norm), shading="nearest", cmap=density_colormap(cmap), norm=norm)
-    symbol = f"ρ(t, {domain.coordinate_label})"
     ax.figure.colorbar(im, ax=ax, label=density_label(symbol, norm, what))
     over = _overlay(ds, max_points)
     note = ""
@@ -339,6 +341,8 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
         ax.set_xlim(t[0], t[-1])
     if domain.periodic:
         _pi_ticks(ax.yaxis)
+    elif domain.bounded:  # the zonal sphere's polar angle
+        ax.set_ylim(0.0, np.pi)
     else:  # R¹
         ax.set_ylim(*_extent(y, (np.nan_to_num(rho) >= 1e-3 * np.nanmax(rho)).any(axis=0),
                              None if over is None else pos))
@@ -382,7 +386,7 @@ def _plot_profiles(ds, ax, domain, s, title: bool):
     frames = _computed_frames(ds)
     t = ds["time"].values
     y = ds[s].values
-    rho = ds["density"].transpose("time", s).values
+    rho, symbol, _ = domain.shown(y, ds["density"].transpose("time", s).values, int(ds.attrs.get("dimension", 0) or 0))
     if domain.periodic:
         y, rho = np.append(y, y[0] + domain.volume), np.hstack([rho, rho[:, :1]])
     colours = mpl.colormaps["viridis"](np.linspace(0.0, 0.85, frames.size))
@@ -393,15 +397,17 @@ def _plot_profiles(ds, ax, domain, s, title: bool):
         n, name = names[0]
         x = ds[name].isel(repeat=0, time=int(frames[-1])).values
         pos = np.reshape(domain.coordinates(x), x.shape[:-1])
-        lo, hi = (0.0, domain.volume) if domain.periodic else (y[0], y[-1])
+        lo, hi = (0.0, domain.volume) if domain.periodic else (0.0, np.pi) if domain.bounded else (y[0], y[-1])
         ax.hist(pos, bins=min(60, max(10, int(np.sqrt(n)) * 2)), range=(lo, hi), density=True, histtype="step",
                 color="0.35", lw=1.0, label=f"N = {n} particles at t = {t[frames[-1]]:.3g} (histogram)")
     ax.set_xlabel(domain.coordinate_label)
-    ax.set_ylabel(f"ρ(t, {domain.coordinate_label})")
+    ax.set_ylabel(symbol)
     ax.set_ylim(bottom=0.0)
     if domain.periodic:
         ax.set_xlim(0.0, domain.volume)
         _pi_ticks(ax.xaxis)
+    elif domain.bounded:  # the zonal sphere's polar angle
+        ax.set_xlim(0.0, np.pi)
     else:
         ax.set_xlim(*_extent(y, (np.nan_to_num(rho[frames]) >= 1e-3 * np.nanmax(rho[frames])).any(axis=0)))
     _legend(ax, ds, fontsize=7)
@@ -640,11 +646,13 @@ def plot_lagrangian(ds):
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained")
     t = ds["time"].values
     x = ds["lagrangian_points"].values
-    logr = ds["lagrangian_log_density"].values / np.log(10.0)
+    domain = domains.get(ds.attrs["domain"])
+    logr, symbol = domain.shown_log(x[..., 0], ds["lagrangian_log_density"].values,
+                                    int(ds.attrs.get("dimension", 0) or 0))
+    logr = logr / np.log(10.0)
     ok = np.isfinite(logr) & np.isfinite(ds["lagrangian_weight"].values)
     tt = np.broadcast_to(t[:, None], logr.shape)[ok]
-    domain = domains.get(ds.attrs["domain"])
-    if domain.periodic:  # the angle θ ∈ [0, 2π)
+    if domain.periodic or (domain.bounded and not domain.unit_vectors):  # the angle θ: circle, or polar (zonal)
         y, ylabel = domain.coordinates(x[ok]), domain.coordinate_label
     elif domain.unit_vectors:  # S^{d-1}: the angle to the heaviest cluster at the end
         last = np.flatnonzero(ok.any(axis=1))[-1]
@@ -659,20 +667,24 @@ def plot_lagrangian(ds):
     norm = LogNorm(vmin=10.0 ** max(lo, hi - 300.0), vmax=10.0 ** hi)
     rho = 10.0 ** np.clip(logr[ok][order], hi - 300.0, hi)
     sc = ax.scatter(tt[order], y[order], c=rho, s=1, cmap="magma", norm=norm, rasterized=True)
-    fig.colorbar(sc, ax=ax, label=density_label("ρ", norm, "at the points"))
+    fig.colorbar(sc, ax=ax, label=density_label(symbol, norm, "at the points"))
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
     ax.set_ylabel(ylabel)
     if domain.periodic:
         _pi_ticks(ax.yaxis)
-    elif domain.unit_vectors:
+    elif domain.bounded:
         ax.set_yticks(np.pi * np.array([0, 0.25, 0.5, 0.75, 1]), ["0", "π/4", "π/2", "3π/4", "π"])
-    ax.set_title("Lagrangian measure: its points, coloured by the exact ρ they carry", fontsize=9)
-    bx.step(t, ds["cluster_count"], where="post", color="C3", lw=1.2, label="clusters of the density (left axis)")
+    ax.set_title(f"Lagrangian measure: its points, coloured by the exact {symbol} they carry", fontsize=9)
+    counted = np.isfinite(ds["cluster_count"].values)
+    if counted.any():  # (rings of the zonal sphere are not counted: a dense ring is no cluster of tokens)
+        bx.step(t, ds["cluster_count"], where="post", color="C3", lw=1.2, label="clusters of the density (left axis)")
+        bx.set_ylabel("number of clusters of the density", color="C3")
+        bx.yaxis.set_major_locator(MaxNLocator(integer=True))
+        bx.set_ylim(-0.1, max(1.0, float(np.max(ds["cluster_count"].values[counted]))) + 0.6)
+    else:
+        bx.set_yticks([])
     bx.set_xlabel("t")
-    bx.set_ylabel("number of clusters of the density", color="C3")
-    bx.yaxis.set_major_locator(MaxNLocator(integer=True))
-    bx.set_ylim(-0.1, max(1.0, float(np.nanmax(ds["cluster_count"].values))) + 0.6)
     others = []
     if "energy" in ds or "particle_energy" in ds:
         ex = bx.twinx()

@@ -144,25 +144,29 @@ def _cell_averages(frame, grid):
 
 
 def _lagrangian_vars(frames, t_eval):
-    """Points, weights, log-densities of the Lagrangian frames (padded), their clusters and the cluster count."""
+    """Points, weights, log-densities of the Lagrangian frames (padded), their clusters and the cluster count. The
+    points' axis is "component" where they are points of R^d like the particles, "ring_coordinate" for the zonal
+    sphere's rings (their polar angle: one coordinate, whatever the particles' d)."""
     n = max(len(f) for _, f in frames)
     d = frames[0][1].points.shape[-1]
+    axis = "component" if frames[0][1].domain.particle_domain(d) is frames[0][1].domain else "ring_coordinate"
     pts = np.full((t_eval.size, n, d), np.nan)
     w = np.full((t_eval.size, n), np.nan)
     logr = np.full((t_eval.size, n), np.nan)
     found = {}
+    rings = frames[0][1].domain.quotient_of(frames[0][1].domain.particle_domain(d))  # zonal rings: no clusters
     for i, f in frames:
         m = len(f)
         pts[i, :m], w[i, :m], logr[i, :m] = f.points, f.weights, f.log_density
-        found[i] = lagrangian.clusters(f)
+        found[i] = [] if rings else lagrangian.clusters(f)
     most = max(1, max(len(c) for c in found.values()))
     count = np.full(t_eval.size, np.nan)
     masses = np.full((t_eval.size, most), np.nan)
     for i, cl in found.items():
-        count[i] = len(cl)
+        count[i] = np.nan if rings else len(cl)
         masses[i, : len(cl)] = [c.mass for c in cl]
     return {
-        "lagrangian_points": (("time", "lagrangian_point", "component"), pts,
+        "lagrangian_points": (("time", "lagrangian_point", axis), pts,
                               {"long_name": "points X_i(t) of the Lagrangian measure (NaN: padding)"}),
         "lagrangian_weight": (("time", "lagrangian_point"), w, {"long_name": "fixed weights w_i"}),
         "lagrangian_log_density": (("time", "lagrangian_point"), logr,
@@ -251,8 +255,12 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             # dt_factor / the largest rate scale over the run (over the layers of per-layer weights)
             dt = pc["dt"] if pc["dt_factor"] is None else \
                 pc["dt_factor"] / max(rate_scale_over(model, t_eval[0], t_eval[-1]), 1e-300)
+            # positions neither saved nor compared with a density: the statistics read inner products only, which
+            # a run reduced to its tokens' span keeps without mapping the history back to R^d
+            coordinates = not pc["save_positions"] and (cfg["grid"] is None or not cfg["distances"]["p"])
             traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False,
-                                      rng=np.random.default_rng([cfg["seed"], 4, n]))  # stream 4: the noise
+                                      rng=np.random.default_rng([cfg["seed"], 4, n]),  # stream 4: the noise
+                                      span_coordinates=coordinates)
             x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
             stats = {"x": x}
             if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
@@ -264,6 +272,16 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             raise config.StudyError(f"[particles]: {exc}") from None
         store[n] = stats
     return False
+
+
+def _probability(frame):
+    """A Lagrangian frame as a probability measure: its weights over their sum, which is the conserved mass 1 as the
+    grid read it at the hand-over (to its quadrature's round-off: 3e-9 on S^127, where a cluster's values span tens
+    of decades; the summary reports the drift); a density as it is (the distances read its law)."""
+    if not isinstance(frame, LagrangianMeasure):
+        return frame
+    return LagrangianMeasure(frame.state, frame.weights / frame.mass(), frame.log_density, frame.domain, frame.mesh,
+                             frame.t, check=False)
 
 
 def _wasserstein(cfg, densities, store, progress):
@@ -279,7 +297,7 @@ def _wasserstein(cfg, densities, store, progress):
         for a, n, t in tqdm(jobs, desc="distances", disable=not progress, leave=False):
             interrupts.check()
             # the R realisations as one batch: the density or Lagrangian frame is prepared (and coarsened) once
-            d = distance(densities[t], store[n]["x"][:, t], p=ps[a])
+            d = distance(_probability(densities[t]), store[n]["x"][:, t], p=ps[a])
             out[0, a, index[n], :, t], out[1, a, index[n], :, t] = d.value, d.bound
     except KeyboardInterrupt:
         log.warning("interrupted: distances not computed are NaN")

@@ -98,8 +98,15 @@ class ZonalSphere(Domain):
         return True
 
     # ------------------------------------------------------------------ geometry of points: polar angles (..., 1)
+    def _points_d(self, x) -> int:
+        """d: the domain's own, or (the family) that of unit vectors of R^d given."""
+        if self.d is not None:
+            return self.d
+        shape = np.shape(x)
+        return shape[-1] if len(shape) and shape[-1] >= 2 else 0
+
     def check_points(self, x, name):
-        return polar_angles(x, self.d if self.d is not None else 0, name)[..., None]
+        return polar_angles(x, self._points_d(x), name)[..., None]
 
     def contains(self, x, atol=1e-8):
         x = np.asarray(x, dtype=float)
@@ -112,6 +119,23 @@ class ZonalSphere(Domain):
         if self.d is None or x.ndim < 1 or x.shape[-1] != self.d:
             return None
         return polar_angles(x, self.d, "points")[..., None]
+
+    def shown(self, coordinates, values, d: int):
+        """The law of the polar angle, q = |S^{d−2}| sin^{d−2}θ ρ, at the polar angles ``coordinates`` (a probability
+        density on [0, π]; ρ itself is of order 1/|S^{d−1}|), with the uniform law's maximum as reference."""
+        from .plotting import polar_weight
+
+        weight = polar_weight(self.d or d, np.asarray(coordinates, dtype=float))
+        return np.asarray(values) * weight, "q(t, θ)", float(np.max(polar_weight(self.d or d,
+                                                                                 np.linspace(0, np.pi, 1025))
+                                                                    / sphere_area((self.d or d) - 1)))
+
+    def shown_log(self, coordinates, log_values, d: int):
+        """log q = log ρ + log(|S^{d−2}| sin^{d−2}θ) at the rings' polar angles: the law of the polar angle."""
+        from .plotting import polar_weight
+
+        with np.errstate(divide="ignore"):
+            return np.asarray(log_values) + np.log(polar_weight(self.d or d, coordinates)), "q"
 
     @staticmethod
     def particle_domain(d):
@@ -160,7 +184,7 @@ class ZonalSphere(Domain):
 
     def coordinates(self, x):
         """The polar angle θ (shape (...)) of rings (..., 1) or of unit vectors of R^d."""
-        return polar_angles(x, self.d if self.d is not None else 0)
+        return polar_angles(x, self._points_d(x))
 
     def brownian_step(self, x, tau, rng):
         raise ValueError("rings do not take Brownian steps (the noise of a ring is a diffusion in θ with drift "

@@ -70,4 +70,5 @@ def cell_averages(state, weights, grid):
     edges = np.concatenate([[0.0], 0.5 * (th[1:] + th[:-1]), [np.pi]])
     cell = np.clip(np.searchsorted(edges, np.clip(state[:, 0], 0.0, np.pi), side="right") - 1, 0, th.size - 1)
     mass = np.bincount(cell, weights=weights, minlength=th.size)
-    return mass / cell_measure(grid.d, edges)
+    measure = cell_measure(grid.d, edges)
+    return np.where(measure > 0, mass / np.where(measure > 0, measure, 1.0), 0.0)

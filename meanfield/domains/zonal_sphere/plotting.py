@@ -14,11 +14,17 @@ from ..plotting import density_colormap, density_label, density_norm, for_norm, 
 from ..gegenbauer import log_sphere_area
 from .grid import polar_angles
 
-__all__ = ["plot", "plot_points", "polar_frames", "plot_spacetime", "plot_solution", "LAW_LABEL"]
+__all__ = ["plot", "plot_points", "polar_frames", "plot_spacetime", "plot_solution", "polar_weight", "LAW_LABEL"]
 
 #: The y label of the polar angle's law (mathtext).
 LAW_LABEL = r"law of the polar angle $q(\theta)$"
 _TICKS = ([0, np.pi / 4, np.pi / 2, 3 * np.pi / 4, np.pi], ["0", "π/4", "π/2", "3π/4", "π"])
+
+
+def polar_weight(d: int, theta) -> np.ndarray:
+    """|S^{d−2}| sin^{d−2}θ: the density of the polar angle is this times ρ(cos θ)."""
+    with np.errstate(divide="ignore"):
+        return np.exp(log_sphere_area(d - 2) + (d - 2) * np.log(np.sin(np.asarray(theta, dtype=float))))
 
 
 def _law(frame, theta) -> np.ndarray:
