@@ -9,11 +9,11 @@ records it (``torch.linspace(0, T, 200)``, each read at the first of its Euler s
   "positions": ``particles.simulate``, which maps every output back to R^d, and ``particles.clusters.
   pair_fraction`` of those positions, in chunks of ``--chunk`` systems (chunk × 200 × n × d doubles: writing
   and reading them, 6.7 GB a β, costs about as much as the integration here);
-  "span": ``particles.simulate(..., span_coordinates=True)``, the same run keeping its history in the span
-  coordinates c = x B (``particles.span.basis``), and ``pair_fraction`` of the coordinates, whose inner products
-  are the positions' (B has orthonormal columns): the statistic without the positions in R^d, as the study runner
-  computes it where positions are neither saved nor compared with a density (printed: its largest difference from
-  the first way's, round-off at a threshold).
+  "span": ``particles.simulate(..., span_coordinates=True, observe=...)``, the same run in the span coordinates
+  c = x B (``particles.span.basis``) with ``pair_fraction`` of the coordinates, whose inner products are the
+  positions' (B has orthonormal columns), taken at each output inside the run: no history in R^d, as the study
+  runner computes it where positions are neither saved nor compared with a density (printed: its largest
+  difference from the first way's, round-off at a threshold).
 - The authors': ``phase-diagrams.py`` of the public GitHub repository borjanG/2023-transformers-rotf (projected
   Euler steps of size ``--authors-step``; float64, as it sets), run unmodified on the CPU: its source is executed
   as a module with its device 'cuda' read as 'cpu', and its ``do_single_beta`` called per β with
@@ -98,15 +98,15 @@ def ours(beta, n, d, systems, times, dt, seed, chunk):
 
 
 def ours_span(beta, n, d, systems, times, dt, seed):
-    """The same statistic from the span coordinates: ``particles.simulate(..., span_coordinates=True)`` (the run
-    reduced to each system's span, its history kept in the n coordinates, an isometric copy of the positions) and
-    pair_fraction of the coordinates — what the study runner takes where the positions are neither saved nor
-    compared with a density."""
+    """The same statistic as the study runner takes it where no positions are needed: ``particles.simulate(...,
+    span_coordinates=True, observe=pair fraction)`` — the run reduced to each system's span and the statistic of its
+    coordinates (inner products: the positions') taken at each output inside the run, no history kept."""
     model = mf.SelfAttention(float(beta))
     x0 = initial(n, d, systems, seed)
     t_eval = np.concatenate([[0.0], times])
-    traj = pt.simulate(model, x0, t_eval, dt=dt, progress=False, span_coordinates=True)
-    return clusters.pair_fraction(np.moveaxis(traj.x, 0, 1), DELTA).mean(axis=0)[1:]
+    traj = pt.simulate(model, x0, t_eval, dt=dt, progress=False, span_coordinates=True,
+                       observe=lambda c: clusters.pair_fraction(c, DELTA).mean())
+    return traj.observed[1:]
 
 
 def kernel_steps(n=32, dims=(32, 128), systems=256, steps=20, beta=4.0):

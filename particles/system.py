@@ -95,6 +95,9 @@ class Trajectory:
         Where ``simulate(..., span_coordinates=True)`` kept the run in the span: ``x`` holds the coordinates
         (shape (T, [batch,] n, r)), an isometric copy of the positions (every inner product, pair fraction and E_β
         theirs), and the positions are ``x @ swapaxes(basis, -1, -2)``. None otherwise.
+    observed : ndarray or None
+        ``observe``'s value at every output time, stacked (time first), where ``simulate`` was given one: then
+        ``x`` holds the last output alone (shape (1, [batch,] n, d)) — no history kept.
     """
 
     t: np.ndarray
@@ -109,6 +112,7 @@ class Trajectory:
     noise: float = 0.0
     reduced_to: int | None = None
     basis: np.ndarray | None = None
+    observed: np.ndarray | None = None
 
     def measure(self, k: int, *batch) -> Measure:
         """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain."""
@@ -205,6 +209,7 @@ def simulate(
     precision: str = "double",
     reduce_span: bool = True,
     span_coordinates: bool = False,
+    observe=None,
 ) -> Trajectory:
     r"""Simulate n particles ẋ_i = X[μ^n](x_i) on the sphere or in R^d.
 
@@ -269,6 +274,11 @@ def simulate(
         (``Trajectory.basis`` holds B): the statistics of inner products (pair fractions, E_β, cluster counts)
         are the same, and writing the history in R^d — 200 outputs × 1024 systems × 32 tokens × 128 components,
         6.7 GB — costs as much as the integration (a phase diagram in d = 128). Ignored where nothing is reduced.
+    observe : callable, optional
+        A function of the state at an output (the positions, shape ([batch,] n, d); the span coordinates, shape
+        ([batch,] n, r), where the run is reduced and ``span_coordinates`` is True) whose values the trajectory keeps
+        (``Trajectory.observed``) instead of the history: e.g. ``lambda x: clusters.pair_fraction(x, 1e-3)``.
+        ``Trajectory.x`` then holds the last output only.
 
     Returns
     -------
@@ -311,6 +321,8 @@ def simulate(
         raise TypeError(f"`reduce_span` must be a bool, got {reduce_span!r}.")
     if not isinstance(span_coordinates, (bool, np.bool_)):
         raise TypeError(f"`span_coordinates` must be a bool, got {span_coordinates!r}.")
+    if observe is not None and not callable(observe):
+        raise TypeError(f"`observe` must be a function of the state at an output, got {type(observe).__name__}.")
     if precision == "single":
         if domain is EUCLIDEAN or strategy not in ("auto", "pairwise") or d > UNROLL_MAX:
             raise ValueError(f"single precision runs the pairwise kernel on spheres (d <= {UNROLL_MAX}); got "
@@ -366,7 +378,11 @@ def simulate(
             state["bound"] = max(state["bound"], float(np.max(bound)))
         return out.reshape(y.shape)
 
-    outputs = OutputTracker()
+    if observe is None:
+        outputs = OutputTracker()
+    else:  # the observed state in the coordinates asked for: the span's, or lifted to R^d output by output
+        lifted = observe if B is None or span_coordinates else (lambda y: observe(span.lift([y], B)[0]))
+        outputs = _Observer(lifted)
     trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=checks.progress(progress)),
                 InterruptTracker()]
     problem = ParticleProblem(velocity, domain, retract=path != "fused", model=model)
@@ -378,7 +394,9 @@ def simulate(
     integrator.run(t_eval[0], x, t_eval)
     return Trajectory(
         t=t_eval.copy(),
-        x=np.stack(outputs.states) if B is None or span_coordinates else span.lift(outputs.states, B, first=given),
+        x=np.stack(outputs.states) if B is None or span_coordinates else
+        span.lift(outputs.states, B, first=given if observe is None else None),
+        observed=None if observe is None else np.stack(outputs.values),
         nfev=integrator.nfev,
         nsteps=integrator.nsteps,
         method=method,
@@ -390,6 +408,19 @@ def simulate(
         reduced_to=None if B is None else n,
         basis=B if B is not None and span_coordinates else None,
     )
+
+
+class _Observer(OutputTracker):
+    """``observe`` of the state at each output time (``values``), and the last state alone (``states``)."""
+
+    def __init__(self, observe):
+        super().__init__()
+        self.observe, self.values = observe, []
+
+    def output(self, t, y):
+        self.times.append(float(t))
+        self.values.append(np.asarray(self.observe(y)))
+        self.states = [np.array(y, copy=True)]
 
 
 def _speed_scale(model, t_eval) -> float:

@@ -244,6 +244,20 @@ def _statistics(model, x, delta):
     return {"pair_fraction": fractions, "energy": energies}
 
 
+def _observer(model, delta):
+    """The statistics of :func:`_statistics` of one output's systems (R, N, d) as one array (k, R): the pair
+    fractions, and E_β where the particles have one."""
+    energy = _has_particle_energy(model)
+
+    def observe(y):
+        out = [clusters.pair_fraction(y, delta)]
+        if energy:
+            out.append(_particle_energy(model, y))
+        return np.stack(out)
+
+    return observe
+
+
 def _particles(cfg, model, mu0, t_eval, progress, store):
     """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted."""
     pc = cfg["particles"]
@@ -255,16 +269,21 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
             # dt_factor / the largest rate scale over the run (over the layers of per-layer weights)
             dt = pc["dt"] if pc["dt_factor"] is None else \
                 pc["dt_factor"] / max(rate_scale_over(model, t_eval[0], t_eval[-1]), 1e-300)
-            # positions neither saved nor compared with a density: the statistics read inner products only, which
-            # a run reduced to its tokens' span keeps without mapping the history back to R^d
-            coordinates = not pc["save_positions"] and (cfg["grid"] is None or not cfg["distances"]["p"])
-            traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False,
-                                      rng=np.random.default_rng([cfg["seed"], 4, n]),  # stream 4: the noise
-                                      span_coordinates=coordinates)
-            x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
-            stats = {"x": x}
-            if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
-                stats.update(_statistics(model, x, pc["delta"]))
+            rng = np.random.default_rng([cfg["seed"], 4, n])  # stream 4: the noise
+            if sphere and not pc["save_positions"] and (cfg["grid"] is None or not cfg["distances"]["p"]):
+                # positions neither saved nor compared with a density: the statistics, of inner products only, are
+                # taken at each output inside the run (no history; in a run reduced to its tokens' span, on its
+                # coordinates: a d = 128 phase diagram writes no 6.7 GB of positions per β)
+                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False, rng=rng,
+                                          span_coordinates=True, observe=_observer(model, pc["delta"]))
+                stats = {"x": None, "pair_fraction": traj.observed[:, 0].T,
+                         "energy": traj.observed[:, 1].T if traj.observed.shape[1] > 1 else None}
+            else:
+                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False, rng=rng)
+                x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
+                stats = {"x": x}
+                if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
+                    stats.update(_statistics(model, x, pc["delta"]))
         except KeyboardInterrupt:
             log.warning("interrupted: keeping the particle systems finished so far")
             return True

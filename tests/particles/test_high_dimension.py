@@ -210,3 +210,23 @@ def test_span_coordinates_are_an_isometric_copy_of_the_positions():
         assert np.allclose(energy(a.x[k], w, 2.0), energy(b.x[k], w, 2.0), rtol=1e-13)
     with pytest.raises(TypeError, match="span_coordinates"):
         pt.simulate(model, x0, [0, 1], span_coordinates="yes")
+
+
+def test_observe_keeps_a_statistic_instead_of_the_history():
+    """simulate(..., observe=f) keeps f at every output (here the pair fraction) equal to f of the stored history,
+    in R^d and in the span coordinates, and the last positions alone."""
+    import particles as pt
+    from particles import clusters
+
+    x0 = pt.uniform_sphere(16, 40, rng=5, batch=4)
+    model = mf.SelfAttention(3.0)
+    t = [0, 1, 2, 6]
+    full = pt.simulate(model, x0, t, dt=0.05)
+    f = lambda x: clusters.pair_fraction(x, 1e-2)  # noqa: E731
+    want = np.stack([f(x) for x in full.x])
+    for coords in (False, True):
+        obs = pt.simulate(model, x0, t, dt=0.05, observe=f, span_coordinates=coords)
+        assert np.array_equal(obs.observed, want) and obs.x.shape[0] == 1
+    assert np.max(np.abs(pt.simulate(model, x0, t, dt=0.05, observe=f).x[0] - full.x[-1])) < 1e-14
+    with pytest.raises(TypeError, match="observe"):
+        pt.simulate(model, x0, t, observe=3)
