@@ -52,8 +52,9 @@ from .density import Density
 from .domains.gegenbauer import bessel_ratio, degree, log_sphere_area, multipliers, normalized_multipliers, orthonormal
 from .domains.zonal import zonal_refusal
 
-__all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_beta", "transition_beta",
-           "AxisymmetricState", "Branch", "branch", "stationary_state", "stationary_states", "stability", "Stability"]
+__all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_beta", "transition_beta", "bifurcation",
+           "AxisymmetricState", "Branch", "branch", "stationary_state", "stationary_states", "stability", "Stability",
+           "symmetry_class"]
 
 
 def _as_domain(domain):
@@ -114,12 +115,21 @@ def linear_rates(model, domain, degrees, noise: float | None = None) -> np.ndarr
     return k * (k + _dimension(domain) - 2) * (c * ratio - D)
 
 
-def critical_noise(model, domain) -> float:
-    """D_c, the noise below which the uniform law is linearly unstable (module docstring): the degree-1 rate's zero."""
+def critical_noise(model, domain, degree: int = 1) -> float:
+    """D_l, the noise below which the uniform law is linearly unstable in the zonal degree l (``degree``): the zero of
+    σ_l (module docstring), c λ_l ρ_0/β (USA), c λ_l/(β λ_0) (SA); l = 1 is D_c, the largest (the λ_l decrease),
+    where the uniform law loses stability and the single-cluster branch leaves it."""
     domain = _as_domain(domain)
     beta, c, normalized = _zonal(model, domain)
-    Dk, Nk = _multipliers(domain, 1, beta)
-    return float(c * Nk[1] / (Dk[0] if normalized else domain.volume * np.exp(-beta)))
+    l = _degree(degree)
+    Dk, Nk = _multipliers(domain, l, beta)
+    return float(c * Nk[l] / (Dk[0] if normalized else domain.volume * np.exp(-beta)))
+
+
+def _degree(degree) -> int:
+    if isinstance(degree, bool) or int(degree) != degree or degree < 1:
+        raise ValueError(f"`degree` must be an integer >= 1 (degree 0 is the mass, conserved), got {degree!r}.")
+    return int(degree)
 
 
 def most_unstable_degree(model, domain, noise: float | None = None, max_degree: int = 4096) -> int:
@@ -191,10 +201,12 @@ class _Kernel:
     ∂G_l/∂x = Cov_μ(p̄_l, ∂h/∂x).
     """
 
-    def __init__(self, model, domain):
+    def __init__(self, model, domain, order: int = 1):
         self.beta, self.c, self.normalized = _zonal(model, domain)
         self.d = _dimension(domain)
-        self.K = max(2, degree(self.d, self.beta))
+        self.order = int(order)
+        self.K = max(2 * self.order, degree(self.d, self.beta))
+        self.active = symmetry_class(self.d, self.order, self.K)  # the degrees the branch's states may hold
         m = normalized_multipliers(self.d, self.K, self.beta)
         self.m0 = m[0]
         self.n = np.zeros(self.K + 1)
@@ -203,6 +215,7 @@ class _Kernel:
         else:
             self.n[1:] = m[1:] / self.beta
         self.usa = None if self.normalized else self.c * np.exp(self.beta)
+        self.top = orthonormal(self.d, self.K, np.ones(1), normalized=True)[0]  # p̄_l(1) = N(d, l)^{1/2}
         self.grid = np.linspace(0.0, np.pi, 4097)  # where the mass is: within e^{-60} of the maximum
         with np.errstate(divide="ignore"):
             self.log_sin_grid = (self.d - 2) * np.log(np.sin(self.grid)) if self.d > 2 else np.zeros_like(self.grid)
@@ -261,37 +274,38 @@ def _legendre(M: int):
 
 
 def _newton(kernel, g, D, r_target=None, tol=1e-14, maxiter=60):
-    """(ĝ, D, log Z, residual) solving G(ĝ, D) = ĝ (with ĝ_1 = √d r_target fixed and D free, where given) by Newton's
-    method, damped where a full step does not reduce the residual, on quadrature nodes doubled until the moments no
-    longer change (:class:`_Kernel`). With r fixed, G depends on D only through the cluster (∂G/∂D = O(r)), so D is
-    determined to round-off / r: its step is converged at max(tol, 100ε/r) relative."""
-    K, d = kernel.K, kernel.d
-    d_tol = tol if r_target is None else max(tol, 100.0 * np.finfo(float).eps / r_target)
+    """(ĝ, D, log Z, residual) solving G(ĝ, D) = ĝ on the kernel's symmetry class (with the branch's order parameter
+    r_l = ĝ_l/p̄_l(1) = r_target fixed and D free, where given; l = ``kernel.order``) by Newton's method, damped where a
+    full step does not reduce the residual, on quadrature nodes doubled until the moments no longer change
+    (:class:`_Kernel`). With r fixed, G depends on D only through the cluster (∂G/∂D = O(r)), so D is determined to
+    round-off / r: its step is converged at max(tol, 100ε/r) relative."""
+    l, act = kernel.order, kernel.active
+    d_tol = tol if r_target is None else max(tol, 100.0 * np.finfo(float).eps / abs(r_target))
     g = np.array(g, dtype=float)
+    g[np.setdiff1d(np.arange(1, kernel.K + 1), act)] = 0.0  # outside the class: zero, and kept so
     if r_target is not None:
-        g[1] = np.sqrt(d) * r_target  # p̄_1 = √d u: ĝ_1 = √d r
+        g[l] = kernel.top[l] * r_target
+    free_deg = act if r_target is None else act[act != l]
     M = 64
     for _ in range(7):  # node refinements, up to 4096
         G, _, scale, dG, dGdD = kernel.moments(g, D, M, jacobian=True)
         for _ in range(maxiter):
-            F = G[1:] - g[1:]
-            J = dG[1:] - np.eye(K)  # ∂F/∂ĝ_{1..K}
+            F = G[act] - g[act]
+            J = dG[np.ix_(act, free_deg - 1)] - (act[:, None] == free_deg[None, :])  # ∂F/∂ĝ_free
             if r_target is None:
                 step, step_D = np.linalg.solve(J, -F), 0.0
-                free = slice(1, None)
             else:
-                full = np.linalg.solve(np.column_stack([J[:, 1:], dGdD[1:]]), -F)  # unknowns ĝ_2..ĝ_K and D
+                full = np.linalg.solve(np.column_stack([J, dGdD[act]]), -F)  # unknowns ĝ_free and D
                 step, step_D = full[:-1], full[-1]
-                free = slice(2, None)
-            norm = np.max(np.abs(F) / scale[1:])
+            norm = np.max(np.abs(F) / scale[act])
             for _ in range(30):  # damped: halve the step until the residual falls (or the step is round-off)
                 trial, trial_D = g.copy(), D + step_D
-                trial[free] += step
+                trial[free_deg] += step
                 try:
                     if not (np.all(np.isfinite(trial)) and trial_D > 0):
                         raise FloatingPointError
                     moments = kernel.moments(trial, trial_D, M, jacobian=True)
-                    if np.max(np.abs(moments[0][1:] - trial[1:]) / moments[2][1:]) < norm or norm < 1e-13:
+                    if np.max(np.abs(moments[0][act] - trial[act]) / moments[2][act]) < norm or norm < 1e-13:
                         break
                 except FloatingPointError:
                     pass
@@ -300,16 +314,39 @@ def _newton(kernel, g, D, r_target=None, tol=1e-14, maxiter=60):
                 raise FloatingPointError("Newton's method left the admissible states (no step reduces the residual)")
             g, D = trial, trial_D
             G, _, scale, dG, dGdD = moments
-            if np.all(np.abs(step) <= tol * scale[free]) and abs(step_D) <= d_tol * D:
+            if np.all(np.abs(step) <= tol * scale[free_deg]) and abs(step_D) <= d_tol * D:
                 break
         else:
             raise RuntimeError(f"Newton's method did not converge in {maxiter} iterations (r = {r_target}, "
                                f"D = {D:.6g})")
         fine, log_z, scale = kernel.moments(g, D, 2 * M)
         if np.all(np.abs(fine - kernel.moments(g, D, M)[0]) <= 1e-13 * scale):
-            return g, D, log_z, float(np.max(np.abs(fine[1:] - g[1:]) / scale[1:]))
+            return g, D, log_z, float(np.max(np.abs(fine[act] - g[act]) / scale[act]))
         M *= 2
     raise RuntimeError(f"the quadrature of the state's moments did not converge on {M} nodes (r = {r_target})")
+
+
+def _slope(kernel, g, D, r) -> float:
+    """dD/dr along the branch at the state (ĝ, D) of order parameter r: implicit differentiation of F(ĝ, D; r) = 0,
+    whose Jacobian in the unknowns (the class's other moments and D) Newton's method already forms."""
+    l, act = kernel.order, kernel.active
+    free_deg = act[act != l]
+    M = 256
+    _, _, _, dG, dGdD = kernel.moments(g, D, M, jacobian=True)
+    J = dG[np.ix_(act, free_deg - 1)] - (act[:, None] == free_deg[None, :])
+    A = np.column_stack([J, dGdD[act]])
+    dF_dr = (dG[act, l - 1] - (act == l)) * kernel.top[l]  # the fixed moment ĝ_l = p̄_l(1) r
+    return float(np.linalg.solve(A, -dF_dr)[-1])
+
+
+def symmetry_class(d: int, order: int, K: int) -> np.ndarray:
+    r"""The degrees 1..K a branch bifurcating from degree ``order`` may hold: on the circle the multiples of k =
+    ``order`` (its states are invariant under the rotation by 2π/k: only cos(jkθ) = T_{jk}(u)), on S^{d-1}, d >= 3, the
+    even degrees where ``order`` is even (invariant under u ↦ −u), else all."""
+    deg = np.arange(1, K + 1)
+    if d == 2:
+        return deg[deg % order == 0]
+    return deg[deg % 2 == 0] if order % 2 == 0 else deg
 
 
 @dataclass(frozen=True)
@@ -324,7 +361,8 @@ class AxisymmetricState:
     noise : float
         D.
     r : float
-        The order parameter |∫ x dρ| (= ∫⟨x, e⟩ dρ).
+        The branch's order parameter r_l = ∫ P̃_l(⟨x, e⟩) dρ, P̃_l = p̄_l/p̄_l(1) (l = ``order``; l = 1: |∫ x dρ| =
+        ∫⟨x, e⟩ dρ; on the circle r_k = ∫ cos kθ dρ, the k-cluster states' order parameter).
     moments : ndarray
         ĝ_l = ∫ p̄_l(⟨x, e⟩) dρ(x), l = 0..K (ĝ_0 = 1; p̄_l the domain's zonal basis, orthonormal for the normalised
         surface measure, :mod:`meanfield.domains.gegenbauer`; ĝ_1 = √d r).
@@ -336,6 +374,8 @@ class AxisymmetricState:
         The zonal model (β, c, SA or USA) whose state it is.
     log_norm : float
         log Z = log ∫ e^{h} dσ, so ρ = e^{h − log Z} integrates to 1 against surface area.
+    order : int
+        l, the degree whose branch the state is on (its moments vanish outside :func:`symmetry_class`).
     """
 
     noise: float
@@ -345,10 +385,11 @@ class AxisymmetricState:
     domain: object
     model: object
     log_norm: float
+    order: int = 1
 
     def log_density(self, points, axis=None) -> np.ndarray:
         """log ρ at points of the domain (shape (..., d); polar angles (..., 1) on the zonal sphere)."""
-        kernel = _Kernel(self.model, self.domain)
+        kernel = _Kernel(self.model, self.domain, self.order)
         u = self.domain.polar_cosine(points, axis)
         P = orthonormal(kernel.d, kernel.K, np.ravel(u), normalized=True)
         return (kernel.potential(self.moments, self.noise, P)[0] - self.log_norm).reshape(np.shape(u))
@@ -365,8 +406,26 @@ class AxisymmetricState:
 
 @dataclass(frozen=True)
 class Branch:
-    """The single-cluster branch of ``model``: ``r`` (increasing), ``noise`` D(r), ``states`` and ``folds``, the indices
-    where dD/dr changes sign (the branch turns back in D). ``critical`` is D_c, where it leaves the uniform law."""
+    """A branch of stationary states of ``model`` bifurcating from the uniform law at degree ``degree`` (1: the
+    single-cluster branch; on the circle k: the k-cluster states).
+
+    Attributes
+    ----------
+    r : ndarray
+        The order parameters r_l = ∫P̃_l dρ of its states (increasing).
+    noise : ndarray
+        D(r).
+    states : tuple of AxisymmetricState
+    folds : ndarray, shape (k, 2)
+        (r, D) of each fold, where dD/dr = 0 and the branch turns back in D, located by Brent's method on dD/dr
+        (implicit differentiation of the fixed point, :func:`_slope`) between the states that bracket it: to ~1e-13
+        in r and round-off in D.
+    critical : float
+        D_l, where it leaves the uniform law (the zero of σ_l, :func:`critical_noise`).
+    model
+    degree : int
+        l.
+    """
 
     r: np.ndarray
     noise: np.ndarray
@@ -374,41 +433,115 @@ class Branch:
     folds: np.ndarray
     critical: float
     model: object
+    degree: int = 1
 
     @property
     def continuous(self) -> bool:
-        """Whether the transition is continuous: the branch leaves D_c towards smaller D (supercritical)."""
+        """Whether the bifurcation is supercritical: the branch leaves D_l towards smaller D."""
         return bool(self.noise[0] < self.critical)
 
+    @property
+    def fold_indices(self) -> np.ndarray:
+        """The indices of the states after which dD/dr changes sign (the folds' brackets)."""
+        slope = np.sign(np.diff(self.noise))
+        return np.flatnonzero(slope[1:] != slope[:-1]) + 1
 
-def branch(model, domain, r) -> Branch:
-    r"""The branch of single-cluster stationary states bifurcating from the uniform law, at the order parameters
-    ``r`` (increasing, in (0, 1)), by Newton's method on the kernel's moments and D with r fixed, each from the
-    previous one by a secant predictor in r (module docstring)."""
+
+def branch(model, domain, r, degree: int = 1) -> Branch:
+    r"""The branch of stationary states bifurcating from the uniform law at the zonal degree ``degree`` (module
+    docstring), at the order parameters ``r`` (strictly monotone, r_l = ∫P̃_l dρ inside (−1, 1), of one sign: positive
+    for odd degrees and on the circle, where the other sign is the same states turned; of either sign for an even
+    degree on S^{d−1}, d >= 3, whose two sides are different states — caps at both poles, or a ring), by Newton's method
+    on the kernel's moments of the branch's symmetry class and D with r fixed, each from the previous one by a secant
+    predictor in r. Folds are located exactly (:class:`Branch`).
+
+    ``ValueError`` for a degree that never destabilises (its multiplier is zero: β = 0 for l >= 2, or below
+    round-off), with its rate."""
     domain = _as_domain(domain)
-    Dc, states = critical_noise(model, domain), []
+    l = _degree(degree)
     r = np.asarray(r, dtype=float)
-    for state in _follow(model, domain, r):
+    Dl, states = critical_noise(model, domain, l), []
+    for state in _follow(model, domain, r, l):
         states.append(state)
-    return _as_branch(r, states, Dc, model)
+    return _as_branch(r, states, Dl, model, l, exact_folds=True)
 
 
-def _as_branch(r, states, Dc, model) -> Branch:
+def bifurcation(model, domain, degree: int = 1, r: float = 0.01) -> float:
+    r"""D_l located from the branch alone: where it leaves the uniform law, by Richardson extrapolation to r = 0 of
+    D(r) on the branch of degree l — a pitchfork, D = D_l + a r² + b r⁴ + O(r⁶), for odd degrees and on the circle:
+    (64D(r) − 20D(2r) + D(4r))/45; a transcritical bifurcation for even degrees on S^{d−1}, d >= 3, whose odd terms
+    the means over ±r cancel: the same combination of (D(ρ) + D(−ρ))/2. Agrees with the zero of σ_l
+    (:func:`critical_noise`) to ~1e-12 at r = 0.01 (tested)."""
+    domain = _as_domain(domain)
+    l = _degree(degree)
+    d = _dimension(domain)
+    rs = r * np.array([1.0, 2.0, 4.0])
+    values = branch(model, domain, rs, l).noise
+    if d >= 3 and l % 2 == 0:
+        values = 0.5 * (values + branch(model, domain, -rs, l).noise)
+    return float((64.0 * values[0] - 20.0 * values[1] + values[2]) / 45.0)
+
+
+def _as_branch(r, states, Dl, model, order=1, exact_folds=False) -> Branch:
     Ds = np.array([s.noise for s in states])
     slope = np.sign(np.diff(Ds))
-    folds = np.flatnonzero(slope[1:] != slope[:-1]) + 1
-    return Branch(r[: len(states)].copy(), Ds, tuple(states), folds, Dc, model)
+    brackets = np.flatnonzero(slope[1:] != slope[:-1]) + 1
+    folds = np.empty((0, 2))
+    if exact_folds and brackets.size:
+        folds = np.array([_fold(model, states, i) for i in brackets])
+    elif brackets.size:
+        folds = np.column_stack([np.array([states[i].r for i in brackets]), Ds[brackets]])
+    return Branch(r[: len(states)].copy(), Ds, tuple(states), folds, Dl, model, order)
 
 
-def _follow(model, domain, r):
-    """The states of the branch at the order parameters ``r``, one at a time (:func:`branch`)."""
+def _fold(model, states, i) -> tuple[float, float]:
+    """(r, D) of the fold bracketed by states i − 1, i, i + 1: Brent's root of dD/dr (:func:`_slope`), each value from
+    Newton's method at that r started from the nearest state."""
+    from scipy.optimize import brentq
+
+    near = states[i]
+    kernel = _Kernel(model, near.domain, near.order)
+    cache = {}
+
+    def state_at(r):
+        start = min(states[i - 1:i + 2], key=lambda s: abs(s.r - r))
+        g, D, _, _ = _newton(kernel, start.moments, start.noise, r)
+        cache[r] = (g, D)
+        return g, D
+
+    def slope(r):
+        g, D = state_at(r)
+        return _slope(kernel, g, D, r)
+
+    a, b = states[i - 1].r, states[i + 1].r
+    fa, fb = slope(a), slope(b)
+    if fa * fb > 0:  # the sign change sits between i − 1 and i + 1 of D's differences but not of dD/dr: take i
+        fm = slope(near.r)
+        a, fa = (near.r, fm) if fm * fb < 0 else (a, fa)
+        b = near.r if fm * fb >= 0 else b
+    rf = brentq(slope, a, b, xtol=1e-14, rtol=4 * np.finfo(float).eps)
+    return float(rf), float(state_at(rf)[1])
+
+
+def _follow(model, domain, r, order: int = 1):
+    """The states of the branch of degree ``order`` at the order parameters ``r``, one at a time (:func:`branch`)."""
     beta, c, normalized = _zonal(model, domain)
     if c <= 0:
         raise ValueError(f"clusters form for V = cI with c > 0; got c = {c:g} (the uniform law is stable for every D).")
-    if r.ndim != 1 or r.size < 1 or np.any(np.diff(r) <= 0) or r[0] <= 0 or r[-1] >= 1:
-        raise ValueError(f"`r` must increase strictly inside (0, 1), got {r!r}.")
-    kernel = _Kernel(model, domain)
-    Dc = critical_noise(model, domain)
+    d = _dimension(domain)
+    two_sided = d >= 3 and order % 2 == 0
+    side = np.sign(r[0]) if r.ndim == 1 and r.size else 1.0
+    if (r.ndim != 1 or r.size < 1 or not np.all(np.isfinite(r)) or np.any(np.abs(r) >= 1) or np.any(side * r <= 0)
+            or np.any(np.diff(side * r) <= 0) or (side < 0 and not two_sided)):
+        where = ("inside (−1, 1), of one sign, moving away from 0 (increasing if positive, decreasing if negative)"
+                 if two_sided else "increasing strictly inside (0, 1)")
+        raise ValueError(f"`r` must be {where} (degree {order} on {domain!r}), got {r!r}.")
+    kernel = _Kernel(model, domain, order)
+    Dl = critical_noise(model, domain, order)
+    if not Dl > 0 or order > kernel.K:
+        rate = float(linear_rates(model, domain, [order], 0.0)[0])
+        raise ValueError(f"degree {order} of {model!r} never destabilises the uniform law (its rate without noise is "
+                         f"σ_{order} = {rate:.6g}): there is no branch to follow from it.")
     history = []  # (r, ĝ, D) of the last two states, for the secant predictor in r
 
     def predict(rk):
@@ -420,7 +553,7 @@ def _follow(model, domain, r):
             return history[-1][1], history[-1][2]
         g = np.zeros(kernel.K + 1)
         g[0] = 1.0
-        return g, Dc  # from the uniform law along the degree-1 mode, unstable below D_c
+        return g, Dl  # from the uniform law along the degree-l mode, unstable below D_l
 
     def solve(rk, depth=0):
         """The state at rk, from the last ones; where Newton's method fails, through the midpoint in r first."""
@@ -439,11 +572,11 @@ def _follow(model, domain, r):
         try:
             g, D, log_z, resid = solve(rk)
         except (RuntimeError, FloatingPointError, np.linalg.LinAlgError) as exc:
-            raise ValueError(f"the single-cluster branch of {model!r} on {domain!r} could not be continued to r = "
+            raise ValueError(f"the branch of degree {order} of {model!r} on {domain!r} could not be continued to r = "
                              f"{rk:.6g} (from r = {history[-1][0] if history else 0.0:.6g}): {exc}. Where D(r) turns "
                              "sharply (a strongly discontinuous transition, USA far above β_*) the branch may turn "
                              "back in r too, which continuation in r cannot pass.") from None
-        yield AxisymmetricState(float(D), float(rk), g.copy(), resid, domain, model, _log_norm(kernel, log_z))
+        yield AxisymmetricState(float(D), float(rk), g.copy(), resid, domain, model, _log_norm(kernel, log_z), order)
         history = (history + [(rk, g, D)])[-2:]
 
 
@@ -491,22 +624,26 @@ def stationary_states(b: Branch, noise: float) -> list[AxisymmetricState]:
     s = b.noise - D
     for i in np.flatnonzero(np.sign(s[1:]) != np.sign(s[:-1])):
         near = b.states[i] if abs(s[i]) < abs(s[i + 1]) else b.states[i + 1]
-        kernel = _Kernel(b.model, near.domain)
+        kernel = _Kernel(b.model, near.domain, near.order)
         g, _, log_z, resid = _newton(kernel, near.moments, D)
-        state = AxisymmetricState(D, float(g[1] / np.sqrt(kernel.d)), g, resid, near.domain, b.model,
-                                  _log_norm(kernel, log_z))
+        l = near.order
+        state = AxisymmetricState(D, float(g[l] / kernel.top[l]), g, resid, near.domain, b.model,
+                                  _log_norm(kernel, log_z), l)
         out.append(_oriented(state))
     return out
 
 
 def _oriented(state: AxisymmetricState) -> AxisymmetricState:
-    """The state with its cluster at +axis (r >= 0): where Newton's method landed on the reflected cluster, the
-    reflection u ↦ −u (moment l times (−1)^l: p̄_l has the parity of l)."""
-    if state.r >= 0:
+    """The state with r >= 0 where the other sign is the same state turned: the reflection u ↦ −u (moment j times
+    (−1)^j: p̄_j has the parity of j) for odd degrees, the rotation by π/k on the circle (moment jk times (−1)^j); an
+    even degree's states on S^{d−1}, d >= 3, are left as they are (their two signs are different states)."""
+    l, d = state.order, _dimension(state.domain)
+    if state.r >= 0 or (d >= 3 and l % 2 == 0):
         return state
-    sign = (-1.0) ** np.arange(state.moments.size)
+    j = np.arange(state.moments.size)
+    sign = (-1.0) ** (j // l if d == 2 else j)
     return AxisymmetricState(state.noise, -state.r, sign * state.moments, state.residual, state.domain, state.model,
-                             state.log_norm)
+                             state.log_norm, l)
 
 
 @dataclass(frozen=True)

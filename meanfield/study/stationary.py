@@ -29,20 +29,46 @@ from tqdm.auto import tqdm
 
 import particles
 
-from .. import interrupts, stationary as st
-from ..domains import CircleGrid, SphereGrid
+from .. import domains, interrupts, stationary as st
 from . import build, config
 
 log = logging.getLogger("meanfield.study")
 
-__all__ = ["run"]
+__all__ = ["run", "prepare", "particle_order"]
+
+
+#: The resolution of the grid stability is checked on where a [stationary] study gives no [grid].
+_SMALL_GRID = {"n": 64, "lmax": 16}
 
 
 def _grid(cfg, grid):
-    """Where stability is checked: the study's [grid], else a small one of its domain."""
+    """Where stability is checked: the study's [grid], else a small one of its domain in the study's dimension (the
+    zonal S^{d-1} of its d)."""
     if grid is not None:
         return grid
-    return CircleGrid(64) if cfg["dimension"] == 2 else SphereGrid(16)
+    domain = domains.get(cfg["domain"])
+    return domain.make_grid({key: _SMALL_GRID.get(key) for key in domain.grid_parameters}
+                            | {"dimension": cfg["dimension"]})
+
+
+def prepare(cfg, model, grid):
+    """What a [stationary] study asks before any work, :func:`run` and ``meanfield check`` alike
+    (:func:`meanfield.study.preflight.check`): the grid stability is checked on (the study's, else a small one of its
+    domain in its dimension) and that the model has stationary states there — a zonal model on a domain with zonal
+    functions, asked of :func:`meanfield.stationary.critical_noise`, which refuses what the branch would. Returns
+    that grid.
+
+    Raises
+    ------
+    StudyError
+        "[stationary]: " and the reason.
+    """
+    try:
+        g = _grid(cfg, grid)
+        st.critical_noise(model, g.domain)
+    except (ValueError, TypeError) as exc:
+        raise config.StudyError(f"[stationary]: {exc}") from None
+    return g
 
 
 def _model_at(model, noise: float):
@@ -55,14 +81,12 @@ def _model_at(model, noise: float):
 def run(cfg, model, grid, progress: bool):
     """(data, coords, attrs, interrupted) of a [stationary] study (module docstring)."""
     sc = cfg["stationary"]
-    from ..domains import get
-
-    domain = get(cfg["domain"])
+    g = prepare(cfg, model, grid)
+    domain = g.domain  # the domain of the study's dimension (the zonal family's member of d)
     try:
         branch = st.branch(model, domain, np.linspace(sc["r_max"] / sc["points"], sc["r_max"], sc["points"]))
     except (ValueError, RuntimeError, FloatingPointError) as exc:
         raise config.StudyError(f"[stationary]: {exc}") from None
-    g = _grid(cfg, grid)
     growth = np.array([st.stability(model, s, g, noise=s.noise).growth
                        for s in tqdm(branch.states, desc="stability", disable=not progress, leave=False)])
     noise = np.array(sc["noise"], dtype=float)
@@ -84,30 +108,39 @@ def run(cfg, model, grid, progress: bool):
         "state_growth": (("noise", "state"), state_growth, {"long_name": "their largest growth rates"}),
     }
     coords = {"noise": ("noise", noise, {"long_name": "noise strength D"})}
-    attrs = {"critical_noise": branch.critical, "folds": json.dumps([float(branch.noise[i]) for i in branch.folds]),
+    attrs = {"critical_noise": branch.critical, "folds": json.dumps([float(D) for _, D in branch.folds]),
              "transition": "continuous" if branch.continuous else "discontinuous"}
     interrupted = False
     if cfg["particles"] is not None:
-        pc, t_eval = cfg["particles"], np.array(cfg["time"]["t_eval"], dtype=float)
-        ns, R = pc["n"], pc["repeats"]
-        last = t_eval >= t_eval[-1] * (1.0 - sc["average"])
-        order = np.full((noise.size, len(ns), R), np.nan)
-        try:
-            for k, D in enumerate(tqdm(noise, desc="particles", disable=not progress, leave=False)):
-                noisy = _model_at(model, D)
-                for a, n in enumerate(ns):
-                    interrupts.check()
-                    x0 = build.initial_particles(cfg, None, n)
-                    dt = pc["dt"] if pc["dt"] is not None else None
-                    traj = particles.simulate(noisy, x0, t_eval, dt=dt, rng=[cfg["seed"], 5, n, k],
-                                              progress=False)  # the bar above counts them (--quiet: none)
-                    order[k, a] = np.linalg.norm(traj.x[last].mean(axis=-2), axis=-1).mean(axis=0)
-        except KeyboardInterrupt:
-            log.warning("interrupted: keeping the particle systems finished so far")
-            interrupted = True
-        coords.update({"n_particles": ("n_particles", np.array(ns, dtype=np.int64)),
-                       "repeat": ("repeat", np.arange(R, dtype=np.int64))})
+        pc = cfg["particles"]
+        order, interrupted = particle_order(cfg, model, noise, progress)
+        coords.update({"n_particles": ("n_particles", np.array(pc["n"], dtype=np.int64)),
+                       "repeat": ("repeat", np.arange(pc["repeats"], dtype=np.int64))})
         data["particle_order"] = (("noise", "n_particles", "repeat"), order,
                                   {"long_name": f"|mean of the positions| over the last {sc['average']:g} of the "
                                                 "output times"})
     return data, coords, attrs, interrupted
+
+
+def particle_order(cfg, model, noise, progress: bool):
+    """(order, interrupted): the particles' order parameter |mean of the positions|, averaged over the last fraction
+    [stationary] average of the output times, at each noise D of ``noise``, N and repeat (NaN where Ctrl-C stopped
+    them), from [initial] to [time] t_end."""
+    sc, pc, t_eval = cfg["stationary"], cfg["particles"], np.array(cfg["time"]["t_eval"], dtype=float)
+    ns, R = pc["n"], pc["repeats"]
+    last = t_eval >= t_eval[-1] * (1.0 - sc["average"])
+    order = np.full((len(noise), len(ns), R), np.nan)
+    try:
+        for k, D in enumerate(tqdm(noise, desc="particles", disable=not progress, leave=False)):
+            noisy = _model_at(model, D)
+            for a, n in enumerate(ns):
+                interrupts.check()
+                x0 = build.initial_particles(cfg, None, n)
+                dt = pc["dt"] if pc["dt"] is not None else None
+                traj = particles.simulate(noisy, x0, t_eval, dt=dt, rng=[cfg["seed"], 5, n, k],
+                                          progress=False)  # the bar above counts them (--quiet: none)
+                order[k, a] = np.linalg.norm(traj.x[last].mean(axis=-2), axis=-1).mean(axis=0)
+    except KeyboardInterrupt:
+        log.warning("interrupted: keeping the particle systems finished so far")
+        return order, True
+    return order, False

@@ -130,7 +130,8 @@ def test_usa_transition_changes_type_at_beta_star(domain, d):
         lo, hi = (mid, hi) if supercritical(mid) else (lo, mid)
     assert abs(0.5 * (lo + hi) - star) <= 2e-3
     above = st.branch(mf.SelfAttention(star + 0.5, normalized=False), domain, np.linspace(0.01, 0.9, 60))
-    assert not above.continuous and above.folds.size == 1 and above.noise.max() > above.critical
+    assert not above.continuous and above.folds.shape == (1, 2) and above.noise.max() > above.critical
+    assert above.folds[0, 1] >= above.noise.max() and above.folds[0, 1] - above.noise.max() < 1e-3 * above.critical
     below = st.branch(mf.SelfAttention(star - 0.5, normalized=False), domain, np.linspace(0.01, 0.9, 60))
     assert below.continuous and below.folds.size == 0 and np.all(np.diff(below.noise) < 0)
 
@@ -140,7 +141,7 @@ def test_branch_stability_turns_at_the_fold():
     saddle-node), and every clustered state has one neutral rotation."""
     model = mf.SelfAttention(2.0, normalized=False)
     b = st.branch(model, SPHERE, np.linspace(0.02, 0.8, 40))
-    (fold,) = b.folds
+    (fold,) = b.fold_indices
     grid = mf.SphereGrid(20)
     growth = [st.stability(model, s, grid, noise=s.noise) for s in b.states]
     assert all(g.growth > 0 for g in growth[:fold - 1]) and all(g.growth < 0 for g in growth[fold + 1:])
@@ -176,7 +177,7 @@ def test_hysteresis_in_the_discontinuous_window():
     lies below the fold's r)."""
     model0 = mf.SelfAttention(3.5, normalized=False)
     b = st.branch(model0, CIRCLE, np.linspace(0.01, 0.9, 90))
-    (fold,) = b.folds
+    (fold,) = b.fold_indices
     D = 0.5 * (b.critical + b.noise.max())
     states = st.stationary_states(b, D)
     upper = [s for s in states if s.r > b.r[fold]]

@@ -416,7 +416,7 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     b = st.branch(model, CIRCLE, np.linspace(0.95 / 40, 0.95, 40))
     np.testing.assert_array_equal(ds["branch_noise"].values, b.noise)
     assert ds.attrs["critical_noise"] == st.critical_noise(model, CIRCLE) and ds.attrs["transition"] == "discontinuous"
-    assert json.loads(ds.attrs["folds"]) == [float(b.noise[i]) for i in b.folds]
+    assert json.loads(ds.attrs["folds"]) == [float(D) for _, D in b.folds]
     r = ds["state_r"].values
     assert np.isfinite(r[0]).sum() == 1 and np.isfinite(r[1]).sum() == 2  # the fold's window holds two states
     assert np.all(ds["state_growth"].values[1][np.argsort(r[1])] * [1, -1] > 0)  # lower unstable, upper stable
