@@ -11,6 +11,14 @@ X_k the model of the layer's start t_k = t_0 + k h (a schedule's layer k; a call
 :class:`~meanfield.models.Transformer` split by Lie (GLPR (2.8)) or Strang pushes its blocks in turn, each
 normalised; summed, one push with the summed field.
 
+That is post-LN. A Transformer's ``normalization`` other than post-LN (docs/MATH.md §10;
+:mod:`meanfield.models.normalization`, the one place that states them) sets the layer itself, from the heads'
+average A at the directions θ = x/|x|: pre-LN x ↦ x + hA, peri-LN x ↦ x + h A/|A|, nGPT θ ↦ N(θ + hα(A/|A| − θ)),
+Mix-LN post-LN's layers while t_k < t_0 and pre-LN's from there (the argument ``normalization`` is then "auto"). Each
+is the explicit Euler step of its flow up to O(h²): first order in h. Hardmax attention (β = ∞,
+:class:`~meanfield.models.Hardmax`) takes the map of Alcalde, Fantuzzi & Zuazua, x ↦ x + γ(u − x) (normalised on the
+sphere) with γ = h <= 1 (docs/MATH.md §11).
+
 On the sphere the layer is the explicit Euler step followed by the retraction: since X is tangent,
 |x + hX|² = 1 + h²|X|², and T_k(x) = x + hX − (h²/2)|X|² x + O(h³) matches the exact flow's normal
 acceleration ⟨x, ẍ⟩ = −|ẋ|² to second order. Its local error is (h²/2) P_x ẍ + O(h³), so after K = T/h layers
@@ -34,6 +42,7 @@ import numpy as np
 
 from .lagrangian import LagrangianMeasure
 from .models import FeedForward, Transformer, as_model
+from .models.normalization import average, normalization_of
 from .models.transformer import SUBSTEPS
 
 __all__ = ["layer_map", "steps", "push", "blocks", "check_depth", "NORMALIZATIONS", "default_normalization"]
@@ -47,6 +56,12 @@ def default_normalization(model) -> str:
 
 
 def _check_normalization(model, normalization: str) -> str:
+    norm = normalization_of(model)
+    hardmax = getattr(as_model(model), "kind", None) == "hardmax"
+    if (norm.kind != "post" or hardmax) and normalization != "auto":
+        what = f"normalization {norm!r}" if norm.kind != "post" else "hardmax attention's AFZ map"
+        raise ValueError(f"`normalization` {normalization!r}: the layer of {model!r} is its {what} (docs/MATH.md "
+                         "§10-11); pass 'auto'.")
     if normalization == "auto":
         return default_normalization(model)
     if normalization not in NORMALIZATIONS:
@@ -120,6 +135,18 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
     normalization = _check_normalization(model, normalization)
     x = np.asarray(points, dtype=float)
     w = np.asarray(weights, dtype=float)
+    norm, m = normalization_of(model), as_model(model)
+    if norm.kind != "post" or getattr(m, "kind", None) == "hardmax":
+        if jacobian:
+            raise ValueError(f"{model!r}: the Lagrangian measure's push is post-LN's (a density on S^(d-1)); push "
+                             "particles through this layer (particles.discrete_depth).")
+        if norm.kind == "post":  # hardmax: AFZ's x ↦ x + γ(u − x), γ = h
+            return m.layer_map(x, w, h)
+        if norm.time_dependent:
+            raise ValueError(f"{model!r}: Mix-LN's layer depends on its depth; take the model of the layer, "
+                             "model.at(t) (``steps`` does).")
+        theta = x / np.linalg.norm(x, axis=-1, keepdims=True)
+        return norm.layer(x, average(m.attention, theta, w, theta), h)
     if as_model(model).manifold == "sequence":  # rows (s, x): the position is carried, x moves and is normalised
         if jacobian:
             raise ValueError(f"{model!r} is causal: the Lagrangian measure does not apply (no density follows "
@@ -183,6 +210,9 @@ def push(model, measure: LagrangianMeasure, depth: float, layers: int, normaliza
         raise TypeError(f"`measure` must be a LagrangianMeasure, got {type(measure).__name__}.")
     depth, layers = check_depth(depth, layers)
     normalization = _check_normalization(model, normalization)
+    if normalization_of(model).kind != "post" or getattr(as_model(model), "kind", None) == "hardmax":
+        raise ValueError(f"{model!r}: the Lagrangian measure's push is post-LN softmax attention's (a density on "
+                         "S^(d-1)); push particles through these layers (particles.discrete_depth).")
     if normalization == "rms":
         raise ValueError("the RMS layer maps R^d onto a sphere of radius √d: no density follows it.")
     chart, frames = measure.domain.chart, [measure]

@@ -1,8 +1,11 @@
 """particles: the finite-n systems whose mean-field limit ``meanfield`` solves.
 
-simulate, Trajectory   particles on S^{d-1} or in R^d moved by a ``meanfield.models`` field
+simulate, Trajectory   particles on S^{d-1} or in R^d moved by a ``meanfield.models`` field; tokens x = rθ of
+                       pre-, peri- and Mix-LN, nGPT's (a Transformer's ``normalization``, docs/MATH.md §10)
+velocity               the tokens' velocity, the right-hand side simulate integrates
 with_positions         tokens in their array order as rows (s, x), for causal attention
-discrete_depth         the same tokens through discrete layers x ↦ N(x + h X[μ](x)) (GLPR §2.1)
+discrete_depth         the same tokens through discrete layers x ↦ N(x + h X[μ](x)) (GLPR §2.1), each
+                       normalisation's layer, hardmax attention's AFZ map (MATH.md §10–11)
 fused                  batches of small systems advanced by compiled RK4 sequences
 sampling               uniform, orthogonal and density-distributed initial points
 clusters               clustering statistics of GLPR §6.3
@@ -15,8 +18,8 @@ stepping is :mod:`meanfield.integrate`. May import ``meanfield``; never
 from . import clusters, fused, sampling
 from .sampling import orthogonal, sample, uniform_sphere
 from .depth import discrete_depth
-from .system import Trajectory, rescaled, simulate
+from .system import Trajectory, rescaled, simulate, velocity
 from meanfield.domains.sequence import with_positions
 
-__all__ = ["simulate", "discrete_depth", "Trajectory", "rescaled", "fused", "sampling", "clusters", "uniform_sphere", "orthogonal",
+__all__ = ["simulate", "velocity", "discrete_depth", "Trajectory", "rescaled", "fused", "sampling", "clusters", "uniform_sphere", "orthogonal",
            "sample", "with_positions"]

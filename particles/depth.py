@@ -1,7 +1,9 @@
 r"""Particles through discrete layers: x ↦ N(x + h X[μ^n](x)) per layer (GLPR §2.1–2.2; :mod:`meanfield.depth`).
 
 The continuous-depth flow (:func:`particles.simulate`) is the limit h → 0 of this map, at first order in h with
-the constant of docs/MATH.md §8.3.
+the constant of docs/MATH.md §8.3. A Transformer's normalisation other than post-LN has its own layer (pre-LN
+x ↦ x + hA(N(x)), peri-LN x ↦ x + hN(A(N(x))), nGPT θ ↦ N(θ + hα(N(A) − θ)), Mix-LN post's then pre's; docs/MATH.md
+§10), first order in h to its flow too; hardmax attention the map of Alcalde, Fantuzzi & Zuazua (MATH.md §11).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from tqdm.auto import tqdm
 
 from meanfield import depth as layer_maps
 from meanfield.models import as_model, heads
+from meanfield.models.normalization import normalization_of
+from meanfield.domains import SPHERE
 
 from .system import Trajectory, domain_of, initial_points
 
@@ -26,13 +30,17 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
     model : an attention model, a Transformer (split by Lie or Strang: its blocks pushed in turn), a FeedForward
         Layer k (from ``t0 + k·depth``) uses the model of its start: a schedule's layer k.
     x0 : array_like, shape (n, d), or tuple
-        Unit vectors on the sphere, points of R^d; or ``(density, n)`` drawn with ``rng``.
+        Unit vectors on the sphere, points of R^d, non-zero vectors x = rθ for pre-, peri- and Mix-LN (a Mix-LN
+        stack that starts before t_0 normalises them: its first layers are post-LN's); or ``(density, n)`` drawn with
+        ``rng``.
     depth : float
-        h > 0.
+        h > 0 (hardmax attention: AFZ's γ <= 1).
     layers : int
         K >= 1.
     normalization : {"auto", "sphere", "rms", "none"}
         After each layer: x/|x| on the sphere ("auto" there), x/RMS(x) = √d x/|x| or nothing ("auto") in R^d.
+        "auto" for a Transformer normalised otherwise than post-LN and for hardmax attention, whose layers are
+        their own (module docstring).
     weights : array_like, shape (n,), optional
         Token weights (1/n by default).
 
@@ -47,7 +55,10 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
         raise ValueError(f"`model` has noise = {model.noise:g}: the layer map is deterministic (noisy particles: "
                          "particles.simulate).")
     depth, layers = layer_maps.check_depth(depth, layers)
-    x = initial_points(x0, rng, domain_of(model, 3))  # R^d, or unit vectors
+    norm = normalization_of(model)
+    x = initial_points(x0, rng, domain_of(model, 3), norm.radial)  # R^d, tokens x = rθ, or unit vectors
+    if norm.time_dependent and t0 < norm.switch:  # Mix-LN's post-LN layers first: the stream is normalised
+        x = SPHERE.retract(x)
     if x.ndim != 2:
         raise ValueError(f"`x0` must have shape (n, d), got {x.shape}.")
     n, d = x.shape
@@ -64,4 +75,4 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
         out.append(x)
     return Trajectory(t=t0 + depth * np.arange(layers + 1), x=np.stack(out), nfev=layers * len(layer_maps.blocks(model, t0)),
                       nsteps=layers, method="layers", strategy="quadrature", field_error_bound=0.0,
-                      domain=domain_of(model, d), weights=w, noise=0.0)
+                      domain=domain_of(model, d), weights=w, noise=0.0, normalization=norm)

@@ -35,6 +35,18 @@ particles, d > n, are integrated by RK4 in the span of the initial tokens
 leave it, and the coordinates in an orthonormal basis of it follow the same
 equations in R^n — the same trajectory to round-off, d/n times fewer coordinates
 (GLPR §6 in d = 128 with n = 32). ``reduce_span=False`` integrates in R^d.
+
+Normalisation (docs/MATH.md §10; :mod:`meanfield.models.normalization`, read from the model's
+``Transformer(..., normalization=...)`` and nowhere else): post-LN is the model above. pre-, peri- and Mix-LN tokens
+are points x = rθ of R^d \ {0} (any non-zero vectors to start; the domain R^d, nothing retracted but Mix-LN's
+post-LN stretch, which keeps unit vectors), nGPT's unit vectors; each moves by its
+:meth:`~meanfield.models.Normalization.velocity` of the heads' average A at the directions θ = x/|x|, summed by
+the model's own sums (``quadrature``) or the compiled ones (``pairwise``, :func:`meanfield.kernels.average`) — never
+by the post-LN paths (the spectral sums and the fused RK4 compute P_θA: refused for them). Noise: nGPT's directions
+diffuse on S^{d-1} (as post-LN's); pre- and peri-LN's residual stream x diffuses in R^d,
+dx = v(x) dt + √(2D) dB with B a Brownian motion of R^d (the radius diffuses with it); Mix-LN, whose tokens change
+space at t_0, refuses noise. Hardmax attention (β = ∞, :class:`meanfield.models.Hardmax`) runs on the model's own
+sums.
 """
 
 from __future__ import annotations
@@ -51,14 +63,15 @@ from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, Ou
                                  Stepper, equal_steps)
 from meanfield.integrate.steppers import rk4
 from meanfield.kernels.pairwise import UNROLL_MAX
-from meanfield.models import Transformer, as_model, attention_of, heads
+from meanfield.models import Transformer, as_model, heads
 from meanfield.models.bounds import rate_scale_over
+from meanfield.models.normalization import POST, average, density_refusal, normalization_of, norms_of
 
 from . import span
 from .fused import rk4_small_systems
 from .sampling import sample
 
-__all__ = ["simulate", "Trajectory", "rescaled"]
+__all__ = ["simulate", "velocity", "Trajectory", "rescaled"]
 
 METHODS = ("rk4", "rk45", "dop853")
 STRATEGIES = ("auto", "quadrature", "pairwise", "spectral", "fused")
@@ -98,6 +111,9 @@ class Trajectory:
     observed : ndarray or None
         ``observe``'s value at every output time, stacked (time first), where ``simulate`` was given one: then
         ``x`` holds the last output alone (shape (1, [batch,] n, d)) — no history kept.
+    normalization : Normalization
+        Where the tokens were normalised (docs/MATH.md §10): post-LN for every model but a Transformer given
+        another; pre-, peri- and Mix-LN tokens are x = rθ (``radius``, ``direction``).
     """
 
     t: np.ndarray
@@ -113,6 +129,17 @@ class Trajectory:
     reduced_to: int | None = None
     basis: np.ndarray | None = None
     observed: np.ndarray | None = None
+    normalization: object = POST
+
+    @property
+    def radius(self) -> np.ndarray:
+        """r = |x| of every token at every output, shape x.shape[:-1] (1 for unit vectors)."""
+        return np.linalg.norm(self.x, axis=-1)
+
+    @property
+    def direction(self) -> np.ndarray:
+        """θ = x/|x|, the tokens' directions on S^{d-1} (the positions themselves for unit vectors)."""
+        return self.x / self.radius[..., None]
 
     def measure(self, k: int, *batch) -> Measure:
         """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain."""
@@ -120,8 +147,10 @@ class Trajectory:
 
 
 def domain_of(model, d: int):
-    """Where the particles of ``model`` live: R^d, [0, 1] × S^{d-2} (causal attention: rows (s, x)), the circle
-    (d = 2) or S^{d-1}."""
+    """Where the particles of ``model`` live: R^d (R^d models; pre-, peri- and Mix-LN tokens x = rθ), [0, 1] ×
+    S^{d-2} (causal attention: rows (s, x)), the circle (d = 2) or S^{d-1}."""
+    if normalization_of(model).radial:
+        return EUCLIDEAN
     for domain in (EUCLIDEAN, SEQUENCE):
         if model.manifold == domain.manifold:
             return domain
@@ -130,12 +159,14 @@ def domain_of(model, d: int):
 
 class ParticleProblem(Problem):
     """ẏ = X[μ^n](y) for the particles, retracted onto their domain after each step (unless ``retract=False``:
-    a compiled stepper that retracts by itself)."""
+    a compiled stepper that retracts by itself); ``unit_before`` = t_0: onto the sphere in the stretches that start
+    before t_0 too (Mix-LN's post-LN layers)."""
 
-    def __init__(self, velocity, domain, retract: bool = True, model=None):
+    def __init__(self, velocity, domain, retract: bool = True, model=None, unit_before: float | None = None):
         self.velocity, self.domain, self._retract, self.model = velocity, domain, retract, model
         self.time_dependent = bool(getattr(model, "time_dependent", False))
         self._layer_time = None
+        self.unit_before = unit_before
 
     def rate(self, y, t=None):
         return self.velocity(y, t, self._layer_time) if self.time_dependent else self.velocity(y)
@@ -149,6 +180,8 @@ class ParticleProblem(Problem):
         return self.model.breakpoints(t0, t1) if self.time_dependent else ()
 
     def retract(self, y):
+        if self.unit_before is not None and self._layer_time is not None and self._layer_time < self.unit_before:
+            return SPHERE.retract(y)
         return self.domain.retract(y) if self._retract else y
 
     def reject(self, t, y, reason):
@@ -215,11 +248,17 @@ def simulate(
 
     Parameters
     ----------
-    model : SelfAttention, MultiHeadAttention, or an R^d model (Softmax, L2, Sinkhorn, Sigmoid, Masked)
+    model : SelfAttention, MultiHeadAttention, Hardmax, Transformer, or an R^d model (Softmax, L2, ..., Masked)
+        A Transformer's ``normalization`` (docs/MATH.md §10; module docstring) sets how its tokens move: post-LN
+        (default) ẋ = P_x A, pre-LN ẋ = A, peri-LN ẋ = A/|A|, nGPT ẋ = αP_x A/|A|, Mix-LN post-LN before its t_0 and
+        pre-LN after, A the heads' average at the directions θ = x/|x|. Hardmax attention (β = ∞, MATH.md §11) on
+        its own sums.
     x0 : array_like, shape (n, d) or (batch, n, d), or tuple
         Initial positions: unit vectors on the sphere (checked to 1e-8, then
         normalised exactly), any finite points for R^d models (no
-        projection), rows (s, x) for causal attention (a position s in [0, 1] and a unit vector x:
+        projection), any non-zero vectors x = rθ for pre-, peri- and Mix-LN (r = 0 refused; a Mix-LN run started
+        before t_0 normalises them: post-LN's stream holds unit vectors, ``Trajectory.x[0]`` is then x0/|x0|),
+        rows (s, x) for causal attention (a position s in [0, 1] and a unit vector x:
         :func:`particles.with_positions` puts tokens in their array order); a batch axis runs independent
         realisations together. A tuple
         ``(density, n)`` or ``(density, n, batch)`` draws iid initial points
@@ -232,7 +271,9 @@ def simulate(
         Largest RK4 step: each output interval is cut into the fewest equal
         steps not exceeding it. Default 0.05 / rate_scale(model) on spheres
         (see :func:`meanfield.models.rate_scale`; for time-dependent weights the largest over the layers of the run,
-        :func:`meanfield.models.bounds.rate_scale_over`), 0.01 in R^d.
+        :func:`meanfield.models.bounds.rate_scale_over`), 0.01 in R^d; for the normalisations other than post-LN
+        divided further by the direction's speed-up at the start, max(1, 1/min r) (pre), that over min |A| (peri),
+        α/min |A| (nGPT) — where radii or |A| shrink later, give ``dt`` or use an adaptive method.
     rng : int, Generator or None
         Seed for drawing ``x0`` from a density, then for the Brownian increments of a noisy model (required
         there: seeds are explicit).
@@ -256,7 +297,8 @@ def simulate(
         S² from 6 (L + 1)² particles (``Domain.point_sums``; L = ``sphere_degree(β)``: 26 at β = 4,
         so n >= 4374), fused for batches of at most 64 particles, pairwise
         otherwise on spheres and for every R^d model (every R^d model has
-        compiled sums).
+        compiled sums). The normalisations other than post-LN take the pairwise or quadrature sums of their average
+        (spectral and fused compute post-LN's P_θA: refused), hardmax attention its own sums (quadrature).
     precision : {"double", "single"}
         "single" sums the field in float32 (the pairwise kernel on spheres,
         d <= 8; "auto" then means "pairwise"): about 2.8× faster at n = 4096,
@@ -286,6 +328,7 @@ def simulate(
     """
     model = as_model(model)  # a feed-forward block alone: a Transformer without attention
     heads(model)  # TypeError for anything but an attention model (or a Transformer)
+    norm = normalization_of(model)  # where the tokens are normalised: the model's, read here once
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     noise = float(model.noise)
@@ -295,11 +338,15 @@ def simulate(
     if noise and method != "rk4":
         raise ValueError(f"noisy particles are advanced by the splitting scheme with fixed steps: method 'rk4', got "
                          f"{method!r}.")
+    if noise and norm.time_dependent:
+        raise ValueError(f"`model` has noise = {noise:g} and normalization {norm!r}, whose tokens change space at "
+                         f"t_0 = {norm.switch:g} (unit vectors diffusing on S^(d-1) before, points of R^d after): "
+                         "noise across the switch is not defined here; run the two stretches (post-LN, then pre-LN).")
     rng = np.random.default_rng(rng) if noise else rng
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     t_eval = checks.output_times(t_eval)
-    x = initial_points(x0, rng, domain_of(model, 3))  # how x0 is read: R^d, rows (s, x), or unit vectors
+    x = initial_points(x0, rng, domain_of(model, 3), norm.radial)  # R^d, tokens x = rθ, rows (s, x), unit vectors
     n, d = x.shape[-2], x.shape[-1]
     if model.dim is not None and model.dim != d:
         raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
@@ -308,13 +355,14 @@ def simulate(
         raise ValueError(f"the model's time-dependent matrices are {first.dim}×{first.dim} at t = {t_eval[0]:g} but "
                          f"the particles live in R^{d}.")
     domain = domain_of(model, d)
+    if norm.time_dependent and t_eval[0] < norm.switch:  # Mix-LN from its post-LN stretch: the stream is normalised
+        x = SPHERE.retract(x)
     if dt is not None:
         if method != "rk4":
             raise ValueError(f"`dt` fixes the RK4 step; method {method!r} chooses its own.")
         dt = checks.positive(dt, "dt")
     rtol, atol = checks.positive(rtol, "rtol"), checks.positive(atol, "atol")
 
-    zonal = getattr(attention_of(model), "zonal", None)
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     if not isinstance(reduce_span, (bool, np.bool_)):
@@ -324,12 +372,12 @@ def simulate(
     if observe is not None and not callable(observe):
         raise TypeError(f"`observe` must be a function of the state at an output, got {type(observe).__name__}.")
     if precision == "single":
-        if domain is EUCLIDEAN or strategy not in ("auto", "pairwise") or d > UNROLL_MAX:
+        if (domain is EUCLIDEAN and not norm.radial) or strategy not in ("auto", "pairwise") or d > UNROLL_MAX:
             raise ValueError(f"single precision runs the pairwise kernel on spheres (d <= {UNROLL_MAX}); got "
                              f"strategy {strategy!r} for {model!r} in d = {d}.")
         strategy = "pairwise"
-    offered = strategies.for_particles(model, domain, n, d, method=method, batched=x.ndim == 3,
-                                       weighted=weights is not None, noisy=noise > 0)
+    offered = particle_strategies(model, domain, n, d, method=method, batched=x.ndim == 3,
+                                  weighted=weights is not None, noisy=noise > 0)
     path = strategies.resolve(strategy, offered, "particles")
     if weights is None:
         w = np.full(x.shape[:-1], 1.0 / n)
@@ -340,7 +388,12 @@ def simulate(
     state = {"bound": 0.0}
     h = None
     if method == "rk4":
-        h = dt if dt is not None else (0.01 if domain is EUCLIDEAN else 0.05 / max(_speed_scale(model, t_eval), 1e-300))
+        if dt is not None:
+            h = dt
+        elif norm.kind != "post":
+            h = 0.05 / max(_speed_scale(model, t_eval) * _variant_scale(first, x, w), 1e-300)
+        else:
+            h = 0.01 if domain is EUCLIDEAN else 0.05 / max(_speed_scale(model, t_eval), 1e-300)
         if not h > 0:
             raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
 
@@ -350,33 +403,7 @@ def simulate(
         B = span.basis(x)  # (..., d, n): the run is in the coordinates x B, mapped back by Bᵀ at the end
         x, model = x @ B, span.in_dimension(model, n)
 
-    dynamics = model
-
-    def velocity(y, t=None, layer_time=None):
-        # a time-dependent model's of the stage's time, in the layer of the step's start
-        model = dynamics.at(t, layer_time) if t is not None else dynamics
-        if not isinstance(model, Transformer):
-            return attention_velocity(model, y)
-        a = model.weights[0]  # a X_att + b Σ X_ff (the drift, at the retracted points on spheres)
-        out = model.drift(y if domain is EUCLIDEAN else domain.retract(y))
-        return out + a * attention_velocity(model.attention, y) if model.attention is not None and a else out
-
-    def attention_velocity(model, y):
-        if domain is EUCLIDEAN:
-            return kernels.euclidean_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
-        y = domain.retract(y)  # F(y) = X(y/|y|): the 0-homogeneous extension
-        if path == "quadrature":
-            return model.field(y, w, y)
-        if path == "pairwise":
-            return kernels.field(model, y, w, y, precision)
-        spectral_field = domain.point_sums(d).field
-        flat = y.reshape(-1, n, d)
-        out = np.empty_like(flat)
-        for b in range(flat.shape[0]):
-            out[b], bound = spectral_field(flat[b], w.reshape(-1, n)[b], flat[b], zonal.beta, model.normalized,
-                                           zonal.c)
-            state["bound"] = max(state["bound"], float(np.max(bound)))
-        return out.reshape(y.shape)
+    rate = _velocity(model, domain, path, w, precision, state)
 
     if observe is None:
         outputs = OutputTracker()
@@ -385,12 +412,16 @@ def simulate(
         outputs = _Observer(lifted)
     trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=checks.progress(progress)),
                 InterruptTracker()]
-    problem = ParticleProblem(velocity, domain, retract=path != "fused", model=model)
+    problem = ParticleProblem(rate, domain, retract=path != "fused", model=model,
+                              unit_before=norm.switch if norm.time_dependent else None)
     stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if path == "fused" else None
     if noise:
         stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, domain, rng)  # noqa: E731
-    integrator = Integrator(problem, method, dt=h, subdivide=True, dense=method != "rk4", rtol=rtol, atol=atol,
-                            trackers=trackers, stepper=stepper)
+    # one adaptive stepper over the run with dense outputs, unless the rate jumps inside it (layers, Mix-LN's t_0):
+    # then the steps land on the outputs and the jumps
+    jumps = bool(model.time_dependent) and len(model.breakpoints(t_eval[0], t_eval[-1])) > 0
+    integrator = Integrator(problem, method, dt=h, subdivide=True, dense=method != "rk4" and not jumps, rtol=rtol,
+                            atol=atol, trackers=trackers, stepper=stepper)
     integrator.run(t_eval[0], x, t_eval)
     return Trajectory(
         t=t_eval.copy(),
@@ -407,7 +438,143 @@ def simulate(
         noise=noise,
         reduced_to=None if B is None else n,
         basis=B if B is not None and span_coordinates else None,
+        normalization=norm,
     )
+
+
+#: why the post-LN-only strategies refuse the other normalisations and hardmax attention
+POST_ONLY = ("the {name} path computes post-LN's field P_θA of softmax attention (finite β); {what} moves its tokens "
+             "by the average itself (strategies 'pairwise' and 'quadrature')")
+
+
+def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool,
+                        noisy: bool = False) -> dict[str, str | None]:
+    """The field strategies for the particles of ``model`` (name → None where it applies, else why not; best first).
+
+    Post-LN attention with a finite β: :func:`meanfield.strategies.for_particles`. The other normalisations
+    (docs/MATH.md §10) sum the heads' average A at the directions θ: the same list for their attention on the sphere
+    of the directions, with the spectral sums and the fused RK4 — which compute P_θA — refused; hardmax attention
+    (MATH.md §11) has its own sums only ("quadrature")."""
+    if density_refusal(model) is None:
+        return strategies.for_particles(model, domain, n, d, method=method, batched=batched, weighted=weighted,
+                                        noisy=noisy)
+    att = model.attention if isinstance(model, Transformer) else model
+    norm = normalization_of(model)
+    what = f"normalization {norm!r}" if norm.kind != "post" else f"{att!r}"
+    refused = {name: POST_ONLY.format(name=name, what=what) for name in ("spectral", "fused")}
+    if any(getattr(h, "kind", None) == "hardmax" for h in heads(att)):
+        return {"quadrature": None, "pairwise": f"no compiled sums for {att!r} (the compiled sums are softmax "
+                "attention's)", **refused}
+    sphere = CIRCLE if d == 2 else SPHERE  # where the directions θ live, whose sums these are
+    offered = strategies.for_particles(att, sphere, n, d, method=method, batched=batched, weighted=weighted,
+                                       noisy=noisy)
+    return {name: (refused[name] if name in refused else why) for name, why in offered.items()}
+
+
+def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
+    """The particles' rate y ↦ ẏ (t and the step's start ``layer_time`` for a time-dependent model): the model's
+    velocity at the state y, by the resolved strategy ``path`` (:func:`velocity` states it)."""
+    n, radial = w.shape[-1], normalization_of(dynamics).radial
+
+    def rate(y, t=None, layer_time=None):
+        # a time-dependent model's of the stage's time, in the layer of the step's start
+        model = dynamics.at(t, layer_time) if t is not None else dynamics
+        if not isinstance(model, Transformer):
+            return attention_velocity(model, y)
+        if radial or model.normalization.kind != "post":  # x = rθ moved by the normalisation's velocity of A(θ)
+            return normalized_velocity(model, y)
+        a = model.weights[0]  # a X_att + b Σ X_ff (the drift, at the retracted points on spheres)
+        out = model.drift(y if domain is EUCLIDEAN else domain.retract(y))
+        return out + a * attention_velocity(model.attention, y) if model.attention is not None and a else out
+
+    def normalized_velocity(model, y):
+        r = np.linalg.norm(y, axis=-1, keepdims=True)
+        if np.any(r == 0.0):
+            raise FloatingPointError(f"a token reached the origin (r = 0) under normalization {model.normalization!r}: "
+                                     "its direction is undefined; reduce `dt` or use an adaptive method.")
+        theta = y / r
+        A = kernels.average(model.attention, theta, w, theta, precision) if path == "pairwise" else \
+            average(model.attention, theta, w, theta)
+        return model.normalization.velocity(y, A)
+
+    def attention_velocity(model, y):
+        if domain is EUCLIDEAN:
+            return kernels.euclidean_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
+        y = domain.retract(y)  # F(y) = X(y/|y|): the 0-homogeneous extension
+        if path == "quadrature":
+            return model.field(y, w, y)
+        if path == "pairwise":
+            return kernels.field(model, y, w, y, precision)
+        zonal, d = model.zonal, y.shape[-1]
+        spectral_field = domain.point_sums(d).field
+        flat = y.reshape(-1, n, d)
+        out = np.empty_like(flat)
+        for b in range(flat.shape[0]):
+            out[b], bound = spectral_field(flat[b], w.reshape(-1, n)[b], flat[b], zonal.beta, model.normalized,
+                                           zonal.c)
+            state["bound"] = max(state["bound"], float(np.max(bound)))
+        return out.reshape(y.shape)
+
+    return rate
+
+
+def velocity(model, x, t: float = 0.0, weights=None, strategy: str = "auto", precision: str = "double") -> np.ndarray:
+    r"""The tokens' velocity ẋ_i at time t, as :func:`simulate` integrates it (its right-hand side).
+
+    Post-LN (and any model that is not a normalised Transformer): X[μ^n](x_i), tangent to the sphere, or Γ in R^d.
+    A Transformer's ``normalization`` (docs/MATH.md §10): the average A_i = Σ_j softmax_j(β⟨Qθ_i, Kθ_j⟩)Vθ_j at the
+    directions θ = x/|x|, then pre-LN ẋ = A, peri-LN A/|A|, nGPT α P_θ A/|A|, Mix-LN post's or pre's by t.
+
+    Parameters
+    ----------
+    model, weights, strategy, precision
+        As for :func:`simulate` (the strategy resolved for these tokens; "fused" steps whole sequences and has no
+        rate of its own: refused here).
+    x : array_like, shape (n, d) or (batch, n, d)
+        The tokens: unit vectors, non-zero vectors x = rθ (pre-, peri-, Mix-LN), points of R^d.
+    t : float
+        The time (time-dependent weights, Mix-LN's variant).
+
+    Returns
+    -------
+    ndarray, shape of ``x``
+    """
+    model = as_model(model)
+    heads(model)
+    x = initial_points(x, None, domain_of(model, 3), normalization_of(model).radial)
+    n, d = x.shape[-2], x.shape[-1]
+    if model.dim is not None and model.dim != d:
+        raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
+    if precision not in ("double", "single"):
+        raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
+    domain = domain_of(model, d)
+    offered = particle_strategies(model, domain, n, d, method="rk4", batched=x.ndim == 3,
+                                  weighted=weights is not None)
+    offered["fused"] = "the fused path steps whole RK4 sequences in compiled code: it has no rate of its own"
+    if strategy == "auto" and precision == "single":
+        strategy = "pairwise"
+    path = strategies.resolve(strategy, offered, "particles")
+    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else \
+        np.broadcast_to(np.asarray(weights, dtype=float), x.shape[:-1]).copy()
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("`weights` must be finite and non-negative.")
+    rate = _velocity(model, domain, path, w, precision, {"bound": 0.0})
+    t = checks.real(t, "t")
+    return rate(x, t, t) if model.time_dependent else rate(x)
+
+
+def _variant_scale(model, x, w) -> float:
+    r"""The factor by which a normalisation's rates exceed the heads' at the start (docs/MATH.md §10): θ̇ = P_θA/r
+    (pre), P_θA/(r|A|) (peri), αP_θA/|A| (nGPT), so 1/min r, 1/(min r · min|A|), α/min|A| (at least 1 for the
+    radii: the default step is set at t_0, and the adaptive methods follow radii and |A| as they change)."""
+    norm = model.normalization
+    r = np.linalg.norm(x, axis=-1)
+    inv_r = max(1.0, 1.0 / float(np.min(r)))
+    if norm.kind in ("pre", "post"):
+        return inv_r
+    theta = x / r[..., None]
+    amin = max(float(np.min(np.linalg.norm(average(model.attention, theta, w, theta), axis=-1))), 1e-300)
+    return inv_r / amin if norm.kind == "peri" else norm.alpha / amin
 
 
 class _Observer(OutputTracker):
@@ -432,11 +599,14 @@ def _speed_scale(model, t_eval) -> float:
         raise ValueError(f"`dt`: {exc}") from None
 
 
-def initial_points(x0, rng, domain):
+def initial_points(x0, rng, domain, radial: bool = False):
+    """``x0`` read as the tokens of ``domain``: a (density, n[, batch]) tuple sampled with ``rng``; rows (s, x) for
+    causal attention; points of R^d, non-zero ones where ``radial`` (pre-, peri-, Mix-LN tokens x = rθ, r > 0); unit
+    vectors on spheres (normalised exactly)."""
     if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Density):
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
     if domain is SEQUENCE:
-        x = SEQUENCE.check_points(x0, "x0")
+        x = _tokens_with_positions(x0)
         if x.ndim not in (2, 3) or x.shape[-2] < 1:
             raise ValueError(f"`x0` must have shape (n, 1 + d) or (batch, n, 1 + d) and hold particles, got {x.shape}.")
         return SEQUENCE.retract(x)
@@ -446,6 +616,10 @@ def initial_points(x0, rng, domain):
             raise ValueError(f"`x0` must have shape (n, d) or (batch, n, d), got {x.shape}.")
         if not np.all(np.isfinite(x)):
             raise ValueError("`x0` contains non-finite values (NaN or inf).")
+        if radial:
+            if x.shape[-1] < 2:
+                raise ValueError(f"tokens x = rθ need θ on S^(d-1), d >= 2; `x0` has shape {x.shape}.")
+            norms_of(x)  # ValueError naming a token of radius 0
         return x
     x = check_on_sphere(x0, "x0")
     if x.ndim not in (2, 3):
@@ -453,6 +627,22 @@ def initial_points(x0, rng, domain):
     if x.shape[-2] < 1:
         raise ValueError("`x0` holds no particles.")
     return SPHERE.retract(x)
+
+
+def _tokens_with_positions(x0):
+    """Causal attention's rows (s, x): ``ValueError`` pointing to :func:`particles.with_positions` where ``x0`` holds
+    points without positions (rows of unit vectors)."""
+    try:
+        return SEQUENCE.check_points(x0, "x0")
+    except ValueError as exc:
+        x = np.asarray(x0, dtype=float)
+        if x.ndim >= 1 and x.shape[-1] >= 2 and np.all(np.isfinite(x)) and \
+                np.allclose(np.linalg.norm(x, axis=-1), 1.0, rtol=0, atol=1e-8):
+            raise ValueError(f"`x0` holds unit vectors without positions (shape {x.shape}), but causal attention moves "
+                             "tokens (s, x) that carry their position s in the sequence: give "
+                             "particles.with_positions(x0), which puts them in their array order.") from None
+        raise ValueError(f"{exc} (causal attention moves rows (s, x); particles.with_positions(x) makes them from "
+                         "unit vectors in their array order)") from None
 
 
 def rescaled(t, x, V) -> np.ndarray:

@@ -3,6 +3,7 @@
 =========================  ===============================================================
 :func:`pairwise_sums`      Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), fused, row-shifted (``pairwise``)
 :func:`field`              X[μ] of any sphere model from those sums (``pairwise``; :func:`grid_field` on grids)
+:func:`average`            A = Σ_h u_h, the same sums unprojected: the normalisation variants' (MATH.md §10)
 :func:`euclidean_field`    Γ[μ] of R^d softmax, L2, masked, sigmoid and Sinkhorn attention, compiled rows (``pairwise``)
 :func:`energy`             E_β of point sets (no n×n array)
 :func:`circle_spectral_field`  the circle's O((n + m)L) field of an empirical measure (``spectral``)
@@ -23,9 +24,9 @@ from ..domains.circle.point_sums import circle_degree, circle_spectral_field
 from ..models import SelfAttention, heads
 from .energy import energy
 from .euclidean import compiled_models, euclidean_field
-from .pairwise import field, pairwise_sums
+from .pairwise import average, field, pairwise_sums
 
-__all__ = ["pairwise_sums", "field", "grid_field", "euclidean_field", "compiled_models", "pairwise_refusal", "energy",
+__all__ = ["pairwise_sums", "field", "average", "grid_field", "euclidean_field", "compiled_models", "pairwise_refusal", "energy",
            "circle_degree", "circle_spectral_field"]
 
 

@@ -23,12 +23,14 @@ import numpy as np
 
 from ..domains.sphere.geometry import project_tangent
 from ..models.base import heads
+from ..models.normalization import normalization_of
+from ..models.sphere import SelfAttention
 from ..numerics import EXP_MAX
 from .fastexp import FASTMATH, vexp, vexp32
 from .layout import aligned
 from .threads import run_tasks
 
-__all__ = ["pairwise_sums", "field", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR", "UNROLL_MAX"]
+__all__ = ["pairwise_sums", "field", "average", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR", "UNROLL_MAX"]
 
 _ROWS = 8  # queries per parallel task (they share one work buffer)
 
@@ -261,6 +263,41 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
 
 
+def _sums(hs, points, weights, queries, precision, stops):
+    """Σ_h u_h: each head's pairwise sums, divided by its normaliser (SA) or scaled back by its shift (USA)."""
+    for h in hs:
+        if not isinstance(h, SelfAttention):
+            raise TypeError(f"the compiled pairwise sums are softmax self-attention's (a finite β); got {h!r}.")
+    total = 0.0
+    for h in hs:
+        num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V, precision, stops)
+        if h.normalized:
+            total = total + num / (den if stops is None else np.where(stops > 0, den, 1.0))[..., None]
+        else:
+            if np.max(shift, initial=-np.inf) > EXP_MAX:
+                raise OverflowError(
+                    f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(shift):.1f} > {EXP_MAX:.1f}; "
+                    "USA keeps the unscaled kernel (MATH.md §2.1), so use a smaller β or SA."
+                )
+            total = total + num * np.exp(shift)[..., None]
+    return total
+
+
+def average(model, points, weights, queries, precision: str = "double") -> np.ndarray:
+    r"""A = Σ_h u_h(queries), the heads' averages before the tangent projection, through :func:`pairwise_sums`.
+
+    What the normalisation variants move tokens by (docs/MATH.md §10; :mod:`meanfield.models.normalization`, whose
+    ``average`` is the reference sum): pre-LN ẋ = A, peri-LN A/|A|, nGPT α P_θ A/|A|. The points and queries are the
+    tokens' directions θ (unit vectors: the callers normalise them; the kernel's row shift bounds scores of unit
+    vectors). Non-causal heads; no input checks beyond shapes (the inner loop of :func:`particles.simulate`).
+    """
+    hs = heads(model)
+    if hs[0].causal:
+        raise ValueError("the averages of causal heads are summed under their mask by `field`; the normalisation "
+                         "variants take non-causal heads.")
+    return _sums(hs, points, weights, queries, precision, None)
+
+
 def field(model, points, weights, queries, precision: str = "double") -> np.ndarray:
     """X[μ](queries) through :func:`pairwise_sums`; same contract as ``model.field``.
 
@@ -269,8 +306,13 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
     see :func:`pairwise_sums` ("single": relative error up to
     :data:`SINGLE_PRECISION_ERROR`). Causal heads: points and queries are rows (τ, y), (s, x); the points are
     sorted by position once and row i sums over the first ``stops_i`` = #{j: τ_j <= s_i} of them (half the work
-    of the full sums for queries at the points).
+    of the full sums for queries at the points). The projection P_x^⊥ makes this post-LN's field; the other
+    normalisations move tokens by the averages themselves (:func:`average`).
     """
+    norm = normalization_of(model)
+    if norm.kind != "post":
+        raise ValueError(f"the projected field P_x^⊥ A is post-LN's; {model!r} has normalization {norm!r}, which "
+                         "moves its tokens by the average itself: meanfield.kernels.average.")
     hs = heads(model)
     stops = None
     if hs[0].causal:
@@ -286,17 +328,6 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
         s, queries = queries[..., 0], queries[..., 1:]
         stops = np.stack([np.searchsorted(a, b, side="right") for a, b in
                           zip(tau.reshape(-1, tau.shape[-1]), s.reshape(-1, s.shape[-1]))]).reshape(s.shape)
-    total = 0.0
-    for h in hs:
-        num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V, precision, stops)
-        if h.normalized:
-            total = total + num / (den if stops is None else np.where(stops > 0, den, 1.0))[..., None]
-        else:
-            if np.max(shift, initial=-np.inf) > EXP_MAX:
-                raise OverflowError(
-                    f"USA field overflows float64: β⟨Qx,Ky⟩ reaches {np.max(shift):.1f} > {EXP_MAX:.1f}; "
-                    "USA keeps the unscaled kernel (MATH.md §2.1), so use a smaller β or SA."
-                )
-            total = total + num * np.exp(shift)[..., None]
+    total = _sums(hs, points, weights, queries, precision, stops)
     X = project_tangent(np.asarray(queries, dtype=float), total)
     return X if stops is None else np.concatenate([np.zeros(X.shape[:-1] + (1,)), X], axis=-1)

@@ -4,7 +4,9 @@
 :class:`SelfAttention`   SA / USA on the sphere S^{d-1} (GLPR (2.3), (USA))
 :class:`MultiHeadAttention`  sums of heads (GLPR (2.7))
 :class:`FeedForward`     the MLP block P_x W σ(Ax + b) (GLPR §2.3.2)
-:class:`Transformer`     attention + feed-forward, summed or split per layer (GLPR (2.8))
+:class:`Transformer`     attention + feed-forward, summed or split per layer (GLPR (2.8)), normalised
+                         post-LN (default), pre-LN, peri-LN, Mix-LN or nGPT (:class:`Normalization`, MATH.md §10)
+:class:`Hardmax`         hardmax attention, β = ∞, on S^{d-1} or in R^d (MATH.md §11)
 :class:`Softmax`, :class:`L2`, :class:`Sinkhorn`, :class:`Sigmoid`, :class:`Masked`
                          the R^d variants of CACP
 =======================  ===========================================================
@@ -20,8 +22,10 @@ from . import registry
 from .base import Head, Zonal, heads
 from .bounds import HeadConstants, head_constants, head_norms, lipschitz_constants, rate_scale
 from .feedforward import ACTIVATIONS, FeedForward
+from .hardmax import Hardmax
 from .euclidean import EUCLIDEAN_MODELS, L2, EuclideanAttention, Masked, Sigmoid, Sinkhorn, Softmax
 from .multihead import MultiHeadAttention
+from .normalization import NORMALIZATIONS, Normalization, normalization_of
 from .registry import KINDS, ModelKind, Parameter
 from .schedule import Layers, layers
 from .sphere import SelfAttention
@@ -31,4 +35,4 @@ __all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "
            "EUCLIDEAN_MODELS", "Head", "Zonal", "heads", "head_norms", "rate_scale",
            "lipschitz_constants", "head_constants", "HeadConstants", "registry", "KINDS", "ModelKind", "Parameter", "Layers", "layers",
            "FeedForward", "ACTIVATIONS", "Transformer", "SPLITTINGS", "as_model",
-           "attention_of"]
+           "attention_of", "Normalization", "NORMALIZATIONS", "normalization_of", "Hardmax"]

@@ -12,6 +12,11 @@ while a network of layers of depth h composes their flows. That composition is a
 - ``"strang"``: attention at twice the speed on [t_k, t_k + h/4), feed-forward on [t_k + h/4, t_k + 3h/4),
   attention on [t_k + 3h/4, t_k + h): A(h/2) ∘ F(h) ∘ A(h/2), second order in h.
 
+Where the tokens are normalised is the Transformer's ``normalization`` (:mod:`.normalization`; docs/MATH.md §10):
+post-LN (the default, the model above), pre-LN, peri-LN, Mix-LN or nGPT, each a velocity of the tokens x = rθ built
+from the heads' average A at the directions θ. The variants other than post-LN take attention alone (MATH.md §10
+states them for the attention block) and run as particles; the density solvers refuse them.
+
 Every sub-interval is a breakpoint of the model (``breakpoints``), so every integrator of the library steps through
 the composition exactly; ``at(t, layer_time)`` is the active part of the time (a summed :class:`Transformer`
 with its weights a, b). The layers are those of ``depth`` (one h, or one depth per layer), else those of the
@@ -26,9 +31,11 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 
 from .. import checks
-from .base import Head
+from ..domains.sphere.geometry import check_on_sphere
+from .base import Head, check_weights
 from .feedforward import FeedForward
 from .multihead import MultiHeadAttention
+from .normalization import as_normalization, average, density_refusal
 from .schedule import Layers, is_time_dependent
 
 __all__ = ["Transformer", "add", "as_model", "attention_of", "SPLITTINGS", "SUBSTEPS"]
@@ -61,6 +68,10 @@ class Transformer:
         Default: the layers of the schedules among the weights (required for a splitting without them).
     weights : (float, float)
         (a, b), the rates of attention and feed-forward in the sum (default (1, 1)).
+    normalization : {"post", "pre", "peri"} or Normalization
+        Where the tokens are normalised (:mod:`.normalization`, docs/MATH.md §10): post-LN (default, today's model),
+        pre-LN, peri-LN, or ``Normalization("mix", switch=t0)``, ``Normalization("ngpt", alpha=α)``. Other than
+        post-LN: attention alone on the sphere (no feed-forward blocks, not causal, weights (1, 1)).
     """
 
     attention: object = None
@@ -68,6 +79,7 @@ class Transformer:
     splitting: str = "sum"
     depth: object = None
     weights: tuple = (1.0, 1.0)
+    normalization: object = "post"
 
     kind = "transformer"
     zonal = None
@@ -111,6 +123,17 @@ class Transformer:
             object.__setattr__(self, "_edges", np.unique(np.concatenate(edges)))
         if self.splitting != "sum" and (self.attention is None or not ff):
             raise ValueError(f"splitting={self.splitting!r} alternates attention and feed-forward: give both.")
+        norm = as_normalization(self.normalization)
+        object.__setattr__(self, "normalization", norm)
+        if norm.kind != "post":
+            if self.attention is None or self.attention.manifold != "sphere":
+                raise ValueError(f"normalization {norm!r} normalises attention on the sphere's tokens: give a "
+                                 f"SelfAttention (non-causal) or heads of them, got {self.attention!r}.")
+            if ff:
+                raise ValueError(f"normalization {norm!r} with feed-forward blocks is not implemented (MATH.md §10 "
+                                 "states the variants for the attention block); give the attention alone.")
+            if (a, b) != (1.0, 1.0):
+                raise ValueError(f"normalization {norm!r} takes weights (1, 1), got {self.weights!r}.")
 
     # ------------------------------------------------------------------ structure
     @property
@@ -141,7 +164,8 @@ class Transformer:
     # ------------------------------------------------------------------ time: the blocks' weights and the splitting
     @property
     def time_dependent(self) -> bool:
-        return self.splitting != "sum" or any(p.time_dependent for p in self.parts)
+        return (self.splitting != "sum" or any(p.time_dependent for p in self.parts)
+                or self.normalization.time_dependent)
 
     def _layer(self, t: float) -> tuple[float, float]:
         """(start, depth) of the layer of the splitting at time t (the last depth repeated beyond the given ones;
@@ -179,13 +203,17 @@ class Transformer:
         if self.splitting != "sum":
             sa, sb = self._substep(lt)
             a, b = a * sa, b * sb
-        key = (tuple(id(p.at(t, lt)) for p in self.parts), a, b)
+        norm = self.normalization.at(lt)  # Mix-LN's variant of the layer
+        key = (tuple(id(p.at(t, lt)) for p in self.parts), a, b, norm)
         cache = self.__dict__.setdefault("_at", {})
         if key not in cache:
             if len(cache) > 64:
                 cache.clear()
             att = None if self.attention is None else self.attention.at(t, lt)
-            cache[key] = Transformer(att, tuple(f.at(t, lt) for f in self.feedforward), "sum", None, (a, b))
+            cache[key] = Transformer(att, tuple(f.at(t, lt) for f in self.feedforward), "sum", None, (a, b), norm)
+            if norm is not self.normalization:  # a stretch of Mix-LN: the density solvers, which read the model of
+                # each time, refuse it from its post-LN stretch on (the law takes a radius at t_0)
+                object.__setattr__(cache[key], "stretch_of", self.normalization)
         return cache[key]
 
     def _layers(self, t1: float) -> list:
@@ -204,7 +232,7 @@ class Transformer:
 
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:
         """The blocks' layer boundaries and, for a splitting, every sub-interval's ends inside (t0, t1)."""
-        out = [p.breakpoints(t0, t1) for p in self.parts]
+        out = [p.breakpoints(t0, t1) for p in self.parts] + [self.normalization.breakpoints(t0, t1)]
         if self.splitting != "sum":
             out.append(np.array([start + lo * depth for start, depth in self._layers(t1)
                                  for lo, *_ in SUBSTEPS[self.splitting]]))
@@ -226,9 +254,23 @@ class Transformer:
             out += f.velocity(q)
         return self.weights[1] * out
 
+    def _post_only(self, what: str) -> None:
+        if self.normalization.kind != "post":
+            raise ValueError(f"{what} is post-LN's (a field on S^(d-1) of unit tokens); normalization "
+                             f"{self.normalization!r} moves tokens x = rθ by Normalization.velocity(x, A): run its "
+                             "particles (particles.simulate).")
+
     def field(self, points, weights, queries) -> np.ndarray:
-        """a X_att[μ](queries) + b Σ_j X_ff,j(queries)."""
+        """a X_att[μ](queries) + b Σ_j X_ff,j(queries); nGPT's α P_x A/|A| (docs/MATH.md §10) for
+        normalization 'ngpt' (the queries unit vectors); pre/peri/mix-LN move tokens with a radius: no field on the
+        sphere (``ValueError``)."""
         self._constant()
+        if self.normalization.kind == "ngpt":
+            points, queries = check_on_sphere(points, "points"), check_on_sphere(queries, "queries")
+            weights = check_weights(weights, points)
+            self.check_dim(points.shape[-1])
+            return self.normalization.velocity(queries, average(self.attention, points, weights, queries))
+        self._post_only("the field X[μ]")
         out = self.drift(queries)
         a = self.weights[0]
         if self.attention is not None and a:
@@ -238,6 +280,7 @@ class Transformer:
     def field_and_divergence(self, points, weights, queries):
         """The field and its divergence (both linear in the blocks)."""
         self._constant()
+        self._post_only("the field's divergence")
         q = np.asarray(queries, dtype=float)
         X, div = np.zeros(q.shape), np.zeros(q.shape[:-1])
         b = self.weights[1]
@@ -259,6 +302,8 @@ class Transformer:
         extra = "" if self.splitting == "sum" else f", splitting={self.splitting!r}"
         if self.weights != (1.0, 1.0):
             extra += f", weights={self.weights}"
+        if self.normalization.kind != "post":
+            extra += f", normalization={self.normalization!r}"
         return f"Transformer({' + '.join(parts)}{extra})"
 
 
@@ -272,6 +317,10 @@ def add(x, y):
             raise ValueError("adding models with noise is ambiguous (the noise belongs to the dynamics, not to a head): "
                              "give it once, MultiHeadAttention(heads, noise=D).")
         return MultiHeadAttention(hx + hy)
+    for m in (x, y):
+        if isinstance(m, Transformer) and m.normalization.kind != "post":
+            raise ValueError(f"adding to a Transformer with normalization {m.normalization!r}: add the heads first, "
+                             "then normalise (Transformer(heads, normalization=...)).")
     if isinstance(x, Transformer) and x.splitting != "sum" or isinstance(y, Transformer) and y.splitting != "sum":
         raise ValueError("a split Transformer is one layer's composition: build the sum first, then split it "
                          "(Transformer(attention, feedforward, splitting=...)).")
@@ -299,7 +348,12 @@ def as_model(model):
 
 
 def attention_of(model):
-    """The attention part of a model (None for feed-forward only)."""
+    """The attention part of a model (None for feed-forward only), as the density solvers and their strategies read
+    it: ``ValueError`` for a model they cannot take (:func:`.normalization.density_refusal`: a normalisation other
+    than post-LN, hardmax attention), whose attention's sums would otherwise be summed as post-LN's."""
+    why = density_refusal(model)
+    if why is not None:
+        raise ValueError(f"{model!r}: {why}.")
     if isinstance(model, Transformer):
         return model.attention
     return None if isinstance(model, FeedForward) else model
