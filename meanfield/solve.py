@@ -6,7 +6,8 @@ domain which chain of representations applies (:mod:`meanfield.representations`:
 panels, fixed Lagrangian nodes), refuses an argument that no representation of the chain takes, and runs the chain
 on the one :class:`~meanfield.integrate.Integrator`: where a representation can no longer resolve the solution
 at its stated accuracy, the next goes on from its last state (each hand-over recorded in the
-:class:`~meanfield.representations.Solution`).
+:class:`~meanfield.representations.Solution`). ``prepare`` is that checking and planning alone, which ``solve``
+runs first: whatever it accepts reaches the integrator (``meanfield check`` asks it what ``meanfield run`` will).
 
 Methods
 -------
@@ -20,6 +21,8 @@ Methods
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import checks
@@ -31,7 +34,7 @@ from .monitor import ResolutionMonitor
 from .representations import Hooks, Settings, Solution, check_options, plan, run_chain
 from .strategies import STRATEGIES
 
-__all__ = ["solve", "Solution", "Status", "Interrupted"]
+__all__ = ["solve", "prepare", "Prepared", "Solution", "Status", "Interrupted"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -153,6 +156,70 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         On Ctrl-C (or SIGTERM, where no handler of the application's is set); its ``solution`` holds the output
         times reached.
     """
+    p = prepare(model, mu0, t_span, t_eval, method, dt, representation=representation, strategy=strategy,
+                refine=refine, max_n=max_n, cfl=cfl, rtol=rtol, atol=atol, monitor=monitor,
+                lagrangian_tol=lagrangian_tol, max_points=max_points)
+    hooks = Hooks(trackers, events, checks.progress(progress), p.t1 - p.t0)
+    solution = run_chain(p.chain, p.model, p.mu0, p.t0, p.t1, p.t_eval, p.settings, hooks)
+    if solution.status is Status.INTERRUPTED:
+        raise Interrupted(solution)
+    return solution.raise_for_status() if raise_on_failure else solution
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What :func:`solve` runs, every argument checked (:func:`prepare`).
+
+    Attributes
+    ----------
+    model : the model as the representations take it (a feed-forward block alone made a Transformer)
+    mu0 : Density or LagrangianMeasure
+    t0, t1 : float
+        The interval.
+    t_eval : ndarray
+        The output times, checked.
+    settings : Settings
+        The options given, each checked once.
+    chain : list of Representation
+        The representations in the order they will run, each checked to apply.
+    """
+
+    model: object
+    mu0: object
+    t0: float
+    t1: float
+    t_eval: np.ndarray
+    settings: Settings
+    chain: list
+
+    @property
+    def representations(self) -> tuple[str, ...]:
+        """The chain's names, e.g. ("grid", "panels", "nodes")."""
+        return tuple(r.name for r in self.chain)
+
+
+def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float | None = None,
+            *, representation=None, strategy: str | None = None, refine: bool | None = None,
+            max_n: int | None = None, cfl: float | None = None, rtol: float | None = None, atol: float | None = None,
+            monitor: ResolutionMonitor | None = None, lagrangian_tol: float | None = None,
+            max_points: int | None = None) -> Prepared:
+    """Everything :func:`solve` asks before any work, and nothing more: the model, the initial measure and its
+    domain, the times, each option, the chain of representations (planned, each member checked to apply), the
+    options none of them takes, and what the first one cannot honour (e.g. a method without an integrating-factor
+    form for the noise). :func:`solve` calls it first; a caller that wants to know whether a run will start without
+    starting it (``meanfield check``) calls it too, so the two can never disagree.
+
+    Parameters are those of :func:`solve` of the same names.
+
+    Returns
+    -------
+    Prepared
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument and the value, as :func:`solve` would.
+    """
     model = as_model(model)  # a feed-forward block alone: a Transformer without attention
     heads(model)  # TypeError for anything but an attention model (or a Transformer)
     if not isinstance(mu0, (Density, LagrangianMeasure)):
@@ -167,9 +234,5 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     settings = Settings(**given)
     chain = plan(representation, model, mu0, settings.strategy)
     check_options(chain, given, model, mu0)
-    chain[0].check(settings, mu0, first=True)
-    hooks = Hooks(trackers, events, checks.progress(progress), t1 - t0)
-    solution = run_chain(chain, model, mu0, t0, t1, t_eval, settings, hooks)
-    if solution.status is Status.INTERRUPTED:
-        raise Interrupted(solution)
-    return solution.raise_for_status() if raise_on_failure else solution
+    chain[0].check(settings, model, mu0, t0, first=True)
+    return Prepared(model, mu0, t0, t1, t_eval, settings, chain)

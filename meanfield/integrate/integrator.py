@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .steppers import ADAPTIVE, FIXED, INTEGRATING_FACTOR, METHODS, AdaptiveStepper, FixedStepper, LawsonStepper, Stepper
+from .steppers import (ADAPTIVE, FIXED, METHODS, AdaptiveStepper, FixedStepper, LawsonStepper, Stepper,
+                       integrating_factor_refusal)
 from .trackers import Status, Tracker
 
 __all__ = ["Problem", "Integrator", "StopIntegration"]
@@ -142,6 +143,25 @@ class Integrator:
         self.problem.begin_step()
         return h
 
+    def check(self) -> None:
+        """Refuse, before any work, a method that cannot advance the problem: an adaptive method without an
+        integrating-factor form where the problem has a diagonal linear part that the steps integrate exactly
+        (``Stages.decay``: the noise's DΔ on grids; :func:`~.steppers.integrating_factor_refusal`). :meth:`run` calls
+        it first; nothing here evaluates the problem's rate.
+
+        Raises
+        ------
+        ValueError
+            Naming the method and the ones that apply.
+        """
+        if self._custom is not None or self.method in FIXED:
+            return
+        stages = self.problem.stages()
+        refusal = None if stages is None or stages.decay is None else integrating_factor_refusal(self.method)
+        if refusal is not None:
+            raise ValueError(f"the problem's linear part (Stages.decay) is integrated exactly by an integrating factor: "
+                             f"{refusal}.")
+
     def _stepper(self, t, y, t_bound) -> Stepper:
         if self._custom is not None:
             return self._custom(self._rate, t, y, t_bound)
@@ -151,10 +171,7 @@ class Integrator:
             return FixedStepper(self._rate, t, y, t_bound, method=self.method, h=h, subdivide=self.subdivide,
                                 stages=stages, timed=timed)
         self.problem.probe(y)
-        if stages is not None and stages.decay is not None:
-            if INTEGRATING_FACTOR[self.method] is None:
-                raise ValueError(f"method {self.method!r} has no integrating-factor form for the problem's linear part "
-                                 "(its abscissae do not increase); use 'rk45', 'rk4' or 'ssprk3'.")
+        if stages is not None and stages.decay is not None:  # a method with that form (check)
             return LawsonStepper(self._rate, t, y, t_bound, stages, rtol=self.rtol, atol=self.atol,
                                  max_step=self.cfl * self.problem.max_step(), timed=timed)
         return AdaptiveStepper(self._rate, t, y, t_bound, method=self.method, rtol=self.rtol, atol=self.atol,
@@ -191,6 +208,7 @@ class Integrator:
 
         Outputs go to the trackers' ``output``; the trackers are finalized with the status however it ends.
         """
+        self.check()
         t_eval = np.asarray(t_eval, dtype=float)
         t_end = float(t_eval[-1]) if t_end is None else float(t_end)
         t, y = float(t0), y0

@@ -56,7 +56,7 @@ import scipy.integrate as si
 
 __all__ = ["rk4", "ssprk3", "lawson_rk4", "strang_ssprk3", "equal_steps", "Stages", "Stepper", "FixedStepper",
            "AdaptiveStepper", "LawsonStepper", "RecordingStepper", "STEPPERS", "METHODS", "FIXED", "ADAPTIVE",
-           "INTEGRATING_FACTOR", "make_stepper"]
+           "INTEGRATING_FACTOR", "integrating_factor_refusal", "make_stepper"]
 
 
 # The schemes take f(y, τ), τ the time of the stage from the start of the step (a time-dependent problem's rate
@@ -116,6 +116,16 @@ def strang_ssprk3(f, z, h, decay, timed: bool = False):
 
 #: The integrating-factor form of each method for a diagonal linear part (None: there is none), on f(y, τ).
 INTEGRATING_FACTOR = {"rk4": _lawson_rk4, "ssprk3": _strang_ssprk3, "rk45": "lawson-dp54", "dop853": None}
+
+
+def integrating_factor_refusal(method: str) -> str | None:
+    """Why ``method`` cannot advance a problem with a diagonal linear part (``Stages.decay``: the noise's DΔ) by an
+    integrating factor, in words; None where it can (:data:`INTEGRATING_FACTOR`). The one rule the
+    :class:`~meanfield.integrate.Integrator` applies and the callers that choose a method ask before any work."""
+    if INTEGRATING_FACTOR.get(method) is not None:
+        return None
+    able = ", ".join(repr(m) for m, form in INTEGRATING_FACTOR.items() if form is not None)
+    return f"{method!r} has no integrating-factor form (its stages' abscissae do not increase); use one of {able}"
 
 
 def equal_steps(interval: float, h: float) -> tuple[int, float]:

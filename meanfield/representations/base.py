@@ -199,8 +199,10 @@ class Representation(abc.ABC):
     def refusal(self, model, domain, start=None) -> str | None:
         """None if it advances ``model`` on ``domain`` (from ``start``, where given), else why not."""
 
-    def check(self, settings: Settings, start, first: bool) -> None:
-        """Refuse, before any work, settings it cannot honour for ``start`` (nothing by default)."""
+    def check(self, settings: Settings, model, start, t0: float, first: bool) -> None:
+        """Refuse, before any work, settings it cannot honour for ``model`` from ``start`` at ``t0`` (nothing by
+        default): everything its :meth:`run` would refuse before its integrator's first step (``first``: it starts the
+        chain, so ``settings.method``/``dt`` are its own)."""
 
     @abc.abstractmethod
     def run(self, model, start, t0: float, t1: float, t_eval, settings: Settings, hooks: Hooks,

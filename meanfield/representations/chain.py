@@ -82,7 +82,8 @@ def plan(representation, model, start, strategy: str = "auto") -> list:
         if why is None and i > 0 and rep.name == "grid":
             why = "a grid cannot take over from a Lagrangian representation"
         if why is not None:
-            raise ValueError(f"`representation` {representation!r}: the {rep.name} does not apply: {why}.")
+            raise ValueError(f"`representation` {representation!r}: the {rep.name} representation does not apply: "
+                             f"{why}.")
     return chain
 
 

@@ -30,7 +30,7 @@ from .. import checks, kernels, strategies
 from ..density import Density
 from ..domains.zonal import energy_from_excess
 from ..integrate import Integrator, Problem, Stages, Status, StopIntegration, Tracker
-from ..integrate.steppers import ADAPTIVE
+from ..integrate.steppers import ADAPTIVE, integrating_factor_refusal
 from ..models import Transformer, rate_scale
 from ..models.schedule import piecewise_constant
 from ..monitor import ResolutionError, ResolutionMonitor
@@ -368,7 +368,11 @@ class GridRepresentation(Representation):
         max_n = (domain.default_max_n or start_resolution) if settings.max_n is None else settings.max_n
         return method, dt, cfl, refine, max(int(max_n), start_resolution)
 
-    def check(self, settings: Settings, start, first: bool) -> None:
+    def check(self, settings: Settings, model, start, t0: float, first: bool) -> None:
+        """Refuse a refinement finite volumes cannot do, a ``max_n`` below the start, ``dt`` with an adaptive method,
+        a method without an integrating-factor form for the noise's DΔ (which the steps integrate exactly), an
+        initial state the domain refuses, and whatever the problem itself refuses (its strategy, its right-hand side:
+        e.g. USA whose unscaled kernel overflows), by building it as :meth:`run` does (milliseconds)."""
         domain = start.domain
         if settings.refine and domain.default_max_n is None:
             raise ValueError("finite-volume grids are not refined: pass refine=False and a finer grid.")
@@ -378,7 +382,14 @@ class GridRepresentation(Representation):
         method = settings.method if first and settings.method is not None else domain.default_method
         if settings.dt is not None and method in ADAPTIVE:
             raise ValueError(f"`dt` fixes the step of 'rk4'/'ssprk3'; method {method!r} chooses its own.")
+        noise = float(model.noise)
+        refusal = integrating_factor_refusal(method) if noise else None
+        if refusal is not None:
+            raise ValueError(f"`method` {method!r} cannot step a noisy model (D = {noise:g}) on a grid, whose steps "
+                             f"integrate DΔ exactly by an integrating factor: {refusal}.")
         domain.check_initial(start)
+        _, _, _, refine, max_n = self.defaults(domain, settings, first, start.grid.n)
+        GridProblem(model, start.grid, settings.strategy, refine, max_n, t0=t0)
 
     def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
         domain = start.domain

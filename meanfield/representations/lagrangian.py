@@ -71,11 +71,11 @@ class NodesRepresentation(Representation):
             return f"the {domain.name} has no Lagrangian chart (meanfield.domains: Domain.chart)"
         return NOISE_REFUSAL if model.noise else None
 
-    def check(self, settings, start, first):
+    def check(self, settings, model, start, t0, first):
         """Fixed steps need a step: the nodes have no CFL bound to choose one."""
         method = settings.method if first else None
         if method in FIXED and settings.dt is None:
-            raise ValueError(f"method {method!r} advances Lagrangian nodes by fixed steps: give `dt` (they have no "
+            raise ValueError(f"`method` {method!r} advances Lagrangian nodes by fixed steps: give `dt` (they have no "
                              "stability bound to choose one), or use an adaptive method.")
 
     def run(self, model, start, t0, t1, t_eval, settings, hooks, first):

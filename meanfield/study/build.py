@@ -29,6 +29,7 @@ file              values on the study grid from an ``.npz`` (array ``values``) o
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +42,12 @@ from ..domains.sequence import turn
 from ..gaussian import gaussian_density
 from ..io import load
 from ..models import FeedForward, MultiHeadAttention, Transformer, layers, registry
+from ..models.bounds import rate_scale_over
 from ..monitor import ResolutionMonitor
 from .config import WEIGHT_ARRAYS, StudyError, layer_weights
 
-__all__ = ["build_model", "build_grid", "build_monitor", "initial_density", "initial_particles"]
+__all__ = ["build_model", "build_grid", "build_monitor", "solve_options", "solver_error", "SOLVER_KEYS",
+           "particle_step", "token_dimension", "initial_density", "initial_particles"]
 
 
 def _stream(cfg, *keys) -> np.random.Generator:
@@ -62,10 +65,16 @@ def _matrix(spec, d, rng, scale):
     return np.array(spec, dtype=float)
 
 
+def token_dimension(cfg) -> int:
+    """The dimension of the tokens, which the model's matrices act on: the study's ``dimension``, less the position
+    coordinate where the tokens carry positions (causal studies, whose points (s, x) have 1 + d coordinates)."""
+    return cfg["dimension"] - 1 if domains.get(cfg["domain"]).has_positions else cfg["dimension"]
+
+
 def build_model(cfg):
     """The attention model of [model]: one head of the registered kind (``registry.get(kind).build``, with the
     kind's parameters as checked), or ``MultiHeadAttention`` of ``heads`` heads."""
-    m, d = cfg["model"], cfg["dimension"]
+    m, d = cfg["model"], token_dimension(cfg)  # the matrices act on the tokens, not on their positions
     rng = np.random.default_rng([cfg["seed"] if m["seed"] is None else m["seed"], 1])
     try:
         kind = registry.get(m["kind"])
@@ -120,6 +129,68 @@ def build_grid(cfg):
         raise StudyError(f"[grid]: {exc}") from None
     except MemoryError:
         raise StudyError(f"[grid]: {g} is too large for this machine's memory") from None
+
+
+# ------------------------------------------------------------ the solve
+#: The [time] keys that are :func:`meanfield.solve`'s options of the same name (None: solve's default).
+SOLVER_KEYS = ("method", "dt", "refine", "max_n", "rtol", "atol", "lagrangian_tol", "max_points")
+
+
+def solve_options(cfg) -> dict:
+    """The keyword arguments of :func:`meanfield.solve` (and :func:`meanfield.solve.prepare`) that the [time] table
+    asks: ``representation`` ('nodes' where [time] lagrangian_nodes = 'grid': the grid's nodes as fixed
+    characteristics), ``monitor`` (:func:`build_monitor`) and every :data:`SOLVER_KEYS` given (solve's own defaults
+    where the study says nothing). ``meanfield check`` and ``meanfield run`` both hand these to solve."""
+    tm = cfg["time"]
+    representation = "nodes" if tm["lagrangian_nodes"] == "grid" else tm["representation"]
+    return {"representation": representation, "monitor": build_monitor(cfg),
+            **{k: tm[k] for k in SOLVER_KEYS if tm[k] is not None}}
+
+
+def solver_error(exc: Exception) -> StudyError:
+    """A refusal of :func:`meanfield.solve` as a study error naming the key it is about: solve's options are the
+    [time] keys of the same names and its messages start with the argument's name ("[time] method: 'dop853' cannot
+    step a noisy model ..."; ``monitor`` is [time] tail_tol, neg_tol, energy_rtol); its other refusals are about the
+    model, the grid or the initial density ("[model]/[grid]/[initial]: USA on the circle with β = 800 ...")."""
+    text = str(exc)
+    named = re.match(r"`(\w+)`\s*", text)
+    key = named.group(1) if named else None
+    if key in SOLVER_KEYS + ("representation",):
+        return StudyError(f"[time] {key}: {text[named.end():]}")
+    if key == "monitor":
+        return StudyError(f"[time] tail_tol/neg_tol/energy_rtol (the resolution monitor): {text[named.end():]}")
+    return StudyError(f"[model]/[grid]/[initial]: {text}")
+
+
+# ------------------------------------------------------- the particles
+def particle_step(cfg, model) -> float | None:
+    """The largest RK4 step of the study's particles, as :func:`particles.simulate` takes it: [particles] dt, or
+    dt_factor / the largest rate scale of ``model`` over [0, t_end] (:func:`meanfield.models.bounds.rate_scale_over`:
+    over the layers of per-layer weights), or None where neither is given (simulate's default: 0.05 / that scale
+    for unit vectors, 0.01 in R^d; adaptive methods choose their own). ``meanfield check`` and the run both ask it.
+
+    Raises
+    ------
+    StudyError
+        Naming the key, where the step cannot be formed: a model without a speed bound for every measure (R^d
+        models) given dt_factor, or a rate scale that overflows (USA with a huge β) without [particles] dt.
+    """
+    pc = cfg["particles"]
+    if pc["dt"] is not None or pc["method"] != "rk4":
+        return pc["dt"]
+    unit = domains.get(cfg["domain"]).particle_domain(cfg["dimension"]).unit_vectors
+    if pc["dt_factor"] is None and not unit:
+        return None  # simulate's fixed default in R^d
+    key = "dt_factor" if pc["dt_factor"] is not None else "dt"
+    t_eval = cfg["time"]["t_eval"]
+    try:
+        scale = rate_scale_over(model, t_eval[0], t_eval[-1])
+    except (ValueError, TypeError, OverflowError) as exc:  # R^d models have no speed bound for every measure
+        raise StudyError(f"[particles] {key}: {exc}") from None
+    if not np.isfinite(scale):
+        raise StudyError(f"[particles] dt: the rate scale of {' '.join(repr(model).split())} overflows (USA with a huge "
+                         "β), so no step follows from it; give [particles] dt")
+    return None if pc["dt_factor"] is None else pc["dt_factor"] / max(scale, 1e-300)
 
 
 # --------------------------------------------------------- initial laws

@@ -641,6 +641,9 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
         raise StudyError(f"[time] refine: the grids of {where} are not refined (finite volumes); use a finer [grid]")
     if tm["dt"] is not None and tm["method"] in ("rk45", "dop853"):
         raise StudyError(f"[time] dt: fixes the step of rk4/ssprk3, not of {tm['method']!r}")
+    if tm["lagrangian_nodes"] == "grid" and tm["representation"] != "lagrangian":
+        raise StudyError(f"[time] lagrangian_nodes: 'grid' (the grid's nodes as fixed characteristics) needs "
+                         f"representation = 'lagrangian', got {tm['representation']!r}")
 
     # --- particles and distances
     if not has_particles:
@@ -653,6 +656,10 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
                 raise StudyError(f"[particles] {key}: sets the step of rk4, not of {pt['method']!r}")
         if pt["dt"] is not None and pt["dt_factor"] is not None:
             raise StudyError("[particles] dt_factor: give dt or dt_factor, not both")
+        noisy = "[model] noise" if m.get("noise") else "[stationary] noise" if has_stationary else None
+        if noisy and pt["method"] != "rk4":  # particles.simulate's rule, named here by the key
+            raise StudyError(f"[particles] method: noisy particles ({noisy}) are advanced by a splitting scheme with "
+                             f"fixed steps, method = 'rk4'; got {pt['method']!r}")
     if cfg["distances"]["p"] and not (has_grid and has_particles):
         raise StudyError("[distances] p: distances compare a density with particles: give [grid] and [particles] n")
     st = cfg["stationary"]

@@ -1,4 +1,10 @@
-"""Checks before the work: what a study will write and hold in memory, against what the machine has.
+"""Checks before the work: what the run will refuse, and what a study will write and hold in memory, against what
+the machine has.
+
+:func:`solver` asks :func:`meanfield.solve.prepare` — the checks and the plan that :func:`meanfield.solve` runs
+before any work — about the study's density with the options the run will give it, so ``meanfield check`` refuses
+exactly the studies whose solve would refuse them (tests/study/test_check_means_run.py generates studies over the
+schema and asserts it).
 
 :func:`estimate` sizes a checked study from its tables alone (no solving): the
 results file (density frames on the largest grid refinement may reach, the
@@ -35,10 +41,11 @@ from ..domains.sphere.moments import moment_degree
 from ..domains.sphere.transforms import dealiased_degree
 from ..io import REPLACEABLE, check_output, status_of
 from ..monitor import ResolutionMonitor
-from . import build
+from ..solve import Prepared, prepare
+from . import build, stationary
 from .config import StudyError
 
-__all__ = ["Estimate", "estimate", "check", "output", "existing", "reach", "kernel_degree", "available_memory",
+__all__ = ["Estimate", "estimate", "solver", "check", "output", "existing", "reach", "kernel_degree", "available_memory",
            "human"]
 
 log = logging.getLogger("meanfield.study")
@@ -175,14 +182,46 @@ def existing(path, overwrite: bool = False) -> str:
     return f"{str(path)!r} holds {what}: `meanfield run` would refuse it without --overwrite"
 
 
-def estimate(cfg: dict, grid=None) -> Estimate:
+def solver(cfg: dict, model=None, grid=None, mu0=None) -> Prepared | None:
+    """What :func:`meanfield.solve` will run for the study's density, asked of solve itself: its
+    :func:`~meanfield.solve.prepare` (the checks and the plan ``solve`` runs first) of the study's model, initial
+    density and [time] options (:func:`meanfield.study.build.solve_options`, which the run hands to ``solve``), so
+    that a study ``meanfield check`` accepts is one whose solve starts. None where the study solves no density
+    (particles only, or a [stationary] study). ``model``, ``grid``, ``mu0``: built here where not given.
+
+    Raises
+    ------
+    StudyError
+        Naming the [time] key solve refuses (e.g. "[time] method: 'dop853' cannot step the noise ...").
+    """
+    if cfg.get("stationary") is not None:
+        return None
+    grid = build.build_grid(cfg) if grid is None else grid
+    if grid is None:
+        return None
+    model = build.build_model(cfg) if model is None else model
+    mu0 = build.initial_density(cfg, grid) if mu0 is None else mu0
+    t_eval = cfg["time"]["t_eval"]
+    try:
+        return prepare(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, **build.solve_options(cfg))
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise build.solver_error(exc) from None
+
+
+def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate:
     """The sizes of a checked study (:func:`meanfield.study.config.read`), without running it (``grid``: its
-    grid, when the caller has built it)."""
+    grid, when the caller has built it; ``prepared``: its :func:`solver`, whose chain says whether Lagrangian
+    frames are written; asked here where not given). A [stationary] study solves no density: its grid is where
+    stability is checked, and its results are the branch and the particles' order parameters."""
     est = Estimate()
     T = len(cfg["time"]["t_eval"])
     grid = build.build_grid(cfg) if grid is None else grid
     nodes = nodes0 = 0
+    if cfg.get("stationary") is not None:
+        _estimate_stationary(cfg, est, T)
+        return est
     if grid is not None:
+        prepared = solver(cfg, grid=grid) if prepared is None else prepared
         nodes0 = int(np.prod(grid.shape))
         cap = _cap_grid(cfg, grid)
         nodes = int(np.prod(cap.shape))
@@ -192,7 +231,7 @@ def estimate(cfg: dict, grid=None) -> Estimate:
             est.notes.append(f"density frames sized on the refinement cap {cap!r}")
         steps = 10**4  # the step history (time, mass, energy per accepted step): an assumed count
         est.result += 3 * steps * _FLOAT
-        if cfg["time"]["representation"] != "grid" and domains.get(cfg["domain"]).panels is not None:
+        if prepared.representations != ("grid",):
             # Lagrangian frames: points, weight, log-density per point; the panels refine where the flow
             # map steepens, so the count is assumed, not bounded: 4 × the nodes (at least 512)
             points = max(4 * nodes, 512)
@@ -227,6 +266,23 @@ def estimate(cfg: dict, grid=None) -> Estimate:
                 # beyond EXACT_OT_MAX entries the measures are coarsened to it: the transport never grows past
                 est.array(min(est.ot_entries, EXACT_OT_MAX) * OT_BYTES_PER_ENTRY, f"the optimal transport ({est.ot_where})")
     return est
+
+
+def _estimate_stationary(cfg: dict, est: Estimate, T: int) -> None:
+    """A [stationary] study's sizes into ``est``: the branch (r, D and the growth rate at each point), the states at
+    each noise (at most one per point of the branch), the transition's points (D_c, the folds: at most one per point
+    of the branch, the zonal degrees' bifurcation points: an allowance of 16), the particles' order parameters; the
+    largest array is one N's trajectories (held while their order parameter is taken, never written)."""
+    sc, pc = cfg["stationary"], cfg["particles"]
+    est.result += (3 + 2 * len(sc["noise"])) * sc["points"] * _FLOAT
+    est.result += (1 + 2 * sc["points"] + 16) * _FLOAT
+    est.array(3 * sc["points"] * _FLOAT, f"the branch ({sc['points']} points)")
+    est.notes.append("a [stationary] study solves no density: [grid] is where the states' stability is checked")
+    if pc is not None:
+        R, d = pc["repeats"], cfg["dimension"]
+        est.result += len(sc["noise"]) * len(pc["n"]) * R * _FLOAT
+        for n in pc["n"]:
+            est.array(R * T * n * d * _FLOAT, f"the trajectories of N = {n} ({R} × {T} × {n} × {d}; not written)")
 
 
 def output(path, overwrite: bool, where: str) -> Path:
@@ -264,19 +320,29 @@ def check(cfg: dict, path=None, *, announce: bool = True) -> Estimate:
     Raises
     ------
     StudyError
-        One line: the initial density is not resolved on its grid, the largest array exceeds the memory
-        available, or the results exceed the free disk space of the directory of ``path``.
+        One line: the initial density is not resolved on its grid, the density's solve refuses the study's
+        model or [time] options (:func:`solver`: solve's own checks, which the run's solve repeats), the largest
+        array exceeds the memory available, or the results exceed the free disk space of the directory of ``path``.
     """
     grid = build.build_grid(cfg)
-    est = estimate(cfg, grid)
-    mu0 = None if grid is None else build.initial_density(cfg, grid)
+    solves = grid is not None and cfg.get("stationary") is None  # a density solve ([stationary]: none)
+    mu0 = build.initial_density(cfg, grid) if solves else None
     if mu0 is not None:  # the solver would refuse it at t = 0: say so before anything else runs
         reason = (build.build_monitor(cfg) or ResolutionMonitor()).check_state(grid, mu0.values)
         if reason is not None:
             raise StudyError(f"[grid]/[initial]: the initial density is not resolved: {reason}; use a finer grid"
                              + (" or loosen [time] tail_tol" if "tail" in reason else ""))
-    if grid is not None:
-        est.kernel = kernel_degree(cfg, build.build_model(cfg), grid)
+    model = build.build_model(cfg)
+    prepared = solver(cfg, model, grid, mu0) if solves else None  # what the run's solve asks first
+    if cfg.get("stationary") is not None:
+        stationary.prepare(cfg, model, grid)  # what the bifurcation study asks first
+        if cfg["particles"] is not None:
+            stationary.initial_density(cfg)  # what its particles are drawn from
+    if cfg["particles"] is not None:
+        build.particle_step(cfg, model)  # the particles' step, as the run forms it
+    est = estimate(cfg, grid, prepared)
+    if solves:
+        est.kernel = kernel_degree(cfg, model, grid)
         if est.kernel and announce:
             log.info("cost estimate: %s", est.kernel)
     if est.ot_entries > EXACT_OT_MAX:  # computed, not refused: coarsened to fit, each with its certified bound

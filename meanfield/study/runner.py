@@ -42,7 +42,6 @@ from ..lagrangian import LagrangianMeasure
 from ..io import beside, save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention
-from ..models.bounds import rate_scale_over
 from ..monitor import ResolutionError
 from ..numerics import EXP_MAX
 from ..solve import Interrupted, Status, solve
@@ -179,24 +178,17 @@ def _lagrangian_vars(frames, t_eval):
 
 def _solve(cfg, model, mu0, t_eval, progress):
     """The density's solution as the study's [time] table asks (solve's own defaults where it says nothing)."""
-    tm = cfg["time"]
-    representation = tm["representation"]
-    if tm["lagrangian_nodes"] == "grid":  # the grid's nodes as fixed characteristics
-        if representation != "lagrangian":
-            raise config.StudyError("[time] lagrangian_nodes = 'grid' needs representation = 'lagrangian'.")
-        representation = "nodes"
-    options = {k: tm[k] for k in SOLVER_KEYS if tm[k] is not None}
     log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
-    try:
+    try:  # the options `meanfield check` gave solve.prepare (preflight.check): accepted there, accepted here
         sol = solve(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, progress=progress,
-                    representation=representation, monitor=build.build_monitor(cfg), **options)
+                    **build.solve_options(cfg))
     except ResolutionError as exc:  # the initial density itself is not resolved: a study to fix
         raise config.StudyError(f"[grid]: {exc}") from None
     except Interrupted as exc:
         log.warning("interrupted: keeping the density up to the last output time")
         return exc.solution, True
     except (ValueError, TypeError, OverflowError) as exc:
-        raise config.StudyError(f"[time]/[grid]: {exc}") from None
+        raise build.solver_error(exc) from None
     for h in sol.handovers:
         log.info("t = %.6g: the %s handed over to the %s (%s)", h.t, h.source, h.target, h.reason)
     if sol.status is Status.RESOLUTION_LOST:
@@ -205,10 +197,6 @@ def _solve(cfg, model, mu0, t_eval, progress):
     elif sol.status is not Status.SUCCESS:
         log.warning("%s (t = %.6g)", sol.message, sol.t_reached)
     return sol, False
-
-
-#: The [time] keys that are :func:`meanfield.solve`'s options of the same name (None: solve's default).
-SOLVER_KEYS = ("method", "dt", "refine", "max_n", "rtol", "atol", "lagrangian_tol", "max_points")
 
 
 # ------------------------------------------------------------ particles
@@ -266,9 +254,7 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
         try:
             x0 = build.initial_particles(cfg, mu0, n)
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
-            # dt_factor / the largest rate scale over the run (over the layers of per-layer weights)
-            dt = pc["dt"] if pc["dt_factor"] is None else \
-                pc["dt_factor"] / max(rate_scale_over(model, t_eval[0], t_eval[-1]), 1e-300)
+            dt = build.particle_step(cfg, model)  # dt, or dt_factor / the largest rate scale over the run
             rng = np.random.default_rng([cfg["seed"], 4, n])  # stream 4: the noise
             if sphere and not pc["save_positions"] and (cfg["grid"] is None or not cfg["distances"]["p"]):
                 # positions neither saved nor compared with a density: the statistics, of inner products only, are
@@ -287,6 +273,8 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
         except KeyboardInterrupt:
             log.warning("interrupted: keeping the particle systems finished so far")
             return True
+        except config.StudyError:  # already one line naming its key
+            raise
         except (ValueError, TypeError, OverflowError) as exc:
             raise config.StudyError(f"[particles]: {exc}") from None
         store[n] = stats

@@ -34,7 +34,7 @@ from . import build, config
 
 log = logging.getLogger("meanfield.study")
 
-__all__ = ["run", "prepare", "particle_order"]
+__all__ = ["run", "prepare", "initial_density", "particle_order"]
 
 
 #: The resolution of the grid stability is checked on where a [stationary] study gives no [grid].
@@ -65,7 +65,8 @@ def prepare(cfg, model, grid):
     """
     try:
         g = _grid(cfg, grid)
-        st.critical_noise(model, g.domain)
+        with np.errstate(all="ignore"):  # asked for its refusals: D_c itself may overflow (USA, large β)
+            st.critical_noise(model, g.domain)
     except (ValueError, TypeError) as exc:
         raise config.StudyError(f"[stationary]: {exc}") from None
     return g
@@ -122,12 +123,22 @@ def run(cfg, model, grid, progress: bool):
     return data, coords, attrs, interrupted
 
 
+def initial_density(cfg):
+    """The density a [stationary] study's particles are drawn from where its law is given by grid values
+    (:data:`~meanfield.study.config.GRID_LAWS`: uniform-noise, file; on its [grid]), else None: they are drawn from
+    the law itself."""
+    if cfg["initial"]["kind"] not in config.GRID_LAWS:
+        return None
+    return build.initial_density(cfg, build.build_grid(cfg))
+
+
 def particle_order(cfg, model, noise, progress: bool):
     """(order, interrupted): the particles' order parameter |mean of the positions|, averaged over the last fraction
     [stationary] average of the output times, at each noise D of ``noise``, N and repeat (NaN where Ctrl-C stopped
     them), from [initial] to [time] t_end."""
     sc, pc, t_eval = cfg["stationary"], cfg["particles"], np.array(cfg["time"]["t_eval"], dtype=float)
     ns, R = pc["n"], pc["repeats"]
+    density = initial_density(cfg)
     last = t_eval >= t_eval[-1] * (1.0 - sc["average"])
     order = np.full((len(noise), len(ns), R), np.nan)
     try:
@@ -135,12 +146,16 @@ def particle_order(cfg, model, noise, progress: bool):
             noisy = _model_at(model, D)
             for a, n in enumerate(ns):
                 interrupts.check()
-                x0 = build.initial_particles(cfg, None, n)
-                dt = pc["dt"] if pc["dt"] is not None else None
+                x0 = build.initial_particles(cfg, density, n)
+                dt = build.particle_step(cfg, noisy)  # [particles] dt, or dt_factor / the rate scale
                 traj = particles.simulate(noisy, x0, t_eval, dt=dt, rng=[cfg["seed"], 5, n, k],
                                           progress=False)  # the bar above counts them (--quiet: none)
                 order[k, a] = np.linalg.norm(traj.x[last].mean(axis=-2), axis=-1).mean(axis=0)
     except KeyboardInterrupt:
         log.warning("interrupted: keeping the particle systems finished so far")
         return order, True
+    except config.StudyError:  # already one line naming its key
+        raise
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise config.StudyError(f"[particles]: {exc}") from None
     return order, False

@@ -40,7 +40,7 @@ def test_every_example_passes_the_checks_of_a_run(path, tmp_path, monkeypatch):
         raise _Validated
 
     monkeypatch.setattr(solve_module, "run_chain", stop)
-    with pytest.raises(_Validated):  # a refused option would be a StudyError naming [time]/[grid]
+    with pytest.raises(_Validated):  # a refused option would be a StudyError naming its [time] key
         run(path, output=False, progress=False, plot=False)
 
 

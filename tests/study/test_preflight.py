@@ -159,6 +159,28 @@ def test_estimate_counts_what_the_file_holds(tmp_path):
     assert payload <= est.result <= 10 * payload + 10**5
 
 
+
+def test_a_stationary_study_is_sized_by_what_it_writes_not_by_density_frames(tmp_path, capsys):
+    """A [stationary] study solves no density (its [grid] is where stability is checked): check reports no density
+    frames, Lagrangian frames or refinement, and its estimate bounds the file the study writes (issue 39)."""
+    study = {"domain": "circle", "seed": 1, "model": {"beta": 3.0, "normalized": False}, "grid": {"n": 32},
+             "initial": {"kind": "uniform"}, "time": {"t_end": 0.5, "frames": 3},
+             "particles": {"n": [8, 16], "repeats": 2, "dt": 0.05},
+             "stationary": {"noise": [1.0, 1.325], "points": 8},
+             "output": {"path": str(tmp_path / "b.nc"), "plot": False}}
+    cfg = meanfield.study.read(study)
+    est = preflight.estimate(cfg)
+    said = " ".join([est.largest_what, est.refinement, *est.notes])
+    assert "density frames" not in said and "Lagrangian" not in said and est.refinement == ""
+    ds = meanfield.study.run(cfg, progress=False)
+    payload = sum(v.nbytes for v in ds.data_vars.values() if v.dtype.kind == "f")
+    assert payload <= est.result <= 10 * payload + 10**4
+    assert main(["check", str(_write(tmp_path / "s.toml", {**study, "output": {}})), "--output",
+                 str(tmp_path / "c.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "density frames" not in out and "refinement" not in out and "solves no density" in out
+
+
 # ----------------------------------------------------------------- the property test
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
