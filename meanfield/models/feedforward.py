@@ -26,7 +26,7 @@ from scipy.special import erf
 from .. import checks
 from .schedule import Layers, breakpoints, is_time_dependent
 
-__all__ = ["FeedForward", "ACTIVATIONS"]
+__all__ = ["FeedForward", "ACTIVATIONS", "DEFAULT_ACTIVATION"]
 
 _SQRT2 = np.sqrt(2.0)
 _INV_SQRT2PI = 1.0 / np.sqrt(2.0 * np.pi)
@@ -60,6 +60,10 @@ ACTIVATIONS = {
     "tanh": (np.tanh, _tanh_prime),
     "identity": (lambda z: z, np.ones_like),
 }
+
+#: The activation of a block that names none, here and in study files ([model] activation): GELU, the σ of the
+#: GPT and BERT networks whose trained weights studies load, and C¹ where ReLU is not (docs/MATH.md: ReLU).
+DEFAULT_ACTIVATION = "gelu"
 
 #: sup |σ'| (GELU: Φ(√2) + √2 φ(√2) = 1.1289...)
 LIPSCHITZ = {"relu": 1.0, "gelu": float(_gelu_prime(np.sqrt(2.0))), "tanh": 1.0, "identity": 1.0}
@@ -100,8 +104,9 @@ class FeedForward:
     A : array_like, shape (m, d)
     b : array_like, shape (m,), optional
         Zero by default.
-    activation : {"relu", "gelu", "tanh", "identity"}
-        σ, entrywise (GELU in its exact form z Φ(z)).
+    activation : {"gelu", "relu", "tanh", "identity"}
+        σ, entrywise (GELU in its exact form z Φ(z)); :data:`DEFAULT_ACTIVATION` ("gelu") by default, as in study
+        files.
     manifold : {"sphere", "euclidean"}
         Where the tokens live: S^{d-1} (the velocity projected on the tangent space) or R^d.
 
@@ -113,7 +118,7 @@ class FeedForward:
     W: object
     A: object
     b: object = None
-    activation: str = "relu"
+    activation: str = DEFAULT_ACTIVATION
     manifold: str = "sphere"
 
     kind = "feedforward"

@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import domains
 from ..models import ACTIVATIONS, SPLITTINGS, registry
+from ..models.feedforward import DEFAULT_ACTIVATION
 
 __all__ = ["StudyError", "SCHEMA", "Key", "read", "read_raw", "validate", "override", "parse_over", "to_json",
            "reference_markdown"]
@@ -46,6 +47,10 @@ PARTICLE_METHODS = ("rk4", "rk45", "dop853")
 
 class StudyError(ValueError):
     """A study file that cannot be run: the message names the key and the problem."""
+
+
+class _CausalGrid(ValueError):
+    """The sequence domain refused the dimension of a causal study with a [grid] (:func:`validate` words it)."""
 
 
 _REQUIRED = object()
@@ -194,7 +199,7 @@ _MODEL = {
                    "with any of Q, K, V (layers×d×d, or d×d for all layers), beta (layers), the feed-forward "
                    "block's W (layers×d×m), A (layers×m×d), b (layers×m), and depths (one per layer, or one for "
                    "all; default 1); replaces [model] Q, K, V"),
-    "activation": Key("str", "gelu", "the feed-forward block's σ (with W and A in [model] weights)",
+    "activation": Key("str", DEFAULT_ACTIVATION, "the feed-forward block's σ (with W and A in [model] weights)",
                       choices=tuple(ACTIVATIONS)),
     "splitting": Key("str", "sum", "attention and feed-forward per layer: 'sum' (their continuous-depth limit), "
                      "'lie' (GLPR (2.8)) or 'strang'", choices=SPLITTINGS),
@@ -537,9 +542,18 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
     try:
         d = token_d = tokens.check_dimension(d, has_grid and not causal)
         if causal:  # a position and a token: 1 + d coordinates, on [0, 1] × S^{d-1}
-            d = dom.check_dimension(1 + token_d, has_grid)
+            try:
+                d = dom.check_dimension(1 + token_d, has_grid)
+            except ValueError as exc:  # densities with positions: on [0, 1] × the circle only
+                raise _CausalGrid(str(exc)) from None
             cfg["domain"] = dom.name
         cfg["dimension"] = d
+    except _CausalGrid:  # say it in the study's words: the token domain, and the dimension only where given
+        key = "domain" if cfg["dimension"] is None else "dimension"
+        given = f"the {tokens.name}" if cfg["dimension"] is None else f"tokens of dimension {cfg['dimension']}"
+        raise StudyError(f"{key}: densities of tokens with positions ([model] causal = true with a [grid]) are solved "
+                         f"for tokens on the circle only (dimension 2), not for {given}: use domain = 'circle', or "
+                         "drop [grid] to run particles only") from None
     except ValueError as exc:
         raise StudyError(f"dimension: {exc}") from None
 

@@ -83,6 +83,12 @@ def test_defaults_are_filled_and_json_serialisable():
         ({"domain": "euclidean", "particles": {"n": 4}, "model": {"kind": "l2", "tau": 0.0}},
          r"\[model\] tau: must be > 0, got 0"),
         ({"domain": "circle"}, "the study computes nothing"),
+        # a causal density on the sphere: named by the domain where no dimension was given (issue 39: "got 4")
+        ({"domain": "sphere", "grid": {"lmax": 8}, "model": {"causal": True}},
+         r"^domain: densities of tokens with positions \(\[model\] causal = true with a \[grid\]\) are solved for "
+         r"tokens on the circle only \(dimension 2\), not for the sphere: use domain = 'circle', or drop \[grid\]"),
+        ({"domain": "sphere", "dimension": 4, "grid": {"lmax": 8}, "model": {"causal": True}},
+         r"^dimension: densities of tokens with positions .* not for tokens of dimension 4: "),
     ],
 )
 def test_bad_studies_name_the_key(study, message):
@@ -223,3 +229,23 @@ def test_random_matrices_follow_the_model_seed():
     assert not np.array_equal(a[0].Q, a[1].Q)  # each head draws its own
     assert not np.array_equal(heads(seed=4)[0].Q, a[0].Q)
     assert a[0].V is None and a[0].Q.shape == (4, 4)
+
+
+def test_a_feed_forward_block_without_activation_is_the_same_in_python_and_in_study_files(tmp_path):
+    """One default (issue 39): the block a study builds from [model] weights that name no ``activation`` moves the
+    tokens as ``FeedForward(W, A)`` of the same arrays does, and the other activations would not (on these weights
+    relu, gelu, tanh and identity give different velocities, so the comparison tells them apart)."""
+    from meanfield.models import ACTIVATIONS, FeedForward
+    from meanfield.study import build
+
+    rng = np.random.default_rng(0)
+    W, A = rng.standard_normal((3, 4)), rng.standard_normal((4, 3))
+    np.savez(tmp_path / "w.npz", W=W, A=A)
+    cfg = read({"domain": "sphere", "grid": {"lmax": 8}, "model": {"weights": str(tmp_path / "w.npz")}})
+    block = build.build_model(cfg).parts[1]
+    x = rng.standard_normal((20, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    python = FeedForward(W, A).velocity(x)
+    np.testing.assert_array_equal(block.velocity(x), python)
+    for other in set(ACTIVATIONS) - {block.activation}:
+        assert not np.allclose(FeedForward(W, A, activation=other).velocity(x), python), other
