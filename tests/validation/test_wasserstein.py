@@ -6,7 +6,8 @@ import numpy as np
 import ot
 import pytest
 from hypothesis import given, settings, strategies as st
-from scipy.optimize import linear_sum_assignment
+from scipy.optimize import linear_sum_assignment, linprog
+from scipy.sparse import coo_matrix, vstack
 
 import meanfield as mf
 import particles as pt
@@ -22,10 +23,28 @@ def on_circle(theta):
 
 
 def circle_lp(ta, wa, tb, wb, p):
-    """Exact OT on the circle by linear programming with the geodesic cost (POT network simplex)."""
+    """Exact OT on the circle by linear programming with the geodesic cost (POT network simplex; angles in [0, 2π))."""
     d = np.abs(np.subtract.outer(ta, tb))
     d = np.minimum(d, 2 * np.pi - d)
     return ot.emd2(wa, wb, d**p) ** (1 / p)
+
+
+def lp_ot(C, a, b):
+    """Exact OT cost ∑ π_ij C_ij by scipy's HiGHS linear program over the transport plans π >= 0 of marginals a and
+    b: a solver independent of POT's network simplex, which the library itself calls for exact OT."""
+    n, m = C.shape
+    rows = coo_matrix((np.ones(n * m), (np.repeat(np.arange(n), m), np.arange(n * m))), shape=(n, n * m))
+    cols = coo_matrix((np.ones(n * m), (np.tile(np.arange(m), n), np.arange(n * m))), shape=(m, n * m))
+    a, b = np.asarray(a, dtype=float) / np.sum(a), np.asarray(b, dtype=float) / np.sum(b)
+    res = linprog(C.ravel(), A_eq=vstack([rows, cols]).tocsr(), b_eq=np.concatenate([a, b]), bounds=(0, None),
+                  method="highs")
+    assert res.status == 0, res.message
+    return res.fun
+
+
+def geodesic(x, y):
+    """Great-circle distances between unit vectors (arccos of the inner products)."""
+    return np.arccos(np.clip(np.asarray(x) @ np.asarray(y).T, -1.0, 1.0))
 
 
 # ------------------------------------------------------------------ circle
@@ -230,12 +249,21 @@ def clustered_frame(lmax, t=1.0):
     return mf.lagrangian.LagrangianMeasure(moved, frame.weights, frame.log_density, frame.domain, frame.mesh, t)
 
 
-def test_where_exact_ot_fits_the_distance_is_exact_and_the_same(rng):
-    x, y = pt.uniform_sphere(50, 3, rng=rng), pt.uniform_sphere(40, 3, rng=rng)
-    d = W.distance(x, y, 2)
-    assert (d.method, d.bound, d.p, d.atoms) == ("exact-ot", 0.0, 2.0, (50, 40))
-    assert d.value == w2(x, y) and d.lower == d.upper == d.value
-    assert W.distance(x, y, 1, max_entries=2000, method="exact").value == w1(x, y)
+def test_where_exact_ot_fits_the_distance_is_exact(rng):
+    """The distance of point sets where their cost matrix fits is the optimal transport itself: against an
+    assignment (equal weights, equal counts: scipy's Hungarian algorithm) and a linear program (unequal counts:
+    HiGHS), neither of them the network simplex the library calls."""
+    x, y = pt.uniform_sphere(40, 3, rng=rng), pt.uniform_sphere(40, 3, rng=rng)
+    C = geodesic(x, y)
+    for p in (1, 2):
+        r, c = linear_sum_assignment(C**p)
+        d = W.distance(x, y, p, max_entries=1600, method="exact")
+        assert (d.method, d.bound, d.p, d.atoms) == ("exact-ot", 0.0, float(p), (40, 40))
+        assert d.lower == d.upper == d.value == pytest.approx(np.mean(C[r, c] ** p) ** (1 / p), rel=1e-12)
+    z = pt.uniform_sphere(50, 3, rng=rng)
+    d = W.distance(z, y, 2)
+    assert (d.method, d.atoms) == ("exact-ot", (50, 40))
+    assert d.value == pytest.approx(lp_ot(geodesic(z, y) ** 2, np.ones(50), np.ones(40)) ** 0.5, rel=1e-9)
     z = rng.normal(size=(30, 1))
     assert W.distance(z, z[::-1] + 1.0, 2).method == "quantiles"
 
@@ -282,12 +310,17 @@ def test_coarsened_ot_agrees_with_exact_ot_within_its_bound(case):
 
 def test_lagrangian_frames_are_measures(rng):
     """A LagrangianMeasure is its points with their weights, on S² and on the circle."""
-    frame = clustered_frame(16)
-    x = pt.uniform_sphere(200, 3, rng=rng)
-    assert w1(frame, x) == w1(frame.as_measure(), x) and w2(x, frame) == w2(x, frame.as_measure())
+    frame = clustered_frame(16)  # 561 weighted points
+    x = pt.uniform_sphere(60, 3, rng=rng)
+    C, uniform = geodesic(frame.points, x), np.ones(60)
+    assert w1(frame, x) == pytest.approx(lp_ot(C, frame.weights, uniform), rel=1e-9)  # a linear program, not POT
+    assert w2(x, frame) == pytest.approx(lp_ot(C**2, frame.weights, uniform) ** 0.5, rel=1e-9)
     circle = mf.lagrangian.start(mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(x[..., 0])).normalized())
-    theta = on_circle(rng.uniform(0, 2 * np.pi, 100))
-    assert w1(circle, theta) == w1(circle.as_measure(), theta)
+    ta = np.arctan2(circle.points[:, 1], circle.points[:, 0]) % (2 * np.pi)  # circle_lp's angles: in [0, 2π)
+    tb = rng.uniform(0, 2 * np.pi, 100)
+    # the library's circle CDF formula against the linear program with the geodesic cost
+    assert w1(circle, on_circle(tb)) == pytest.approx(circle_lp(ta, circle.weights / circle.weights.sum(), tb,
+                                                                np.full(100, 0.01), 1), abs=1e-12)
     batch = w1(frame, np.stack([x, x[::-1]]))
     assert batch.shape == (2,) and batch[0] == w1(frame, x) and batch[1] == pytest.approx(batch[0], rel=1e-12)
     with pytest.raises(ValueError, match="different domains"):
