@@ -330,6 +330,10 @@ def _summary(ds, direction: float | None = None) -> None:
         line = _energy_line(ds["time"].values, ds["energy"].values, direction or 0.0)
         if line is not None:
             lines.append(line)
+    if "branch_r" in ds:  # a [stationary] study: the transition, folds and bifurcation points
+        from .study.stationary import summary_lines
+
+        lines.extend(summary_lines(ds))
     if "handovers" in ds.attrs:
         handovers = json.loads(ds.attrs["handovers"])
         lines.append("hand-overs   " + ("none" if not handovers else "; ".join(

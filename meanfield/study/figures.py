@@ -1002,26 +1002,26 @@ def animate(ds, path, fps: int = 8):
     return path
 
 
-def plot_bifurcation(ds, ax=None):
-    """The bifurcation diagram of a [stationary] study in (D, r): the single-cluster branch (solid where stable,
-    dashed where not), the uniform law r = 0 (stable above D_c), D_c and the folds, and the particle systems'
-    long-time order parameter at each D (mean and its 95% interval over the repeats, one marker per N). Returns
-    the Axes."""
-    plt = _plt()
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
-    D, r, growth = ds["branch_noise"].values, ds["branch_r"].values, ds["branch_growth"].values
-    Dc = float(ds.attrs["critical_noise"])
-    stable = growth < 0
-    for mask, style, label in ((stable, "-", "clustered state, stable"), (~stable, "--", "clustered state, unstable")):
+def _folds(ds) -> list[tuple[float, float]]:
+    """(r, D) of the branch's folds: the variables fold_r, fold_noise (files of before: the attribute, D only)."""
+    if "fold_noise" in ds:
+        return [(float(r), float(D)) for r, D in zip(ds["fold_r"].values, ds["fold_noise"].values)]
+    return [(float("nan"), float(D)) for D in json.loads(ds.attrs.get("folds", "[]"))]
+
+
+def _draw_bifurcation(ax, ds, D, r, stable, Dc, lo, hi, legend: bool):
+    """The branch, the uniform law, D_c, the folds and the particles' markers on ``ax`` (labels where ``legend``)."""
+    label = (lambda text: text) if legend else (lambda text: None)
+    for mask, style, text in ((stable, "-", "clustered state, stable"), (~stable, "--", "clustered state, unstable")):
         if mask.any():
-            ax.plot(np.where(mask, D, np.nan), np.where(mask, r, np.nan), style, color="C0", label=label)
-    lo, hi = min(D.min(), Dc) * 0.95, max(D.max(), Dc, float(ds["noise"].max())) * 1.05
-    ax.plot([Dc, hi], [0, 0], "-", color="k", lw=1.5, label="uniform law, stable")
-    ax.plot([lo, Dc], [0, 0], "--", color="k", lw=1.5, label="uniform law, unstable")
-    ax.axvline(Dc, color="0.5", lw=0.8, ls=":", label=f"$D_c$ = {Dc:.4g}")
-    for fold in json.loads(ds.attrs.get("folds", "[]")):
-        ax.axvline(fold, color="C3", lw=0.8, ls=":", label=f"fold, D = {fold:.4g}")
+            ax.plot(np.where(mask, D, np.nan), np.where(mask, r, np.nan), style, color="C0", label=label(text))
+    ax.plot([Dc, hi], [0, 0], "-", color="k", lw=1.5, label=label("uniform law, stable"))
+    ax.plot([lo, Dc], [0, 0], "--", color="k", lw=1.5, label=label("uniform law, unstable"))
+    ax.axvline(Dc, color="0.5", lw=0.8, ls=":", label=label(f"$D_c$ = {Dc:.6g}"))
+    for fr, fD in _folds(ds):
+        ax.axvline(fD, color="C3", lw=0.8, ls=":", label=label(f"fold, D = {fD:.6g}"))
+        if np.isfinite(fr):
+            ax.plot([fD], [fr], "o", ms=3.5, color="C3")
     if "particle_order" in ds:
         noise = ds["noise"].values
         for a, n in enumerate(ds["n_particles"].values):
@@ -1030,18 +1030,75 @@ def plot_bifurcation(ds, ax=None):
             half = 1.96 * np.nanstd(v, axis=-1, ddof=1) / np.sqrt(v.shape[-1]) if v.shape[-1] > 1 else 0 * mean
             ax.errorbar(noise * (1 + 0.004 * (a - 0.5 * (ds.sizes["n_particles"] - 1))), mean, yerr=half, fmt="o",
                         ms=4, capsize=2, color=f"C{a + 1}",
-                        label=f"N = {n} particles at late times: mean, 95% interval")
+                        label=label(f"N = {n} particles at late times: mean, 95% interval"))
+            # N uniform points: E|mean|² = 1/N exactly, the level finite systems keep where the uniform law is stable
+            ax.plot([Dc, hi], [1 / np.sqrt(n)] * 2, ":", lw=0.9, color=f"C{a + 1}",
+                    label=label(f"N = {n}: r of N uniform points (rms 1/√N)"))
+
+
+def _clear_corner(ax, ds, D, r, size=(0.36, 0.42)):
+    """The inset's bounds (axes fraction) in the corner that covers the fewest of the figure's data: the branch's
+    points and the particles' markers (the uniform law's line r = 0 is kept clear by starting above it)."""
+    xs, ys = [D], [r]
+    if "particle_order" in ds:
+        for a in range(ds.sizes["n_particles"]):
+            xs.append(ds["noise"].values)
+            ys.append(np.nanmean(ds["particle_order"].isel(n_particles=a).values, axis=-1))
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    fx = (np.concatenate(xs) - x0) / (x1 - x0)
+    fy = (np.concatenate(ys) - y0) / (y1 - y0)
+    w, h = size
+    corners = [(0.98 - w, 0.9 - h), (0.1, 0.12), (0.98 - w, 0.12), (0.1, 0.9 - h), (0.55 - w / 2, 0.9 - h)]
+    covered = [int(np.sum((fx > cx - 0.03) & (fx < cx + w + 0.03) & (fy > cy - 0.03) & (fy < cy + h + 0.03)))
+               for cx, cy in corners]
+    cx, cy = corners[int(np.argmin(covered))]
+    return [cx, cy, w, h]
+
+
+def plot_bifurcation(ds, ax=None):
+    """The bifurcation diagram of a [stationary] study in (D, r): the single-cluster branch (solid where stable,
+    dashed where not), the uniform law r = 0 (stable above D_c), D_c and the folds (r, D), and the particle systems'
+    long-time order parameter at each D (mean and its 95% interval over the repeats, one marker per N) with the
+    level 1/√N that N uniform points keep (the finite-N offset near and above D_c: E|mean|² = 1/N). An inset
+    enlarges the window around D_c and the fold; the legend stands beside the axes, clear of the data. Returns the
+    Axes."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.0, 3.9), layout="constrained")
+    D, r, growth = ds["branch_noise"].values, ds["branch_r"].values, ds["branch_growth"].values
+    Dc = float(ds["critical_noise"]) if "critical_noise" in ds else float(ds.attrs["critical_noise"])
+    stable = growth < 0
+    lo, hi = min(D.min(), Dc) * 0.95, max(D.max(), Dc, float(ds["noise"].max())) * 1.05
+    _draw_bifurcation(ax, ds, D, r, stable, Dc, lo, hi, legend=True)
     ax.set_xlim(lo, hi)
     ax.set_ylim(-0.03, 1.0)
     ax.set_xlabel("noise D")
     ax.set_ylabel("order parameter r = |∫ x dρ|")
+    # The inset: D_c and the folds, and the branch's r up to a little past the folds' (or 0.3 where none).
+    folds = _folds(ds)
+    window = [Dc] + [fD for _, fD in folds]
+    span = max(max(window) - min(window), 0.04 * Dc)
+    top = max([fr for fr, _ in folds if np.isfinite(fr)] + [0.2]) * 1.5
+    inset = ax.inset_axes(_clear_corner(ax, ds, D, r))
+    _draw_bifurcation(inset, ds, D, r, stable, Dc, min(window) - 0.6 * span, max(window) + 0.6 * span, legend=False)
+    inset.set_xlim(min(window) - 0.5 * span, max(window) + 0.5 * span)
+    inset.set_ylim(-0.02 * top, top)
+    inset.tick_params(labelsize=7)
+    inset.set_title("around $D_c$" + (" and the fold" if folds else ""), fontsize=7)
+    ax.indicate_inset_zoom(inset, edgecolor="0.5")
     study = _study(ds)
     m = study.get("model", {})
     words = ("SA" if m.get("normalized", True) else "USA") if m.get("kind") == "self-attention" else m.get("kind", "")
     where = _where(ds)
     ax.set_title(f"{words}, β = {m.get('beta', 1.0):g} on {where}: stationary states "
-                 f"({ds.attrs.get('transition', '')} transition)")
-    ax.legend(fontsize=7, loc="lower left")
+                 f"({ds.attrs.get('transition', '')} transition)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    if "particle_order" in ds:
+        ax.annotate("Finite N: N uniform points have r ≈ 1/√N (dotted), and fluctuations grow near D_c (linear response:"
+                    " ~ √(D/(N(D − D_c))));\nthe particles' transition is smeared over |D − D_c| ~ N^(-1/2): compare "
+                    "them with the branch away from D_c.",
+                    xy=(0.0, -0.2), xycoords="axes fraction", va="top", fontsize=7, color="0.3")
     return ax
 
 

@@ -271,11 +271,11 @@ def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate
 def _estimate_stationary(cfg: dict, est: Estimate, T: int) -> None:
     """A [stationary] study's sizes into ``est``: the branch (r, D and the growth rate at each point), the states at
     each noise (at most one per point of the branch), the transition's points (D_c, the folds: at most one per point
-    of the branch, the zonal degrees' bifurcation points: an allowance of 16), the particles' order parameters; the
+    of the branch, the zonal degrees' bifurcation points: at most stationary.MAX_DEGREE), the particles' order parameters; the
     largest array is one N's trajectories (held while their order parameter is taken, never written)."""
     sc, pc = cfg["stationary"], cfg["particles"]
     est.result += (3 + 2 * len(sc["noise"])) * sc["points"] * _FLOAT
-    est.result += (1 + 2 * sc["points"] + 16) * _FLOAT
+    est.result += (1 + 2 * sc["points"] + stationary.MAX_DEGREE) * _FLOAT
     est.array(3 * sc["points"] * _FLOAT, f"the branch ({sc['points']} points)")
     est.notes.append("a [stationary] study solves no density: [grid] is where the states' stability is checked")
     if pc is not None:

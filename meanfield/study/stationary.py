@@ -11,17 +11,22 @@ variable               dimensions             meaning
 ``branch_growth``      branch                 largest growth rate of the linearised equation (< 0: stable)
 ``state_r``            noise, state           order parameters of the clustered states at each D (NaN: none)
 ``state_growth``       noise, state           their growth rates
+``critical_noise``     (none)                 D_c, where the uniform law loses stability (σ_1 = 0)
+``fold_r``             fold                   r of the branch's folds (dD/dr = 0, located exactly)
+``fold_noise``         fold                   their D (the largest D of a clustered state: D_f)
+``bifurcation_noise``  degree                 D_l = zero of σ_l, where the degree-l branch leaves the uniform law,
+                                              for the degrees that bifurcate above the study's smallest D
 ``particle_order``     noise, n_particles,    |mean of the N positions|, averaged over the last fraction
                        repeat                 ``average`` of the output times
 =====================  =====================  ============================================================
 
-Attributes: ``critical_noise`` (D_c, where the uniform law loses stability), ``folds`` (the D of the branch's folds,
-JSON), ``transition`` ("continuous" or "discontinuous").
+Coordinates: ``noise`` (the study's D), ``state`` (0, 1, …: the states at a D in increasing r), ``fold``,
+``degree``. Attributes: ``critical_noise`` (D_c, as the variable), ``transition`` ("continuous" or
+"discontinuous"). :func:`summary_lines` says all of it in words (``meanfield run`` prints them).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 
 import numpy as np
@@ -34,7 +39,10 @@ from . import build, config
 
 log = logging.getLogger("meanfield.study")
 
-__all__ = ["run", "prepare", "initial_density", "particle_order"]
+__all__ = ["run", "prepare", "initial_density", "particle_order", "summary_lines"]
+
+#: The highest degree whose bifurcation point a study reports.
+MAX_DEGREE = 16
 
 
 #: The resolution of the grid stability is checked on where a [stationary] study gives no [grid].
@@ -108,8 +116,22 @@ def run(cfg, model, grid, progress: bool):
                                                                "states at D (NaN: none)"}),
         "state_growth": (("noise", "state"), state_growth, {"long_name": "their largest growth rates"}),
     }
-    coords = {"noise": ("noise", noise, {"long_name": "noise strength D"})}
-    attrs = {"critical_noise": branch.critical, "folds": json.dumps([float(D) for _, D in branch.folds]),
+    folds = np.asarray(branch.folds, dtype=float).reshape(-1, 2)
+    degrees, points = _bifurcations(model, domain, min(float(np.min(noise)), float(np.min(branch.noise))))
+    data.update({
+        "critical_noise": ((), float(branch.critical), {"long_name": "D_c: the uniform law is unstable below it "
+                                                                     "(σ_1 = 0)"}),
+        "fold_r": ("fold", folds[:, 0], {"long_name": "order parameter at the branch's folds (dD/dr = 0)"}),
+        "fold_noise": ("fold", folds[:, 1], {"long_name": "noise D at the branch's folds"}),
+        "bifurcation_noise": ("degree", points, {"long_name": "D_l: the degree-l branch leaves the uniform law "
+                                                              "(σ_l = 0)"}),
+    })
+    coords = {"noise": ("noise", noise, {"long_name": "noise strength D"}),
+              "state": ("state", np.arange(most, dtype=np.int64), {"long_name": "clustered state at D, in "
+                                                                                "increasing r"}),
+              "fold": ("fold", np.arange(len(folds), dtype=np.int64), {"long_name": "fold of the branch"}),
+              "degree": ("degree", degrees, {"long_name": "zonal degree l (circle: Fourier mode k)"})}
+    attrs = {"critical_noise": branch.critical,
              "transition": "continuous" if branch.continuous else "discontinuous"}
     interrupted = False
     if cfg["particles"] is not None:
@@ -121,6 +143,38 @@ def run(cfg, model, grid, progress: bool):
                                   {"long_name": f"|mean of the positions| over the last {sc['average']:g} of the "
                                                 "output times"})
     return data, coords, attrs, interrupted
+
+
+def _bifurcations(model, domain, lowest: float):
+    """(degrees, D_l): the degrees l = 1, 2, … (at most :data:`MAX_DEGREE`) whose branch leaves the uniform law at
+    a D_l >= ``lowest`` (:func:`meanfield.stationary.critical_noise`; D_l falls with l), and those D_l."""
+    degrees, points = [], []
+    with np.errstate(all="ignore"):
+        for degree in range(1, MAX_DEGREE + 1):
+            D = float(st.critical_noise(model, domain, degree))
+            if not np.isfinite(D) or D < lowest:
+                break
+            degrees.append(degree)
+            points.append(D)
+    return np.array(degrees, dtype=np.int64), np.array(points, dtype=float)
+
+
+def summary_lines(ds) -> list[str]:
+    """The lines ``meanfield run`` prints for a [stationary] study's results ``ds``: D_c, the transition's type,
+    every fold (r, D), the bifurcation points D_l, and the particles' order parameter against the branch."""
+    Dc = float(ds["critical_noise"]) if "critical_noise" in ds else float(ds.attrs["critical_noise"])
+    kind = ds.attrs.get("transition", "?")
+    lines = [f"transition   {kind} at D_c = {Dc:.10g} (the uniform law is unstable below it)"]
+    if "fold_noise" in ds:
+        folds = [(float(r), float(D)) for r, D in zip(ds["fold_r"].values, ds["fold_noise"].values)]
+        lines.append("folds        " + ("none (the branch falls from D_c)" if not folds else "; ".join(
+            f"D_f = {D:.10g} at r = {r:.6g}" + (f" (bistable window D_f − D_c = {D - Dc:.4g})" if D > Dc else "")
+            for r, D in folds)))
+    if "bifurcation_noise" in ds and ds["bifurcation_noise"].size:
+        lines.append("bifurcations " + ", ".join(f"D_{int(l)} = {float(D):.6g}" for l, D in
+                                                  zip(ds["degree"].values, ds["bifurcation_noise"].values))
+                     + " (degree l leaves the uniform law)")
+    return lines
 
 
 def initial_density(cfg):

@@ -405,6 +405,7 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     from meanfield import stationary as st
     from meanfield.domains import CIRCLE
     from meanfield.study import run
+    from meanfield.study.stationary import summary_lines
 
     study = {"domain": "circle", "seed": 1, "model": {"beta": 3.0, "normalized": False}, "grid": {"n": 32},
              "initial": {"kind": "uniform"}, "time": {"t_end": 2.0, "frames": 3},
@@ -416,7 +417,19 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     b = st.branch(model, CIRCLE, np.linspace(0.95 / 40, 0.95, 40))
     np.testing.assert_array_equal(ds["branch_noise"].values, b.noise)
     assert ds.attrs["critical_noise"] == st.critical_noise(model, CIRCLE) and ds.attrs["transition"] == "discontinuous"
-    assert json.loads(ds.attrs["folds"]) == [float(D) for _, D in b.folds]
+    # Folds and bifurcation points as data variables on their coordinates: the folds (r, D) the solver located,
+    # the degree-k branches leaving the uniform law at D_k = c I_k(β)/β (USA on S¹: σ_k = 0), every one above the
+    # study's smallest D.
+    from scipy.special import iv
+
+    np.testing.assert_array_equal(np.c_[ds["fold_r"].values, ds["fold_noise"].values], b.folds)
+    assert ds["fold_noise"].dims == ("fold",) and float(ds["critical_noise"]) == ds.attrs["critical_noise"]
+    k = ds["degree"].values
+    np.testing.assert_allclose(ds["bifurcation_noise"].values, iv(k, 3.0) / 3.0, rtol=1e-12)
+    assert k[0] == 1 and iv(k[-1] + 1, 3.0) / 3.0 < 1.0 <= iv(k[-1], 3.0) / 3.0
+    assert list(ds["state"].values) == list(range(ds.sizes["state"]))
+    lines = "\n".join(summary_lines(ds))
+    assert "discontinuous at D_c = " in lines and f"D_f = {b.folds[0, 1]:.10g}" in lines and "D_1 = " in lines
     r = ds["state_r"].values
     assert np.isfinite(r[0]).sum() == 1 and np.isfinite(r[1]).sum() == 2  # the fold's window holds two states
     assert np.all(ds["state_growth"].values[1][np.argsort(r[1])] * [1, -1] > 0)  # lower unstable, upper stable
@@ -427,6 +440,15 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "uniform law, stable" in labels and "N = 32 particles at late times: mean, 95% interval" in labels and \
         "N = 64 particles at late times: mean, 95% interval" in labels
+    # The legend stands beside the axes (clear of the data) and an inset enlarges D_c and the fold.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+    (inset,) = ax.child_axes
+    lo, hi = inset.get_xlim()
+    assert lo < ds.attrs["critical_noise"] < b.folds[0, 1] < hi and hi - lo < 0.5 * np.ptp(ax.get_xlim())
 
 
 def test_a_stationary_study_refuses_what_it_cannot_do():
