@@ -177,6 +177,9 @@ _SECTIONS: dict[str, dict[str, Key]] = {
         "r_max": Key("float", 0.95, "the branch is followed to this order parameter", positive=True),
         "average": Key("float", 0.5, "the particles' order parameter is averaged over this last fraction of the "
                        "output times", positive=True),
+        "betas": Key("floats", [], "a transition diagram over these β (increasing): D_c(β) and the single-cluster "
+                     "fold D_f(β) of the model's kind (SA/USA, V = cI) with β_* (meanfield.transitions; variables "
+                     "diagram_critical, diagram_fold on 'beta')", positive=True),
     },
     "output": {
         "path": Key("path", None, "results file (.nc or .zarr), relative to the working directory; "
@@ -688,6 +691,8 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[stationary] r_max: must be < 1 (the order parameter of a point mass), got {st['r_max']}")
         if not st["average"] <= 1:
             raise StudyError(f"[stationary] average: a fraction of the output times, <= 1, got {st['average']}")
+        if any(b <= a for a, b in zip(st["betas"], st["betas"][1:])):
+            raise StudyError(f"[stationary] betas: must increase, got {st['betas']}")
         if not dom.bounded:
             raise StudyError(f"[stationary]: stationary states are computed on the circle and the sphere, not on "
                              f"{where}")

@@ -1119,6 +1119,10 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
     if plots:
         if "branch_r" in ds:
             save(plot_bifurcation(ds).figure, "bifurcation")
+        if "diagram_critical" in ds:
+            from .stationary import diagram_of
+
+            save(diagram_of(ds).plot().figure, "transitions")
         if ds.attrs.get("sweep_dims"):
             save(plot_sweep(ds).figure, "map")
         if "density" in ds and not np.isfinite(ds["density"].values).any():  # Lagrangian frames only (R^d)

@@ -16,17 +16,20 @@ variable               dimensions             meaning
 ``fold_noise``         fold                   their D (the largest D of a clustered state: D_f)
 ``bifurcation_noise``  degree                 D_l = zero of σ_l, where the degree-l branch leaves the uniform law,
                                               for the degrees that bifurcate above the study's smallest D
+``diagram_critical``   beta                   D_c(β) at [stationary] betas (the transition diagram)
+``diagram_fold``       beta                   D_f(β), the single-cluster fold (NaN: continuous transition)
 ``particle_order``     noise, n_particles,    |mean of the N positions|, averaged over the last fraction
                        repeat                 ``average`` of the output times
 =====================  =====================  ============================================================
 
 Coordinates: ``noise`` (the study's D), ``state`` (0, 1, …: the states at a D in increasing r), ``fold``,
-``degree``. Attributes: ``critical_noise`` (D_c, as the variable), ``transition`` ("continuous" or
-"discontinuous"). :func:`summary_lines` says all of it in words (``meanfield run`` prints them).
+``degree``, ``beta``. Attributes: ``critical_noise`` (D_c, as the variable), ``transition`` ("continuous" or
+"discontinuous"), ``beta_star`` (β_* where the diagram's transition changes type: USA; NaN for SA). :func:`summary_lines` says all of it in words (``meanfield run`` prints them).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 
 import numpy as np
@@ -39,7 +42,7 @@ from . import build, config
 
 log = logging.getLogger("meanfield.study")
 
-__all__ = ["run", "prepare", "initial_density", "particle_order", "summary_lines"]
+__all__ = ["run", "prepare", "initial_density", "particle_order", "summary_lines", "diagram_of"]
 
 #: The highest degree whose bifurcation point a study reports.
 MAX_DEGREE = 16
@@ -133,6 +136,11 @@ def run(cfg, model, grid, progress: bool):
               "degree": ("degree", degrees, {"long_name": "zonal degree l (circle: Fourier mode k)"})}
     attrs = {"critical_noise": branch.critical,
              "transition": "continuous" if branch.continuous else "discontinuous"}
+    if len(sc["betas"]):
+        data_d, coords_d, attrs_d = _diagram(sc, model, domain)
+        data.update(data_d)
+        coords.update(coords_d)
+        attrs.update(attrs_d)
     interrupted = False
     if cfg["particles"] is not None:
         pc = cfg["particles"]
@@ -159,6 +167,45 @@ def _bifurcations(model, domain, lowest: float):
     return np.array(degrees, dtype=np.int64), np.array(points, dtype=float)
 
 
+def _diagram(sc, model, domain):
+    """(data, coords, attrs) of the transition diagram over [stationary] betas (:mod:`meanfield.transitions`)."""
+    from .. import transitions
+
+    z = model.zonal
+    betas = np.array(sc["betas"], dtype=float)
+    try:
+        with np.errstate(over="ignore"):
+            diagram = transitions.transition_diagram(domain, betas, normalized=bool(model.normalized), c=float(z.c),
+                                                     points=sc["points"], r_max=sc["r_max"])
+    except (ValueError, RuntimeError, FloatingPointError) as exc:
+        raise config.StudyError(f"[stationary] betas: {exc}") from None
+    data = {"diagram_critical": ("beta", diagram.critical, {"long_name": "D_c(β): the uniform law is unstable "
+                                                                         "below it"}),
+            "diagram_fold": ("beta", diagram.fold, {"long_name": "D_f(β): the single-cluster fold (NaN: "
+                                                                 "continuous transition)"})}
+    coords = {"beta": ("beta", betas, {"long_name": "inverse temperature β of the transition diagram"})}
+    attrs = {"beta_star": float("nan") if diagram.beta_star is None else float(diagram.beta_star)}
+    return data, coords, attrs
+
+
+def diagram_of(ds):
+    """The :class:`meanfield.transitions.TransitionDiagram` stored in a [stationary] study's results (None where it
+    computed none)."""
+    if "diagram_critical" not in ds:
+        return None
+    from .. import domains, transitions
+
+    study = json.loads(ds.attrs["study"]) if "study" in ds.attrs else {}
+    m = study.get("model", {})
+    star = float(ds.attrs.get("beta_star", float("nan")))
+    name = ds.attrs["domain"]
+    domain = (domains.zonal_domain(int(ds.attrs["dimension"])) if name == domains.ZONAL.name  # the member of d
+              else domains.get(name))
+    return transitions.TransitionDiagram(ds["beta"].values, ds["diagram_critical"].values,
+                                         ds["diagram_fold"].values, None if np.isnan(star) else star,
+                                         bool(m.get("normalized", True)), float(m.get("c", 1.0)), domain)
+
+
 def summary_lines(ds) -> list[str]:
     """The lines ``meanfield run`` prints for a [stationary] study's results ``ds``: D_c, the transition's type,
     every fold (r, D), the bifurcation points D_l, and the particles' order parameter against the branch."""
@@ -174,6 +221,14 @@ def summary_lines(ds) -> list[str]:
         lines.append("bifurcations " + ", ".join(f"D_{int(l)} = {float(D):.6g}" for l, D in
                                                   zip(ds["degree"].values, ds["bifurcation_noise"].values))
                      + " (degree l leaves the uniform law)")
+    if "diagram_critical" in ds:
+        beta, fold = ds["beta"].values, ds["diagram_fold"].values
+        star = float(ds.attrs.get("beta_star", float("nan")))
+        folded = np.isfinite(fold)
+        where = (f"discontinuous (a fold) for β in [{beta[folded].min():g}, {beta[folded].max():g}]" if folded.any()
+                 else "continuous at every β")
+        lines.append(f"diagram      {beta.size} β in [{beta[0]:g}, {beta[-1]:g}]: {where}"
+                     + ("" if np.isnan(star) else f"; β_* = {star:.8g}"))
     return lines
 
 

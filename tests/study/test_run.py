@@ -410,8 +410,8 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     study = {"domain": "circle", "seed": 1, "model": {"beta": 3.0, "normalized": False}, "grid": {"n": 32},
              "initial": {"kind": "uniform"}, "time": {"t_end": 2.0, "frames": 3},
              "particles": {"n": [32, 64], "repeats": 2, "dt": 0.02},
-             "stationary": {"noise": [1.0, 1.325], "points": 40}, "output": {"path": str(tmp_path / "b.nc"),
-                                                                               "plot": True}}
+             "stationary": {"noise": [1.0, 1.325], "points": 40, "betas": [1.0, 2.0, 3.0, 4.0]},
+             "output": {"path": str(tmp_path / "b.nc"), "plot": True}}
     ds = run(study, progress=False)
     model = mf.SelfAttention(3.0, normalized=False)
     b = st.branch(model, CIRCLE, np.linspace(0.95 / 40, 0.95, 40))
@@ -428,8 +428,16 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     np.testing.assert_allclose(ds["bifurcation_noise"].values, iv(k, 3.0) / 3.0, rtol=1e-12)
     assert k[0] == 1 and iv(k[-1] + 1, 3.0) / 3.0 < 1.0 <= iv(k[-1], 3.0) / 3.0
     assert list(ds["state"].values) == list(range(ds.sizes["state"]))
+    # The transition diagram over [stationary] betas: D_c(β) = I_1(β)/β, a fold above D_c past β_* = 2.4469 only.
+    np.testing.assert_allclose(ds["diagram_critical"].values, iv(1, ds["beta"].values) / ds["beta"].values,
+                               rtol=1e-12)
+    fold = ds["diagram_fold"].values
+    assert np.all(np.isnan(fold[:2])) and np.all(fold[2:] > ds["diagram_critical"].values[2:])
+    assert fold[2] == pytest.approx(b.folds[0, 1], rel=1e-9) and ds.attrs["beta_star"] == st.critical_beta(2)
+    assert "b-transitions.png" in saved_figures
     lines = "\n".join(summary_lines(ds))
     assert "discontinuous at D_c = " in lines and f"D_f = {b.folds[0, 1]:.10g}" in lines and "D_1 = " in lines
+    assert "4 β in [1, 4]: discontinuous (a fold) for β in [3, 4]; β_* = 2.44" in lines
     r = ds["state_r"].values
     assert np.isfinite(r[0]).sum() == 1 and np.isfinite(r[1]).sum() == 2  # the fold's window holds two states
     assert np.all(ds["state_growth"].values[1][np.argsort(r[1])] * [1, -1] > 0)  # lower unstable, upper stable
