@@ -527,7 +527,9 @@ def _follow(model, domain, r, order: int = 1):
     """The states of the branch of degree ``order`` at the order parameters ``r``, one at a time (:func:`branch`)."""
     beta, c, normalized = _zonal(model, domain)
     if c <= 0:
-        raise ValueError(f"clusters form for V = cI with c > 0; got c = {c:g} (the uniform law is stable for every D).")
+        rate = float(linear_rates(model, domain, [order], 0.0)[0])
+        raise ValueError(f"clusters form for V = cI with c > 0; got c = {c:g}: degree {order} is stable for every "
+                         f"D (its rate without noise is σ_{order} = {rate:.6g}), there is no branch to follow from it.")
     d = _dimension(domain)
     two_sided = d >= 3 and order % 2 == 0
     side = np.sign(r[0]) if r.ndim == 1 and r.size else 1.0

@@ -86,3 +86,11 @@ def test_k_cluster_states_are_unstable_and_long_time_solves_leave_them():
         end = mf.solve(model, start, (0, 80), method="rk45").densities[-1]
         r1 = abs(grid.integrate(end.values * np.exp(1j * grid.angles)))
         assert (abs(r1 - one.r) < 1e-6) if stays else (abs(r1 - one.r) < 1e-3 and abs(two.r) > 0.1)
+
+
+def test_a_branch_from_a_stable_degree_is_refused_with_its_rate():
+    """V = −I: every degree decays (σ_l < 0 at D = 0, I_l(β) > 0), so no branch leaves the uniform law; the refusal
+    names the degree and its rate σ_l = −l² I_l(β)/β (USA on S¹)."""
+    model = mf.SelfAttention(2.0, V=-np.eye(2), normalized=False)
+    with pytest.raises(ValueError, match=rf"degree 3 is stable .* σ_3 = {-9 * iv(3, 2.0) / 2.0:.6g}"):
+        st.branch(model, "circle", np.linspace(0.01, 0.5, 5), degree=3)
