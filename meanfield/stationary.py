@@ -278,7 +278,8 @@ def _newton(kernel, g, D, r_target=None, tol=1e-14, maxiter=60):
     r_l = ĝ_l/p̄_l(1) = r_target fixed and D free, where given; l = ``kernel.order``) by Newton's method, damped where a
     full step does not reduce the residual, on quadrature nodes doubled until the moments no longer change
     (:class:`_Kernel`). With r fixed, G depends on D only through the cluster (∂G/∂D = O(r)), so D is determined to
-    round-off / r: its step is converged at max(tol, 100ε/r) relative."""
+    round-off / r: its step is converged at max(tol, 100ε/r) relative. Where the steps stop falling quadratically
+    below 1e3·tol (the moments' round-off, in high dimension), the iterate is taken as converged."""
     l, act = kernel.order, kernel.active
     d_tol = tol if r_target is None else max(tol, 100.0 * np.finfo(float).eps / abs(r_target))
     g = np.array(g, dtype=float)
@@ -289,6 +290,7 @@ def _newton(kernel, g, D, r_target=None, tol=1e-14, maxiter=60):
     M = 64
     for _ in range(7):  # node refinements, up to 4096
         G, _, scale, dG, dGdD = kernel.moments(g, D, M, jacobian=True)
+        last = np.inf
         for _ in range(maxiter):
             F = G[act] - g[act]
             J = dG[np.ix_(act, free_deg - 1)] - (act[:, None] == free_deg[None, :])  # ∂F/∂ĝ_free
@@ -314,8 +316,12 @@ def _newton(kernel, g, D, r_target=None, tol=1e-14, maxiter=60):
                 raise FloatingPointError("Newton's method left the admissible states (no step reduces the residual)")
             g, D = trial, trial_D
             G, _, scale, dG, dGdD = moments
-            if np.all(np.abs(step) <= tol * scale[free_deg]) and abs(step_D) <= d_tol * D:
+            size = max(float(np.max(np.abs(step) / scale[free_deg], initial=0.0)), abs(step_D) / (D * d_tol) * tol)
+            if size <= tol:
                 break
+            if size <= 1e3 * tol and size >= 0.5 * last:  # no longer converging quadratically: at round-off
+                break
+            last = size
         else:
             raise RuntimeError(f"Newton's method did not converge in {maxiter} iterations (r = {r_target}, "
                                f"D = {D:.6g})")

@@ -112,3 +112,18 @@ def test_hysteresis_refuses_bad_input():
         hysteresis(model, clustered, [0.5, 0.6], 10.0, seed=0.1, threshold=0.05)
     with pytest.raises(ValueError, match="t_settle"):
         hysteresis(model, clustered, [0.5, 0.6], -1.0)
+
+
+def test_diagram_in_high_dimension():
+    """S^127, USA around β_* = 1.0157: no fold below, a fold above; the fold is the branch's largest D (at
+    β = 1.3692… its location once met the moments' round-off floor at d = 128, where Newton's steps stop at 1e-13)."""
+    from meanfield.domains import zonal_domain
+
+    domain = zonal_domain(128)
+    betas = np.array([0.9, 1.2, 1.369230769230769])
+    diagram = transition_diagram(domain, betas)
+    np.testing.assert_allclose(diagram.critical, _closed_form_critical(betas, 128), rtol=1e-12)
+    assert np.isnan(diagram.fold[0]) and np.all(diagram.fold[1:] > diagram.critical[1:])
+    model = SelfAttention(float(betas[-1]), V=np.eye(128), normalized=False)
+    b = st.branch(model, domain, np.linspace(0.95 / 60, 0.95, 60))
+    assert np.max(b.noise) <= diagram.fold[-1] * (1 + 1e-12)
