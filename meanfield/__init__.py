@@ -16,6 +16,7 @@ EuclideanGrid                       a box in R^d, d = 1, 2 (finite volumes)
 SequenceGrid                        [0, 1] × S¹: positions × angles, for causal attention (``causal=True``)
 Density                             a density on a grid (it carries its domain)
 solve, Solution                     time integration over representations (grid, panels, nodes) and its result
+frequencies                         natural frequencies on S¹: laws, the density on S¹ × R_ω (``frequencies.solve``)
 stationary                          noisy zonal models: stationary states, critical noise, the branch
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
 domains                             the domain layer (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE)
@@ -32,7 +33,7 @@ the tests). Nothing here imports the study layer, ``particles`` or ``validation`
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import domains, exact, gaussian, laws
+from . import domains, exact, frequencies, gaussian, laws
 from .density import Density
 from .domains import CircleGrid, EuclideanGrid, SequenceGrid, SphereGrid
 from .io import load
@@ -60,6 +61,7 @@ __all__ = [
     "ResolutionMonitor",
     "domains",
     "exact",
+    "frequencies",
     "gaussian",
     "laws",
     "load",

@@ -11,6 +11,9 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
 - :func:`mobius_density`, :func:`mobius_mean_factor`, :func:`mobius_radius`,
   :func:`mobius_characteristics`: S² at β = 0, the Möbius-invariant family p_w (Lipton, Mirollo & Strogatz,
   Chaos 31, 2021; Chandra, Girvan & Ott, Chaos 29, 2019).
+- :func:`lorentzian_ott_antonsen`, :func:`lorentzian_order_limit`, :func:`lorentzian_rates`,
+  :func:`lorentzian_critical_width`: natural frequencies with a Lorentzian law (docs/MATH.md §12): the
+  Ott–Antonsen reduction at β = 0, the incoherent state's rates and the critical width for β >= 0.
 - :func:`causal_pair`: the first two tokens of causal SA (docs/MATH.md §8.4): the first never moves, the angle of
   the second to it solves a scalar ODE integrated in closed form with exponential integrals.
 """
@@ -28,7 +31,8 @@ from .domains.sphere.laws import check_ball_point, mobius_density
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
-           "wendel", "normalized_equiangular", "Equiangular"]
+           "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
+           "lorentzian_rates", "lorentzian_critical_width"]
 
 
 def ott_antonsen(t, a0) -> np.ndarray:
@@ -479,3 +483,131 @@ def causal_pair(t, theta0: float, beta: float) -> np.ndarray:
                    maxiter=400)
         out[i] = 2.0 * np.arctan(np.exp(u))
     return out
+
+
+# --------------------------------------------------------------------- natural frequencies (docs/MATH.md §12)
+def _width(gamma) -> float:
+    g = float(gamma)
+    if not np.isfinite(g) or g < 0:
+        raise ValueError(f"`gamma` (the Lorentzian's half-width γ) must be finite and >= 0, got {gamma!r}.")
+    return g
+
+
+def lorentzian_ott_antonsen(t, z0, gamma: float, c: float = 1.0, center: float = 0.0) -> np.ndarray:
+    r"""z(t) = ∫ e^{iθ} dρ̄ at β = 0 with Lorentzian frequencies (half-width γ, centre ω_0) and V = cI (SA = USA).
+
+    On the Ott–Antonsen manifold (Ott & Antonsen, Chaos 18, 037113, 2008; GLPR §7; docs/MATH.md §12) — every
+    ρ(·, ω) a Poisson kernel whose parameter a(ω, t) is analytic and bounded in the upper half ω-plane, e.g. a start
+    independent of ω — the marginal is the Poisson kernel of z = a(ω_0 + iγ, t) and
+
+    .. math:: \dot z = (iω_0 − γ) z + \tfrac{c}{2}(z − |z|^2 z).
+
+    The phase turns at ω_0; u = |z|² solves the logistic equation u̇ = αu − c u², α = c − 2γ:
+
+    .. math:: u(t) = \frac{u_0}{e^{−αt} − c\,u_0\,\mathrm{expm1}(−αt)/α}\quad(α >= 0;\ α = 0: u_0/(1 + c u_0 t)),
+        \qquad u(t) = \frac{u_0 e^{αt}}{1 + c\,u_0\,\mathrm{expm1}(αt)/α}\quad(α < 0),
+
+    written so that nothing overflows. r_∞ = :func:`lorentzian_order_limit`.
+
+    Parameters
+    ----------
+    t : array_like
+        Times >= 0.
+    z0 : complex
+        z(0), |z0| < 1 (the Poisson parameter of the start).
+    gamma : float
+        γ >= 0.
+    c : float
+        V = cI.
+    center : float
+        ω_0.
+    """
+    z0 = check_poisson_parameter(z0)
+    gamma, c, center = _width(gamma), float(c), float(center)
+    t = np.asarray(t, dtype=float)
+    if np.any(t < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("`t` must be finite and >= 0.")
+    u0 = abs(z0) ** 2
+    if u0 == 0.0:
+        return np.zeros(t.shape, dtype=complex)
+    alpha = c - 2.0 * gamma
+    if alpha == 0.0:
+        u = u0 / (1.0 + c * u0 * t)
+    elif alpha > 0:
+        u = u0 / (np.exp(-alpha * t) - c * u0 * np.expm1(-alpha * t) / alpha)
+    else:
+        u = u0 * np.exp(alpha * t) / (1.0 + c * u0 * np.expm1(alpha * t) / alpha)
+    return np.sqrt(u) * np.exp(1j * (np.angle(z0) + center * t))
+
+
+def lorentzian_order_limit(gamma: float, c: float = 1.0) -> float:
+    """r_∞ = √(1 − 2γ/c) for 0 <= γ < c/2, else 0 (:func:`lorentzian_ott_antonsen` from any z0 ≠ 0)."""
+    gamma, c = _width(gamma), float(c)
+    return float(np.sqrt(1.0 - 2.0 * gamma / c)) if c > 0 and gamma < 0.5 * c else 0.0
+
+
+def _identical_rates(k, beta: float, c: float, normalized: bool) -> np.ndarray:
+    """c I_k(β)/(β s) for k >= 1 (s = 1 USA, I_0(β) SA): the rate of mode k of identical oscillators over k², with
+    exponentially scaled Bessel functions (the β → 0 limit ½δ_{k1})."""
+    from scipy.special import ive
+
+    from .numerics import check_usa_beta
+
+    k = np.asarray(k)
+    if beta == 0.0:
+        return np.where(k == 1, 0.5 * c, 0.0)
+    check_usa_beta(beta, normalized, "the circle")
+    scaled = ive(k, beta) / beta  # e^{-β} I_k(β)/β
+    return c * (scaled / ive(0, beta) if normalized else scaled * np.exp(beta))
+
+
+def _check_beta_degrees(beta, degrees):
+    beta = float(beta)
+    if not np.isfinite(beta) or beta < 0:
+        raise ValueError(f"`beta` must be finite and >= 0, got {beta!r}.")
+    k = np.asarray(degrees)
+    if k.dtype.kind not in "iu" or np.any(k < 1):
+        raise ValueError(f"`degrees` must be integers >= 1 (mode 0 is the mass, conserved), got {degrees!r}.")
+    return beta, k
+
+
+def lorentzian_rates(degrees, beta: float, gamma: float, c: float = 1.0, normalized: bool = True) -> np.ndarray:
+    r"""Growth rates of the modes k of the incoherent (uniform) state with Lorentzian frequencies (docs/MATH.md §12):
+
+    .. math:: λ_k = k^2\,\frac{c\,I_k(β)}{β\,s} − kγ,\qquad s = 1 \text{ (USA)},\ I_0(β) \text{ (SA)}.
+
+    About the uniform law the mode k of the frequency ω obeys ∂_t ρ̂_k(ω) = −ikω ρ̂_k(ω) + a_k ρ̄̂_k, with
+    a_k = k² c I_k(β)/(βs) the identical oscillators' rate and ρ̄̂_k = ∫ g ρ̂_k dω; the dispersion relation
+    1 = a_k ∫ g(ω)/(λ + ikω) dω = a_k/(λ + kγ) for Re λ > −kγ (the Lorentzian's residue) gives the identical
+    oscillators' rate shifted by −kγ. Exponentially scaled Bessel functions; the β → 0 limit
+    (λ_1 = c/2 − γ, λ_k = −kγ for k >= 2, the Ott–Antonsen linearisation) at β = 0.
+
+    Parameters
+    ----------
+    degrees : array_like of int >= 1
+    beta : float >= 0
+    gamma : float >= 0
+    c : float
+        V = cI.
+    normalized : bool
+        SA (True) or USA.
+    """
+    beta, k = _check_beta_degrees(beta, degrees)
+    gamma = _width(gamma)
+    return k * k * _identical_rates(k, beta, float(c), bool(normalized)) - k * gamma
+
+
+def lorentzian_critical_width(beta: float, c: float = 1.0, normalized: bool = True) -> tuple[float, int]:
+    r"""γ_c = max_k k c I_k(β)/(β s) and the mode k that attains it: the incoherent state is linearly unstable for
+    Lorentzian widths γ < γ_c (:func:`lorentzian_rates`; docs/MATH.md §12: β = 1, c = 1: 0.565159 USA, 0.446390 SA;
+    β = 5 USA: 7.002246 at k = 2). k I_k(β) is unimodal in k with its maximum near √β; the search runs to
+    k = 2⌈β⌉ + 8, past which the ratio of successive terms is below ½. (0, 1) for c <= 0: never unstable.
+    """
+    beta, _ = _check_beta_degrees(beta, [1])
+    c = float(c)
+    if c <= 0:
+        return 0.0, 1
+    k = np.arange(1, 2 * int(np.ceil(beta)) + 9)
+    widths = k * _identical_rates(k, beta, c, bool(normalized))
+    j = int(np.argmax(widths))
+    return float(widths[j]), int(k[j])

@@ -1,0 +1,651 @@
+r"""Natural frequencies on the circle: Kuramoto disorder in self-attention (GLPR §7; docs/MATH.md §12).
+
+Tokens carry frequencies ω drawn from a law g and move by θ̇_i = ω_i + X[μ](θ_i). The density ρ(θ, ω, t) on
+S¹ × ℝ_ω solves
+
+.. math:: ∂_t ρ + ∂_θ\big(ρ\,(ω + X[\bar ρ](θ))\big) = 0,\qquad \bar ρ(θ, t) = \int ρ(θ, ω, t)\,g(ω)\,dω,
+
+ω never moves (ρ(·, ω) is the law of θ given ω, of mass 1 for every ω). Here ω is put on the nodes ω_j of a
+finite quadrature of g with weights w_j (Σ w_j = 1): one circle density ρ_j(θ, t) per node, advected by
+ω_j + X[ρ̄](θ), ρ̄ = Σ_j w_j ρ_j, the nodes coupled through the field of the marginal only.
+
+Frequency laws (:class:`Lorentzian`, :class:`Gaussian`, :class:`Discrete`) give their quadratures
+(:class:`Quadrature`) and iid samples for particles (:meth:`FrequencyLaw.sample`, an explicit ``rng``). A law
+without a finite quadrature (a density given as a function) is refused: the solver needs nodes.
+
+The Lorentzian's quadratures
+----------------------------
+- ``Lorentzian.pole()``: **one node at the pole ω_0 − iγ**, exact. For a start independent of ω (any initial
+  density ρ_0(θ), every token's angle drawn from it whatever its frequency) the Fourier coefficients
+  ρ̂_k(ω, t) = (1/2π)∫ρ e^{−ikθ}dθ, k >= 0, are analytic and bounded in ω in the lower half-plane for all t
+  (∂_t ρ̂_k = −ikω ρ̂_k + (the field's coupling, which does not depend on ω), and e^{−ikωt} is bounded there), so
+  closing the contour below, ∫ g(ω) ρ̂_k(ω, t) dω = ρ̂_k(ω_0 − iγ, t) (residue of g at its pole; Ott & Antonsen,
+  Chaos 18, 037113, 2008, for β = 0; the argument holds for any β because X depends on the marginal alone). The
+  node's "density" is the real function with the coefficients ρ̂_k(ω_0 − iγ), k >= 0 (the negative ones are their
+  conjugates): it *is* the marginal, advanced by ∂_t ρ̂_k = −ikω_0 ρ̂_k − kγ ρ̂_k + (the field's term). The
+  ω-advection becomes the damping −γ|k| (a Cauchy process in θ). This is the quadrature that makes the
+  Ott–Antonsen reduction exact on the computer; per-node data that depend on ω are refused with it.
+- ``Lorentzian.quadrature(J)``: J real nodes ω_j = ω_0 + γ tan φ_j, φ_j = −π/2 + π(j + ½)/J, w_j = 1/J: the
+  substitution ω = ω_0 + γ tan φ maps g(ω)dω to dφ/π on (−π/2, π/2), and in ζ = e^{2iφ} = (γ + i(ω − ω_0))/(γ − i(ω
+  − ω_0)) (the Cayley map of the upper half-plane onto the unit disc) the rule is the J-point trapezoidal rule on the
+  unit circle: exact for ζ^m, |m| < J, i.e. for every rational function of ω whose poles are ω_0 ± iγ of order < J,
+  and geometrically convergent for functions analytic in an annulus |ζ| ∈ (ρ, 1/ρ). The dispersion relation of the
+  incoherent state, ∫ g(ω)/(λ + ikω) dω, is such a function (its pole maps to |ζ_*| = |kγ − λ|/(kγ + λ)): linear
+  rates converge geometrically in J (exactly at λ = kγ). Gauss–Legendre in φ would lose that periodicity. But
+  free streaming, ∫ g(ω) e^{−ikωt} dω = e^{−kγt}, is e^{−kγt(1−ζ)/(1+ζ)} in ζ, singular on the circle at ζ = −1
+  (ω = ∞): its trapezoidal error decays like J^{−3/4} only (measured: 2e-2 at J = 64, 3e-3 at J = 1024 for kγt ~ 1),
+  so phase mixing of the Lorentzian's heavy tails is not resolved by real nodes. Use the pole for the continuum.
+
+The Gaussian's quadrature is Gauss–Hermite: exact for polynomials of degree < 2J; free streaming e^{−k²σ²t²/2} is
+resolved until kσt ~ √J, after which the nodes re-phase (recurrence).
+
+Resolution
+----------
+In θ every node is a trigonometric polynomial on the circle grid; its spectral tail (:meth:`CircleGrid.spectral_tail`
+band) must stay below ``tail_tol`` (the run stops, naming the node, where it does not; no refinement here). In ω the
+density filaments: ρ(θ, ω, t) carries e^{ik(θ − ωt)}, whose wavelength 2π/(kt) in ω shrinks without bound, and the
+nodes stop resolving it. The solver measures this against the law's characteristic function φ(u) = ∫g e^{iuω}dω:
+the quadrature's free-streaming error of mode k, E_k(t) = |Σ_j w_j e^{−ikω_j t} − φ(−kt)|, times the largest
+amplitude A_k = Σ_j w_j|ρ̂_{j,k}|/ρ̄̂_0 of mode k met so far, must stay below ``omega_tol``; where it does not, the run
+stops and says that the density has filamented in ω. This bounds what the nodes lose of the phase mixing of the
+start; for modes the field creates later it is conservative (they have mixed for less than t). The pole and a
+:class:`Discrete` law are exact (E_k = 0).
+
+Time stepping
+-------------
+The linear part −ikω_j ρ̂_{j,k} (and the pole's −kγ) is diagonal in the coefficients and integrated exactly by
+Lawson's integrating-factor RK4 (:func:`meanfield.integrate.lawson_rk4`), so fast nodes never limit stability; the
+nonlinear part −∂_θ(ρ_j X[ρ̄]) is the circle solver's (the field of the marginal by the library's right-hand side
+for the model, :meth:`~meanfield.domains.circle.CircleSpectral.angular_velocity`; products dealiased on the 3/2
+grid; the divergence's k = 0 coefficient exactly zero, so every node's mass is conserved to round-off). The default
+step is cfl × min(Δθ/max|X|, 1/max|∂_θX|, 1/L, 1/Ω), L = :func:`~meanfield.models.rate_scale`, Ω = max_j |Re ω_j|
+(in the frame rotating with node j the field oscillates at frequency mΩ for its modes m: h·Ω bounds the phase a
+stage sees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from . import checks, kernels, strategies
+from .density import Density
+from .domains import CIRCLE, CircleGrid
+from .domains.circle import fourier
+from .integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Stages, Status,
+                        StopIntegration, Tracker)
+from .models import Transformer, heads, rate_scale
+from .monitor import ResolutionError
+
+__all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
+           "FrequencySolution", "order_parameter"]
+
+
+class Quadrature(NamedTuple):
+    """A finite quadrature of a frequency law: ∫ f(ω) g(ω) dω ≈ Σ_j w_j f(ω_j).
+
+    Attributes
+    ----------
+    nodes : ndarray, shape (J,)
+        ω_j: real, or complex for the Lorentzian's pole (module docstring), which acts on the coefficients k >= 0.
+    weights : ndarray, shape (J,)
+        w_j > 0, Σ w_j = 1.
+    rule : str
+        "pole", "tan-trapezoid", "gauss-hermite" or "discrete".
+    law : FrequencyLaw
+        The law it integrates (its characteristic function measures the ω-resolution).
+    """
+
+    nodes: np.ndarray
+    weights: np.ndarray
+    rule: str
+    law: object
+
+    @property
+    def exact(self) -> bool:
+        """Whether free streaming is integrated exactly (the pole, a discrete law's own atoms)."""
+        return self.rule in ("pole", "discrete")
+
+    @property
+    def real(self) -> bool:
+        """Whether every node is a real frequency (per-node data and particles need real nodes)."""
+        return not np.iscomplexobj(self.nodes)
+
+
+class FrequencyLaw:
+    """A law g of the natural frequencies: a finite :meth:`quadrature`, iid :meth:`sample`, the
+    :meth:`characteristic` function φ(u) = ∫ g(ω) e^{iuω} dω."""
+
+    name = "frequency law"
+
+    def quadrature(self, nodes: int = 64) -> Quadrature:  # pragma: no cover - every law overrides it
+        raise NotImplementedError(f"{self!r} has no finite quadrature: the density on S¹ × R_ω needs nodes ω_j and "
+                                  "weights w_j.")
+
+    def default_quadrature(self, nodes: int = 64) -> Quadrature:
+        """The quadrature :func:`solve` uses for this law given alone."""
+        return self.quadrature(nodes)
+
+    def characteristic(self, u) -> np.ndarray:  # pragma: no cover - every law overrides it
+        raise NotImplementedError
+
+    def draw(self, rng, shape) -> np.ndarray:  # pragma: no cover - every law overrides it
+        raise NotImplementedError
+
+    def sample(self, size, rng) -> np.ndarray:
+        """iid frequencies of shape ``size`` (an int or a tuple), drawn with ``rng`` (a seed or a numpy Generator:
+        required, so the draw can be repeated)."""
+        if rng is None:
+            raise ValueError(f"`rng` is required to sample {self!r} (a seed or a numpy Generator), so the draw can be "
+                             "repeated.")
+        shape = (checks.count(size, "size"),) if isinstance(size, (int, np.integer)) else tuple(
+            checks.count(s, "size") for s in size)
+        return self.draw(np.random.default_rng(rng), shape)
+
+
+def _nodes_count(nodes) -> int:
+    return checks.count(nodes, "nodes")
+
+
+def _center(center) -> float:
+    c = checks.real(center, "center")
+    if not np.isfinite(c):
+        raise ValueError(f"`center` must be finite, got {center!r}.")
+    return c
+
+
+class Lorentzian(FrequencyLaw):
+    r"""The Lorentzian (Cauchy) law g(ω) = (γ/π)/((ω − ω_0)² + γ²), φ(u) = e^{iuω_0 − γ|u|}.
+
+    Parameters
+    ----------
+    gamma : float
+        The half-width γ >= 0 (γ = 0: identical frequencies ω_0).
+    center : float
+        ω_0 (default 0).
+    """
+
+    name = "Lorentzian"
+
+    def __init__(self, gamma: float, center: float = 0.0):
+        g = checks.real(gamma, "gamma")
+        if not np.isfinite(g) or g < 0:
+            raise ValueError(f"`gamma` (the Lorentzian's half-width γ) must be finite and >= 0, got {gamma!r}.")
+        self.gamma, self.center = g, _center(center)
+
+    def __repr__(self):
+        return f"Lorentzian(gamma={self.gamma:g}" + (f", center={self.center:g})" if self.center else ")")
+
+    def quadrature(self, nodes: int = 64) -> Quadrature:
+        """J real nodes ω_0 + γ tan φ_j, φ_j = −π/2 + π(j + ½)/J, weights 1/J (module docstring: the trapezoidal rule
+        in the Cayley variable; exact for rational functions with poles ω_0 ± iγ of order < J)."""
+        J = _nodes_count(nodes)
+        if self.gamma == 0.0:
+            return Quadrature(np.array([self.center]), np.array([1.0]), "discrete", self)
+        phi = -0.5 * np.pi + np.pi * (np.arange(J) + 0.5) / J
+        return Quadrature(self.center + self.gamma * np.tan(phi), np.full(J, 1.0 / J), "tan-trapezoid", self)
+
+    def pole(self) -> Quadrature:
+        """One node at ω_0 − iγ with weight 1: exact for starts independent of ω (module docstring)."""
+        return Quadrature(np.array([complex(self.center, -self.gamma)]), np.array([1.0]), "pole", self)
+
+    def default_quadrature(self, nodes: int = 64) -> Quadrature:
+        """The pole (exact); real nodes with :meth:`quadrature`."""
+        return self.pole()
+
+    def characteristic(self, u) -> np.ndarray:
+        u = np.asarray(u, dtype=float)
+        return np.exp(1j * self.center * u - self.gamma * np.abs(u))
+
+    def draw(self, rng, shape) -> np.ndarray:
+        return self.center + self.gamma * rng.standard_cauchy(shape)
+
+
+class Gaussian(FrequencyLaw):
+    r"""The Gaussian law N(ω_0, σ²), φ(u) = e^{iuω_0 − σ²u²/2}; its quadrature is Gauss–Hermite.
+
+    Parameters
+    ----------
+    sigma : float
+        The standard deviation σ >= 0 (σ = 0: identical frequencies ω_0).
+    center : float
+        ω_0 (default 0).
+    """
+
+    name = "Gaussian"
+
+    def __init__(self, sigma: float, center: float = 0.0):
+        s = checks.real(sigma, "sigma")
+        if not np.isfinite(s) or s < 0:
+            raise ValueError(f"`sigma` (the Gaussian's standard deviation σ) must be finite and >= 0, got {sigma!r}.")
+        self.sigma, self.center = s, _center(center)
+
+    def __repr__(self):
+        return f"Gaussian(sigma={self.sigma:g}" + (f", center={self.center:g})" if self.center else ")")
+
+    def quadrature(self, nodes: int = 64) -> Quadrature:
+        """Gauss–Hermite: ω_j = ω_0 + √2 σ x_j, w_j = h_j/√π with (x_j, h_j) the rule for e^{−x²} (exact for
+        polynomials of degree < 2J)."""
+        J = _nodes_count(nodes)
+        if self.sigma == 0.0:
+            return Quadrature(np.array([self.center]), np.array([1.0]), "discrete", self)
+        x, h = np.polynomial.hermite.hermgauss(J)
+        w = h / np.sqrt(np.pi)
+        keep = w > 0  # weights below the smallest double (J > ~180) carry nothing
+        return Quadrature(self.center + np.sqrt(2.0) * self.sigma * x[keep], w[keep] / w[keep].sum(),
+                          "gauss-hermite", self)
+
+    def characteristic(self, u) -> np.ndarray:
+        u = np.asarray(u, dtype=float)
+        return np.exp(1j * self.center * u - 0.5 * (self.sigma * u) ** 2)
+
+    def draw(self, rng, shape) -> np.ndarray:
+        return self.center + self.sigma * rng.standard_normal(shape)
+
+
+class Discrete(FrequencyLaw):
+    """A law with finitely many frequencies ω_j of probabilities w_j (e.g. two populations ±ω): its own
+    quadrature, exact.
+
+    Parameters
+    ----------
+    nodes : array_like, shape (J,)
+        Real, finite frequencies.
+    weights : array_like, shape (J,), optional
+        Positive, summing to 1 (to 1e-12; default equal).
+    """
+
+    name = "discrete"
+
+    def __init__(self, nodes, weights=None):
+        w_nodes = np.array(nodes, dtype=float, ndmin=1)
+        if w_nodes.ndim != 1 or not np.all(np.isfinite(w_nodes)):
+            raise ValueError(f"`nodes` must be a 1-D array of finite frequencies, got {nodes!r}.")
+        J = w_nodes.size
+        w = np.full(J, 1.0 / J) if weights is None else np.array(weights, dtype=float, ndmin=1)
+        if w.shape != (J,):
+            raise ValueError(f"`weights` must have the shape of `nodes`, ({J},), got {np.shape(weights)}.")
+        if not np.all(np.isfinite(w)) or np.any(w <= 0) or abs(w.sum() - 1.0) > 1e-12:
+            raise ValueError(f"`weights` must be positive and sum to 1, got {weights!r} (sum {w.sum():.17g}).")
+        self.nodes, self.weights = w_nodes, w
+
+    def __repr__(self):
+        return f"Discrete(nodes={self.nodes.tolist()}, weights={self.weights.tolist()})"
+
+    def quadrature(self, nodes: int | None = None) -> Quadrature:
+        """The atoms themselves (``nodes`` is ignored: the rule is exact)."""
+        return Quadrature(self.nodes.copy(), self.weights.copy(), "discrete", self)
+
+    def characteristic(self, u) -> np.ndarray:
+        u = np.asarray(u, dtype=float)
+        return np.exp(1j * np.multiply.outer(u, self.nodes)) @ self.weights
+
+    def draw(self, rng, shape) -> np.ndarray:
+        return rng.choice(self.nodes, size=shape, p=self.weights)
+
+
+def frequency_law(law):
+    """``law`` as a :class:`FrequencyLaw` or a :class:`Quadrature`.
+
+    Raises
+    ------
+    TypeError
+        For a function of ω (a density g given as a callable): it has no finite quadrature — the density on
+        S¹ × R_ω is one circle density per node, so the law must bring its nodes and weights.
+    """
+    if isinstance(law, (FrequencyLaw, Quadrature)):
+        return law
+    if callable(law):
+        raise TypeError(f"a frequency law given as a function of ω ({law!r}) has no finite quadrature: the density on "
+                        "S¹ × R_ω is one circle density per node ω_j with weight w_j, so the law must supply them. Use "
+                        "Lorentzian(γ), Gaussian(σ), or Discrete(nodes, weights) with a quadrature of your g.")
+    raise TypeError(f"`law` must be a FrequencyLaw (Lorentzian, Gaussian, Discrete) or a Quadrature, got "
+                    f"{type(law).__name__}.")
+
+
+def order_parameter(values, grid: CircleGrid) -> np.ndarray:
+    """z = ∫ e^{iθ} ρ dθ of nodal values on ``grid`` (last axis), relative to their mass."""
+    c = fourier.coefficients(values)
+    return np.conj(c[..., 1]) / c[..., 0].real
+
+
+# --------------------------------------------------------------------------------------------- the solver
+def _attention_rhs(model, grid):
+    """The circle's right-hand side of ``model`` on ``grid`` (its field at the padded nodes), as ``solve`` builds it;
+    ValueError for what natural frequencies do not take."""
+    if isinstance(model, Transformer):
+        raise ValueError(f"natural frequencies are built for attention models (SelfAttention, MultiHeadAttention); "
+                         f"got {model!r}, whose feed-forward drift is not.")
+    heads(model)  # TypeError for anything but an attention model
+    if model.noise:
+        raise ValueError(f"`model` has noise = {model.noise:g}: natural frequencies with noise are not built.")
+    if model.time_dependent:
+        raise ValueError(f"`model` {model!r} has time-dependent weights: natural frequencies take constant weights.")
+    if model.dim not in (None, 2):
+        raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the circle lives in R².")
+    if getattr(model, "manifold", None) not in (None, CIRCLE.manifold):
+        raise ValueError(f"{model!r} is not a model on the sphere: natural frequencies live on the circle S¹.")
+    strategy = strategies.resolve("auto", strategies.for_grid(model, grid), repr(grid))
+    return CIRCLE.continuity(model, grid, strategy, kernels.grid_field(model))
+
+
+class FrequencyProblem(Problem):
+    """The node densities' coefficients ρ̂_{j,k}, k = 0..n/2, under dρ̂/dt = Λρ̂ + N(ρ̂) (module docstring):
+    Λ_{jk} = −ikω_j (the real part only at the Nyquist mode, held fixed otherwise), N the field's term."""
+
+    def __init__(self, model, grid: CircleGrid, quad: Quadrature):
+        self.grid, self.n = grid, grid.n
+        self.rhs = _attention_rhs(model, grid)
+        self.M = self.rhs.M
+        K = self.n // 2
+        k = np.arange(K + 1)
+        self.weights = np.asarray(quad.weights, dtype=float)
+        decay = -1j * np.multiply.outer(np.asarray(quad.nodes, dtype=complex), k)
+        if self.n % 2 == 0:
+            decay[:, K] = decay[:, K].real
+        self.decay = decay
+        self._minus_ik = -1j * k
+        if self.n % 2 == 0:
+            self._minus_ik[K] = 0.0
+        self.omega_max = float(np.max(np.abs(np.real(quad.nodes))))
+        self.strain_bound = rate_scale(model)
+        self.speeds = (0.0, 0.0)
+        self._dtheta_M = 2.0 * np.pi / self.M
+
+    # ---- the field of the marginal, and the nonlinear part
+    def marginal(self, y) -> np.ndarray:
+        """Σ_j w_j ρ̂_j (coefficients, k = 0..n/2)."""
+        return self.weights @ y
+
+    def velocity(self, y) -> np.ndarray:
+        """X[ρ̄] on the padded grid of M nodes (the library's right-hand side for the model)."""
+        return self.rhs.angular_velocity(fourier.irfft(self.marginal(y) * self.n, self.n))
+
+    def nonlinear(self, y):
+        v = self.velocity(y)
+        self._measure(v)
+        P = fourier.pad(y * self.M, self.n, self.M // 2 + 1)
+        flux = fourier.irfft(P, self.M) * v
+        return fourier.rfft(flux)[:, : self.n // 2 + 1] * (self._minus_ik / self.M)
+
+    def _measure(self, v):
+        if not np.all(np.isfinite(v)):
+            return  # the finiteness check rejects the step
+        vmax = float(np.max(np.abs(v)))
+        strain = float(np.max(np.abs(np.diff(v, append=v[:1])))) / self._dtheta_M
+        self.speeds = (max(self.speeds[0], vmax), max(self.speeds[1], strain))
+
+    # ---- the integrator's questions
+    def rate(self, y):
+        return self.decay * y + self.nonlinear(y)
+
+    def stages(self):
+        same = lambda z: z  # noqa: E731 - the state is the coefficients
+        return Stages(same, same, self.nonlinear, self.decay)
+
+    def probe(self, y):
+        self.speeds = (0.0, 0.0)
+        self._measure(self.velocity(y))
+
+    def begin_step(self):
+        self.speeds = (0.0, 0.0)
+
+    def max_step(self):
+        vmax, strain = self.speeds
+        bounds = [1.0 / self.strain_bound] if self.strain_bound > 0 else []
+        if vmax > 0:
+            bounds.append(self.grid.spacing / vmax)
+        if strain > 0:
+            bounds.append(1.0 / strain)
+        if self.omega_max > 0:
+            bounds.append(1.0 / self.omega_max)
+        return min(bounds) if bounds else np.inf
+
+    def reject(self, t, y, reason):
+        raise StopIntegration(t, y, reason, hint="Start on a finer circle grid (larger n) or with more frequency "
+                              "nodes (or the Lorentzian's exact pole quadrature), or stop earlier.")
+
+
+class _Monitor(Tracker):
+    """Every accepted step: finite coefficients; every node's spectral tail below ``tail_tol``; the ω-quadrature's
+    free-streaming error times the amplitude met so far below ``omega_tol`` (module docstring)."""
+
+    def __init__(self, problem: FrequencyProblem, quad: Quadrature, tail_tol: float, omega_tol: float):
+        self.p, self.quad, self.tail_tol, self.omega_tol = problem, quad, tail_tol, omega_tol
+        n = problem.n
+        self.top = (n - 1) // 2
+        self.width = max(2, self.top // 16)
+        K = n // 2
+        self.amplitude = np.zeros(K + 1)
+        self.error = np.zeros(K + 1)
+        self.k = np.arange(K + 1)
+        self.omega_error = 0.0
+        self.max_tail = 0.0
+
+    def tails(self, y) -> np.ndarray:
+        a = np.abs(y[:, self.top - self.width + 1: self.top + 1])
+        return np.max(a, axis=1) / np.abs(y[:, 0])
+
+    def initialize(self, t, y):
+        self._amplitudes(y)
+
+    def _amplitudes(self, y):
+        a = self.p.weights @ np.abs(y) / abs(self.p.marginal(y)[0])
+        np.maximum(self.amplitude, a, out=self.amplitude)
+
+    def check(self, t, y):
+        if not np.all(np.isfinite(y)):
+            return f"the coefficients became non-finite at t = {t:.6g}"
+        tails = self.tails(y)
+        j = int(np.argmax(tails))
+        self.max_tail = max(self.max_tail, float(tails[j]))
+        if not tails[j] <= self.tail_tol:
+            omega = self.quad.nodes[j]
+            return (f"node {j} (ω = {omega:.6g}) is no longer resolved in θ: its spectral tail {tails[j]:.3g} exceeds "
+                    f"tail_tol = {self.tail_tol:.3g} on {self.p.grid!r}")
+        if self.quad.exact:
+            return None
+        self._amplitudes(y)
+        active = np.nonzero(2.0 * self.amplitude[1:] > self.omega_tol)[0] + 1
+        if active.size:
+            u = -np.multiply.outer(self.k[active], self.quad.nodes.real) * t
+            err = np.abs(np.exp(1j * u) @ self.quad.weights - self.quad.law.characteristic(-self.k[active] * t))
+            self.error[active] = np.maximum(self.error[active], err)
+            bound = self.amplitude * self.error
+            k = int(np.argmax(bound))
+            self.omega_error = max(self.omega_error, float(bound[k]))
+            if not bound[k] <= self.omega_tol:
+                return (f"the density has filamented in ω: by t = {t:.6g} mode k = {k} carries e^(ik(θ − ωt)), of "
+                        f"wavelength 2π/(kt) = {2 * np.pi / (k * t):.3g} in ω, which the {self.quad.rule} rule's "
+                        f"{self.quad.nodes.size} nodes no longer integrate (free-streaming error {self.error[k]:.3g} × "
+                        f"amplitude {self.amplitude[k]:.3g} > omega_tol = {self.omega_tol:.3g})")
+        return None
+
+
+@dataclass(frozen=True)
+class FrequencySolution:
+    """The density on S¹ × R_ω at the output times (:func:`solve`).
+
+    Attributes
+    ----------
+    t : ndarray, shape (T,)
+        The output times reached.
+    values : ndarray, shape (T, J, n)
+        ρ_j(θ_i, t) of every node (the pole's is the marginal itself).
+    marginal : ndarray, shape (T, n)
+        ρ̄ = Σ_j w_j ρ_j.
+    z : ndarray, shape (T,)
+        ∫ e^{iθ} dρ̄.
+    mass : ndarray, shape (T, J)
+        ∫ρ_j dθ, conserved to round-off.
+    quadrature : Quadrature
+    grid : CircleGrid
+    status : Status
+        SUCCESS, or RESOLUTION_LOST where a check stopped the run (``message`` says which).
+    message : str
+    t_reached : float
+    nsteps, nfev : int
+    max_tail : float
+        The largest spectral tail of a node over the accepted steps.
+    omega_error : float
+        The largest ω-resolution bound over the run (0 for exact quadratures).
+    """
+
+    t: np.ndarray
+    values: np.ndarray
+    marginal: np.ndarray
+    z: np.ndarray
+    mass: np.ndarray
+    quadrature: Quadrature
+    grid: CircleGrid
+    status: Status
+    message: str
+    t_reached: float
+    nsteps: int
+    nfev: int
+    max_tail: float
+    omega_error: float
+
+    @property
+    def order(self) -> np.ndarray:
+        """r(t) = |∫ e^{iθ} dρ̄|."""
+        return np.abs(self.z)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self.quadrature.nodes
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.quadrature.weights
+
+    def density(self, k: int) -> Density:
+        """The marginal at output ``k`` as a :class:`~meanfield.Density`."""
+        return Density(self.grid, self.marginal[k], check=False)
+
+    def raise_for_status(self) -> "FrequencySolution":
+        if self.status is not Status.SUCCESS:
+            raise ResolutionError(self.t_reached, self.message, self)
+        return self
+
+
+def _initial(rho0, quad: Quadrature, grid):
+    """(grid, values of shape (J, n)) from a Density (independent of ω) or per-node values."""
+    J = quad.nodes.size
+    if isinstance(rho0, Density):
+        if not isinstance(rho0.grid, CircleGrid):
+            raise ValueError(f"`rho0` must be a density on a CircleGrid, got one on {rho0.grid!r}.")
+        if grid is not None and grid != rho0.grid:
+            raise ValueError(f"`grid` {grid!r} differs from the density's {rho0.grid!r}.")
+        grid, values = rho0.grid, np.broadcast_to(rho0.values, (J, rho0.grid.n))
+    else:
+        values = np.array(rho0, dtype=float)
+        if values.ndim != 2:
+            raise ValueError(f"`rho0` must be a Density (the same law of θ for every ω) or per-node values of shape "
+                             f"(J, n) = ({J}, n), got shape {values.shape}.")
+        if values.shape[0] != J:
+            raise ValueError(f"`rho0` holds {values.shape[0]} node densities but the quadrature has J = {J} nodes "
+                             f"({quad.rule}): one density per frequency node.")
+        if not quad.real:
+            raise ValueError("the Lorentzian's pole quadrature is exact for starts independent of ω (analytic in ω): "
+                             "give a Density, or real nodes (Lorentzian.quadrature(J)) for per-node data.")
+        grid = CircleGrid(values.shape[1]) if grid is None else grid
+        if values.shape[1] != grid.n:
+            raise ValueError(f"`rho0` has {values.shape[1]} values per node but the grid has n = {grid.n}.")
+    if not np.all(np.isfinite(values)) or np.min(values) < -1e-13 * np.max(np.abs(values)):
+        raise ValueError("`rho0` must be finite and non-negative.")
+    return grid, values
+
+
+def _check_masses(values, grid):
+    mass = grid.integrate(values)
+    bad = np.nonzero(np.abs(mass - 1.0) > 1e-8)[0]
+    if bad.size:
+        raise ValueError(f"every node's density is the law of θ given ω_j and has mass 1; node {bad[0]} has mass "
+                         f"{mass[bad[0]]:.12g} (normalise it).")
+
+
+def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: CircleGrid | None = None,
+          dt: float | None = None, cfl: float = 0.1, tail_tol: float = 1e-10, omega_tol: float = 1e-6,
+          raise_on_failure: bool = False) -> FrequencySolution:
+    r"""Solve ∂_t ρ + ∂_θ(ρ(ω + X[ρ̄])) = 0 on S¹ × R_ω, one circle density per frequency node (module docstring;
+    docs/MATH.md §12, GLPR §7).
+
+    Parameters
+    ----------
+    model : SelfAttention or MultiHeadAttention
+        The attention on the circle (d = 2), constant weights, no noise; its field is the circle solver's.
+    rho0 : Density or array_like, shape (J, n)
+        A density on a :class:`~meanfield.CircleGrid` — the law of θ for every ω (a start independent of the
+        frequencies) — or one density per node (real nodes only), each of mass 1.
+    law : FrequencyLaw or Quadrature
+        :class:`Lorentzian` (default quadrature: its exact pole), :class:`Gaussian` (Gauss–Hermite with ``nodes``
+        nodes), :class:`Discrete`, or an explicit :class:`Quadrature` (e.g. ``Lorentzian(γ).quadrature(64)``).
+        A function of ω is refused (no finite quadrature).
+    t_span : (float, float)
+    t_eval : array_like, optional
+        Output times within ``t_span`` (default its two ends).
+    nodes : int
+        J for a law given alone (ignored by the pole and discrete laws).
+    grid : CircleGrid, optional
+        For per-node values (default CircleGrid(n)).
+    dt : float, optional
+        Fixed step (default the CFL step of the module docstring).
+    cfl : float
+        Its safety factor (0.1).
+    tail_tol : float
+        The largest spectral tail of a node (1e-10, as :class:`~meanfield.ResolutionMonitor`).
+    omega_tol : float
+        The largest ω-resolution bound (module docstring; ``np.inf`` to compare with the finite-node system itself).
+    raise_on_failure : bool
+        Raise :class:`~meanfield.ResolutionError` instead of returning a stopped solution.
+
+    Returns
+    -------
+    FrequencySolution
+    """
+    law = frequency_law(law)
+    quad = law if isinstance(law, Quadrature) else law.default_quadrature(nodes)
+    if not (isinstance(quad.weights, np.ndarray) and quad.nodes.shape == quad.weights.shape
+            and abs(quad.weights.sum() - 1.0) < 1e-12 and np.all(quad.weights > 0)):
+        raise ValueError(f"the quadrature's weights must be positive, sum to 1 and match its {quad.nodes.size} nodes.")
+    t0, t1, t_eval = checks.time_span(t_span, t_eval)
+    if dt is not None:
+        dt = checks.positive(dt, "dt")
+    cfl = checks.positive(cfl, "cfl")
+    tail_tol = checks.positive(tail_tol, "tail_tol")
+    omega_tol = checks.real(omega_tol, "omega_tol")
+    if not omega_tol > 0:
+        raise ValueError(f"`omega_tol` must be > 0 (np.inf to switch the ω check off), got {omega_tol!r}.")
+    grid, values = _initial(rho0, quad, grid)
+    problem = FrequencyProblem(model, grid, quad)
+    y0 = fourier.coefficients(values).astype(complex)
+    monitor = _Monitor(problem, quad, tail_tol, omega_tol)
+    tails = monitor.tails(y0)
+    if not np.max(tails) <= tail_tol:
+        j = int(np.argmax(tails))
+        raise ResolutionError(t0, f"the initial density of node {j} is not resolved on {grid!r}: its spectral tail "
+                              f"{tails[j]:.3g} exceeds tail_tol = {tail_tol:.3g} (use a larger n)", initial=True)
+    _check_masses(values, grid)
+    outputs = OutputTracker()
+    integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl, subdivide=dt is not None,
+                            trackers=[FiniteTracker(), monitor, outputs, InterruptTracker()])
+    status, message, t_reached = Status.SUCCESS, "the solver reached the end of the interval", t1
+    try:
+        integrator.run(t0, y0, t_eval, t1)
+    except StopIntegration as stop:
+        status, t_reached = stop.status, stop.t
+        message = f"stopped at t = {stop.t:.6g}: {stop.reason}" + (f". {stop.hint}" if stop.hint else "")
+    C = np.array(outputs.states) if outputs.states else y0[None]
+    times = np.array(outputs.times) if outputs.times else np.array([t0])
+    vals = fourier.from_coefficients(C, grid.n)
+    cbar = np.einsum("j,tjk->tk", quad.weights, C)
+    marginal = fourier.from_coefficients(cbar, grid.n)
+    out = FrequencySolution(
+        t=times, values=vals, marginal=marginal, z=2.0 * np.pi * np.conj(cbar[:, 1]),
+        mass=2.0 * np.pi * C[..., 0].real, quadrature=quad, grid=grid, status=status, message=message,
+        t_reached=t_reached, nsteps=integrator.nsteps, nfev=integrator.nfev, max_tail=monitor.max_tail,
+        omega_error=monitor.omega_error)
+    return out.raise_for_status() if raise_on_failure else out
