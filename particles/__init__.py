@@ -6,6 +6,7 @@ velocity               the tokens' velocity, the right-hand side simulate integr
 with_positions         tokens in their array order as rows (s, x), for causal attention
 discrete_depth         the same tokens through discrete layers x ↦ N(x + h X[μ](x)) (GLPR §2.1), each
                        normalisation's layer, hardmax attention's AFZ map (MATH.md §10–11)
+kuramoto               tokens with natural frequencies on S¹, θ̇_i = ω_i + X[μ](θ_i) (``kuramoto.simulate``)
 fused                  batches of small systems advanced by compiled RK4 sequences
 sampling               uniform, orthogonal and density-distributed initial points
 clusters               clustering statistics of GLPR §6.3
@@ -15,11 +16,11 @@ stepping is :mod:`meanfield.integrate`. May import ``meanfield``; never
 ``validation`` or the study layer.
 """
 
-from . import clusters, fused, sampling
+from . import clusters, fused, kuramoto, sampling
 from .sampling import orthogonal, sample, uniform_sphere
 from .depth import discrete_depth
 from .system import Trajectory, rescaled, simulate, velocity
 from meanfield.domains.sequence import with_positions
 
-__all__ = ["simulate", "velocity", "discrete_depth", "Trajectory", "rescaled", "fused", "sampling", "clusters", "uniform_sphere", "orthogonal",
+__all__ = ["simulate", "velocity", "discrete_depth", "Trajectory", "rescaled", "fused", "kuramoto", "sampling", "clusters", "uniform_sphere", "orthogonal",
            "sample", "with_positions"]

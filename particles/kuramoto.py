@@ -1,0 +1,174 @@
+r"""Tokens with natural frequencies on the circle: θ̇_i = ω_i + X[μ^n](θ_i) (GLPR §7; docs/MATH.md §12).
+
+The particles are unit vectors x_i = (cos θ_i, sin θ_i); the field X[μ^n] is the attention's, summed by the
+strategies of :func:`particles.velocity` (pairwise for few particles, the O(nL) spectral sums of the circle from
+1024 on), and the frequency turns each token, ẋ_i = X(x_i) + ω_i J x_i, J the rotation by π/2. In the complex
+coordinate z_i = x_{i,1} + i x_{i,2} the rotation is the diagonal linear part iω_i z_i, integrated exactly by
+Lawson's integrating-factor RK4 (:func:`meanfield.integrate.lawson_rk4`): a token of large |ω| (the Lorentzian's
+heavy tail puts some at |ω| ~ γN) turns exactly and never limits the step; the field is evaluated at the stage
+points' retractions (the 0-homogeneous extension of :func:`particles.simulate`), and the state is retracted onto
+the circle after each step. With ω = 0 this is :func:`particles.simulate`'s system, advanced by RK4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from meanfield import checks
+from meanfield.frequencies import FrequencyLaw, frequency_law
+from meanfield.integrate import FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Stages
+from meanfield.models import as_model, rate_scale
+
+from .system import initial_points, velocity
+
+__all__ = ["simulate", "KuramotoTrajectory"]
+
+
+@dataclass(frozen=True)
+class KuramotoTrajectory:
+    """Tokens with natural frequencies over time.
+
+    Attributes
+    ----------
+    t : ndarray, shape (T,)
+    x : ndarray, shape (T, [batch,] n, 2)
+        Unit vectors.
+    omega : ndarray, shape ([batch,] n)
+        The frequencies ω_i.
+    weights : ndarray, shape ([batch,] n)
+    nfev, nsteps : int
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    omega: np.ndarray
+    weights: np.ndarray
+    nfev: int
+    nsteps: int
+
+    @property
+    def theta(self) -> np.ndarray:
+        """θ_i in [0, 2π), shape (T, [batch,] n)."""
+        return np.mod(np.arctan2(self.x[..., 1], self.x[..., 0]), 2.0 * np.pi)
+
+    @property
+    def z(self) -> np.ndarray:
+        """∫ e^{iθ} dμ^n = Σ_i w_i e^{iθ_i}, shape (T, [batch])."""
+        return np.sum(self.weights * (self.x[..., 0] + 1j * self.x[..., 1]), axis=-1)
+
+    @property
+    def order(self) -> np.ndarray:
+        """r = |z|."""
+        return np.abs(self.z)
+
+
+class _Rotating(Problem):
+    """ż = iωz + N(z): the field in the complex coordinate, the rotation as the stages' diagonal linear part."""
+
+    def __init__(self, model, omega, weights, strategy):
+        self.model, self.omega, self.weights, self.strategy = model, omega, weights, strategy
+
+    @staticmethod
+    def encode(y):
+        return y[..., 0] + 1j * y[..., 1]
+
+    @staticmethod
+    def decode(z):
+        return np.stack([z.real, z.imag], axis=-1)
+
+    def field(self, y):
+        u = y / np.linalg.norm(y, axis=-1, keepdims=True)
+        return velocity(self.model, u, weights=self.weights, strategy=self.strategy)
+
+    def nonlinear(self, z):
+        return self.encode(self.field(self.decode(z)))
+
+    def rate(self, y):
+        return self.field(y) + self.omega[..., None] * np.stack([-y[..., 1], y[..., 0]], axis=-1)
+
+    def stages(self):
+        return Stages(self.encode, self.decode, self.nonlinear, 1j * self.omega)
+
+    def retract(self, y):
+        return y / np.linalg.norm(y, axis=-1, keepdims=True)
+
+
+def _frequencies(omega, shape, rng):
+    """ω of the tokens' shape ([batch,] n): an array (broadcast from (n,) over a batch), or a law sampled with rng."""
+    if isinstance(omega, FrequencyLaw) or callable(omega):
+        law = frequency_law(omega)  # TypeError for a bare function of ω
+        return law.sample(shape, rng)
+    w = np.array(omega, dtype=float)
+    if w.shape != shape:
+        if w.ndim == 1 and len(shape) == 2 and w.shape[0] == shape[1]:
+            w = np.broadcast_to(w, shape).copy()
+        else:
+            raise ValueError(f"`omega` must hold one frequency per token, shape {shape} (or ({shape[-1]},) for a "
+                             f"batch), got shape {w.shape}.")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("`omega` contains non-finite frequencies.")
+    return w
+
+
+def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, weights=None,
+             strategy: str = "auto") -> KuramotoTrajectory:
+    r"""Tokens θ̇_i = ω_i + X[μ^n](θ_i) on the circle (module docstring; docs/MATH.md §12).
+
+    Parameters
+    ----------
+    model : SelfAttention or MultiHeadAttention
+        The attention in d = 2 (constant weights, no noise).
+    x0 : array_like, shape (n, 2) or (batch, n, 2), or tuple
+        Unit vectors, or ``(density, n[, batch])`` drawn iid with ``rng`` (:func:`particles.simulate`).
+    omega : array_like, shape ([batch,] n) or (n,), or FrequencyLaw
+        The frequencies, one per token; a law (:class:`meanfield.frequencies.Lorentzian`, ``Gaussian``,
+        ``Discrete``) is sampled iid with ``rng`` after ``x0`` (independent of the angles).
+    t_eval : array_like, shape (T,)
+        Increasing output times; ``t_eval[0]`` is the initial time.
+    dt : float, optional
+        Largest step (each output interval cut into equal steps); default 0.05 / rate_scale(model), the step of
+        :func:`particles.simulate` (the rotation is exact and does not limit it).
+    rng : int, Generator or None
+        For drawing ``x0`` and ``omega`` (required where either is drawn).
+    weights : array_like, optional
+        Token weights (default 1/n).
+    strategy : str
+        The field's sums (:func:`particles.velocity`).
+
+    Returns
+    -------
+    KuramotoTrajectory
+    """
+    model = as_model(model)
+    if model.noise:
+        raise ValueError(f"`model` has noise = {model.noise:g}: tokens with natural frequencies and noise are not "
+                         "built.")
+    if model.time_dependent:
+        raise ValueError(f"`model` {model!r} has time-dependent weights: natural frequencies take constant weights.")
+    t_eval = checks.output_times(t_eval)
+    gen = np.random.default_rng(rng) if rng is not None else None
+    drawn = isinstance(x0, tuple) or isinstance(omega, FrequencyLaw)
+    if drawn and gen is None:
+        raise ValueError("`rng` is required where `x0` or `omega` is drawn (a seed or a numpy Generator), so the draw "
+                         "can be repeated.")
+    x = initial_points(x0, gen, None)
+    if x.shape[-1] != 2:
+        raise ValueError(f"tokens with natural frequencies live on the circle: `x0` must hold unit vectors of R², got "
+                         f"shape {x.shape}.")
+    w_omega = _frequencies(omega, x.shape[:-1], gen)
+    n = x.shape[-2]
+    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else \
+        np.broadcast_to(np.asarray(weights, dtype=float), x.shape[:-1]).copy()
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("`weights` must be finite and non-negative.")
+    h = checks.positive(dt, "dt") if dt is not None else 0.05 / max(rate_scale(model), 1e-300)
+    velocity(model, x, weights=w, strategy=strategy)  # the strategy checked once, before any step
+    problem = _Rotating(model, w_omega, w, strategy)
+    outputs = OutputTracker()
+    integrator = Integrator(problem, "rk4", dt=h, subdivide=True,
+                            trackers=[FiniteTracker(), outputs, InterruptTracker()])
+    integrator.run(t_eval[0], x, t_eval)
+    return KuramotoTrajectory(t=t_eval.copy(), x=np.stack(outputs.states), omega=w_omega, weights=w,
+                              nfev=integrator.nfev, nsteps=integrator.nsteps)
