@@ -33,7 +33,7 @@ from .base import (Head, Zonal, check_weights, identity_multiple, log_kernel_exc
                    tilted_moments)
 from .bounds import HeadConstants, exp_or_inf, head_norms
 from .registry import NOISE, ModelKind, Parameter, register
-from .schedule import is_time_dependent
+from .schedule import Layers, is_time_dependent
 
 __all__ = ["SelfAttention", "check_measure", "check_sequence", "divergence_from_average"]
 
@@ -113,6 +113,25 @@ def divergence_from_average(queries, u, strain):
     (div_S of the normal part ⟨x, u⟩x is ⟨x, u⟩ div_S x = (d − 1)⟨x, u⟩.)
     """
     return strain - (queries.shape[-1] - 1) * np.sum(queries * u, axis=-1)
+
+
+def _number_words(v) -> str:
+    """A number as a title writes it: '4', '0.5', '−1' (a minus sign, not a hyphen)."""
+    return f"{float(v):g}".replace("-", "−")
+
+
+def _matrix_words(M) -> str:
+    """A constant matrix in words: 'I' (None or the identity), 'qI', '[a, b; c, d]' up to 3 rows, else 'general
+    d×d'."""
+    if M is None:
+        return "I"
+    a = np.atleast_2d(np.asarray(M, dtype=float))
+    if a.size == 1 or np.allclose(a, a[0, 0] * np.eye(a.shape[0])):
+        q = a.flat[0]
+        return "I" if q == 1.0 else "−I" if q == -1.0 else f"{_number_words(q)}I"
+    if a.shape[0] <= 3:
+        return "[" + "; ".join(", ".join(_number_words(v) for v in row) for row in a) + "]"
+    return f"general {a.shape[0]}×{a.shape[1]}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -214,6 +233,32 @@ class SelfAttention(Head):
         if a + np.log1p(a) + np.log(max(v, 1e-300)) > EXP_MAX:
             return float("inf")
         return v * (1.0 + a) * np.exp(a)
+
+    def describe(self) -> str:
+        """The model in words and symbols, short, for a figure's title (figures read this, never the repr).
+
+        'SA, β = 4'; 'USA, β = 3, noise D = 0.5'; 'causal SA, β = 2'; 'SA, β = 1, Q = [0.5, 0.2; 0, 0.3]';
+        'SA with per-layer Q, K, V, β'. Q = K = V = I (the default) is not written; a multiple of I is written
+        qI, a matrix of more than 3 rows 'general d×d', a function of time 'Q(t)', a schedule of layers
+        (:func:`meanfield.models.layers`) 'per-layer'.
+        """
+        words = [("causal " if self.causal else "") + ("SA" if self.normalized else "USA")]
+        per_layer = [n for n in ("Q", "K", "V", "beta") if isinstance(getattr(self, n), Layers)]
+        if "beta" not in per_layer:
+            words.append("β(t)" if is_time_dependent(self.beta) else f"β = {_number_words(self.beta)}")
+        if self.noise:
+            words.append(f"noise D = {_number_words(self.noise)}")
+        groups: dict[str, list] = {}
+        for name in ("Q", "K", "V"):
+            M = getattr(self, name)
+            if name not in per_layer:
+                groups.setdefault(f"{name}(t)" if is_time_dependent(M) else _matrix_words(M), []).append(name)
+        for text, names in groups.items():
+            if text == "I":
+                continue
+            words.append(text if text.endswith("(t)") else f"{' = '.join(names)} = {text}")
+        per = ", ".join("β" if n == "beta" else n for n in per_layer)
+        return ", ".join(words) + (f" with per-layer {per}" if per else "")
 
     def __repr__(self) -> str:
         def show(M):

@@ -297,6 +297,37 @@ class Transformer:
         for p in self.parts:
             p.check_dim(d) if not isinstance(p, MultiHeadAttention) else [h.check_dim(d) for h in p.heads]
 
+    def describe(self) -> str:
+        """The model in words, short, for a figure's title (figures read this, never the repr): '3-layer
+        Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block)', 'Transformer (SA, β = 4; 2 ReLU
+        feed-forward blocks; Lie splitting)', 'Transformer (pre-LN; SA, β = 1)'. The attention is its own
+        ``describe()`` where it has one (else its kind); the layers are those of the splitting's depth or of the
+        weights' schedules."""
+        if getattr(self, "_edges", None) is not None:
+            layers = len(self._edges) - 1
+        else:
+            layers = max([len(v.values) for p in self.parts for v in (getattr(p, n, None) for n in p.time_fields)
+                          if isinstance(v, Layers)], default=1)
+        inside = []
+        if self.normalization.kind != "post":
+            inside.append({"pre": "pre-LN", "peri": "peri-LN", "mix": "Mix-LN", "ngpt": "nGPT"}.get(
+                self.normalization.kind, self.normalization.kind))
+        blocks = []
+        if self.attention is not None:
+            describe = getattr(self.attention, "describe", None)
+            blocks.append(describe() if describe is not None else f"{self.attention.kind} attention")
+        activations = sorted({f.activation for f in self.feedforward})
+        if self.feedforward:
+            n = len(self.feedforward)
+            names = "/".join("ReLU" if a == "relu" else a.upper() if a == "gelu" else a for a in activations)
+            blocks.append(f"{'a' if n == 1 else n} {names} feed-forward block{'s' if n > 1 else ''}")
+        inside.append("; ".join(blocks))
+        if self.splitting != "sum":
+            inside.append(f"{self.splitting.capitalize()} splitting")
+        if self.weights != (1.0, 1.0):
+            inside.append(f"weights a = {self.weights[0]:g}, b = {self.weights[1]:g}")
+        return f"{f'{layers}-layer ' if layers > 1 else ''}Transformer ({'; '.join(inside)})"
+
     def __repr__(self) -> str:
         parts = ([repr(self.attention)] if self.attention is not None else []) + [repr(f) for f in self.feedforward]
         extra = "" if self.splitting == "sum" else f", splitting={self.splitting!r}"

@@ -386,6 +386,8 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
     data, coords = {}, {"time": ("time", t_eval, {"long_name": "time t"})}
     attrs = {"title": cfg["name"], "study": config.to_json(cfg), "domain": cfg["domain"],
              "dimension": cfg["dimension"], "model": " ".join(repr(model).split()), **versions()}
+    if callable(getattr(model, "describe", None)):  # the model in words, for the figures' titles
+        attrs["model_label"] = model.describe()
     if model.time_dependent:  # where the field jumps: the figures mark them
         attrs["layer_boundaries"] = json.dumps([float(t) for t in _layer_boundaries(model, t_eval[0], t_eval[-1])])
     if cfg.get("stationary") is not None:  # a bifurcation study: no density solve (meanfield.study.stationary)
