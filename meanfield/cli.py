@@ -6,6 +6,9 @@
 ``meanfield sweep STUDY.toml --over beta=0.1:9:90 [--repeats R]``
     Run it over a parameter grid on dask.distributed (a LocalCluster here, or
     ``--scheduler ADDRESS``) and gather one Dataset.
+``meanfield plot RESULTS.nc [--format pdf] [--dpi 300]``
+    Write the figures of a results file again beside it, in another format
+    or resolution (``run`` and ``sweep`` take ``--format`` and ``--dpi`` too).
 ``meanfield check STUDY.toml``
     Validate it, build its model, grid and initial density, and estimate the
     size of its results and largest array against this machine (nothing run).
@@ -41,7 +44,7 @@ import numpy as np
 
 log = logging.getLogger("meanfield")
 
-COMMANDS = ("run", "sweep", "check", "demo")
+COMMANDS = ("run", "sweep", "check", "plot", "demo")
 
 
 def configure_logging(quiet: bool, debug: bool) -> None:
@@ -49,7 +52,7 @@ def configure_logging(quiet: bool, debug: bool) -> None:
     level = logging.DEBUG if debug else logging.WARNING if quiet else logging.INFO
     logging.basicConfig(level=level, format="%(message)s")  # no-op where the caller configured logging
     logging.getLogger("meanfield").setLevel(level)
-    for noisy in ("distributed", "numba", "matplotlib", "h5py", "fsspec"):
+    for noisy in ("distributed", "numba", "matplotlib", "h5py", "fsspec", "fontTools"):  # fontTools: PDF fonts
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
@@ -65,7 +68,32 @@ def _study_options(p):
     p.add_argument("--plot", action="store_true", help="write the figures next to the results file")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a complete result at the output path (otherwise refused before any work)")
+    _figure_options(p)
     _common(p)
+
+
+def _figure_options(p):
+    """--format and --dpi: the figures' file format and resolution, replacing the study's [output] keys."""
+    from .study.config import FIGURE_FORMATS, MAX_DPI, MIN_DPI
+
+    p.add_argument("--format", choices=FIGURE_FORMATS, default=None,
+                   help="the figures' file format: png, or vector pdf or svg for print (default the study's "
+                        "[output] format, png); implies --plot")
+    p.add_argument("--dpi", type=int, default=None,
+                   help=f"dots per inch of PNG figures, of rasterised parts of vector ones and of the animation, "
+                        f"{MIN_DPI} to {MAX_DPI} (default the study's [output] dpi, 150; print: 300); implies --plot")
+
+
+def _print_options(args):
+    """The context in which figures are written with the command line's --format and --dpi (checked: a dpi out
+    of range is refused in one line naming --dpi)."""
+    from .study import StudyError
+    from .study.config import MAX_DPI, MIN_DPI
+    from .study.figures import output_options
+
+    if args.dpi is not None and not MIN_DPI <= args.dpi <= MAX_DPI:
+        raise StudyError(f"--dpi: must be from {MIN_DPI} to {MAX_DPI} (300 is print quality), got {args.dpi}")
+    return output_options(format=args.format, dpi=args.dpi)
 
 
 def demos() -> tuple[str, ...]:
@@ -128,13 +156,14 @@ def parser() -> argparse.ArgumentParser:
         prog="meanfield",
         description=(
             "The mean-field dynamics of self-attention, d/dt mu + div(mu X[mu]) = 0. Commands: 'run' a study "
-            "file, 'sweep' it over parameters, 'check' it without running, or 'demo' (also plain 'meanfield [options]', the options below) "
+            "file, 'sweep' it over parameters, 'check' it without running, 'plot' a results file's figures again "
+            "(--format pdf --dpi 300 for print), or 'demo' (also plain 'meanfield [options]', the options below) "
             "the bundled clustering example on the circle or S²."
         ),
         epilog="Exit codes: 0 done, 1 resolution lost (results written), 2 bad input, 130 interrupted.",
     )
     _demo_options(p)
-    sub = p.add_subparsers(dest="command", metavar="{run,sweep,check,demo}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{run,sweep,check,plot,demo}", parser_class=_Parser)
     r = sub.add_parser("run", help="run one study file", description="Run a study file: NetCDF results, figures.")
     _study_options(r)
     r.add_argument("--animation", choices=("gif", "mp4"), default=None, help="also write an animation")
@@ -163,6 +192,14 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--overwrite", action="store_true",
                    help="as for run: say that a complete result there would be replaced")
     _common(c)
+    f = sub.add_parser("plot", help="draw the figures of a results file again (another format, dpi)",
+                       description="Write the figures of a results file (.nc or .zarr, from run or sweep) beside "
+                                   "it, in the format and resolution asked: e.g. 'meanfield plot r.nc --format pdf "
+                                   "--dpi 300' for print, without running the study again.")
+    f.add_argument("results", type=Path, help="a results file written by 'meanfield run' or 'meanfield sweep'")
+    f.add_argument("--animation", choices=("gif", "mp4"), default=None, help="also write an animation")
+    _figure_options(f)
+    _common(f)
     d = sub.add_parser("demo", help="the bundled clustering study (the default command)",
                        description="Run the bundled study on the circle or S², write results, a figure and NPZ.")
     _demo_options(d)
@@ -188,7 +225,11 @@ def main(argv=None) -> int:
             if args.command == "check":
                 code = _check(args)
             elif args.command in ("run", "sweep"):
-                code = _study_command(args)
+                with _print_options(args):
+                    code = _study_command(args)
+            elif args.command == "plot":
+                with _print_options(args):
+                    code = _plot(args)
             else:
                 code = _demo(args)
             interrupts.check()  # a signal no loop honoured (during 'check', a summary): still exit 130
@@ -262,9 +303,10 @@ def _study_command(args) -> int:
     progress = not args.quiet and sys.stderr.isatty()
     if args.command == "sweep" and args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers: must be a positive integer, got {args.workers}")
+    plot = args.plot or args.format is not None or args.dpi is not None  # a format asked for is a figure asked for
     if args.command == "run":
         kwargs = {"output": args.output} if args.output is not None else {}
-        ds = run(args.study, progress=progress, plot=True if args.plot else None, animation=args.animation,
+        ds = run(args.study, progress=progress, plot=True if plot else None, animation=args.animation,
                  overwrite=args.overwrite, **kwargs)
         from .study import read
         from .study.build import build_model
@@ -273,10 +315,30 @@ def _study_command(args) -> int:
     else:
         scheduler = "serial" if args.serial else args.scheduler
         ds = sweep(args.study, args.over, repeats=args.repeats, scheduler=scheduler, workers=args.workers,
-                   output=args.output, progress=progress, plot=args.plot, overwrite=args.overwrite)
+                   output=args.output, progress=progress, plot=plot, overwrite=args.overwrite)
         direction = None  # the model changes over the sweep
     _summary(ds, direction)
     return 1 if ds.attrs.get("status") == "resolution lost" else 0
+
+
+def _plot(args) -> int:
+    """``meanfield plot``: the figures of a results file written again beside it (format, dpi, animation)."""
+    from .io import load
+    from .study import StudyError
+    from .study.figures import write_figures
+
+    path = args.results
+    if not path.exists():
+        raise StudyError(f"{path}: no such results file")
+    try:
+        ds = load(path)
+    except Exception as exc:  # not NetCDF / Zarr, or not readable: say so in one line
+        raise StudyError(f"{path}: cannot read it as a results file ({type(exc).__name__}: {exc})") from None
+    if "study" not in ds.attrs:
+        raise StudyError(f"{path}: not a study's results file (no 'study' attribute): nothing to draw")
+    written = write_figures(ds, path, plots=True, animation=args.animation)
+    print("\n".join(f"wrote        {f}" for f in written) if written else "no figure applies to these results")
+    return 0
 
 
 def _energy_direction(model) -> float:

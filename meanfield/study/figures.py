@@ -9,24 +9,35 @@ snapshot grid holding the first and the last frame; particles overlaid),
 per order p; the fit with its 95% band), ``-clusters.png`` (the particles' pair
 fractions beside the density's own, :func:`density_pair_fraction`), and for
 sweeps ``-map.png`` (a heat map over the swept key and time, e.g. the clustering
-phase diagram of GLPR Figure 3). Each ``plot_*`` function takes the Dataset (and
-optionally an Axes) and returns the Axes or Figure.
+phase diagram of GLPR Figure 3); an S² study also ``-density-column.png``, its
+maps laid out for one column of a paper (3.5 in). Each ``plot_*`` function takes
+the Dataset (and optionally an Axes) and returns the Axes or Figure.
 
-Conventions: titles are the model in words and symbols with its domain and grid
-(:func:`_title`), never a repr; densities on the scales of
+Files: PNG, or vector PDF / SVG for print, at a resolution in dpi: the study's
+[output] format and dpi, replaced by :func:`output_options` (the command line's
+``--format``, ``--dpi``) and by ``write_figures``' own arguments
+(:func:`figure_options`).
+
+Conventions: titles are the model in its own words (its ``describe()``, stored by
+the run as ``attrs['model_label']``) with its domain and grid (:func:`_title`),
+never a repr; densities on the scales of
 :func:`meanfield.domains.plotting.density_norm` with the scale in the colour-bar
-label; every line and every ±1 sd band named in a legend; mathtext for symbols;
-constrained layout.
+label; every line and every ±1 sd band named in a legend, the band's swatch in its
+own colour; layer boundaries drawn over the space-time maps; no text below 7 pt at
+the figure's size; mathtext for symbols; constrained layout. The statistics of
+point sets come from :mod:`particles.clusters`.
 """
 
 from __future__ import annotations
 
 import json
-
 import logging
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
+from particles import clusters
 
 from .. import domains, interrupts
 from ..domains.base import SUPERSCRIPT
@@ -36,7 +47,7 @@ from ..domains.plotting import ENERGY_LABEL, LAYOUTS, density_colormap, density_
 
 __all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_lagrangian", "plot_wasserstein", "plot_rate",
            "plot_clusters", "density_pair_fraction", "plot_sweep", "plot_overview", "animate", "plot_bifurcation",
-           "write_figures"]
+           "write_figures", "output_options", "figure_options"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -91,36 +102,42 @@ def _number_words(v) -> str:
     return f"{float(v):g}".replace("-", "−")
 
 
-def _matrix_words(value, d: int) -> str:
-    """A [model] matrix in words: I (default), qI, a small matrix as [a, b; c, d], 'random', 'general d×d'."""
+def _matrix_words(value) -> str:
+    """A [model] matrix in words, as the models write theirs (:meth:`meanfield.models.SelfAttention.describe`): I
+    (default), qI, a small matrix as [a, b; c, d], 'random', 'general d×d'."""
     if value is None or (isinstance(value, str) and value == "identity"):
         return "I"
     if isinstance(value, str):
         return value
     a = np.atleast_2d(np.asarray(value, dtype=float))
-    if a.size == 1:
-        return "I" if a.item() == 1.0 else f"{_number_words(a.item())}I"
-    if np.allclose(a, a[0, 0] * np.eye(a.shape[0])):
-        return "I" if a[0, 0] == 1.0 else f"{_number_words(a[0, 0])}I"
+    if a.size == 1 or np.allclose(a, a[0, 0] * np.eye(a.shape[0])):
+        q = a.flat[0]
+        return "I" if q == 1.0 else "−I" if q == -1.0 else f"{_number_words(q)}I"
     if a.shape[0] <= 3:
         return "[" + "; ".join(", ".join(_number_words(v) for v in row) for row in a) + "]"
     return f"general {a.shape[0]}×{a.shape[1]}"
 
 
 def _model_words(ds) -> str:
-    """The model in words and symbols, and where it moves points: 'SA, β = 4, Q = K = V = I on S¹', 'softmax
-    attention, β = 1, Q = [0.5, 0.2; 0, 0.3], K = V = I on ℝ²', '3-layer Transformer on S²: SA with per-layer Q,
-    K, V, β (layers.npz), GELU feed-forward blocks'."""
+    """The model in words and symbols, and where it moves points: 'SA, β = 4 on S¹', 'softmax attention, β = 1,
+    Q = [0.5, 0.2; 0, 0.3] on ℝ²', '3-layer Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block)
+    on S²'.
+
+    The model's own words where the run stored them (``attrs['model_label']``, its ``describe()``); else — a
+    sweep (its swept values written as a set or a range), 'random' matrices (named so, not as the numbers
+    drawn), a model kind that does not describe itself, a file of before — words from the study's [model]
+    table. Never the model's repr."""
     m = _study(ds).get("model", {})
     where = _where(ds)
-    if not m:  # a Dataset without its study: the model's repr, matrices abbreviated
-        import re
-
-        model = " ".join(ds.attrs.get("model", "").split())
-        return re.sub(r"\[\[.*?\]\]", "[matrix]", re.sub(r"array\(\[.*?\]\)(?=[,)])", "[matrix]", model)) + \
-            (f" on {where}" if where else "")
+    on = f" on {where}" if where else ""
+    label = ds.attrs.get("model_label")
+    swept = ds.attrs.get("sweep_dims", "").split()
+    random = any(m.get(name) == "random" for name in ("Q", "K", "V"))
+    if label and not swept and not random:
+        return f"{label}{on}"
+    if not m:  # neither the model's words nor its study: where it lives only
+        return where
     kind = m.get("kind", "self-attention")
-    d = int(ds.attrs.get("dimension", 0) or 0)
     parts = []
     if kind == "self-attention":
         parts.append("SA" if m.get("normalized", True) else "USA")
@@ -128,17 +145,14 @@ def _model_words(ds) -> str:
         parts.append(_KINDS.get(kind, kind))
     if m.get("causal"):
         parts[0] = "causal " + parts[0]
-    model_repr = ds.attrs.get("model", "")
-    per_layer = [name for name in ("Q", "K", "V", "beta") if f"{name}=layers(" in model_repr]
-    swept = ds.attrs.get("sweep_dims", "").split()
     for name, symbol in (("beta", "β"), ("tau", "τ"), ("b", "b"), ("noise", "noise D")):
         if name in swept and name in getattr(ds, "coords", {}):
             values = [float(v) for v in np.asarray(ds[name].values).ravel()]
             parts.append(f"{symbol} ∈ {{{', '.join(_number_words(v) for v in values)}}}" if len(values) <= 5 else
                          f"{symbol} from {_number_words(min(values))} to {_number_words(max(values))}")
-        elif name not in per_layer and m.get(name) is not None and (name != "noise" or m[name]):
+        elif m.get(name) is not None and (name != "noise" or m[name]) and not (m.get("weights") and name == "beta"):
             parts.append(f"{symbol} = {_number_words(m[name])}")
-    matrices = {name: _matrix_words(m.get(name), d) for name in ("Q", "K", "V") if name not in per_layer}
+    matrices = {name: _matrix_words(m.get(name)) for name in ("Q", "K", "V")}
     if "random" in matrices.values():
         names = [k for k, v in matrices.items() if v == "random"]
         parts.append(f"random {', '.join(names)} (scale {_number_words(m.get('random_scale', 1.0))})")
@@ -146,20 +160,21 @@ def _model_words(ds) -> str:
     groups: dict[str, list] = {}
     for name, words in matrices.items():
         groups.setdefault(words, []).append(name)
-    parts += [f"{' = '.join(names)} = {words}" for words, names in groups.items()]
+    parts += [f"{' = '.join(names)} = {words}" for words, names in groups.items() if words != "I"]
     if int(m.get("heads") or 1) > 1:
         parts.append(f"{int(m['heads'])} heads")
     words = ", ".join(parts)
     if not m.get("weights"):
-        return f"{words} on {where}"
+        return f"{words}{on}"
     layers = len(json.loads(ds.attrs.get("layer_boundaries", "[]"))) + 1
-    symbols = ", ".join("β" if n == "beta" else n for n in per_layer)
-    if symbols:
-        words += f"{',' if len(parts) > 1 else ''} with per-layer {symbols} ({Path(str(m['weights'])).name})"
-    if "FeedForward" in model_repr:
-        words += f", {str(m.get('activation', '')).upper()} feed-forward blocks"
-    split = {"lie": " (Lie splitting)", "strang": " (Strang splitting)"}.get(m.get("splitting"), "")
-    return f"{layers}-layer Transformer{split} on {where}: {words}"
+    split = {"lie": "; Lie splitting", "strang": "; Strang splitting"}.get(m.get("splitting"), "")
+    return f"{f'{layers}-layer ' if layers > 1 else ''}Transformer ({words} with per-layer weights{split}){on}"
+
+
+def _weights_words(ds) -> str:
+    """'weights from layers.npz': the file of a study's per-layer weights ([model] weights), else ''."""
+    weights = _study(ds).get("model", {}).get("weights")
+    return f"weights from {Path(str(weights)).name}" if weights else ""
 
 
 def _grid_words(ds) -> str:
@@ -196,9 +211,9 @@ def _grid_words(ds) -> str:
 
 
 def _title(ds, width: int = 95) -> str:
-    """A figure title in words and symbols: the model, where it lives, the grid with its final resolution
-    ('SA, β = 4, Q = K = V = I on S¹ · grid n = 128 → 2048'), wrapped at ``width`` characters."""
-    return _wrap([p for p in (_model_words(ds), _grid_words(ds)) if p], width)
+    """A figure title in words and symbols: the model, where it lives, its weights file, the grid with its final
+    resolution ('SA, β = 4 on S¹ · grid n = 128 → 2048'), wrapped at ``width`` characters."""
+    return _wrap([p for p in (_model_words(ds), _weights_words(ds), _grid_words(ds)) if p], width)
 
 
 def _wrap(parts, width: int) -> str:
@@ -242,11 +257,19 @@ def _pi_ticks(axis) -> None:
     axis.set_ticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
 
 
-def _mark_layers(ax, ds, color="0.45") -> None:
-    """Dashed vertical lines at the layer boundaries of a model with per-layer weights (``attrs['layer_boundaries']``,
-    where the field jumps), on an axis of time; the first labelled for the legend."""
+#: z-order of the layer lines: behind curves (0.5), or above a map's mesh and scatter (drawn at 1) and below its
+#: legend (5) — at 0.5 a map hid them while its legend named them
+_LAYER_Z = {False: 0.5, True: 2.5}
+
+
+def _mark_layers(ax, ds, color="0.45", on_map: bool = False, axis: str = "x") -> None:
+    """Dashed lines at the layer boundaries of a model with per-layer weights (``attrs['layer_boundaries']``, where
+    the field jumps), across an axis of time (``axis``: "x", or "y" where time runs up a map); the first labelled
+    for the legend. ``on_map``: thin lines drawn over a space-time map (its mesh or scatter), not behind it."""
+    line = ax.axvline if axis == "x" else ax.axhline
     for k, t in enumerate(json.loads(ds.attrs.get("layer_boundaries", "[]"))):
-        ax.axvline(t, color=color, ls="--", lw=0.7, alpha=0.7, zorder=0.5, label="layer boundaries" if k == 0 else None)
+        line(t, color=color, ls="--", lw=0.6 if on_map else 0.7, alpha=0.85 if on_map else 0.7,
+             zorder=_LAYER_Z[on_map], gid="layer-boundary", label="layer boundaries" if k == 0 else None)
 
 
 def _mark_refinements(ax, ds) -> None:
@@ -330,7 +353,7 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
                 label=_particles_words(n, pos.shape[1], every))
         note = _noise_note(ds, n)
     _mark_refinements(ax, ds)
-    _mark_layers(ax, ds, color="w")
+    _mark_layers(ax, ds, color="w", on_map=True)
     if title:
         ax.figure.suptitle(_title(ds, 85), fontsize=9)
     if note:
@@ -473,17 +496,36 @@ def _map_values(domain, density, cells: bool) -> np.ndarray:
     return np.asarray(density.values)
 
 
-def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bool = False):
+#: A figure at most this wide (inches) is laid out for one column of a two-column page; COLUMN is that column
+NARROW, COLUMN = 5.0, 3.5
+
+
+def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bool = False,
+                   width: float | None = None):
     """Snapshot grid of the density (S²: Mollweide maps; R²: images on shared axes; [0, 1] × S¹: heat maps), the
     first and the last frame always among them and no empty panel, one colour scale (log where the density reaches
     ten times the uniform one) and one labelled colour bar, particles overlaid; with ``energy``, the energy curve
-    in a last row. ``times``: output-time indices to draw instead. Returns the Figure."""
+    in a last row. ``times``: output-time indices to draw instead.
+
+    ``width``: the figure's width in inches (default: 3.7 in a panel). At most :data:`NARROW` (5 in; one column of
+    a paper is ≈ 3.5 in), the grid is laid out to be read at that size: at most 4 snapshots (the first, the last
+    and two between) in 2 × 2, the colour bar below them, every text 7 pt, the maps' degree labels left to their
+    graticule, no energy row. Returns the Figure."""
     plt = _plt()
+    from matplotlib.colors import LogNorm
+    from matplotlib.ticker import MaxNLocator
+
+    narrow = width is not None and width <= NARROW
+    if narrow:
+        max_panels, energy = min(max_panels, 4), False
     if times is None:
         shown, ncols = _snapshot_frames(ds, max_panels)
     else:
         shown = np.asarray(times)
         ncols = LAYOUTS.get(shown.size, min(shown.size, 4))
+    if narrow:
+        shown = shown[:max_panels] if times is not None and len(shown) > max_panels else shown
+        ncols = 2 if len(shown) in (2, 4) else len(shown)
     rows = -(-len(shown) // ncols)
     domain, density = _densities(ds)
     energy = energy and ("energy" in ds or "particle_energy" in ds)
@@ -496,7 +538,13 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
         height = min(3.6, 3.0 * (extent[1][1] - extent[1][0]) / (extent[0][1] - extent[0][0])) + 0.45
     else:
         height = 3.0
-    fig = plt.figure(figsize=(3.7 * ncols, height * rows + (2.6 if energy else 0) + 0.9), layout="constrained")
+    if narrow:  # panels as wide as the column allows, their height the map's (Mollweide: half its width)
+        panel = (width - 0.1) / ncols
+        height = panel / 2.0 + 0.25 if domain.projection else min(panel * height / 3.7, 2.0) + 0.25
+        fig = plt.figure(figsize=(width, height * rows + 0.9), layout="constrained")
+    else:
+        fig = plt.figure(figsize=(width or 3.7 * ncols, height * rows + (2.6 if energy else 0) + 0.9),
+                         layout="constrained")
     gs = fig.add_gridspec(rows + (1 if energy else 0), ncols)
     cells = bool(domain.projection) and "lagrangian_points" in ds and hasattr(domain.chart, "cell_averages")
     if cells:  # a Lagrangian map: cells drawn as they are (a spectral synthesis would ring), empty cells dark
@@ -517,16 +565,31 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
             ax.set_ylim(*extent[1])
         if not domain.projection:
             ax.label_outer()
-        ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=9)
+        if domain.projection:  # the domain's degree labels, at no less than 7 pt (none where the map is small)
+            ax.tick_params(labelsize=7)
+            if narrow:
+                ax.set_xticklabels([])
+                ax.set_yticklabels([])
+        elif narrow:
+            ax.tick_params(labelsize=7)
+        ax.set_title(f"t = {float(ds['time'][i]):.3g}", fontsize=7 if narrow else 9, pad=2 if narrow else None)
         axes.append(ax)
     what = "cell averages" if cells else None
     symbol = "f(s, θ)" if domain.bounded and not domain.projection else "ρ"  # [0, 1] × S¹: rows of positions
     if axes and axes[0].collections:
-        fig.colorbar(axes[0].collections[0], ax=axes, label=density_label(symbol, norm, what), shrink=0.85)
+        if narrow:  # below the maps: the column's width is theirs
+            bar = fig.colorbar(axes[0].collections[0], ax=axes, location="bottom", shrink=0.8, aspect=30)
+            bar.set_label(density_label(symbol, norm, what), fontsize=7)
+            bar.ax.tick_params(labelsize=7)
+            if not isinstance(norm, LogNorm):  # 5 numbers fit under the column, 9 touch
+                bar.ax.xaxis.set_major_locator(MaxNLocator(5))
+        else:
+            fig.colorbar(axes[0].collections[0], ax=axes, label=density_label(symbol, norm, what), shrink=0.85)
     if energy:
         plot_energy(ds, ax=fig.add_subplot(gs[rows, :]))
     note = [] if over is None else [_particles_words(over[0], over[1].shape[1])]
-    fig.suptitle(_title(ds, 40 * ncols) + ("\n" + note[0] if note else ""), fontsize=9)
+    chars = int(width * 72 / (7 * 0.55)) if narrow else 40 * ncols  # a 7-pt character is ≈ 0.55 × 7 pt wide
+    fig.suptitle(_title(ds, chars) + ("\n" + note[0] if note else ""), fontsize=7 if narrow else 9)
     return fig
 
 
@@ -563,8 +626,16 @@ def _band(ax, t, values, label, color, ls="-", clip=None):
         lo, hi = m - s, m + s
         if clip is not None:
             lo, hi = np.clip(lo, *clip), np.clip(hi, *clip)
-        ax.fill_between(t, lo, hi, color=color, alpha=0.15, lw=0, gid="sd-band")
+        band = ax.fill_between(t, lo, hi, color=color, alpha=0.15, lw=0, gid="sd-band")
+        line.sd_band = band  # its legend entry shows the band behind the line (:func:`_legend`)
     return line
+
+
+def _band_swatch(band):
+    """A legend patch in the band's own colour and opacity."""
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=tuple(band.get_facecolor()[0]), edgecolor="none", lw=0)
 
 
 def _bands_over_n(ax, ds, name, clip=None):
@@ -574,21 +645,31 @@ def _bands_over_n(ax, ds, name, clip=None):
 
 
 def _legend(ax, ds, *others, **kwargs):
-    """The legend of ``ax`` (and of the twin axes ``others``): every labelled line, and the shaded ±1 sd bands
-    named once ('shaded: ±1 sd over R repeats') where there are any."""
-    from matplotlib.patches import Patch
+    """The legend of ``ax`` (and of the twin axes ``others``): every labelled line — a line with a ±1 sd band drawn
+    over a swatch of its band, in the band's own colour — and the bands named once ('shaded: ±1 sd over R
+    repeats', its swatch striped in every band's colour) where there are any."""
+    from matplotlib.legend_handler import HandlerTuple
 
-    handles, labels = [], []
+    handles, labels, bands = [], [], []
     for a in (ax, *others):
         h, lab = a.get_legend_handles_labels()
-        handles += h
+        for handle in h:
+            band = getattr(handle, "sd_band", None)
+            if band is not None:
+                bands.append(band)
+            handles.append(handle if band is None else (_band_swatch(band), handle))
         labels += lab
-    if any(c.get_gid() == "sd-band" for a in (ax, *others) for c in a.collections):
-        handles.append(Patch(facecolor="0.5", alpha=0.3, lw=0))
+    if bands:
+        handles.append(_Stripes(_band_swatch(b) for b in bands))
         labels.append(f"shaded: ±1 sd over {_repeats(ds)} repeats")
     if handles:
-        return ax.legend(handles, labels, **({"fontsize": 7} | kwargs))
+        handler_map = {tuple: HandlerTuple(ndivide=1), _Stripes: HandlerTuple(ndivide=None, pad=0)}
+        return ax.legend(handles, labels, **({"fontsize": 7, "handler_map": handler_map} | kwargs))
     return None
+
+
+class _Stripes(tuple):
+    """Legend patches drawn side by side in one swatch (a tuple of handles is drawn one over the other)."""
 
 
 def plot_energy(ds, ax=None, legend: bool = True):
@@ -607,7 +688,7 @@ def plot_energy(ds, ax=None, legend: bool = True):
         if beta is not None:  # E_β(μ^N) counts the pairs i = j: e^β/(2βN) above the mean-field value
             ns = ", ".join(f"{np.exp(beta) / (2 * beta * n):.2g}" for n in ds["n_particles"].values)
             ax.text(0.99, 0.02, rf"particle energies include the self-interaction $e^{{\beta}}/(2\beta N)$ = {ns}",
-                    transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="0.3")
+                    transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.3")
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
     ax.set_ylabel(ENERGY_LABEL)
@@ -620,19 +701,6 @@ def _beta(ds):
     """β of the study's model (None if it has none, or β = 0)."""
     beta = _study(ds).get("model", {}).get("beta")
     return float(beta) if beta else None
-
-
-def _final_centre(points, weights, radius: float = 0.2) -> np.ndarray:
-    """The point of the heaviest cluster of a frame of unit vectors: the point with the most mass within chord
-    distance ``radius`` (points merged where they coincide to 1e-9 first: collapsed clusters are single points)."""
-    from scipy.spatial import cKDTree
-
-    x, w = _merged(points, weights, 1e-9)
-    tree = cKDTree(x)
-    heaviest = np.argsort(w)[::-1][:2000]  # candidates: the heaviest merged points
-    mass = np.array([w[j].sum() for j in tree.query_ball_point(x[heaviest], radius)])
-    c = x[heaviest[np.argmax(mass)]]
-    return c / np.linalg.norm(c)
 
 
 def plot_lagrangian(ds):
@@ -656,7 +724,7 @@ def plot_lagrangian(ds):
         y, ylabel = domain.coordinates(x[ok]), domain.coordinate_label
     elif domain.unit_vectors:  # S^{d-1}: the angle to the heaviest cluster at the end
         last = np.flatnonzero(ok.any(axis=1))[-1]
-        c = _final_centre(x[last][ok[last]], ds["lagrangian_weight"].values[last][ok[last]])
+        c = clusters.heaviest_cluster(x[last][ok[last]], ds["lagrangian_weight"].values[last][ok[last]])
         y = np.arccos(np.clip(x[ok] @ c, -1.0, 1.0))
         ylabel = "angle to the heaviest cluster at t = " + f"{t[last]:g}"
     else:
@@ -669,7 +737,7 @@ def plot_lagrangian(ds):
     sc = ax.scatter(tt[order], y[order], c=rho, s=1, cmap="magma", norm=norm, rasterized=True)
     fig.colorbar(sc, ax=ax, label=density_label(symbol, norm, "at the points"))
     ax.set_xlabel("t")
-    _mark_layers(ax, ds)
+    _mark_layers(ax, ds, on_map=True)
     ax.set_ylabel(ylabel)
     if domain.periodic:
         _pi_ticks(ax.yaxis)
@@ -803,37 +871,6 @@ def _delta(ds) -> float | None:
     return None if d is None else float(d)
 
 
-def _merged(x, w, h: float):
-    """Points closer than ``h`` in every coordinate merged into one (their weights summed, positions averaged)."""
-    key = np.round(x / h).astype(np.int64)
-    _, inv = np.unique(key, axis=0, return_inverse=True)
-    inv = inv.ravel()
-    ww = np.bincount(inv, weights=w)
-    xx = np.stack([np.bincount(inv, weights=w * x[:, k]) for k in range(x.shape[1])], axis=1) / \
-        np.where(ww > 0, ww, 1.0)[:, None]
-    return xx, ww
-
-
-def _points_pair_fraction(x, w, delta: float, periodic: bool) -> float:
-    """∬ 1{⟨x, y⟩ >= 1 − δ} dμ(x) dμ(y) / μ(S)² of the weighted points μ = Σ w_i δ_{x_i} (unit vectors):
-    on the circle by sorting the angles, on S^{d−1} by a k-d tree count of the pairs within chord √(2δ)."""
-    total = float(np.sum(w))
-    if periodic:
-        a = np.arccos(1.0 - delta)
-        th = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2.0 * np.pi)
-        order = np.argsort(th)
-        th, ww = th[order], w[order]
-        ext = np.concatenate([th - 2.0 * np.pi, th, th + 2.0 * np.pi])
-        cum = np.concatenate([[0.0], np.cumsum(np.tile(ww, 3))])
-        near = cum[np.searchsorted(ext, th + a, side="right")] - cum[np.searchsorted(ext, th - a, side="left")]
-        return float(ww @ near) / total ** 2
-    from scipy.spatial import cKDTree
-
-    xm, wm = _merged(x, w, 1e-9)
-    tree = cKDTree(xm)
-    return float(tree.count_neighbors(tree, np.sqrt(2.0 * delta), weights=(wm, wm))) / total ** 2
-
-
 def density_pair_fraction(ds, delta: float | None = None, max_frames: int = 41):
     """The density's own pair fraction P_ρ(t) = ∬ 1{⟨x, y⟩ >= 1 − δ} ρ_t(x) ρ_t(y) dx dy, the counterpart of the
     particles' fraction of pairs within δ (``delta``: the study's).
@@ -841,8 +878,8 @@ def density_pair_fraction(ds, delta: float | None = None, max_frames: int = 41):
     Returns ``(times, values, how)``, or ``(None, None, why not)`` where the results hold no density on the circle
     or S². ``how`` says what was integrated:
 
-    - a Lagrangian frame: its weighted points exactly (the circle's sorted angles; a k-d tree on S^{d−1}), at no
-      more than ``max_frames`` output times;
+    - a Lagrangian frame: its weighted points exactly (:func:`particles.clusters.weighted_pair_fraction`: the
+      circle's sorted angles, a k-d tree on S^{d−1}), at no more than ``max_frames`` output times;
     - a grid frame, by the quadrature the grid's own interpolant gives exactly: on the circle
       Σ_k 4π|c_k|² sin(k a)/k (a = arccos(1 − δ), c_k its Fourier coefficients; 4π|c_0|² a at k = 0), on S² by
       Funk–Hecke Σ_l λ_l Σ_m c_lm², λ_l = 2π ∫_{1−δ}^1 P_l = 2π (P_{l−1}(1−δ) − P_{l+1}(1−δ))/(2l+1) (λ_0 = 2πδ),
@@ -865,7 +902,7 @@ def density_pair_fraction(ds, delta: float | None = None, max_frames: int = 41):
         values = []
         for i in frames:
             ok = np.isfinite(weights[i])
-            values.append(_points_pair_fraction(points[i][ok], weights[i][ok], delta, points.shape[-1] == 2))
+            values.append(clusters.weighted_pair_fraction(points[i][ok], weights[i][ok], delta))
         return t[frames], np.array(values), "density (its Lagrangian points)"
     frames = _computed_frames(ds)
     domain, density = _densities(ds)
@@ -942,6 +979,7 @@ def plot_sweep(ds, variable: str | None = None, ax=None):
     im = ax.pcolormesh(values, ds["time"].values, da.transpose("time", key).values, shading="nearest",
                        cmap="Blues" if variable == "pair_fraction" else "viridis")
     ax.figure.colorbar(im, ax=ax, label=label)
+    _mark_layers(ax, ds, color="k", on_map=True, axis="y")
     ax.set_xlabel(symbol)
     ax.set_ylabel("t")
     return ax
@@ -965,10 +1003,11 @@ def plot_overview(ds):
     return fig
 
 
-def animate(ds, path, fps: int = 8):
+def animate(ds, path, fps: int = 8, dpi: int | None = None):
     """An animation of the density over time (GIF with Pillow, MP4 with ffmpeg). Returns the path written.
 
-    MP4 needs the ffmpeg writer; without it a GIF is written instead (logged).
+    MP4 needs the ffmpeg writer; without it a GIF is written instead (logged). ``dpi``: its frames' resolution,
+    default :func:`figure_options`'s (the study's [output] dpi).
     """
     plt = _plt()
     from matplotlib import animation
@@ -997,7 +1036,7 @@ def animate(ds, path, fps: int = 8):
         return []
 
     anim = animation.FuncAnimation(fig, frame, frames=valid.size, blit=False)
-    anim.save(path, writer=writer, fps=fps)
+    anim.save(path, writer=writer, fps=fps, dpi=figure_options(ds, dpi=dpi)[1])
     plt.close(fig)
     return path
 
@@ -1102,17 +1141,98 @@ def plot_bifurcation(ds, ax=None):
     return ax
 
 
-def write_figures(ds, path, plots: bool = True, animation: str | None = None) -> list[Path]:
-    """Write every figure that applies to ``ds`` next to ``path`` (the results file). Returns the files."""
+# ------------------------------------------------------------------ files: format and resolution
+_OPTIONS: ContextVar[dict] = ContextVar("meanfield_figure_options", default={})
+
+
+def _checked_options(format, dpi, where: str = "") -> dict:
+    """{'format': …, 'dpi': …} of the values given (None: not given), each checked: ValueError naming it."""
+    from .config import FIGURE_FORMATS, MAX_DPI, MIN_DPI
+
+    out = {}
+    if format is not None:
+        if format not in FIGURE_FORMATS:
+            raise ValueError(f"{where}format: must be one of {', '.join(FIGURE_FORMATS)}; got {format!r}")
+        out["format"] = format
+    if dpi is not None:
+        if isinstance(dpi, bool) or not isinstance(dpi, (int, np.integer)) or not MIN_DPI <= dpi <= MAX_DPI:
+            raise ValueError(f"{where}dpi: must be an integer from {MIN_DPI} to {MAX_DPI}; got {dpi!r}")
+        out["dpi"] = int(dpi)
+    return out
+
+
+@contextmanager
+def output_options(format: str | None = None, dpi: int | None = None):
+    """Within it, every figure writer (:func:`write_figures`, :func:`animate`) uses ``format`` and ``dpi`` where
+    its call does not give them, in place of the study's [output] keys: the command line's ``--format`` and
+    ``--dpi`` around ``run`` and ``sweep``. None leaves a setting to the study.
+
+    Raises
+    ------
+    ValueError
+        A format other than png, pdf, svg, or a dpi outside [50, 1200] (the message names it).
+    """
+    token = _OPTIONS.set(_OPTIONS.get() | _checked_options(format, dpi))
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
+def figure_options(ds, format: str | None = None, dpi: int | None = None) -> tuple[str, int]:
+    """(format, dpi) of the figure files of ``ds``: those given here, else those of :func:`output_options`, else
+    the study's [output] format and dpi (stored in the results' ``study`` attribute), else png at
+    :data:`~meanfield.study.config.DEFAULT_DPI`."""
+    from .config import DEFAULT_DPI
+
+    stored = _study(ds).get("output") or {}
+    chosen = {"format": "png", "dpi": DEFAULT_DPI} | _checked_options(stored.get("format"), stored.get("dpi"),
+                                                                      "[output] ")
+    chosen |= _OPTIONS.get() | _checked_options(format, dpi)
+    return chosen["format"], chosen["dpi"]
+
+
+#: rc settings of every figure file: PDF fonts embedded as TrueType (Type 42, which journals ask for; matplotlib's
+#: default Type 3 is refused by some), SVG text as paths (the same glyphs without the fonts installed)
+_FILE_RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "path"}
+
+
+def write_figures(ds, path, plots: bool = True, animation: str | None = None, format: str | None = None,
+                  dpi: int | None = None) -> list[Path]:
+    """Write every figure that applies to ``ds`` next to ``path`` (the results file).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A study's results.
+    path : path
+        The results file; the figures are ``<stem>-<figure>.<format>`` beside it.
+    plots : bool
+        Write the figures (False: the animation only, where asked).
+    animation : {"gif", "mp4"}, optional
+        Also write an animation of the density.
+    format : {"png", "pdf", "svg"}, optional
+        The figures' file format; default :func:`figure_options`'s (the study's [output] format, png).
+    dpi : int, optional
+        Dots per inch of PNG figures, of rasterised parts of vector ones and of the animation; default
+        :func:`figure_options`'s (the study's [output] dpi, 150).
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
     plt = _plt()
     path = Path(path)
     stem = path.with_suffix("")
+    format, dpi = figure_options(ds, format, dpi)
     out = []
 
     def save(fig, name):
         interrupts.check()  # a deferred Ctrl-C stops between figures, never inside a write
-        f = Path(f"{stem}-{name}.png")
-        fig.savefig(f, dpi=110, bbox_inches="tight")  # no label cut off
+        f = Path(f"{stem}-{name}.{format}")
+        with plt.rc_context(_FILE_RC):
+            fig.savefig(f, dpi=dpi, bbox_inches="tight")  # no label cut off
         plt.close(fig)
         out.append(f)
 
@@ -1132,6 +1252,8 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
                 save(plot_density(ds).figure, "density")
             else:
                 save(plot_snapshots(ds), "density")
+                if domains.get(ds.attrs["domain"]).projection:  # a strip of maps: also one column of a paper
+                    save(plot_snapshots(ds, width=COLUMN), "density-column")
         if ("energy" in ds or "particle_energy" in ds) and not ds.attrs.get("sweep_dims"):
             save(plot_energy(ds).figure, "energy")
         if "lagrangian_points" in ds and not ds.attrs.get("sweep_dims"):
@@ -1146,5 +1268,5 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None) ->
             else:  # an empty panel says less than a line
                 log.info("no pair of particles came within δ: no clusters figure")
     if animation and "density" in ds:
-        out.append(animate(ds, f"{stem}-animation.{animation}"))
+        out.append(animate(ds, f"{stem}-animation.{animation}", dpi=dpi))
     return out

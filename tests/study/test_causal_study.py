@@ -64,7 +64,7 @@ def test_causal_study_runs_on_positions_times_the_circle(tmp_path, monkeypatch, 
     density = saved_figures["causal-density.png"]
     ax = density.axes[0]
     assert ax.get_xlabel() == "position s" and ax.get_ylabel() == "θ"
-    assert density.get_suptitle().startswith("causal SA, β = 2, Q = K = V = I on [0, 1] × S¹ · 9 positions × grid n")
+    assert density.get_suptitle().startswith("causal SA, β = 2 on [0, 1] × S¹ · 9 positions × grid n")
     maps = [a for a in density.axes if a.get_title().startswith("t = ")]
     assert [a.get_title() for a in maps][-1] == f"t = {ds.time.values[-1]:.3g}" and all(a.collections for a in maps)
     assert "f(s, θ)" in [a for a in density.axes if a not in maps][0].get_ylabel()  # one labelled colour bar

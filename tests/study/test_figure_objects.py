@@ -78,29 +78,38 @@ def _attrs(domain, dimension, table, grid=None, **extra):
 @pytest.mark.parametrize("ds, expected", [
     (_attrs("circle", 2, {"kind": "self-attention", "beta": 4.0, "normalized": True}, {"n": 128},
             resolution=128, resolution_final=2048, representation="grid"),
-     "SA, β = 4, Q = K = V = I on S¹ · grid n = 128 → 2048"),
+     "SA, β = 4 on S¹ · grid n = 128 → 2048"),
     (_attrs("sphere", 3, {"kind": "self-attention", "beta": 2.2, "normalized": False, "noise": 0.1}, {"lmax": 24},
             resolution=24, resolution_final=24, representation="grid"),
-     r"USA, β = 2.2, noise D = 0.1, Q = K = V = I on S² · grid $\ell_{\max}$ = 24"),
+     r"USA, β = 2.2, noise D = 0.1 on S² · grid $\ell_{\max}$ = 24"),
     (_attrs("euclidean", 2, {"kind": "softmax", "beta": 1.0, "Q": [[0.5, 0.2], [0.0, 0.3]]},
             {"bounds": [[-4, 4], [-4, 4]], "shape": [96]}, resolution=96, resolution_final=96),
-     "softmax attention, β = 1, Q = [0.5, 0.2; 0, 0.3], K = V = I on ℝ² · 96 × 96 cells on [−4, 4]²"),
+     "softmax attention, β = 1, Q = [0.5, 0.2; 0, 0.3] on ℝ² · 96 × 96 cells on [−4, 4]²"),
     (_attrs("sphere", 3, {"kind": "self-attention", "beta": 1.0, "Q": "random", "K": "random", "V": 2.0,
                           "random_scale": 0.5, "heads": 2}),
      "SA, β = 1, random Q, K (scale 0.5), V = 2I, 2 heads on S² · particles only"),
     (_attrs("circle", 2, {"kind": "self-attention", "beta": 5.0}, {"n": 512}, resolution=512,
             resolution_final=512, representation="panels"),
-     "SA, β = 5, Q = K = V = I on S¹ · Lagrangian panels from grid n = 512"),
+     "SA, β = 5 on S¹ · Lagrangian panels from grid n = 512"),
     (_attrs("sequence", 3, {"kind": "self-attention", "beta": 2.0, "causal": True}, {"n": 128, "positions": 33},
             resolution=128, resolution_final=512),
-     "causal SA, β = 2, Q = K = V = I on [0, 1] × S¹ · 33 positions × grid n = 128 → 512"),
+     "causal SA, β = 2 on [0, 1] × S¹ · 33 positions × grid n = 128 → 512"),
     (_attrs("sphere", 3, {"kind": "self-attention", "beta": 1.0, "weights": "/somewhere/layers.npz",
                           "activation": "gelu", "splitting": "sum"}, {"lmax": 32}, resolution=32,
             resolution_final=64, layer_boundaries="[1.0, 2.0]",
             model="Transformer(SelfAttention(SA, beta=layers(3 layers on [0, 3]), Q=layers(3 layers on [0, 3]), "
                   "K=layers(3 layers on [0, 3]), V=layers(3 layers on [0, 3])) + FeedForward(time-dependent))"),
-     "3-layer Transformer on S²: SA with per-layer Q, K, V, β (layers.npz), GELU feed-forward blocks · grid "
-     r"$\ell_{\max}$ = 32 → 64"),
+     "3-layer Transformer (SA with per-layer weights) on S² · weights from layers.npz · grid "
+     r"$\ell_{\max}$ = 32 → 64"),  # a file of before: the study's words, the repr never parsed
+    (_attrs("sphere", 3, {"kind": "self-attention", "beta": 1.0, "weights": "/somewhere/layers.npz",
+                          "activation": "gelu", "splitting": "sum"}, {"lmax": 32}, resolution=32,
+            resolution_final=64, layer_boundaries="[1.0, 2.0]", model="Transformer(anything at all)",
+            model_label="3-layer Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block)"),
+     "3-layer Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block) on S² · weights from "
+     r"layers.npz · grid $\ell_{\max}$ = 32 → 64"),  # the model's own words (its describe(), stored by the run)
+    (_attrs("circle", 2, {"kind": "self-attention", "beta": 4.0, "V": -1.0}, {"n": 64}, resolution=64,
+            resolution_final=64, model="SelfAttention(SA, beta=4, Q=I, K=I, V=[[-1. 0.] [ 0. -1.]])"),
+     "SA, β = 4, V = −I on S¹ · grid n = 64"),
 ])
 def test_titles_are_the_model_in_words_and_symbols(ds, expected):
     title = figures._title(ds, width=1000)
@@ -135,7 +144,7 @@ def test_circle_heat_map_log_scale_thinned_particles_refinements_and_a_title(cir
     (top,) = [a for a in ax.child_axes]  # the new resolutions on a second time axis, never clipped
     assert [t.get_text() for t in top.get_xticklabels()] == [f"{int(r[2])}" for r in refinements]
     title = fig.get_suptitle()
-    assert title.startswith("SA, β = 4, Q = K = V = I on S¹ · grid n = 32 → 256") and _no_code(title)
+    assert title.startswith("SA, β = 4 on S¹ · grid n = 32 → 256") and _no_code(title)
     (dots,) = [ln for ln in ax.get_lines() if ln.get_marker() == "."]  # one line of light dots, thinned in time
     assert dots.get_alpha() < 1 and np.unique(dots.get_xdata()).size <= 24
     assert dots.get_xdata()[-1] == circle.time.values[figures._computed_frames(circle)][-1] or \
@@ -307,7 +316,7 @@ def test_plane_snapshots_share_axes_one_norm_and_zoom_in(plane):
     lo, hi = maps[0].get_xlim()
     assert hi - lo < 0.7 * 12.0  # the Gaussian fills the panel, not a corner of the [-6, 6] box
     title = fig.get_suptitle()
-    assert "softmax attention, β = 1, Q = [1, 0.2; 0, 1], K = V = I on ℝ²" in title and _no_code(title)
+    assert "softmax attention, β = 1, Q = [1, 0.2; 0, 1] on ℝ²" in title and _no_code(title)
     plt.close("all")
 
 

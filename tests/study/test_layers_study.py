@@ -133,6 +133,7 @@ def test_layers_study_from_an_npz(tmp_path, monkeypatch, saved_figures):
         (ax,) = [a for a in fig.axes if a.get_xlabel() == "t"]
         assert _dashed_verticals(ax) == [1.0, 2.0], name
         assert "layer boundaries" in [t.get_text() for t in ax.get_legend().get_texts()], name  # in the legend
-        title = fig.get_suptitle()  # the model in words, once: not a repr repeating "layers(...)" per matrix
-        assert title.startswith("3-layer Transformer on S²: SA with per-layer") and "layers(" not in title, title
+        title = fig.get_suptitle().replace("\n", " ")  # the model's own words, once: no repr of "layers(...)"
+        assert title.startswith("3-layer Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block) on S²") \
+            and "layers(" not in title, title
     assert "layers-density.png" in saved_figures

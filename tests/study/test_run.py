@@ -240,7 +240,7 @@ def test_fixed_lagrangian_nodes_in_a_study(tmp_path, saved_figures):
     np.testing.assert_allclose((ds.density.values * area).sum(axis=(1, 2)), 1.0, atol=1e-13)
     # the figures: a snapshot per output time (the last included) on one colour bar, E_β at the output times,
     # every point's angle to the heaviest cluster against t
-    assert set(saved_figures) == {f"s-{name}.png" for name in ("density", "energy", "lagrangian")}
+    assert set(saved_figures) == {f"s-{name}.png" for name in ("density", "density-column", "energy", "lagrangian")}
     *snapshots, bar = saved_figures["s-density.png"].axes
     assert [a.get_title() for a in snapshots] == [f"t = {t:g}" for t in ds.time.values] and "ρ" in bar.get_ylabel()
     np.testing.assert_array_equal(saved_figures["s-energy.png"].axes[0].get_lines()[0].get_ydata(), ds.energy)
