@@ -157,14 +157,45 @@ def test_sphere_harmonic_moments_are_orthonormal_and_give_the_energy(rng):
 
 
 def test_sphere_spectral_field_for_a_million_points_equals_the_pairwise_sum():
-    """One field of 10⁶ points (β = 4) by the harmonic sums equals, at 200 of them, the pairwise sum to 1e-12."""
+    """One field of 10⁶ points (β = 4) by the harmonic sums (ducc0's non-uniform transforms at this size) equals,
+    at 200 of them, the pairwise sum to 1e-14 of the terms' scale: SA's field is a convex combination of tangent
+    vectors of norm <= 1, which cancel here to 2e-3 (uniform points), and the pairwise sum of 10⁶ terms itself
+    carries about ε log₂(10⁶) ≈ 4e-15."""
     from meanfield.domains.sphere.point_sums import sphere_spectral_field
 
     x = pt.uniform_sphere(10 ** 6, 3, rng=3)
     w = np.full(10 ** 6, 1e-6)
     v, _ = sphere_spectral_field(x, w, x, 4.0)
     ref = kernels.field(mf.SelfAttention(4.0), x, w, x[:200])
-    assert np.max(np.abs(v[:200] - ref)) <= 1e-12 * np.max(np.abs(ref))
+    assert np.max(np.abs(v[:200] - ref)) <= 1e-14
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("beta", [0.5, 4.0, 20.0])
+def test_sphere_sums_by_nonuniform_transforms_equal_the_recurrences(beta, normalized):
+    """From NONUNIFORM_FROM points the field and divergence go through ducc0's non-uniform transforms: equal to the
+    exact recurrences to 1e-12 of their largest values, for clustered points (three von Mises–Fisher caps) and at
+    the poles and next to them (where colatitude and longitude are ill-conditioned)."""
+    from meanfield.domains.sphere import point_sums as ps
+
+    rng = np.random.default_rng(4)
+    centres = pt.uniform_sphere(3, 3, rng=rng)
+    x = np.concatenate([c + 0.3 * rng.normal(size=(3000, 3)) for c in centres])
+    x[:4] = [[0, 0, 1], [0, 0, -1], [1e-9, 0, 1], [0, -1e-12, -1]]
+    x /= np.linalg.norm(x, axis=1)[:, None]
+    w = rng.uniform(0.5, 1.0, len(x))
+    w /= w.sum()
+    assert len(x) >= ps.NONUNIFORM_FROM
+    L = ps.sphere_degree(beta)
+    v, div, S, _ = ps._evaluate(x, w, x, beta, normalized, 1.3, L)
+    a = ps.harmonic_moments(x, w, L)
+    b, S0 = ps.field_coefficients(a, beta)
+    _, _, lap = ps.multipliers(L, beta)
+    A, B, qmm, c1 = ps.recurrence(L)
+    v0, div0, S_0 = ps.zonal_points(x, b, lap, A, B, qmm, c1, S0, beta, normalized, ps.zonal_scale(beta, normalized, 1.3))
+    assert np.max(np.abs(v - v0)) <= 1e-12 * np.max(np.abs(v0))
+    assert np.max(np.abs(div - div0)) <= 1e-12 * np.max(np.abs(div0))
+    assert np.max(np.abs(S - S_0)) <= 1e-12 * np.max(np.abs(S_0))
 
 
 
