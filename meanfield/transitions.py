@@ -81,7 +81,7 @@ class TransitionDiagram:
 
 
 def transition_diagram(domain, betas, *, normalized: bool = False, c: float = 1.0, points: int = 60,
-                       r_max: float = 0.95) -> TransitionDiagram:
+                       r_max: float = 0.95, progress: bool | None = None) -> TransitionDiagram:
     r"""D_c(β), D_f(β) and β_* (module docstring) at the inverse temperatures ``betas``: for each β the closed-form
     D_c and the single-cluster branch at ``points`` order parameters up to ``r_max`` (its fold, where it has one,
     located exactly; :func:`meanfield.stationary.branch`). About 0.3 s a β on S¹ and S², 0.5 s on S^{127}.
@@ -96,7 +96,13 @@ def transition_diagram(domain, betas, *, normalized: bool = False, c: float = 1.
         SA (True) or USA (False, the default: the transition whose type changes at β_*).
     c : float
         V = cI, c > 0.
+    points, r_max : int, float
+        The branch's order parameters: ``points`` >= 4 of them, equally spaced up to ``r_max`` in (0, 1).
+    progress : bool or None
+        A bar over the β (None: where standard error is a terminal).
     """
+    from tqdm.auto import tqdm
+
     betas = np.asarray(betas, dtype=float)
     if betas.ndim != 1 or betas.size < 1 or not np.all(np.isfinite(betas)) or np.any(betas <= 0) \
             or np.any(np.diff(betas) <= 0):
@@ -108,9 +114,13 @@ def transition_diagram(domain, betas, *, normalized: bool = False, c: float = 1.
         raise ValueError(f"`domain`: transition diagrams are computed on domains with zonal functions (the circle, "
                          f"S², the zonal S^(d-1)), got {domain!r}.")
     d = basis.d
+    if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 4:
+        raise ValueError(f"`points` must be an integer >= 4, got {points!r}.")
+    if not 0.0 < float(r_max) < 1.0:
+        raise ValueError(f"`r_max` must lie in (0, 1) (1 is a point mass), got {r_max!r}.")
     r = np.linspace(r_max / points, r_max, points)
     critical, fold = np.empty(betas.size), np.full(betas.size, np.nan)
-    for i, beta in enumerate(betas):
+    for i, beta in enumerate(tqdm(betas, desc="transition diagram", unit="β", disable=not checks.progress(progress))):
         model = SelfAttention(float(beta), V=c * np.eye(d), normalized=normalized)
         b = st.branch(model, domain, r)
         critical[i] = b.critical

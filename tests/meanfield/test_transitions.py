@@ -127,3 +127,14 @@ def test_diagram_in_high_dimension():
     model = SelfAttention(float(betas[-1]), V=np.eye(128), normalized=False)
     b = st.branch(model, domain, np.linspace(0.95 / 60, 0.95, 60))
     assert np.max(b.noise) <= diagram.fold[-1] * (1 + 1e-12)
+
+
+def test_diagram_refuses_bad_input():
+    with pytest.raises(ValueError, match="betas"):
+        transition_diagram("circle", [2.0, 1.0])
+    with pytest.raises(ValueError, match="r_max"):
+        transition_diagram("circle", [1.0], r_max=1.0)
+    with pytest.raises(ValueError, match="points"):
+        transition_diagram("circle", [1.0], points=2)
+    with pytest.raises(ValueError, match="zonal functions"):
+        transition_diagram("euclidean", [1.0])
