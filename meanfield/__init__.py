@@ -16,6 +16,7 @@ EuclideanGrid                       a box in R^d, d = 1, 2 (finite volumes)
 SequenceGrid                        [0, 1] × S¹: positions × angles, for causal attention (``causal=True``)
 Density                             a density on a grid (it carries its domain)
 solve, Solution                     time integration over representations (grid, panels, nodes) and its result
+solve_radial                        pre-/peri-LN densities on S¹ × (0, ∞), direction × radius (``meanfield.cylinder``)
 frequencies                         natural frequencies on S¹: laws, the density on S¹ × R_ω (``frequencies.solve``)
 stationary                          noisy zonal models: stationary states, critical noise, the branch
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
@@ -40,6 +41,7 @@ from .io import load
 from .models import MultiHeadAttention, SelfAttention
 from .monitor import ResolutionError, ResolutionMonitor
 from .solve import Solution, Status, solve
+from .cylinder import solve_radial
 
 try:
     __version__ = version("meanfield")
@@ -55,6 +57,7 @@ __all__ = [
     "SequenceGrid",
     "Density",
     "solve",
+    "solve_radial",
     "Solution",
     "Status",
     "ResolutionError",
