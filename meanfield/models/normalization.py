@@ -231,9 +231,11 @@ def density_refusal(model) -> str | None:
     norm = getattr(model, "stretch_of", None) or normalization_of(model)  # Mix-LN's post-LN stretch is Mix-LN's
     run = "run its particles (particles.simulate, particles.discrete_depth)"
     if norm.radial:
+        radial = ("; on the circle (d = 2), pre- and peri-LN densities of (direction, log r) are "
+                  "meanfield.solve_radial's" if norm.kind in ("pre", "peri") else "")
         return (f"normalization {norm!r} carries the radius: its tokens x = rθ have a law on S^(d-1) × (0, ∞) "
-                "(direction × radius; the direction turns at speed 1/r), which no density solver of the library "
-                f"represents — they solve laws on S^(d-1) moved by post-LN's P_θA; {run}")
+                "(direction × radius; the direction turns at speed 1/r), which the sphere's density solvers do not "
+                f"represent — they solve laws on S^(d-1) moved by post-LN's P_θA{radial}; or {run}")
     if norm.kind == "ngpt":
         return (f"normalization {norm!r} stays on the sphere, but its field αP_θA/|A| divides by |A|, a nonlinear "
                 "functional of the law: the density solvers' sums (spectral, separable, moments, and the divergence "
