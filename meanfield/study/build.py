@@ -43,11 +43,12 @@ from ..gaussian import gaussian_density
 from ..io import load
 from ..models import FeedForward, MultiHeadAttention, Transformer, layers, registry
 from ..models.bounds import rate_scale_over
+from ..models.normalization import Normalization, density_refusal
 from ..monitor import ResolutionMonitor
 from .config import WEIGHT_ARRAYS, StudyError, layer_weights
 
-__all__ = ["build_model", "build_grid", "build_monitor", "solve_options", "solver_error", "SOLVER_KEYS",
-           "particle_step", "token_dimension", "initial_density", "initial_particles"]
+__all__ = ["build_model", "normalization", "build_grid", "build_monitor", "solve_options", "solver_error",
+           "SOLVER_KEYS", "particle_step", "token_dimension", "initial_density", "initial_particles"]
 
 
 def _stream(cfg, *keys) -> np.random.Generator:
@@ -95,6 +96,8 @@ def build_model(cfg):
     try:
         heads = [head() for _ in range(m["heads"])]
         attention = heads[0] if len(heads) == 1 else MultiHeadAttention(tuple(heads), noise=noise or 0.0)
+        if m.get("normalization", "post") != "post":  # post-LN stays the bare attention (bit for bit today's model)
+            return Transformer(attention, normalization=normalization(cfg))
         if "W" not in arrays:
             return attention
         block = FeedForward(_layered(arrays, "W"), _layered(arrays, "A"), _layered(arrays, "b") if "b" in arrays
@@ -103,6 +106,15 @@ def build_model(cfg):
                            depth=None if arrays["layers"] > 1 else float(np.ravel(arrays.get("depths", 1.0))[0]))
     except (ValueError, TypeError, OverflowError) as exc:
         raise StudyError(f"[model]: {exc}") from None
+
+
+def normalization(cfg) -> Normalization:
+    """The :class:`~meanfield.models.Normalization` of [model] normalization, alpha (nGPT) and switch (Mix-LN)."""
+    m = cfg["model"]
+    try:
+        return Normalization(m.get("normalization", "post"), alpha=m.get("alpha"), switch=m.get("switch"))
+    except (ValueError, TypeError) as exc:
+        raise StudyError(f"[model] normalization: {exc}") from None
 
 
 def _layered(arrays, name, convert=np.asarray):
@@ -147,12 +159,19 @@ def solve_options(cfg) -> dict:
             **{k: tm[k] for k in SOLVER_KEYS if tm[k] is not None}}
 
 
-def solver_error(exc: Exception) -> StudyError:
+def solver_error(exc: Exception, model=None) -> StudyError:
     """A refusal of :func:`meanfield.solve` as a study error naming the key it is about: solve's options are the
     [time] keys of the same names and its messages start with the argument's name ("[time] method: 'dop853' cannot
     step a noisy model ..."; ``monitor`` is [time] tail_tol, neg_tol, energy_rtol); its other refusals are about the
-    model, the grid or the initial density ("[model]/[grid]/[initial]: USA on the circle with β = 800 ...")."""
+    model, the grid or the initial density ("[model]/[grid]/[initial]: USA on the circle with β = 800 ..."). ``model``: the study's; where
+    solve refused it as a model no density solver takes (:func:`meanfield.models.normalization.density_refusal`: a
+    normalisation other than post-LN), the error names [model] normalization, with the solvers' reason."""
     text = str(exc)
+    why = density_refusal(model) if model is not None else None
+    if why is not None:
+        value = getattr(getattr(model, "normalization", None), "kind", "post")
+        return StudyError(f"[model] normalization: {value!r} has no density solver for [grid] (drop [grid] to run "
+                          f"its particles only): {why}")
     named = re.match(r"`(\w+)`\s*", text)
     key = named.group(1) if named else None
     if key in SOLVER_KEYS + ("representation",):

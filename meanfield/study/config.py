@@ -30,6 +30,7 @@ from typing import Any
 from .. import domains
 from ..models import ACTIVATIONS, SPLITTINGS, registry
 from ..models.feedforward import DEFAULT_ACTIVATION
+from ..models.normalization import NORMALIZATIONS
 
 __all__ = ["StudyError", "SCHEMA", "Key", "read", "read_raw", "validate", "override", "parse_over", "to_json",
            "reference_markdown"]
@@ -216,6 +217,16 @@ _MODEL = {
                       choices=tuple(ACTIVATIONS)),
     "splitting": Key("str", "sum", "attention and feed-forward per layer: 'sum' (their continuous-depth limit), "
                      "'lie' (GLPR (2.8)) or 'strang'", choices=SPLITTINGS),
+    "normalization": Key("str", "post", "where the tokens are normalised (meanfield.models.Normalization, docs/MATH.md "
+                         "§10; self-attention on the sphere, non-causal, attention alone): post (post-LN, tokens on "
+                         "S^{d-1}; every density solver's model); pre (ẋ = A), peri (ẋ = A/|A|) and mix (post-LN "
+                         "before [model] switch, pre-LN after) carry a radius, tokens x = rθ started at r = 1; ngpt "
+                         "(θ̇ = αP_θA/|A|, needs [model] alpha). Other than post: particles only (a [grid] density is "
+                         "refused with the solvers' reason)", choices=NORMALIZATIONS),
+    "alpha": Key("float", None, "normalization = 'ngpt': nGPT's α > 0, the speed of the direction (required there, "
+                 "refused elsewhere)", positive=True),
+    "switch": Key("float", None, "normalization = 'mix': the depth t_0 where post-LN hands over to pre-LN (required "
+                  "there, refused elsewhere)"),
 }
 
 #: The arrays of a [model] weights file, and their shapes without the layer axis (d the dimension, m free).
@@ -508,6 +519,36 @@ def _check_model(m: dict, dom, d: int) -> None:
                              "[model] weights holds no W, A")
     elif m["splitting"] != "sum":
         raise StudyError(f"[model] splitting: {m['splitting']!r} needs a feed-forward block (W, A in [model] weights)")
+    _check_normalization(m, kind, d)
+
+
+def _check_normalization(m: dict, kind, d: int) -> None:
+    """[model] normalization, alpha and switch (meanfield.models.Normalization's rules, named by key and value):
+    alpha belongs to 'ngpt' and switch to 'mix', each required there; a variant other than 'post' normalises
+    non-causal self-attention on the sphere, alone (no feed-forward block); Mix-LN takes no noise (its tokens change
+    space at t_0: particles.simulate refuses it)."""
+    norm = m["normalization"]
+    for key, owner, what in (("alpha", "ngpt", "nGPT's α > 0, the speed of the direction"),
+                             ("switch", "mix", "Mix-LN's depth t_0 where post-LN hands over to pre-LN")):
+        if norm == owner and m[key] is None:
+            raise StudyError(f"[model] {key}: missing (normalization = {owner!r} needs {what})")
+        if norm != owner and m[key] is not None:
+            raise StudyError(f"[model] {key}: belongs to normalization = {owner!r} ({what}); normalization = "
+                             f"{norm!r} takes none, got {m[key]:g}")
+    if norm == "post":
+        return
+    if kind.manifold != "sphere":
+        raise StudyError(f"[model] normalization: {norm!r} normalises the tokens of self-attention on the sphere; "
+                         f"kind {kind.name!r} moves points of R^d (use normalization = 'post')")
+    if m.get("causal"):
+        raise StudyError(f"[model] normalization: {norm!r} takes non-causal heads, got [model] causal = true")
+    if m["weights"] is not None and "W" in layer_weights(m["weights"], d):
+        raise StudyError(f"[model] normalization: {norm!r} with a feed-forward block ([model] weights holds W, A) "
+                         "is not implemented (docs/MATH.md §10 states the variants for the attention block)")
+    if norm == "mix" and m.get("noise"):
+        raise StudyError(f"[model] noise: normalization = 'mix' changes the tokens' space at t_0 = {m['switch']:g} "
+                         f"(unit vectors before, points of R^d after): noise across it is not defined, got "
+                         f"noise = {m['noise']:g}")
 
 
 def validate(raw: dict, base: str | Path | None = None, name: str | None = None) -> dict:
@@ -596,6 +637,10 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[model] weights: cannot read {str(p)!r} (no such file)")
         m["weights"] = str(p.resolve())
     _check_model(m, tokens, token_d)
+    if has_stationary and m["normalization"] != "post":
+        raise StudyError(f"[model] normalization: a [stationary] study lists the stationary states of post-LN "
+                         f"densities; normalization = {m['normalization']!r} has none here (run its particles without "
+                         "[stationary])")
 
     # --- initial condition: a law the domain defines
     laws = tuple(dom.initial_laws) + ("file",)

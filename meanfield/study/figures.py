@@ -7,7 +7,8 @@ snapshot grid holding the first and the last frame; particles overlaid),
 ``-energy.png``, ``-lagrangian.png`` (Lagrangian frames: the points coloured by
 ρ, the cluster count and E_β), ``-wasserstein.png`` and ``-rate.png`` (one panel
 per order p; the fit with its 95% band), ``-clusters.png`` (the particles' pair
-fractions beside the density's own, :func:`density_pair_fraction`), and for
+fractions beside the density's own, :func:`density_pair_fraction`; of the directions θ = x/|x| where the tokens
+carry a radius), ``-radius.png`` (pre-, peri-, Mix-LN: the radius law, mean and 10–90 % band of r), and for
 sweeps ``-map.png`` (a heat map over the swept key and time, e.g. the clustering
 phase diagram of GLPR Figure 3); an S² study also ``-density-column.png``, its
 maps laid out for one column of a paper (3.5 in). Each ``plot_*`` function takes
@@ -46,7 +47,7 @@ from ..domains.plotting import ENERGY_LABEL, LAYOUTS, density_colormap, density_
     log_ticks, snapshot_frames
 
 __all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_lagrangian", "plot_wasserstein", "plot_rate",
-           "plot_clusters", "density_pair_fraction", "plot_sweep", "plot_overview", "animate", "plot_bifurcation",
+           "plot_clusters", "plot_radius", "density_pair_fraction", "plot_sweep", "plot_overview", "animate", "plot_bifurcation",
            "write_figures", "output_options", "figure_options"]
 
 log = logging.getLogger("meanfield.study")
@@ -931,13 +932,48 @@ def plot_clusters(ds, ax=None):
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
     delta = _delta(ds)
-    ax.set_ylabel(r"fraction of pairs with $\langle x_i, x_j\rangle \geq 1 - \delta$"
+    directions = _study(ds).get("model", {}).get("normalization", "post") != "post"  # θ = x/|x| (MATH.md §10)
+    pair = r"\langle \theta_i, \theta_j\rangle" if directions else r"\langle x_i, x_j\rangle"
+    ax.set_ylabel(rf"fraction of pairs with ${pair} \geq 1 - \delta$"
                   + (f", δ = {delta:g}" if delta is not None else ""), fontsize=8)
     ax.margins(y=0.08)
     ax.autoscale_view()
     lo, hi = ax.get_ylim()
     ax.set_ylim(0.0, min(hi, 1.02))
     _legend(ax, ds, fontsize=7, loc="lower right" if values is not None else "best")
+    return ax
+
+
+def plot_radius(ds, ax=None):
+    """The law of the tokens' radius r = |x| against t where the normalisation carries it ([model] normalization
+    pre, peri, mix; docs/MATH.md §10): per N, the mean of r over the tokens (a line) and the band between its 10 %
+    and 90 % quantiles, each averaged over the repeats; Mix-LN's t_0 marked. Pre-LN's ṙ = ⟨θ, A⟩ and peri-LN's
+    ṙ = ⟨θ, A⟩/|A| tend to 1 as the directions cluster (V = I): r grows like t. Returns the Axes."""
+    import warnings
+
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+        fig.suptitle(_title(ds, 70), fontsize=8)
+    t = ds["time"].values
+    q = [float(v) for v in ds["quantile"].values]
+    lo, hi = q.index(min(q)), q.index(max(q))
+    with warnings.catch_warnings():  # times with nothing computed (NaN in every repeat) stay NaN, silently
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for i, n in enumerate(ds["n_particles"].values):
+            mean = np.nanmean(ds["radius_mean"].isel(n_particles=i).values, axis=0)
+            quantiles = np.nanmean(ds["radius_quantiles"].isel(n_particles=i).values, axis=0)
+            ax.fill_between(t, quantiles[lo], quantiles[hi], color=f"C{i}", alpha=0.2, lw=0,
+                            label=f"N = {n}: {q[lo]:.0%}–{q[hi]:.0%} quantiles of r")
+            ax.plot(t, mean, color=f"C{i}", label=f"N = {n}: mean r")
+    switch = _study(ds).get("model", {}).get("switch")
+    if switch is not None and t[0] < switch < t[-1]:
+        ax.axvline(switch, color="0.45", ls=":", lw=1, label=f"Mix-LN's switch to pre-LN, $t_0$ = {switch:g}")
+    ax.set_xlabel("t")
+    ax.set_ylabel(r"radius $r = |x|$ of the tokens $x = r\theta$")
+    repeats = _repeats(ds)
+    ax.legend(fontsize=7, loc="upper left",
+              title=f"averaged over {repeats} repeats" if repeats > 1 else None, title_fontsize=7)
     return ax
 
 
@@ -1262,6 +1298,8 @@ def write_figures(ds, path, plots: bool = True, animation: str | None = None, fo
             save(plot_wasserstein(ds).figure, "wasserstein")
         if "rate" in ds and not ds.attrs.get("sweep_dims") and np.isfinite(ds["rate"].isel(time=-1)).any():
             save(plot_rate(ds).figure, "rate")
+        if "radius_mean" in ds and not ds.attrs.get("sweep_dims"):
+            save(plot_radius(ds).figure, "radius")
         if "pair_fraction" in ds and not ds.attrs.get("sweep_dims"):
             if np.nanmax(ds["pair_fraction"].values, initial=0.0) > 0:
                 save(plot_clusters(ds).figure, "clusters")

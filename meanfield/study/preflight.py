@@ -205,7 +205,7 @@ def solver(cfg: dict, model=None, grid=None, mu0=None) -> Prepared | None:
     try:
         return prepare(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, **build.solve_options(cfg))
     except (ValueError, TypeError, OverflowError) as exc:
-        raise build.solver_error(exc) from None
+        raise build.solver_error(exc, model) from None
 
 
 def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate:

@@ -10,7 +10,11 @@ density      (time, space...)   the solution on the finest grid reached (earlier
                                  resampled exactly: zero-padded spectra); NaN after t_reached
 mass, energy (time)             ∫ρ and E_β of the density (energy for zonal models)
 step_time, step_mass, step_energy (step)   the same at every accepted step
-pair_fraction (n_particles, repeat, time)  fraction of pairs with ⟨x_i, x_j⟩ >= 1 − δ
+pair_fraction (n_particles, repeat, time)  fraction of pairs with ⟨x_i, x_j⟩ >= 1 − δ (of the directions
+                                 θ = x/|x| where the tokens carry a radius: [model] normalization pre, peri, mix)
+radius_mean (n_particles, repeat, time), radius_quantiles (n_particles, repeat, quantile, time)
+                                 the tokens' radii r = |x|: mean and quantiles 0.1, 0.5, 0.9 over the tokens
+                                 (pre-, peri-, Mix-LN only; tokens x = rθ started at r = 1)
 particle_energy (n_particles, repeat, time)  E_β of the empirical measure (Q = K = I)
 positions_<N> (repeat, time, particle_<N>, component)   the trajectories
 wasserstein (p, n_particles, repeat, time)  W_p(μ_t, μ^N_t) (validation.wasserstein.distance): exact OT where
@@ -42,6 +46,7 @@ from ..lagrangian import LagrangianMeasure
 from ..io import beside, save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention
+from ..models.normalization import normalization_of
 from ..monitor import ResolutionError
 from ..numerics import EXP_MAX
 from ..solve import Interrupted, Status, solve
@@ -188,7 +193,7 @@ def _solve(cfg, model, mu0, t_eval, progress):
         log.warning("interrupted: keeping the density up to the last output time")
         return exc.solution, True
     except (ValueError, TypeError, OverflowError) as exc:
-        raise build.solver_error(exc) from None
+        raise build.solver_error(exc, model) from None
     for h in sol.handovers:
         log.info("t = %.6g: the %s handed over to the %s (%s)", h.t, h.source, h.target, h.reason)
     if sol.status is Status.RESOLUTION_LOST:
@@ -219,28 +224,56 @@ def _particle_energy(model, x):
     return kernel_energy(x, np.full(x.shape[:-1], 1.0 / n), model.beta)
 
 
+#: The quantiles of the tokens' radii r = |x| a study stores where its normalisation carries the radius.
+RADIUS_QUANTILES = (0.1, 0.5, 0.9)
+
+
+def _radial(model) -> bool:
+    """Whether the model's tokens carry a radius, x = rθ (pre-, peri-, Mix-LN; docs/MATH.md §10)."""
+    return normalization_of(model).radial
+
+
+def _radius_statistics(x) -> np.ndarray:
+    """The mean of r = |x| over the tokens and its :data:`RADIUS_QUANTILES`, of systems x (..., N, d): shape
+    (1 + len(RADIUS_QUANTILES), ...)."""
+    r = np.linalg.norm(x, axis=-1)
+    return np.concatenate([r.mean(axis=-1)[None], np.quantile(r, RADIUS_QUANTILES, axis=-1)])
+
+
+def _directions(x) -> np.ndarray:
+    """θ = x/|x| (the positions themselves, to round-off, for unit vectors)."""
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
 def _statistics(model, x, delta):
-    """Pair fractions and energies of the systems x (R, T, N, d), one repeat at a time: a deferred
-    Ctrl-C (:mod:`meanfield.interrupts`) is honoured between repeats, never inside a compiled kernel."""
+    """Pair fractions (of the directions θ = x/|x|), energies and, where the tokens carry a radius, the radius
+    statistics (:func:`_radius_statistics`) of the systems x (R, T, N, d), one repeat at a time: a deferred Ctrl-C
+    (:mod:`meanfield.interrupts`) is honoured between repeats, never inside a compiled kernel."""
     fractions = np.empty(x.shape[:2])
     energies = np.empty(x.shape[:2]) if _has_particle_energy(model) else None
+    radial = _radial(model)
+    radii = np.empty((1 + len(RADIUS_QUANTILES),) + x.shape[:2]) if radial else None
     for r in range(x.shape[0]):
         interrupts.check()
-        fractions[r] = clusters.pair_fraction(x[r], delta)
+        fractions[r] = clusters.pair_fraction(_directions(x[r]) if radial else x[r], delta)
         if energies is not None:
             energies[r] = _particle_energy(model, x[r])
-    return {"pair_fraction": fractions, "energy": energies}
+        if radial:
+            radii[:, r] = _radius_statistics(x[r])
+    return {"pair_fraction": fractions, "energy": energies, "radius": radii}
 
 
 def _observer(model, delta):
     """The statistics of :func:`_statistics` of one output's systems (R, N, d) as one array (k, R): the pair
-    fractions, and E_β where the particles have one."""
-    energy = _has_particle_energy(model)
+    fractions, E_β where the particles have one, the radius statistics where they carry a radius."""
+    energy, radial = _has_particle_energy(model), _radial(model)
 
     def observe(y):
-        out = [clusters.pair_fraction(y, delta)]
+        out = [clusters.pair_fraction(_directions(y) if radial else y, delta)]
         if energy:
             out.append(_particle_energy(model, y))
+        if radial:
+            out.extend(_radius_statistics(y))
         return np.stack(out)
 
     return observe
@@ -262,8 +295,10 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
                 # coordinates: a d = 128 phase diagram writes no 6.7 GB of positions per β)
                 traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False, rng=rng,
                                           span_coordinates=True, observe=_observer(model, pc["delta"]))
+                energy, radial = _has_particle_energy(model), _radial(model)
                 stats = {"x": None, "pair_fraction": traj.observed[:, 0].T,
-                         "energy": traj.observed[:, 1].T if traj.observed.shape[1] > 1 else None}
+                         "energy": traj.observed[:, 1].T if energy else None,
+                         "radius": np.moveaxis(traj.observed[:, 1 + energy:], 0, -1) if radial else None}
             else:
                 traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False, rng=rng)
                 x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
@@ -425,8 +460,9 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         coords.update({"n_particles": ("n_particles", np.array(ns, dtype=np.int64)),
                        "repeat": ("repeat", np.arange(R, dtype=np.int64)),
                        "component": ("component", np.arange(d, dtype=np.int64))})
+        pairs = "⟨θ_i, θ_j⟩ >= 1 − δ of the directions θ = x/|x|" if _radial(model) else "⟨x_i, x_j⟩ >= 1 − δ"
         for key, name, doc in (("pair_fraction", "pair_fraction",
-                                f"fraction of ordered pairs with ⟨x_i, x_j⟩ >= 1 − δ, δ = {cfg['particles']['delta']:g}"),
+                                f"fraction of ordered pairs with {pairs}, δ = {cfg['particles']['delta']:g}"),
                                ("energy", "particle_energy", "E_β of the empirical measure")):
             if not _unit_vectors(cfg) or (key == "energy" and not _has_particle_energy(model)):
                 continue
@@ -435,10 +471,22 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
                 if n in store and store[n].get(key) is not None:
                     arr[i] = store[n][key]
             data[name] = (("n_particles", "repeat", "time"), arr, {"long_name": doc})
+        if _radial(model):  # the tokens x = rθ carry a radius: its law over time (mean, quantiles)
+            coords["quantile"] = ("quantile", np.array(RADIUS_QUANTILES), {"long_name": "quantile of r over tokens"})
+            radius = np.full((1 + len(RADIUS_QUANTILES), len(ns), R, T), np.nan)
+            for i, n in enumerate(ns):
+                if n in store and store[n].get("radius") is not None:
+                    radius[:, i] = store[n]["radius"]
+            data["radius_mean"] = (("n_particles", "repeat", "time"), radius[0],
+                                   {"long_name": "mean over the tokens of their radius r = |x|"})
+            data["radius_quantiles"] = (("n_particles", "repeat", "quantile", "time"),
+                                        np.moveaxis(radius[1:], 0, 2),
+                                        {"long_name": "quantiles over the tokens of their radius r = |x|"})
         if cfg["particles"]["save_positions"]:
+            words = " (tokens x = rθ)" if _radial(model) else ""
             for n, s in store.items():
                 data[f"positions_{n}"] = (("repeat", "time", f"particle_{n}", "component"), s["x"],
-                                          {"long_name": f"positions of the {n} particles"})
+                                          {"long_name": f"positions of the {n} particles{words}"})
         if cfg["distances"]["p"] and densities:
             (w, w_bound), stop = (np.full((2, len(cfg["distances"]["p"]), len(ns), R, T), np.nan), True) \
                 if interrupted else _wasserstein(cfg, densities, store, progress)
