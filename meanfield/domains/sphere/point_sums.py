@@ -266,7 +266,8 @@ def _evaluate_nonuniform(x, w, q, beta, normalized, c, L):
     thread count."""
     from ducc0.sht.experimental import adjoint_synthesis_general, synthesis_general
 
-    where, at = _angles(x), _angles(q)
+    where = _angles(x)
+    at = where if q is x or (q.shape == x.shape and np.array_equal(q, x)) else _angles(q)  # nodes: queries = points
     opts = dict(lmax=L, epsilon=NONUNIFORM_EPSILON, nthreads=1)
     a = adjoint_synthesis_general(map=w[None, :], spin=0, loc=where, **opts)[0]
     D, N, lap = multipliers(L, float(beta))
@@ -276,10 +277,13 @@ def _evaluate_nonuniform(x, w, q, beta, normalized, c, L):
     U = synthesis_general(alm=b[None, :], spin=0, loc=at, **opts)[0]
     LU = synthesis_general(alm=(b * lap[degree])[None, :], spin=0, loc=at, **opts)[0]
     g_theta, g_phi = synthesis_general(alm=b[None, :], spin=1, loc=at, mode="DERIV1", **opts)
+    # e_θ = (cos θ cos φ, cos θ sin φ, −sin θ), e_φ = (−sin φ, cos φ, 0) at the angles ducc0 was given
     theta, phi = at[:, 0], at[:, 1]
     ct, st, cp, sp = np.cos(theta), np.sin(theta), np.cos(phi), np.sin(phi)
-    grad = (g_theta[:, None] * np.column_stack([ct * cp, ct * sp, -st])
-            + g_phi[:, None] * np.column_stack([-sp, cp, np.zeros_like(sp)]))
+    grad = np.empty((len(q), 3))
+    grad[:, 0] = g_theta * ct * cp - g_phi * sp
+    grad[:, 1] = g_theta * ct * sp + g_phi * cp
+    grad[:, 2] = -g_theta * st
     scale = zonal_scale(beta, normalized, c)
     if normalized:
         S = S0 + beta * U
