@@ -36,7 +36,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import sqrtm
 
-from .domains import EUCLIDEAN
+from .domains import EUCLIDEAN, EuclideanGrid
 from .models import L2, FeedForward, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax, Transformer, as_model
 
 __all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
@@ -238,7 +238,7 @@ def gaussian_density(grid, mean, cov):
     from .density import Density
 
     mean, cov = _check_gaussian(mean, cov)
-    if getattr(grid, "domain", None) is not EUCLIDEAN or grid.dim != mean.size:
+    if not isinstance(grid, EuclideanGrid) or grid.dim != mean.size:
         raise ValueError(f"`grid` must be an EuclideanGrid in R^{mean.size}, got {grid!r}.")
     return Density.from_function(grid, lambda x: gaussian_pdf(x, mean, cov))
 

@@ -57,8 +57,7 @@ import numpy as np
 
 from meanfield import checks, kernels, strategies
 from meanfield.density import Density
-from meanfield.domains import CIRCLE, EUCLIDEAN, SEQUENCE, SPHERE, Measure
-from meanfield.domains.sphere.geometry import check_on_sphere
+from meanfield.domains import EUCLIDEAN, SPHERE, Measure, for_manifold, unit_sphere
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
                                  Stepper, equal_steps)
 from meanfield.integrate.steppers import rk4
@@ -149,12 +148,7 @@ class Trajectory:
 def domain_of(model, d: int):
     """Where the particles of ``model`` live: R^d (R^d models; pre-, peri- and Mix-LN tokens x = rθ), [0, 1] ×
     S^{d-2} (causal attention: rows (s, x)), the circle (d = 2) or S^{d-1}."""
-    if normalization_of(model).radial:
-        return EUCLIDEAN
-    for domain in (EUCLIDEAN, SEQUENCE):
-        if model.manifold == domain.manifold:
-            return domain
-    return CIRCLE if d == 2 else SPHERE
+    return EUCLIDEAN if normalization_of(model).radial else for_manifold(model.manifold, d)
 
 
 class ParticleProblem(Problem):
@@ -372,7 +366,8 @@ def simulate(
     if observe is not None and not callable(observe):
         raise TypeError(f"`observe` must be a function of the state at an output, got {type(observe).__name__}.")
     if precision == "single":
-        if (domain is EUCLIDEAN and not norm.radial) or strategy not in ("auto", "pairwise") or d > UNROLL_MAX:
+        if (kernels.single_precision_refusal(model) is not None or strategy not in ("auto", "pairwise")
+                or d > UNROLL_MAX):
             raise ValueError(f"single precision runs the pairwise kernel on spheres (d <= {UNROLL_MAX}); got "
                              f"strategy {strategy!r} for {model!r} in d = {d}.")
         strategy = "pairwise"
@@ -393,12 +388,12 @@ def simulate(
         elif norm.kind != "post":
             h = 0.05 / max(_speed_scale(model, t_eval) * _variant_scale(first, x, w), 1e-300)
         else:
-            h = 0.01 if domain is EUCLIDEAN else 0.05 / max(_speed_scale(model, t_eval), 1e-300)
+            h = domain.particle_step(lambda: _speed_scale(model, t_eval))
         if not h > 0:
             raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
 
     given, B = x, None
-    if (reduce_span and domain is SPHERE and path in ("fused", "pairwise", "quadrature")
+    if (reduce_span and domain.unit_vectors and path in ("fused", "pairwise", "quadrature")
             and span.refusal(model, n, d, method=method, noisy=noise > 0) is None):
         B = span.basis(x)  # (..., d, n): the run is in the coordinates x B, mapped back by Bᵀ at the end
         x, model = x @ B, span.in_dimension(model, n)
@@ -465,7 +460,7 @@ def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: 
     if any(getattr(h, "kind", None) == "hardmax" for h in heads(att)):
         return {"quadrature": None, "pairwise": f"no compiled sums for {att!r} (the compiled sums are softmax "
                 "attention's)", **refused}
-    sphere = CIRCLE if d == 2 else SPHERE  # where the directions θ live, whose sums these are
+    sphere = unit_sphere(d)  # where the directions θ live, whose sums these are
     offered = strategies.for_particles(att, sphere, n, d, method=method, batched=batched, weighted=weighted,
                                        noisy=noisy)
     return {name: (refused[name] if name in refused else why) for name, why in offered.items()}
@@ -484,7 +479,7 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
         if radial or model.normalization.kind != "post":  # x = rθ moved by the normalisation's velocity of A(θ)
             return normalized_velocity(model, y)
         a = model.weights[0]  # a X_att + b Σ X_ff (the drift, at the retracted points on spheres)
-        out = model.drift(y if domain is EUCLIDEAN else domain.retract(y))
+        out = model.drift(domain.retract(y))
         return out + a * attention_velocity(model.attention, y) if model.attention is not None and a else out
 
     def normalized_velocity(model, y):
@@ -498,13 +493,11 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
         return model.normalization.velocity(y, A)
 
     def attention_velocity(model, y):
-        if domain is EUCLIDEAN:
-            return kernels.euclidean_field(model, y, w, y) if path == "pairwise" else model.field(y, w, y)
-        y = domain.retract(y)  # F(y) = X(y/|y|): the 0-homogeneous extension
+        y = domain.retract(y)  # F(y) = X(y/|y|) on spheres: the 0-homogeneous extension (y itself in R^d)
         if path == "quadrature":
             return model.field(y, w, y)
         if path == "pairwise":
-            return kernels.field(model, y, w, y, precision)
+            return kernels.pairwise_field(model, y, w, y, precision)
         zonal, d = model.zonal, y.shape[-1]
         spectral_field = domain.point_sums(d).field
         flat = y.reshape(-1, n, d)
@@ -600,49 +593,17 @@ def _speed_scale(model, t_eval) -> float:
 
 
 def initial_points(x0, rng, domain, radial: bool = False):
-    """``x0`` read as the tokens of ``domain``: a (density, n[, batch]) tuple sampled with ``rng``; rows (s, x) for
-    causal attention; points of R^d, non-zero ones where ``radial`` (pre-, peri-, Mix-LN tokens x = rθ, r > 0); unit
-    vectors on spheres (normalised exactly)."""
+    """``x0`` read as the tokens of ``domain`` (``Domain.check_particles``: rows (s, x) for causal attention, points
+    of R^d, unit vectors on spheres — any d where ``domain`` is None —, normalised exactly), or a (density, n[,
+    batch]) tuple sampled with ``rng``; non-zero points where ``radial`` (pre-, peri-, Mix-LN tokens x = rθ, r > 0)."""
     if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Density):
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
-    if domain is SEQUENCE:
-        x = _tokens_with_positions(x0)
-        if x.ndim not in (2, 3) or x.shape[-2] < 1:
-            raise ValueError(f"`x0` must have shape (n, 1 + d) or (batch, n, 1 + d) and hold particles, got {x.shape}.")
-        return SEQUENCE.retract(x)
-    if domain is EUCLIDEAN:
-        x = np.array(x0, dtype=float)
-        if x.ndim not in (2, 3) or x.shape[-2] < 1:
-            raise ValueError(f"`x0` must have shape (n, d) or (batch, n, d), got {x.shape}.")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("`x0` contains non-finite values (NaN or inf).")
-        if radial:
-            if x.shape[-1] < 2:
-                raise ValueError(f"tokens x = rθ need θ on S^(d-1), d >= 2; `x0` has shape {x.shape}.")
-            norms_of(x)  # ValueError naming a token of radius 0
-        return x
-    x = check_on_sphere(x0, "x0")
-    if x.ndim not in (2, 3):
-        raise ValueError(f"`x0` must have shape (n, d) or (batch, n, d), got {x.shape}.")
-    if x.shape[-2] < 1:
-        raise ValueError("`x0` holds no particles.")
-    return SPHERE.retract(x)
-
-
-def _tokens_with_positions(x0):
-    """Causal attention's rows (s, x): ``ValueError`` pointing to :func:`particles.with_positions` where ``x0`` holds
-    points without positions (rows of unit vectors)."""
-    try:
-        return SEQUENCE.check_points(x0, "x0")
-    except ValueError as exc:
-        x = np.asarray(x0, dtype=float)
-        if x.ndim >= 1 and x.shape[-1] >= 2 and np.all(np.isfinite(x)) and \
-                np.allclose(np.linalg.norm(x, axis=-1), 1.0, rtol=0, atol=1e-8):
-            raise ValueError(f"`x0` holds unit vectors without positions (shape {x.shape}), but causal attention moves "
-                             "tokens (s, x) that carry their position s in the sequence: give "
-                             "particles.with_positions(x0), which puts them in their array order.") from None
-        raise ValueError(f"{exc} (causal attention moves rows (s, x); particles.with_positions(x) makes them from "
-                         "unit vectors in their array order)") from None
+    x = (SPHERE if domain is None else domain).check_particles(x0, "x0")
+    if radial:
+        if x.shape[-1] < 2:
+            raise ValueError(f"tokens x = rθ need θ on S^(d-1), d >= 2; `x0` has shape {x.shape}.")
+        norms_of(x)  # ValueError naming a token of radius 0
+    return x
 
 
 def rescaled(t, x, V) -> np.ndarray:

@@ -12,12 +12,13 @@ domain         package                     grid
 
 The protocol is :class:`Domain` and :class:`Grid` (:mod:`.base`); ``get(name)``
 returns a domain by name, ``infer(points)`` reads the domain of a bare array of
-points (the documented convention for arrays that carry none). May import:
+points (the documented convention for arrays that carry none), ``for_manifold(manifold, d)`` the domain of the
+points a model moves (``model.manifold``) and ``unit_sphere(d)`` S^{d-1} (the circle for d = 2). May import:
 numpy, scipy, numba, pyshtools/ducc0, :mod:`meanfield.numerics`,
 :mod:`meanfield.checks`, :mod:`meanfield.strategies`; nothing above.
 """
 
-from .base import Domain, Grid, Measure, get, infer
+from .base import Domain, Grid, Measure, for_manifold, get, infer, unit_sphere
 from .circle import CIRCLE, CircleGrid
 from .euclidean import EUCLIDEAN, EuclideanGrid
 from .sphere import SPHERE, SphereGrid
@@ -26,5 +27,5 @@ from .zonal_sphere import ZONAL, ZonalGrid, zonal_domain
 
 DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE, ZONAL)
 
-__all__ = ["Domain", "Grid", "Measure", "get", "infer", "CIRCLE", "SPHERE", "EUCLIDEAN", "DOMAINS", "CircleGrid",
-           "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid", "ZONAL", "ZonalGrid", "zonal_domain"]
+__all__ = ["Domain", "Grid", "Measure", "get", "infer", "unit_sphere", "for_manifold", "CIRCLE", "SPHERE", "EUCLIDEAN",
+           "DOMAINS", "CircleGrid", "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid", "ZONAL", "ZonalGrid", "zonal_domain"]

@@ -22,7 +22,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer"]
+__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer", "unit_sphere",
+           "for_manifold"]
 
 
 #: digits as superscripts, for the domains' symbols (S², ℝ³)
@@ -240,6 +241,22 @@ class Domain(abc.ABC):
         """Whether the domain is compact (has a ``volume``): a measure's support then never grows."""
         return self.volume is not None
 
+    # ------------------------------------------------------------------ particles (``particles.simulate``)
+    def check_particles(self, x, name: str) -> np.ndarray:
+        """``x`` as particles of the domain, put onto it exactly (:meth:`retract`): an array of shape (n, D) or
+        (batch, n, D) of its points (:meth:`check_points`), ``ValueError`` naming ``name`` otherwise. The unit
+        spheres, R^d and the tokens with positions check in their own words."""
+        x = self.check_points(x, name)
+        if x.ndim not in (2, 3) or x.shape[-2] < 1:
+            raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d) and hold particles, got {x.shape}.")
+        return self.retract(x)
+
+    def particle_step(self, rate_scale: Callable[[], float]) -> float:
+        """The default RK4 step of particles on the domain moved by a model whose rate scale ``rate_scale()``
+        returns (:func:`meanfield.models.rate_scale`, called only where the step uses it): 0.05 / rate scale, which
+        bounds sup|X| + sup|∇X| for any probability measure on the unit sphere. R^d takes a fixed step."""
+        return 0.05 / max(rate_scale(), 1e-300)
+
     def probe_grid(self, grid):
         """The grid on which maxima over x of the field's bounds are taken (``validation.stability``), given a
         frame's own grid (or None): fine enough that its covering radius h keeps e^{2a h} and h × ``second`` small;
@@ -451,6 +468,24 @@ def get(name) -> Domain:
         return _DOMAINS[name]
     except (KeyError, TypeError):
         raise ValueError(f"`domain` must be one of {sorted(_DOMAINS)}, got {name!r}.") from None
+
+
+def unit_sphere(d: int) -> Domain:
+    """The unit sphere S^{d-1} ⊂ R^d as a domain: the circle for d = 2, the sphere S^{d-1} otherwise."""
+    return _DOMAINS["circle"] if d == 2 else _DOMAINS["sphere"]
+
+
+def for_manifold(manifold: str, d: int) -> Domain:
+    """The domain of the points that models of ``manifold`` (their ``model.manifold``) move in R^d: the circle
+    (d = 2) or S^{d-1} for "sphere", R^d for "euclidean", [0, 1] × S^{d-2} for "sequence" (causal attention's tokens
+    with positions)."""
+    if manifold == _DOMAINS["sphere"].manifold:
+        return unit_sphere(d)
+    for domain in _DOMAINS.values():
+        if domain.manifold == manifold:
+            return domain
+    raise ValueError(f"no domain holds the points of models of manifold {manifold!r} (known: "
+                     f"{sorted({domain.manifold for domain in _DOMAINS.values()})}).")
 
 
 def infer(points) -> Domain:

@@ -5,6 +5,7 @@
 :func:`field`              X[μ] of any sphere model from those sums (``pairwise``; :func:`grid_field` on grids)
 :func:`average`            A = Σ_h u_h, the same sums unprojected: the normalisation variants' (MATH.md §10)
 :func:`euclidean_field`    Γ[μ] of R^d softmax, L2, masked, sigmoid and Sinkhorn attention, compiled rows (``pairwise``)
+:func:`pairwise_field`     whichever of the two the model's compiled sums are (the particles' ``pairwise``)
 :func:`energy`             E_β of point sets (no n×n array)
 :func:`circle_spectral_field`  the circle's O((n + m)L) field of an empirical measure (``spectral``)
 =========================  ===============================================================
@@ -27,7 +28,7 @@ from .euclidean import compiled_models, euclidean_field
 from .pairwise import average, field, pairwise_sums
 
 __all__ = ["pairwise_sums", "field", "average", "grid_field", "euclidean_field", "compiled_models", "pairwise_refusal", "energy",
-           "circle_degree", "circle_spectral_field"]
+           "circle_degree", "circle_spectral_field", "pairwise_field", "single_precision_refusal"]
 
 
 def pairwise_refusal(model) -> str | None:
@@ -36,6 +37,23 @@ def pairwise_refusal(model) -> str | None:
     missing = [h for h in heads(model) if not isinstance(h, SelfAttention) and h.kind not in compiled_models]
     return None if not missing else (f"no compiled sums for {type(missing[0]).__name__} (the compiled models are "
                                      f"self-attention and the R^d kinds {compiled_models})")
+
+
+def pairwise_field(model, points, weights, queries, precision: str = "double"):
+    """X[μ](queries) by the compiled pairwise sums of ``model`` (the particles' ``pairwise`` strategy), the same
+    contract as ``model.field``: :func:`field` for attention on the sphere and on tokens with positions,
+    :func:`euclidean_field` for the R^d models (``precision`` is theirs to refuse: :func:`single_precision_refusal`)."""
+    if model.manifold == "euclidean":
+        return euclidean_field(model, points, weights, queries)
+    return field(model, points, weights, queries, precision)
+
+
+def single_precision_refusal(model) -> str | None:
+    """None where the compiled pairwise sums of ``model`` run in float32 too (:func:`pairwise_sums`: attention on
+    the sphere, on tokens with positions, the normalisations' averages), else why not."""
+    if model.manifold == "euclidean":
+        return f"the compiled rows of the R^d models ({', '.join(compiled_models)}) sum in double precision only"
+    return None
 
 
 def grid_field(model):

@@ -46,6 +46,22 @@ class Euclidean(Domain):
         return y
 
     @staticmethod
+    def check_particles(x, name):
+        """Finite points of R^d in an array of shape (n, d) or (batch, n, d), a copy (``Domain.check_particles``)."""
+        x = np.array(x, dtype=float)
+        if x.ndim not in (2, 3) or x.shape[-2] < 1:
+            raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d), got {x.shape}.")
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
+        return x
+
+    @staticmethod
+    def particle_step(rate_scale):
+        """A fixed 0.01 (``Domain.particle_step``): the rate scale, a bound on the unit sphere, bounds no field of
+        R^d, which grows with the support (``rate_scale`` is not called)."""
+        return 0.01
+
+    @staticmethod
     def coordinates(x):
         return np.asarray(x, dtype=float)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import SUPERSCRIPT, Domain, register
+from ..base import SUPERSCRIPT, Domain, register, unit_sphere
 from ..sphere.geometry import check_on_sphere, geodesic, normalise, on_sphere, project_tangent
 from ..zonal import zonal_refusal
 from . import plotting as _plotting
@@ -76,6 +76,31 @@ class Sequence(Domain):
     def retract(y):
         y = np.asarray(y, dtype=float)
         return np.concatenate([y[..., :1], normalise(y[..., 1:])], axis=-1)
+
+    def check_particles(self, x, name):
+        """Tokens with positions, rows (s, x), in an array of shape (n, 1 + d) or (batch, n, 1 + d), x normalised
+        exactly (``Domain.check_particles``); unit vectors without positions are pointed to
+        :func:`with_positions` (``particles.with_positions``)."""
+        x = self._with_positions(x, name)
+        if x.ndim not in (2, 3) or x.shape[-2] < 1:
+            raise ValueError(f"`{name}` must have shape (n, 1 + d) or (batch, n, 1 + d) and hold particles, got "
+                             f"{x.shape}.")
+        return self.retract(x)
+
+    def _with_positions(self, x0, name):
+        """:meth:`check_points`, its ``ValueError`` pointing to ``particles.with_positions`` where ``x0`` holds
+        points without positions (rows of unit vectors)."""
+        try:
+            return self.check_points(x0, name)
+        except ValueError as exc:
+            x = np.asarray(x0, dtype=float)
+            if x.ndim >= 1 and x.shape[-1] >= 2 and np.all(np.isfinite(x)) and \
+                    np.allclose(np.linalg.norm(x, axis=-1), 1.0, rtol=0, atol=1e-8):
+                raise ValueError(f"`{name}` holds unit vectors without positions (shape {x.shape}), but causal "
+                                 "attention moves tokens (s, x) that carry their position s in the sequence: give "
+                                 f"particles.with_positions({name}), which puts them in their array order.") from None
+            raise ValueError(f"{exc} (causal attention moves rows (s, x); particles.with_positions(x) makes them "
+                             "from unit vectors in their array order)") from None
 
     @staticmethod
     def distance(xa, xb):
@@ -152,9 +177,7 @@ class Sequence(Domain):
     # ------------------------------------------------------------------ initial laws: the base's, the same at every s
     @staticmethod
     def _base(d):
-        from ..base import get
-
-        return get("circle") if d == 2 else get("sphere")
+        return unit_sphere(d)
 
     def uniform_noise(self, amplitude, modes, rng, twist: float = 0.0):
         r"""The circle's perturbed uniform law (:func:`meanfield.laws.uniform_noise`) at every position, turned by

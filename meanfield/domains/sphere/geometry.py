@@ -148,3 +148,14 @@ class UnitSphereGeometry:
     def chord_distance(chord):
         """The geodesic distance 2 arcsin(|x − y|/2) of two points of the unit sphere at chord |x − y|."""
         return 2.0 * np.arcsin(np.minimum(1.0, 0.5 * np.asarray(chord)))
+
+    @staticmethod
+    def check_particles(x, name: str) -> np.ndarray:
+        """Unit vectors of R^d, d >= 2, in an array of shape (n, d) or (batch, n, d), normalised exactly
+        (``Domain.check_particles``). The circle and S^{d-1} check alike: their particles' d is read from them."""
+        x = check_on_sphere(x, name)
+        if x.ndim not in (2, 3):
+            raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d), got {x.shape}.")
+        if x.shape[-2] < 1:
+            raise ValueError(f"`{name}` holds no particles.")
+        return normalise(x)

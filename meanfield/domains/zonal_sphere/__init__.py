@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..base import SUPERSCRIPT, Domain, PointSums, register
+from ..base import SUPERSCRIPT, Domain, PointSums, register, unit_sphere
 from ..zonal import ZONAL_RULE, energy_beta
 from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
     sampling as _sampling
@@ -140,9 +140,7 @@ class ZonalSphere(Domain):
     @staticmethod
     def particle_domain(d):
         """Particles of a zonal study live on S^{d-1} itself: the circle (d = 2) or the sphere."""
-        from ..base import get
-
-        return get("circle" if d == 2 else "sphere")
+        return unit_sphere(d)
 
     def quotient_of(self, other) -> bool:
         """The zonal domain is the quotient of the sphere of its dimension (points: unit vectors, no positions)."""
