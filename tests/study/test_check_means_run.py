@@ -65,7 +65,9 @@ _MISTAKES = [("", "dimension", 2), ("", "dimension", 4), ("model", "kind", "soft
              ("model", "beta", -1.0), ("model", "tau", 1.0), ("time", "dt", 0.01), ("time", "lagrangian_nodes", "grid"),
              ("particles", "method", "rk45"), ("particles", "dt_factor", 0.05), ("distances", "p", [1.0]),
              ("initial", "kind", "gaussian"), ("initial", "kind", "uniform-noise"), ("grid", "n", 16),
-             ("stationary", "noise", [0.3]), ("model", "Q", [[1.0, 0.0], [0.0, 1.0]])]
+             ("stationary", "noise", [0.3]), ("model", "Q", [[1.0, 0.0], [0.0, 1.0]]),
+             ("model", "normalization", "pre"), ("model", "normalization", "peri"), ("model", "normalization", "ngpt"),
+             ("model", "normalization", "mix"), ("model", "alpha", 0.2), ("model", "switch", 0.5)]
 
 
 def _pick(draw, pool, none=0.5):
