@@ -236,6 +236,15 @@ class Domain(abc.ABC):
     def symbol(self, d: int) -> str:
         """The domain of points in R^d in symbols, for titles: S¹, S^{d−1} (S², S⁷), ℝ^d, [0, 1] × S^{d−2}."""
 
+    def divergence(self, x, v, trace, normal) -> np.ndarray:
+        r"""div X(x) of the tangent field X = P_x v (:meth:`project`) of an ambient field v of R^d, from v(x), the
+        trace ``trace`` = tr Dv(x) of its Jacobian and its normal part ``normal`` = ⟨x, Dv(x) x⟩ (a value, or a
+        function of no argument returning it: called only where the domain uses it); shape x.shape[:-1].
+
+        The unit spheres: tr Dv − ⟨x, Dv x⟩ − (d − 1)⟨x, v⟩ (the surface divergence, docs/MATH.md §6); R^d: tr Dv.
+        ``ValueError`` on a domain without it (the default)."""
+        raise ValueError(f"the {self.name} has no divergence of ambient fields (the unit spheres and R^d have).")
+
     @property
     def bounded(self) -> bool:
         """Whether the domain is compact (has a ``volume``): a measure's support then never grows."""

@@ -11,7 +11,8 @@ DF = W diag(σ'(Ax + b)) A, the divergences the Lagrangian measure and the chara
     on S^{d-1}:  div_S(P_x F) = tr DF − ⟨x, DF x⟩ − (d − 1)⟨x, F⟩
 
 (the tangential part of DF traced over the tangent space, minus the mean curvature d − 1 of the unit sphere
-times the normal component). ReLU makes X only Lipschitz: its divergence jumps where a unit switches on
+times the normal component): the projection and the divergence are the domain's (``Domain.project``,
+``Domain.divergence``), of the domain the block's ``manifold`` names in R^d. ReLU makes X only Lipschitz: its divergence jumps where a unit switches on
 (docs/MATH.md §8.2 says what order the grids keep there).
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 from scipy.special import erf
 
 from .. import checks
+from ..domains import for_manifold
 from .schedule import Layers, breakpoints, is_time_dependent
 
 __all__ = ["FeedForward", "ACTIVATIONS", "DEFAULT_ACTIVATION"]
@@ -248,11 +250,10 @@ class FeedForward:
         return sigma(z) @ self.W.T, np.einsum("ik,...k,kj->...ij", self.W, sigma_prime(z), self.A)
 
     def velocity(self, x) -> np.ndarray:
-        """X(x): F(x) in R^d, its tangential part P_x F(x) = F − ⟨x, F⟩x on the sphere; shape (..., d)."""
+        """X(x): F(x) in R^d, its tangential part P_x F(x) = F − ⟨x, F⟩x on the sphere (the domain's
+        ``project``); shape (..., d)."""
         F = self.ambient(x)
-        if self.manifold == "sphere":
-            F = F - np.sum(x * F, axis=-1, keepdims=True) * x
-        return F
+        return for_manifold(self.manifold, F.shape[-1]).project(x, F)
 
     def velocity_and_divergence(self, x) -> tuple[np.ndarray, np.ndarray]:
         """(X(x), div X(x)) (module docstring; the surface divergence on the sphere)."""
@@ -262,14 +263,13 @@ class FeedForward:
         z = self._pre(x)
         F = sigma(z) @ self.W.T
         s = sigma_prime(z)  # (..., m)
-        div = s @ np.einsum("kj,jk->k", self.A, self.W)  # tr(W diag(s) A) = Σ_k s_k (AW)_kk
-        if self.manifold == "euclidean":
-            return F, div
-        xF = np.sum(x * F, axis=-1)
-        Ax = x @ self.A.T  # ⟨x, DF x⟩ = Σ_k s_k (Ax)_k (Wᵀx)_k
-        Wx = x @ self.W
-        div = div - np.sum(s * Ax * Wx, axis=-1) - (x.shape[-1] - 1) * xF
-        return F - xF[..., None] * x, div
+        trace = s @ np.einsum("kj,jk->k", self.A, self.W)  # tr DF = tr(W diag(s) A) = Σ_k s_k (AW)_kk
+
+        def normal():  # ⟨x, DF x⟩ = Σ_k s_k (Ax)_k (Wᵀx)_k, where the domain asks for it (the sphere)
+            return np.sum(s * (x @ self.A.T) * (x @ self.W), axis=-1)
+
+        domain = for_manifold(self.manifold, x.shape[-1])
+        return domain.project(x, F), domain.divergence(x, F, trace, normal)
 
     def field(self, points, weights, queries) -> np.ndarray:
         """X at ``queries``: the measure (points, weights) plays no part (the signature of attention's field)."""

@@ -46,6 +46,11 @@ class Euclidean(Domain):
         return y
 
     @staticmethod
+    def divergence(x, v, trace, normal):
+        """tr Dv: no projection, no curvature (``Domain.divergence``; ``normal`` is not used)."""
+        return trace
+
+    @staticmethod
     def check_particles(x, name):
         """Finite points of R^d in an array of shape (n, d) or (batch, n, d), a copy (``Domain.check_particles``)."""
         x = np.array(x, dtype=float)

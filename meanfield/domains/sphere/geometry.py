@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["one_sided_lipschitz", "project_tangent", "retract", "normalise", "check_on_sphere", "on_sphere", "geodesic",
-           "spherical", "UnitSphereGeometry"]
+__all__ = ["one_sided_lipschitz", "project_tangent", "surface_divergence", "retract", "normalise", "check_on_sphere",
+           "on_sphere", "geodesic", "spherical", "UnitSphereGeometry"]
 
 
 def project_tangent(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -27,6 +27,18 @@ def project_tangent(x: np.ndarray, v: np.ndarray) -> np.ndarray:
         Vectors to project (broadcast against ``x``).
     """
     return v - np.sum(x * v, axis=-1, keepdims=True) * x
+
+
+def surface_divergence(x: np.ndarray, v: np.ndarray, strain) -> np.ndarray:
+    r"""div_S(P_x v) on S^{d-1} at the unit vectors ``x``, from the ambient field ``v`` at x and its tangential strain
+    ``strain`` = tr(P_x Dv) (docs/MATH.md §6):
+
+    .. math:: \operatorname{div}_S(P_x v) = \operatorname{tr}(P_x Dv) - (d - 1)\langle x, v\rangle
+
+    (div_S of the normal part ⟨x, v⟩x is ⟨x, v⟩ div_S x = (d − 1)⟨x, v⟩, d − 1 the mean curvature); shape
+    x.shape[:-1].
+    """
+    return strain - (np.shape(x)[-1] - 1) * np.sum(x * v, axis=-1)
 
 
 def normalise(y: np.ndarray) -> np.ndarray:
@@ -148,6 +160,12 @@ class UnitSphereGeometry:
     def chord_distance(chord):
         """The geodesic distance 2 arcsin(|x − y|/2) of two points of the unit sphere at chord |x − y|."""
         return 2.0 * np.arcsin(np.minimum(1.0, 0.5 * np.asarray(chord)))
+
+    @staticmethod
+    def divergence(x, v, trace, normal) -> np.ndarray:
+        """The surface divergence of P_x v: tr Dv − ⟨x, Dv x⟩ − (d − 1)⟨x, v⟩ (:func:`surface_divergence`;
+        ``Domain.divergence``)."""
+        return surface_divergence(x, v, trace - (normal() if callable(normal) else normal))
 
     @staticmethod
     def check_particles(x, name: str) -> np.ndarray:
