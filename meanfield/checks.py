@@ -12,8 +12,8 @@ from contextvars import ContextVar
 
 import numpy as np
 
-__all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "time_span", "output_times", "progress",
-           "quiet"]
+__all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
+           "output_times", "progress", "quiet"]
 
 
 def real(value, name: str) -> float:
@@ -71,6 +71,17 @@ def square_matrix(M, name: str, min_dim: int = 2) -> np.ndarray | None:
         raise ValueError(f"`{name}` contains non-finite entries.")
     A.setflags(write=False)
     return A
+
+
+def matrices_act_on(dim: int | None, d: int, where: str = "the points live in", *, at: float | None = None) -> None:
+    """``ValueError`` unless a model whose matrices are ``dim`` × ``dim`` acts on points of R^``d`` (``dim`` None:
+    identities or callables, any d): "the model's matrices are 3×3 but <where> R^2." — ``where`` names what is in
+    R^d ("the particles live in", "<grid> lives in", "<grid> is on S^2 ⊂"), ``at`` the time of a time-dependent
+    model's matrices. The one check of the models' dimension against the points', wherever they meet."""
+    if dim is not None and dim != d:
+        what = "matrices" if at is None else "time-dependent matrices"
+        when = "" if at is None else f" at t = {at:g}"
+        raise ValueError(f"the model's {what} are {dim}×{dim}{when} but {where} R^{d}.")
 
 
 def time_span(t_span, t_eval=None) -> tuple[float, float, np.ndarray]:

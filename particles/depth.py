@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
-from meanfield import depth as layer_maps
+from meanfield import checks, depth as layer_maps
 from meanfield.models import as_model, heads
 from meanfield.models.normalization import normalization_of
 from meanfield.domains import SPHERE
@@ -62,8 +62,7 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
     if x.ndim != 2:
         raise ValueError(f"`x0` must have shape (n, d), got {x.shape}.")
     n, d = x.shape
-    if model.dim is not None and model.dim != d:
-        raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
+    checks.matrices_act_on(model.dim, d, "the particles live in")
     w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ValueError(f"`weights` must be finite, non-negative, of shape ({n},).")

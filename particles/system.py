@@ -342,12 +342,9 @@ def simulate(
     t_eval = checks.output_times(t_eval)
     x = initial_points(x0, rng, domain_of(model, 3), norm.radial)  # R^d, tokens x = rθ, rows (s, x), unit vectors
     n, d = x.shape[-2], x.shape[-1]
-    if model.dim is not None and model.dim != d:
-        raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
+    checks.matrices_act_on(model.dim, d, "the particles live in")
     first = model.at(t_eval[0])  # a callable's first value (its later ones must keep its size: Head.at)
-    if first.dim is not None and first.dim != d:
-        raise ValueError(f"the model's time-dependent matrices are {first.dim}×{first.dim} at t = {t_eval[0]:g} but "
-                         f"the particles live in R^{d}.")
+    checks.matrices_act_on(first.dim, d, "the particles live in", at=t_eval[0])
     domain = domain_of(model, d)
     if norm.time_dependent and t_eval[0] < norm.switch:  # Mix-LN from its post-LN stretch: the stream is normalised
         x = SPHERE.retract(x)
@@ -536,8 +533,7 @@ def velocity(model, x, t: float = 0.0, weights=None, strategy: str = "auto", pre
     heads(model)
     x = initial_points(x, None, domain_of(model, 3), normalization_of(model).radial)
     n, d = x.shape[-2], x.shape[-1]
-    if model.dim is not None and model.dim != d:
-        raise ValueError(f"the model's matrices are {model.dim}×{model.dim} but the particles live in R^{d}.")
+    checks.matrices_act_on(model.dim, d, "the particles live in")
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     domain = domain_of(model, d)

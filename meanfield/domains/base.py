@@ -22,6 +22,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from .. import checks
+
 __all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer", "unit_sphere",
            "for_manifold"]
 
@@ -345,10 +347,7 @@ class Domain(abc.ABC):
             moves = " or ".join(d.description for d in _DOMAINS.values() if d.manifold == model.manifold)
             raise ValueError(f"{model!r} moves points of the {moves or model.manifold}, but {where!r} is on the "
                              f"{self.description}.")
-        if model.dim is not None and model.dim != where.dim:
-            raise ValueError(
-                f"the model's matrices are {model.dim}×{model.dim} but {where!r} lives in R^{where.dim}."
-            )
+        checks.matrices_act_on(model.dim, where.dim, f"{where!r} lives in")
 
     @abc.abstractmethod
     def grid_strategies(self, model, grid) -> dict[str, str | None]:

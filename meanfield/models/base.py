@@ -159,8 +159,7 @@ class Head:
         """``ValueError`` if the matrices do not act on R^d (``TypeError`` for a time-dependent head: its field is
         that of ``at(t)``)."""
         self._constant()
-        if self.dim is not None and self.dim != d:
-            raise ValueError(f"the model's matrices are {self.dim}×{self.dim} but the points live in R^{d}.")
+        checks.matrices_act_on(self.dim, d)
 
 
 def heads(model) -> tuple:

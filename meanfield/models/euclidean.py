@@ -33,8 +33,7 @@ def check_points(points, weights, queries, d_model):
             raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
     if points.shape[-1] != queries.shape[-1]:
         raise ValueError(f"`points` and `queries` live in different dimensions: {points.shape[-1]} and {queries.shape[-1]}.")
-    if d_model is not None and d_model != points.shape[-1]:
-        raise ValueError(f"the model's matrices are {d_model}×{d_model} but the points live in R^{points.shape[-1]}.")
+    checks.matrices_act_on(d_model, points.shape[-1])
     return points, check_weights(weights, points), queries
 
 

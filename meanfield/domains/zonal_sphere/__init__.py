@@ -24,6 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ... import checks
 from ..base import SUPERSCRIPT, Domain, PointSums, register, unit_sphere
 from ..zonal import ZONAL_RULE, energy_beta
 from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
@@ -235,9 +236,7 @@ class ZonalSphere(Domain):
         why = _refusal(model)
         if why is not None:
             raise ValueError(f"the zonal domain {self.symbol()} carries densities f(⟨x, e⟩): {why}.")
-        dim = getattr(model, "dim", None)
-        if dim is not None and dim != self.d:
-            raise ValueError(f"the model's matrices are {dim}×{dim} but {where!r} is on S^{self.d - 1} ⊂ R^{self.d}.")
+        checks.matrices_act_on(getattr(model, "dim", None), self.d, f"{where!r} is on S^{self.d - 1} ⊂")
 
     def check_initial(self, density) -> None:
         return None
