@@ -5,12 +5,15 @@ import-linter on the three packages: layers import downwards only, the
 ``meanfield`` root imports nothing above its core, no cycles between sibling
 packages or modules, no private name or module imported across modules
 (:mod:`tests.contracts`). Each contract is shown to break on a copy of the
-tree with one wrong import added. A last check reads the sources with ``ast``:
+tree with one wrong import added. The last checks read the sources with ``ast``:
 no private attribute of another module is used (``obj._name``), which imports
-cannot show.
+cannot show; nothing above the domain layer compares a domain object (``domain
+is SPHERE``, ``self.domain is SPHERE``, ``== EUCLIDEAN``, ``isinstance(d,
+Sphere)``), shown failing on such a comparison planted in a copy of the tree.
 """
 
 import ast
+import functools
 import shutil
 import subprocess
 import sys
@@ -145,3 +148,151 @@ def test_nothing_above_the_domain_layer_compares_domain_names():
             for i, line in enumerate(path.read_text().splitlines(), 1)
             if pattern.search(re.sub(r"(manifold|normalization)\s*(==|!=)\s*[\"']\w+[\"']", "", line))]
     assert hits == []
+
+
+# ---------------------------------------------------------------------- domain objects compared
+#: the domain layer's functions that return a domain
+DOMAIN_FUNCTIONS = {"get", "infer", "unit_sphere", "for_manifold", "zonal_domain"}
+
+
+@functools.cache
+def _domain_vocabulary() -> tuple[frozenset[str], frozenset[str]]:
+    """(objects, classes): the names the domain layer gives its domains (SPHERE, ZONAL, ...) and its Domain subclasses
+    (Sphere, ...), read from ``meanfield.domains`` and its packages."""
+    import inspect
+
+    from meanfield import domains
+    from meanfield.domains.base import Domain
+
+    objects, classes = set(), set()
+    for module in [domains] + [m for _, m in inspect.getmembers(domains, inspect.ismodule)]:
+        for name, value in vars(module).items():
+            if isinstance(value, Domain):
+                objects.add(name)
+            elif inspect.isclass(value) and issubclass(value, Domain) and value is not Domain:
+                classes.add(name)
+    return frozenset(objects), frozenset(classes)
+
+
+def _domain_comparisons(source: str, filename: str) -> list[str]:
+    """Where ``source`` asks which domain it holds by the domain object's identity: a comparison (``is``, ``is not``,
+    ``==``, ``!=``, ``in``, ``not in``) with a domain object of the domain layer on either side, whatever the other
+    side is — ``SPHERE``, ``domains.CIRCLE``, a name it was imported as, a domain function's value (``get("sphere")``,
+    ``zonal_domain(3)``), a tuple of them (``x is SPHERE``, ``self.domain is SPHERE``, ``domain in (CIRCLE,
+    SPHERE)``); ``isinstance``/``issubclass`` with a Domain class (``Sphere``); a dict keyed by domain objects (a
+    dispatch table). Asking a named domain (``SPHERE.retract(y)``), comparing two domains held (``a.domain is
+    b.domain``) and a domain's attribute (``EUCLIDEAN.manifold``, a string) are not comparisons with a domain."""
+    objects, classes = _domain_vocabulary()
+    tree = ast.parse(source, filename=filename)
+    names, class_names, functions = set(objects), set(), set()  # classes and functions by import only (Sequence)
+    for node in ast.walk(tree):  # from meanfield.domains(.x) import SPHERE as S2, get
+        if isinstance(node, ast.ImportFrom) and "domains" in (node.module or "").split("."):
+            for a in node.names:
+                for vocabulary, bucket in ((objects, names), (classes, class_names), (DOMAIN_FUNCTIONS, functions)):
+                    if a.name in vocabulary:
+                        bucket.add(a.asname or a.name)
+
+    def of_domains(node) -> bool:
+        """``node`` is an attribute of the domain layer: domains.X, meanfield.domains.sphere.X."""
+        return isinstance(node, ast.Attribute) and "domains" in ast.unparse(node.value).split(".")
+
+    def domain_class(node) -> bool:
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(domain_class(e) for e in node.elts)
+        return (isinstance(node, ast.Name) and node.id in class_names) or (of_domains(node) and node.attr in classes)
+
+    def domain_object(node) -> bool:
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(domain_object(e) for e in node.elts)
+        if isinstance(node, ast.Call):  # get("sphere") imported from the domains, domains.get("sphere")
+            f = node.func
+            return (isinstance(f, ast.Name) and f.id in functions) or (of_domains(f) and f.attr in DOMAIN_FUNCTIONS)
+        return ((isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.Attribute)
+                                                                      and node.attr in objects) or domain_class(node))
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(domain_object(e) for e in [node.left, *node.comparators]):
+            found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("isinstance", "issubclass") and len(node.args) == 2 and domain_class(node.args[1]):
+            found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict) and any(k is not None and domain_object(k) for k in node.keys):
+            found.append(f"{filename}:{node.lineno}: a dict keyed by domain objects")
+    return found
+
+
+def _above_the_domain_layer(root: Path = ROOT) -> list[Path]:
+    """The modules of the three packages above ``meanfield/domains`` (the leaves import no domain)."""
+    return [path for pkg in PACKAGES for path in sorted((root / pkg).rglob("*.py"))
+            if path.relative_to(root).parts[:2] != ("meanfield", "domains")]
+
+
+def test_nothing_above_the_domain_layer_compares_domain_objects():
+    """No code above meanfield/domains asks which domain it holds by the domain's identity (``domain is SPHERE``,
+    ``self.domain is SPHERE``, ``== EUCLIDEAN``, ``in (CIRCLE, SPHERE)``, ``isinstance(d, Sphere)``): it asks the
+    domain (its methods and capabilities, docs/DESIGN.md)."""
+    hits = [hit for path in _above_the_domain_layer()
+            for hit in _domain_comparisons(path.read_text(), str(path.relative_to(ROOT)))]
+    assert hits == [], "\n".join(hits)
+
+
+@pytest.mark.parametrize("line", [
+    "domain is SPHERE",
+    "self.domain is SPHERE",
+    "trajectory.measure(0).domain is not CIRCLE",
+    "grid.domain == EUCLIDEAN",
+    "EUCLIDEAN != getattr(grid, 'domain', None)",
+    "domain in (CIRCLE, SPHERE)",
+    "domain is domains.SEQUENCE",
+    "domain is meanfield.domains.ZONAL",
+    "domain is get('sphere')",
+    "domain is domains.get('circle')",
+    "domain is zonal_domain(3)",
+    "isinstance(domain, Sphere)",
+    "isinstance(domain, (int, Euclidean))",
+    "type(domain) is domains.sphere.Sphere",
+    "{CIRCLE: 1, SPHERE: 2}[domain]",
+])
+def test_the_identity_check_sees_a_planted_comparison(line):
+    source = f"import meanfield\nfrom meanfield import domains\nfrom meanfield.domains import get, zonal_domain\n" \
+             f"from meanfield.domains.sphere import Sphere\nfrom meanfield.domains.euclidean import Euclidean\n\n" \
+             f"def f(self, domain, grid, trajectory):\n    return {line}\n"
+    assert len(_domain_comparisons(source, "planted.py")) == 1, line
+
+
+@pytest.mark.parametrize("line", [
+    "domain.unit_vectors and domain.retract(y) is y",
+    "a.domain is b.domain",
+    "model.manifold == EUCLIDEAN.manifold",
+    "SPHERE.retract(y)",
+    "cfg.get('domain') == 'sphere'",
+    "isinstance(domain, Domain)",
+    "isinstance(heads, Sequence)",
+    "isinstance(heads, collections.abc.Sequence)",
+])
+def test_the_identity_check_leaves_questions_to_the_domain(line):
+    source = f"import collections.abc\nfrom collections.abc import Sequence\n" \
+             f"from meanfield.domains import SPHERE, EUCLIDEAN, Domain\n\ndef f(domain, a, b, model, y, cfg, heads):\n" \
+             f"    return {line}\n"
+    assert _domain_comparisons(source, "fine.py") == [], line
+
+
+def test_the_identity_check_sees_an_alias_and_a_planted_module(tmp_path):
+    """An alias of a domain object is seen; and a ``domain is SPHERE`` planted in a copy of particles/system.py, above
+    the domain layer, fails the check on that tree (the real tree passes: the test above)."""
+    aliased = "from meanfield.domains import SPHERE as S2\n\ndef f(d):\n    return d is S2\n"
+    assert _domain_comparisons(aliased, "aliased.py")
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "particles" / "system.py"
+
+    def hits():
+        return {hit for path in _above_the_domain_layer(tmp_path)
+                for hit in _domain_comparisons(path.read_text(), str(path.relative_to(tmp_path)))}
+
+    before = hits()
+    target.write_text(target.read_text() + "\n\ndef _planted(domain):\n    return domain is SPHERE\n")
+    planted = hits() - before
+    assert len(planted) == 1 and next(iter(planted)).startswith("particles/system.py:"), planted
+    assert next(iter(planted)).endswith(": domain is SPHERE"), planted
