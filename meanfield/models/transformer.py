@@ -306,7 +306,9 @@ class Transformer:
         if getattr(self, "_edges", None) is not None:
             layers = len(self._edges) - 1
         else:
-            layers = max([len(v.values) for p in self.parts for v in (getattr(p, n, None) for n in p.time_fields)
+            units = [h for p in self.parts for h in (p.heads if isinstance(p, MultiHeadAttention) else (p,))]
+            layers = max([len(v.values) for p in units for v in (getattr(p, n, None)
+                                                                  for n in getattr(p, "time_fields", ()))
                           if isinstance(v, Layers)], default=1)
         inside = []
         if self.normalization.kind != "post":

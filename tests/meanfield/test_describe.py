@@ -29,3 +29,12 @@ FF = FeedForward(np.ones((3, 4)) / 4, np.ones((4, 3)) / 3)
 def test_models_describe_themselves(model, words):
     assert model.describe() == words
     assert not any(code in words for code in ("SelfAttention(", "layers(", "array(", "beta=", "FeedForward("))
+
+
+def test_a_transformer_of_several_heads_describes_itself():
+    """Found by the check ⇔ run property test: a pre-LN Transformer of multi-head attention (a study with
+    [model] heads = 2, normalization = 'pre') raised AttributeError in describe()."""
+    from meanfield.models import MultiHeadAttention, SelfAttention, Transformer
+
+    model = Transformer(MultiHeadAttention((SelfAttention(1.0), SelfAttention(2.0))), normalization="pre")
+    assert model.describe().startswith("Transformer (pre-LN")
