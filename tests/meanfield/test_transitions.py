@@ -86,9 +86,11 @@ def _loop(grid, domain, d, beta, step, t_settle, cfl):
     return loop
 
 
+@pytest.mark.slow
 def test_hysteresis_loop_on_s2():
     """S² (the zonal grid at d = 3: S²'s axisymmetric densities, equal to the S² solver's to 3e-12), USA β = 3:
-    the loop spans D_f − D_c = 0.080 within the step 0.02."""
+    the loop spans D_f − D_c = 0.080 within the step 0.02 (18 s; tests/meanfield/test_noise.py's hysteresis by hand
+    runs by default)."""
     _loop(ZonalGrid(3, 48), ZonalGrid(3, 48).domain, 3, 3.0, 0.02, 150.0, 1.0)
 
 

@@ -148,14 +148,15 @@ def test_d2_reproduces_the_circles_even_solutions():
     assert z.energy[-1] == pytest.approx(c.energy[-1], rel=1e-12)
 
 
-def test_d3_reproduces_the_axisymmetric_s2_solutions():
+@pytest.mark.parametrize("lmax, t_end", [(32, 1.0), pytest.param(64, 5.0, marks=pytest.mark.slow)])
+def test_d3_reproduces_the_axisymmetric_s2_solutions(lmax, t_end):
     """The same on S² about the north pole: the zonal d = 3 solution against SphereGrid's at every colatitude
-    (measured 3e-12 of the maximum)."""
+    (measured 3e-12 of the maximum at lmax 64, t = 5: the issue's case, slow; lmax 32 to t = 1 in the default run)."""
     f = lambda u: 1 + 0.3 * u + 0.2 * (1.5 * u * u - 0.5) + 0.1 * u ** 3
     kw = dict(method="rk4", dt=2e-3, representation="grid")
     model = mf.SelfAttention(4.0)
-    z = mf.solve(model, mf.Density.from_function(ZonalGrid(3, 64), lambda x: f(x[..., 2])), (0, 5), **kw)
-    s = mf.solve(model, mf.Density.from_function(SphereGrid(64), lambda x: f(x[..., 2])), (0, 5), **kw)
+    z = mf.solve(model, mf.Density.from_function(ZonalGrid(3, lmax), lambda x: f(x[..., 2])), (0, t_end), **kw)
+    s = mf.solve(model, mf.Density.from_function(SphereGrid(lmax), lambda x: f(x[..., 2])), (0, t_end), **kw)
     th = np.linspace(0, np.pi, 301)
     a = z.densities[-1](th[:, None])
     b = s.densities[-1](np.stack([np.sin(th), 0 * th, np.cos(th)], -1))
