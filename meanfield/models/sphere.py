@@ -27,7 +27,7 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 
 from .. import checks
-from ..domains.sphere.geometry import check_on_sphere, project_tangent
+from ..domains.sphere.geometry import check_on_sphere, project_tangent, surface_divergence
 from ..numerics import EXP_MAX
 from .base import (Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian,
                    tilted_moments)
@@ -35,7 +35,7 @@ from .bounds import HeadConstants, exp_or_inf, head_norms
 from .registry import NOISE, ModelKind, Parameter, register
 from .schedule import Layers, is_time_dependent
 
-__all__ = ["SelfAttention", "check_measure", "check_sequence", "divergence_from_average"]
+__all__ = ["SelfAttention", "check_measure", "check_sequence", "divergence_from_average", "number_words", "matrix_words"]
 
 
 def check_measure(points, weights, queries):
@@ -108,19 +108,17 @@ def _check_usa_exponent(smax):
 
 
 def divergence_from_average(queries, u, strain):
-    r"""div_S(P_x u) = tr(P_x Du) − (d − 1)⟨x, u⟩ on S^{d-1}, from u and ``strain`` = tr(P_x Du) (MATH.md §6).
-
-    (div_S of the normal part ⟨x, u⟩x is ⟨x, u⟩ div_S x = (d − 1)⟨x, u⟩.)
-    """
-    return strain - (queries.shape[-1] - 1) * np.sum(queries * u, axis=-1)
+    r"""div_S(P_x u) = tr(P_x Du) − (d − 1)⟨x, u⟩ on S^{d-1}, from u and ``strain`` = tr(P_x Du) (MATH.md §6):
+    the domain's :func:`~meanfield.domains.sphere.geometry.surface_divergence`."""
+    return surface_divergence(queries, u, strain)
 
 
-def _number_words(v) -> str:
+def number_words(v) -> str:
     """A number as a title writes it: '4', '0.5', '−1' (a minus sign, not a hyphen)."""
     return f"{float(v):g}".replace("-", "−")
 
 
-def _matrix_words(M) -> str:
+def matrix_words(M) -> str:
     """A constant matrix in words: 'I' (None or the identity), 'qI', '[a, b; c, d]' up to 3 rows, else 'general
     d×d'."""
     if M is None:
@@ -128,9 +126,9 @@ def _matrix_words(M) -> str:
     a = np.atleast_2d(np.asarray(M, dtype=float))
     if a.size == 1 or np.allclose(a, a[0, 0] * np.eye(a.shape[0])):
         q = a.flat[0]
-        return "I" if q == 1.0 else "−I" if q == -1.0 else f"{_number_words(q)}I"
+        return "I" if q == 1.0 else "−I" if q == -1.0 else f"{number_words(q)}I"
     if a.shape[0] <= 3:
-        return "[" + "; ".join(", ".join(_number_words(v) for v in row) for row in a) + "]"
+        return "[" + "; ".join(", ".join(number_words(v) for v in row) for row in a) + "]"
     return f"general {a.shape[0]}×{a.shape[1]}"
 
 
@@ -245,14 +243,14 @@ class SelfAttention(Head):
         words = [("causal " if self.causal else "") + ("SA" if self.normalized else "USA")]
         per_layer = [n for n in ("Q", "K", "V", "beta") if isinstance(getattr(self, n), Layers)]
         if "beta" not in per_layer:
-            words.append("β(t)" if is_time_dependent(self.beta) else f"β = {_number_words(self.beta)}")
+            words.append("β(t)" if is_time_dependent(self.beta) else f"β = {number_words(self.beta)}")
         if self.noise:
-            words.append(f"noise D = {_number_words(self.noise)}")
+            words.append(f"noise D = {number_words(self.noise)}")
         groups: dict[str, list] = {}
         for name in ("Q", "K", "V"):
             M = getattr(self, name)
             if name not in per_layer:
-                groups.setdefault(f"{name}(t)" if is_time_dependent(M) else _matrix_words(M), []).append(name)
+                groups.setdefault(f"{name}(t)" if is_time_dependent(M) else matrix_words(M), []).append(name)
         for text, names in groups.items():
             if text == "I":
                 continue

@@ -43,6 +43,7 @@ from particles import clusters
 from .. import domains, interrupts
 from ..domains.base import SUPERSCRIPT
 from ..density import Density
+from ..models.sphere import matrix_words, number_words
 from ..domains.plotting import ENERGY_LABEL, LAYOUTS, density_colormap, density_label, density_norm, for_norm, \
     log_ticks, snapshot_frames
 
@@ -99,24 +100,12 @@ def _where(ds) -> str:
     return f"[0, 1] × {where}" if causal and not where.startswith("[0, 1]") else where
 
 
-def _number_words(v) -> str:
-    return f"{float(v):g}".replace("-", "−")
-
-
 def _matrix_words(value) -> str:
-    """A [model] matrix in words, as the models write theirs (:meth:`meanfield.models.SelfAttention.describe`): I
-    (default), qI, a small matrix as [a, b; c, d], 'random', 'general d×d'."""
-    if value is None or (isinstance(value, str) and value == "identity"):
-        return "I"
+    """A [model] matrix in words, as the models write theirs (:func:`meanfield.models.sphere.matrix_words`: I, qI,
+    [a, b; c, d], 'general d×d'), and 'random' (a string of the study file) as it is."""
     if isinstance(value, str):
-        return value
-    a = np.atleast_2d(np.asarray(value, dtype=float))
-    if a.size == 1 or np.allclose(a, a[0, 0] * np.eye(a.shape[0])):
-        q = a.flat[0]
-        return "I" if q == 1.0 else "−I" if q == -1.0 else f"{_number_words(q)}I"
-    if a.shape[0] <= 3:
-        return "[" + "; ".join(", ".join(_number_words(v) for v in row) for row in a) + "]"
-    return f"general {a.shape[0]}×{a.shape[1]}"
+        return "I" if value == "identity" else value
+    return matrix_words(value)
 
 
 def _model_words(ds) -> str:
@@ -149,14 +138,14 @@ def _model_words(ds) -> str:
     for name, symbol in (("beta", "β"), ("tau", "τ"), ("b", "b"), ("noise", "noise D")):
         if name in swept and name in getattr(ds, "coords", {}):
             values = [float(v) for v in np.asarray(ds[name].values).ravel()]
-            parts.append(f"{symbol} ∈ {{{', '.join(_number_words(v) for v in values)}}}" if len(values) <= 5 else
-                         f"{symbol} from {_number_words(min(values))} to {_number_words(max(values))}")
+            parts.append(f"{symbol} ∈ {{{', '.join(number_words(v) for v in values)}}}" if len(values) <= 5 else
+                         f"{symbol} from {number_words(min(values))} to {number_words(max(values))}")
         elif m.get(name) is not None and (name != "noise" or m[name]) and not (m.get("weights") and name == "beta"):
-            parts.append(f"{symbol} = {_number_words(m[name])}")
+            parts.append(f"{symbol} = {number_words(m[name])}")
     matrices = {name: _matrix_words(m.get(name)) for name in ("Q", "K", "V")}
     if "random" in matrices.values():
         names = [k for k, v in matrices.items() if v == "random"]
-        parts.append(f"random {', '.join(names)} (scale {_number_words(m.get('random_scale', 1.0))})")
+        parts.append(f"random {', '.join(names)} (scale {number_words(m.get('random_scale', 1.0))})")
         matrices = {k: v for k, v in matrices.items() if v != "random"}
     groups: dict[str, list] = {}
     for name, words in matrices.items():
@@ -192,9 +181,9 @@ def _grid_words(ds) -> str:
         bounds = g.get("bounds") or []
         shape = g.get("shape") or [r0]
         shape = list(shape) * (len(bounds) // len(shape)) if len(shape) < len(bounds) else list(shape)
-        box = " × ".join(f"[{_number_words(lo)}, {_number_words(hi)}]" for lo, hi in bounds)
+        box = " × ".join(f"[{number_words(lo)}, {number_words(hi)}]" for lo, hi in bounds)
         if len(bounds) > 1 and all(b == bounds[0] for b in bounds):
-            box = f"[{_number_words(bounds[0][0])}, {_number_words(bounds[0][1])}]" + \
+            box = f"[{number_words(bounds[0][0])}, {number_words(bounds[0][1])}]" + \
                 str(len(bounds)).translate(SUPERSCRIPT)
         words = f"{' × '.join(str(int(s)) for s in shape)} cells on {box}"
     elif domain.grid_type.resolution_name == "lmax":
