@@ -6,6 +6,8 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
   (GLPR Theorem 6.8, ODEs (6.9) and (6.10)).
 - :func:`normalized_equiangular`: the same reduction for every normalisation of the Transformer — post-, pre-,
   peri-, Mix-LN and nGPT (docs/MATH.md §10): 1 − ρ(t) and the tokens' common radius r(t).
+- :func:`ngpt_rates`: the growth rates of the zonal modes about the uniform law under nGPT's α P_θA/|A| on
+  S^{d-1}: post-LN's divided by |A| of the uniform law, the same for SA and USA (docs/MATH.md §10).
 - :func:`wendel`: the probability that n iid uniform points on S^{d-1} lie in an
   open hemisphere (Wendel 1962; GLPR Theorem 6.7), the hypothesis of GLPR Theorem 6.3.
 - :func:`mobius_density`, :func:`mobius_mean_factor`, :func:`mobius_radius`,
@@ -32,7 +34,7 @@ from .domains.sphere.laws import check_ball_point, mobius_density
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
            "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
-           "lorentzian_rates", "lorentzian_critical_width"]
+           "lorentzian_rates", "lorentzian_critical_width", "ngpt_rates"]
 
 
 def ott_antonsen(t, a0) -> np.ndarray:
@@ -611,3 +613,50 @@ def lorentzian_critical_width(beta: float, c: float = 1.0, normalized: bool = Tr
     widths = k * _identical_rates(k, beta, c, bool(normalized))
     j = int(np.argmax(widths))
     return float(widths[j]), int(k[j])
+
+
+def ngpt_rates(degrees, beta: float, alpha: float, d: int = 2, c: float = 1.0, noise: float = 0.0) -> np.ndarray:
+    r"""Growth rates of the zonal modes of degree l about the uniform law on S^{d-1} under nGPT's field
+    X = α P_θA/|A| (docs/MATH.md §10), Q = qI, K = kI (β = βqk), V = cI, noise D:
+
+    .. math:: σ_l = l(l + d − 2)\Big(\operatorname{sign}(c)\,α\,\frac{I_{l+ν}(β)}{β\,I_{1+ν}(β)} − D\Big),
+              \qquad ν = d/2 − 1.
+
+    Derivation: at the uniform law the average is radial, A_0(θ) = a_0 θ with a_0 = c λ_1/λ_0 (SA) or c λ_1 ρ_0
+    (USA) — λ_l the Funk–Hecke eigenvalues of e^{β⟨x,y⟩}, ∫ e^{β⟨θ,y⟩}⟨θ,y⟩dσ(y) = λ_1 — so P_θA_0 = 0 and, for
+    ρ = ρ_0 + εY_l, X = (α/|a_0|) P_θA_1 ε + O(ε²): nGPT's linearisation is post-LN's, σ_l = l(l + d − 2)(cλ_l/(βλ_0)
+    − D) (SA; cλ_lρ_0/β USA), with the drift divided by |a_0|. SA and USA give the same rates; λ_l/λ_1 =
+    I_{l+ν}(β)/I_{1+ν}(β). On the circle (d = 2) σ_k = k²(α I_k(β)/(β I_1(β)) − D). At β = 0 the average of the
+    uniform law vanishes and the field is undefined (``ValueError``).
+
+    Parameters
+    ----------
+    degrees : array_like of int >= 1
+    beta : float > 0
+    alpha : float > 0
+        nGPT's α.
+    d : int >= 2
+        The sphere S^{d-1} (2: the circle; 3: S²).
+    c : float
+        V = cI (its sign only enters).
+    noise : float >= 0
+        D.
+    """
+    from scipy.special import ive
+
+    beta, k = _check_beta_degrees(beta, degrees)
+    if not beta > 0:
+        raise ValueError("`beta` must be > 0: at β = 0 the uniform law's average A vanishes and nGPT's A/|A| is "
+                         "undefined there.")
+    alpha, noise = float(alpha), float(noise)
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"`alpha` (nGPT's speed of the direction) must be finite and > 0, got {alpha!r}.")
+    if not (np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"`noise` must be finite and >= 0, got {noise!r}.")
+    if isinstance(d, bool) or int(d) != d or d < 2:
+        raise ValueError(f"`d` must be an integer >= 2, got {d!r}.")
+    if float(c) == 0.0:
+        raise ValueError("`c` must be non-zero: with V = 0 the average vanishes and A/|A| is undefined.")
+    nu = 0.5 * d - 1.0
+    ratio = ive(k + nu, beta) / ive(1.0 + nu, beta)  # I_{l+ν}/I_{1+ν}: the e^{-β} scalings cancel
+    return k * (k + d - 2) * (np.sign(c) * alpha * ratio / beta - noise)

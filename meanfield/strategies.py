@@ -35,6 +35,7 @@ from __future__ import annotations
 from .domains.zonal import zonal_refusal
 from .kernels import pairwise_refusal
 from .models import SelfAttention, attention_of
+from .models.normalization import density_refusal, normalization_of
 
 __all__ = ["STRATEGIES", "resolve", "for_grid", "for_nodes", "for_particles", "FUSED_UP_TO"]
 
@@ -55,7 +56,11 @@ def resolve(requested: str, offered: dict[str, str | None], where: str) -> str:
     if requested not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {requested!r}.")
     if requested == "auto":
-        return next(name for name, why in offered.items() if why is None)
+        applies = [name for name, why in offered.items() if why is None]
+        if not applies:
+            whys = "; ".join(f"{name}: {why}" for name, why in offered.items())
+            raise ValueError(f"no field strategy applies to {where}: {whys}.")
+        return applies[0]
     if requested not in offered:
         raise ValueError(f"`strategy` {requested!r} does not apply to {where}; it offers {('auto',) + tuple(offered)}.")
     why = offered[requested]
@@ -66,9 +71,29 @@ def resolve(requested: str, offered: dict[str, str | None], where: str) -> str:
 
 def for_grid(model, grid) -> dict[str, str | None]:
     """The right-hand sides ``grid``'s domain has for ``model``'s attention (``Domain.grid_strategies``; a
-    Transformer's feed-forward blocks are a fixed drift added to any of them, and alone need no sums: "quadrature")."""
+    Transformer's feed-forward blocks are a fixed drift added to any of them, and alone need no sums: "quadrature").
+    nGPT's field αP_θA/|A| (docs/MATH.md §10): the quadrature sums of domains that sum any field
+    (``Domain.quadrature_of_any_field``) and the S² moments (which sum the unprojected average A), every other
+    strategy refused with why."""
+    if normalization_of(model).kind == "ngpt":
+        return _ngpt_grid(model, grid)
     att = attention_of(model)
     return {"quadrature": None} if att is None else grid.domain.grid_strategies(att, grid)
+
+
+def _ngpt_grid(model, grid) -> dict[str, str | None]:
+    why = density_refusal(model, grids=True)  # hardmax heads under nGPT: refused like any density
+    if why is not None:
+        raise ValueError(f"{model!r}: {why}.")
+    domain = grid.domain
+    offered = domain.grid_strategies(model.attention, grid)
+    if not domain.quadrature_of_any_field:
+        return {name: (f"the {domain.name}'s right-hand sides sum post-LN's P_θA (its quadrature included), not "
+                       f"nGPT's αP_θA/|A|; nGPT densities run on the circle and S²") for name in offered}
+    # the moments (S²) sum the unprojected average A itself; the spectral sums give P_θA alone
+    return {name: (offered[name] if name in ("moments", "quadrature") else
+                   f"nGPT's αP_θA/|A| needs |A|, the average's length (its normal part included), which the {name} "
+                   "sums do not give") for name in offered}
 
 
 def _spectral_refusal(model, domain, d: int) -> str | None:

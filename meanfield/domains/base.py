@@ -170,6 +170,9 @@ class Domain(abc.ABC):
         The name of the domain of its tokens with positions, [0, 1] × itself (causal attention), or None.
     has_positions : bool
         Whether its points carry a position (rows (s, x)): where causal attention moves tokens.
+    quadrature_of_any_field : bool
+        Whether its ``quadrature`` right-hand side sums any tangent field ``field(points, weights, queries)`` at its
+        nodes (the circle, S²), so that a field other than post-LN attention's — nGPT's αP_θA/|A| — runs there.
     """
 
     name: str
@@ -190,6 +193,7 @@ class Domain(abc.ABC):
     strain_capped: bool = True
     positions: str | None = None
     has_positions: bool = False
+    quadrature_of_any_field: bool = False
     nodes_follow_grid: bool = False  # the default chain hands a grid over to fixed Lagrangian nodes without panels
 
     def __repr__(self) -> str:

@@ -4,6 +4,7 @@
 :func:`pairwise_sums`      Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), fused, row-shifted (``pairwise``)
 :func:`field`              X[μ] of any sphere model from those sums (``pairwise``; :func:`grid_field` on grids)
 :func:`average`            A = Σ_h u_h, the same sums unprojected: the normalisation variants' (MATH.md §10)
+:class:`NGPTField`         nGPT's α P_θA/|A| from those averages (:func:`grid_field` of an nGPT density)
 :func:`euclidean_field`    Γ[μ] of R^d softmax, L2, masked, sigmoid and Sinkhorn attention, compiled rows (``pairwise``)
 :func:`pairwise_field`     whichever of the two the model's compiled sums are (the particles' ``pairwise``)
 :func:`energy`             E_β of point sets (no n×n array)
@@ -25,9 +26,10 @@ from ..domains.circle.point_sums import circle_degree, circle_spectral_field
 from ..models import SelfAttention, heads
 from .energy import energy
 from .euclidean import compiled_models, euclidean_field
-from .pairwise import average, field, pairwise_sums
+from ..models.normalization import normalization_of
+from .pairwise import average, field, NGPTField, pairwise_sums
 
-__all__ = ["pairwise_sums", "field", "average", "grid_field", "euclidean_field", "compiled_models", "pairwise_refusal", "energy",
+__all__ = ["pairwise_sums", "field", "average", "NGPTField", "grid_field", "euclidean_field", "compiled_models", "pairwise_refusal", "energy",
            "circle_degree", "circle_spectral_field", "pairwise_field", "single_precision_refusal"]
 
 
@@ -58,6 +60,9 @@ def single_precision_refusal(model) -> str | None:
 
 def grid_field(model):
     """The quadrature strategy's sums on a grid through the compiled pairwise kernel (:func:`field`, tested equal
-    to ``model.field``) for self-attention on spheres (any Q, K, V, several heads); None (the model's own sum,
-    the finite volumes' in R^d) otherwise."""
+    to ``model.field``) for self-attention on spheres (any Q, K, V, several heads), nGPT's α P_θA/|A| through the
+    compiled averages (:class:`NGPTField`, which records min |A|) for a Transformer normalised by nGPT; None (the
+    model's own sum, the finite volumes' in R^d) otherwise."""
+    if normalization_of(model).kind == "ngpt":
+        return NGPTField(model)
     return partial(field, model) if all(isinstance(h, SelfAttention) for h in heads(model)) else None

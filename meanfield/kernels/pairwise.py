@@ -30,7 +30,7 @@ from .fastexp import FASTMATH, vexp, vexp32
 from .layout import aligned
 from .threads import run_tasks
 
-__all__ = ["pairwise_sums", "field", "average", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR", "UNROLL_MAX"]
+__all__ = ["pairwise_sums", "field", "average", "NGPTField", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR", "UNROLL_MAX"]
 
 _ROWS = 8  # queries per parallel task (they share one work buffer)
 
@@ -331,3 +331,23 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
     total = _sums(hs, points, weights, queries, precision, stops)
     X = project_tangent(np.asarray(queries, dtype=float), total)
     return X if stops is None else np.concatenate([np.zeros(X.shape[:-1] + (1,)), X], axis=-1)
+
+
+class NGPTField:
+    r"""nGPT's field α P_θ A/|A| (docs/MATH.md §10) at unit vectors through the compiled averages (:func:`average`):
+    the same contract as ``Transformer.field`` for normalization 'ngpt' (its reference sum), no input checks — the
+    grids' quadrature sums of an nGPT density (:func:`meanfield.kernels.grid_field`). Each call records
+    ``smallest_length``, min |A| over its queries: the field's strain grows like α/|A| where |A| is small, which the
+    grids' step bound reads (:class:`meanfield.representations.grid.GridProblem`). ``FloatingPointError`` where
+    A = 0 (no direction to go)."""
+
+    def __init__(self, model):
+        self.model, self.normalization = model, normalization_of(model)
+        if self.normalization.kind != "ngpt":
+            raise ValueError(f"NGPTField is nGPT's field; {model!r} has normalization {self.normalization!r}.")
+        self.smallest_length = np.inf
+
+    def __call__(self, points, weights, queries, precision: str = "double") -> np.ndarray:
+        A = average(self.model, points, weights, queries, precision)
+        self.smallest_length = float(np.min(np.linalg.norm(A, axis=-1)))
+        return self.normalization.velocity(queries, A)

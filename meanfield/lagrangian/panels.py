@@ -36,6 +36,7 @@ import numpy as np
 
 from ..domains.panels import condition
 from ..domains.zonal import zonal_refusal
+from ..models.normalization import density_refusal
 from ..integrate import (Integrator, InterruptTracker, Problem, ProgressTracker, RecordingStepper, Status,
                          StopIntegration, Tracker)
 from .measure import LagrangianMeasure
@@ -49,6 +50,9 @@ NOISE_REFUSAL = ("the Lagrangian measure carries mass along the characteristics 
 
 def panels_refusal(model, domain) -> str | None:
     """None if adaptive panels advance ``model`` on ``domain``, else why not."""
+    why = density_refusal(model)
+    if why is not None:
+        return why
     if model.noise:
         return NOISE_REFUSAL
     if model.time_dependent:

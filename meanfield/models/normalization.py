@@ -222,12 +222,17 @@ def norms_of(x) -> np.ndarray:
     return r
 
 
-def density_refusal(model) -> str | None:
+def density_refusal(model, grids: bool = False) -> str | None:
     """Why the density solvers (grids, the Lagrangian measure) cannot take ``model``, or None: they solve post-LN
-    attention with a finite β, whose field P_θA is linear in the law on S^{d-1}. Pre-, peri- and Mix-LN carry the
-    radius (a law on S^{d-1} × (0, ∞); Mix-LN from its post-LN stretch on, ``Transformer.at(t)`` marking the
-    stretch's model with ``stretch_of``, so that a solve is refused at its start, not at t_0); nGPT's α P_θA/|A| is
-    not linear in the law; hardmax attention's field jumps across its cells. All of them run as particles."""
+    attention with a finite β, whose field P_θA their sums give (spectral, separable, moments, the divergence the
+    Lagrangian measure needs). Pre-, peri- and Mix-LN carry the radius (a law on S^{d-1} × (0, ∞); Mix-LN from its
+    post-LN stretch on, ``Transformer.at(t)`` marking the stretch's model with ``stretch_of``, so that a solve is
+    refused at its start, not at t_0); hardmax attention's field jumps across its cells. All of them run as particles.
+
+    nGPT's α P_θA/|A| stays on the sphere; it needs |A|, the length of the average (its normal part ⟨θ, A⟩ too),
+    which only the grids' quadrature sums give: with ``grids`` true (the question of a grid on the circle or S²,
+    :attr:`meanfield.domains.Domain.quadrature_of_any_field`) it is taken, otherwise refused (the Lagrangian
+    measure would need div(A/|A|), which no sum here gives)."""
     norm = getattr(model, "stretch_of", None) or normalization_of(model)  # Mix-LN's post-LN stretch is Mix-LN's
     run = "run its particles (particles.simulate, particles.discrete_depth)"
     if norm.radial:
@@ -236,10 +241,11 @@ def density_refusal(model) -> str | None:
         return (f"normalization {norm!r} carries the radius: its tokens x = rθ have a law on S^(d-1) × (0, ∞) "
                 "(direction × radius; the direction turns at speed 1/r), which the sphere's density solvers do not "
                 f"represent — they solve laws on S^(d-1) moved by post-LN's P_θA{radial}; or {run}")
-    if norm.kind == "ngpt":
-        return (f"normalization {norm!r} stays on the sphere, but its field αP_θA/|A| divides by |A|, a nonlinear "
-                "functional of the law: the density solvers' sums (spectral, separable, moments, and the divergence "
-                f"the Lagrangian measure needs) are those of post-LN's P_θA, linear in the law; {run}")
+    if norm.kind == "ngpt" and not grids:
+        return (f"normalization {norm!r} stays on the sphere, but its field αP_θA/|A| divides by |A|, the length of "
+                "the average (its normal part included): the fast sums (spectral, moments) give P_θA alone and the "
+                "Lagrangian measure would need div(A/|A|); its densities are the grids' on the circle and S² "
+                f"(representation='grid', strategy 'quadrature'), or {run}")
     from .base import heads
 
     try:

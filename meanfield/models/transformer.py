@@ -277,6 +277,14 @@ class Transformer:
             out = out + a * self.attention.field(points, weights, queries)
         return out
 
+    def velocity_from_average(self, queries, A) -> np.ndarray:
+        """The velocity of unit tokens ``queries`` from the attention's average ``A`` there (before any projection;
+        docs/MATH.md §10): P_θA (post-LN), α P_θA/|A| (nGPT). The density solvers that sum A themselves (the S²
+        moments) hand it over here; pre/peri/mix-LN move tokens with a radius (``ValueError``)."""
+        if self.normalization.kind not in ("post", "ngpt"):
+            self._post_only("the velocity of unit tokens")
+        return self.normalization.velocity(queries, A)
+
     def field_and_divergence(self, points, weights, queries):
         """The field and its divergence (both linear in the blocks)."""
         self._constant()

@@ -14,7 +14,8 @@ k_max = π/Δθ, and compression by the strain |∂_θ v|. The default step is
     dt = cfl × min(Δθ/max|v|, 1/max|∂_θ v|, 1/L),
 
 with L = :func:`meanfield.models.rate_scale` a bound on the strain for any state (circle and S²; finite volumes
-use their own CFL number, see :class:`~meanfield.domains.euclidean.FiniteVolume`), and ``cfl = 0.1`` by default
+use their own CFL number, see :class:`~meanfield.domains.euclidean.FiniteVolume`; for nGPT's α P_θA/|A|, which has
+no such bound, L = α rate_scale(attention)/min |A| over the nodes of the latest field evaluation), and ``cfl = 0.1`` by default
 for the fixed-step methods: RK4 is stable to cfl ≈ 0.9, and the smaller default keeps the time error below the
 spatial error of a resolved solution (measured: Ott–Antonsen at n = 256, t = 3, L¹ error 1e-11 at cfl 0.1, 8e-10
 at 0.4, 1e-8 at 0.8). The adaptive methods use cfl = 0.8 as a stability cap only.
@@ -44,8 +45,12 @@ __all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTra
 def continuity(domain, model, grid, strategy):
     """The domain's right-hand side for ``model`` on ``grid`` by the resolved ``strategy``: an attention model's
     own; a :class:`~meanfield.models.Transformer`'s a X_att + b Σ X_ff as the attention's right-hand side with the
-    fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0."""
+    fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0;
+    nGPT's α P_θA/|A| (docs/MATH.md §10), not linear in the attention's sums, as the whole model's field summed by
+    quadrature (the only strategy :func:`meanfield.strategies.for_grid` offers it)."""
     if not isinstance(model, Transformer):
+        return domain.continuity(model, grid, strategy, kernels.grid_field(model))
+    if model.normalization.kind == "ngpt":
         return domain.continuity(model, grid, strategy, kernels.grid_field(model))
     a, b = model.weights
     blocks = model.feedforward if b else ()
@@ -118,7 +123,7 @@ class GridProblem(Problem):
         # noise, for USA the free energy F = −cE_β + D∫ρ log ρ, non-increasing; for SA with noise none is known
         c = 0.0 if self.energy_beta is None else float(model.zonal.c)
         self.lyapunov_sign = float(np.sign(c)) if not self.noise else (-1.0 if c and not model.normalized else 0.0)
-        self.strain_bound = rate_scale(self.model) if self.domain.strain_capped else 0.0
+        self.strain_bound = self._strain_bound(self.model)
         self.refinements: list[tuple[float, int, int]] = []
         self.speeds = (0.0, 0.0)
 
@@ -139,15 +144,32 @@ class GridProblem(Problem):
             self.model = m
             self._check_model(t)
             self._use(self.grid)
-            self.strain_bound = rate_scale(m) if self.domain.strain_capped else 0.0
+            self.strain_bound = self._strain_bound(m)
 
     def breakpoints(self, t0, t1):
         return self.dynamics.breakpoints(t0, t1) if self.time_dependent else ()
+
+    def _strain_bound(self, model) -> float:
+        """rate_scale(model), the a priori bound on the strain that caps the step (domains with ``strain_capped``).
+        nGPT's α P_θA/|A| has none for every state (|A| may be small): its cap is α rate_scale(attention)/min |A|,
+        min |A| over the nodes of the latest field evaluation (:class:`meanfield.kernels.NGPTField`; the particles'
+        default step is divided the same way), read by :meth:`max_step`; here the attention's scale."""
+        if not self.domain.strain_capped:
+            return 0.0
+        if getattr(getattr(model, "normalization", None), "kind", None) == "ngpt":
+            return model.normalization.alpha * rate_scale(model.attention)
+        return rate_scale(model)
 
     def _use(self, grid):
         self.grid = grid
         self.strategy = strategies.resolve(self.strategy_requested, strategies.for_grid(self.model, grid), repr(grid))
         self.rhs = continuity(self.domain, self.model, grid, self.strategy)
+        # nGPT's min |A| of the latest evaluation, for max_step: the S² moments' own record, else the quadrature sums'
+        field = getattr(self.rhs, "field", None)
+        if not isinstance(field, kernels.NGPTField):
+            self._lengths = None
+        else:
+            self._lengths = self.rhs if getattr(self.rhs, "velocity", None) is not None else field
         self.laplacian = grid.laplacian() if self.noise and not getattr(self.rhs, "coefficient_stages", False) else None
 
     # ---- the integrator's questions
@@ -190,7 +212,8 @@ class GridProblem(Problem):
 
     def max_step(self):
         vmax, strain = self.speeds
-        bounds = [1.0 / self.strain_bound] if self.strain_bound > 0 else []
+        cap = self.strain_bound if self._lengths is None else self.strain_bound / self._lengths.smallest_length
+        bounds = [1.0 / cap] if cap > 0 else []
         if vmax > 0:
             bounds.append(self.grid.spacing / vmax)
         if strain > 0:

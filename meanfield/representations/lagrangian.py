@@ -16,6 +16,7 @@ from ..density import Density
 from ..integrate import FIXED, Integrator, Status, StopIntegration
 from ..lagrangian import LagrangianMeasure, LagrangianProblem, start as start_nodes
 from ..lagrangian.panels import NOISE_REFUSAL, PanelProblem, panels_refusal
+from ..models.normalization import density_refusal
 from .base import Part, Representation
 
 __all__ = ["PanelsRepresentation", "NodesRepresentation"]
@@ -69,6 +70,9 @@ class NodesRepresentation(Representation):
             return f"nodes start from a Density or a LagrangianMeasure, not a {type(start).__name__}"
         if domain.chart is None:
             return f"the {domain.name} has no Lagrangian chart (meanfield.domains: Domain.chart)"
+        why = density_refusal(model)  # the field's divergence along the nodes is post-LN attention's
+        if why is not None:
+            return why
         return NOISE_REFUSAL if model.noise else None
 
     def check(self, settings, model, start, t0, first):

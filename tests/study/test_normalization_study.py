@@ -1,6 +1,6 @@
 """Studies of the normalised Transformers (issue 37, item 5; docs/MATH.md §10): the [model] keys normalization, alpha
-and switch, their refusals (named by key and value), the refusal of a [grid] density by ``meanfield check`` and
-``meanfield run`` alike (solve.prepare's, with the library's reason), and the particles' radius statistics and pair
+and switch, their refusals (named by key and value), the refusal of a pre/peri/Mix-LN [grid] density by ``meanfield
+check`` and ``meanfield run`` alike (solve.prepare's, with the library's reason), nGPT's density on the grid, and the particles' radius statistics and pair
 fractions of the directions against the equiangular reduction and the bounds of pre-LN's ṙ = ⟨θ, A⟩."""
 
 import copy
@@ -71,8 +71,7 @@ def test_a_variant_in_rd_and_a_stationary_study_are_refused():
 
 
 @pytest.mark.parametrize("model", [{"normalization": "pre"}, {"normalization": "peri"},
-                                   {"normalization": "mix", "switch": 1.0},
-                                   {"normalization": "ngpt", "alpha": 0.2}])
+                                   {"normalization": "mix", "switch": 1.0}])
 def test_a_grid_density_is_refused_by_check_and_run_alike(model, tmp_path):
     """`meanfield check` (preflight.check → solve.prepare) refuses exactly what `meanfield run` refuses, with the
     library's reason (density_refusal) named by [model] normalization."""
@@ -89,6 +88,30 @@ def test_a_grid_density_is_refused_by_check_and_run_alike(model, tmp_path):
     assert str(checked.value) == str(ran.value)
     assert str(checked.value).startswith(f"[model] normalization: {model['normalization']!r}")
     assert why in str(checked.value)
+
+
+def test_an_ngpt_study_solves_its_density_on_the_grid():
+    """[model] normalization = 'ngpt' with a [grid]: `check` passes and the run stores the density of nGPT's
+    continuity equation — that of meanfield.solve with the study's model (to round-off), not post-LN's."""
+    import meanfield as mf
+
+    s = {"domain": "circle", "dimension": 2, "model": {"beta": 2.0, "normalization": "ngpt", "alpha": 0.5},
+         "initial": {"kind": "von-mises-fisher", "centres": [[1.0, 0.0]], "kappa": [1.0]},
+         "grid": {"n": 64}, "time": {"t_end": 1.0, "frames": 3}, "particles": {"n": [12], "repeats": 2}}
+    cfg = read(s)
+    preflight.check(cfg, None, announce=False)
+    ds = run(s, output=False, progress=False)
+    assert ds.attrs["status"] == "success" and np.allclose(ds["mass"].values, 1.0, atol=1e-13, rtol=0)
+    model = build.build_model(cfg)
+    assert model.normalization == Normalization("ngpt", alpha=0.5)
+    grid = mf.CircleGrid(64)
+    mu0 = mf.Density(grid, np.exp(np.cos(grid.angles)) / (2 * np.pi * np.i0(1.0)))
+    solved = {m: mf.solve(m, mu0, (0.0, 1.0), t_eval=[1.0]).densities[-1] for m in (model, model.attention)}
+    stored = ds["density"].values[-1]
+    out = mf.Density(mf.CircleGrid(stored.size), stored)
+    ngpt, post = (solved[m].resampled(out.grid).values for m in (model, model.attention))
+    assert np.max(np.abs(stored - ngpt)) <= 1e-10
+    assert np.max(np.abs(stored - post)) >= 1e-3
 
 
 def test_pre_ln_study_from_orthonormal_tokens_follows_the_equiangular_reduction(monkeypatch):

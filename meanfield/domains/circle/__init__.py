@@ -36,6 +36,7 @@ class Circle(UnitSphereGeometry, Domain):
     description = "circle S¹"
     grid_type = CircleGrid
     default_max_n = 16384
+    quadrature_of_any_field = True  # CircleQuadrature/SphereQuadrature sum ``field`` at the nodes (nGPT's too)
     volume = 2.0 * np.pi
     periodic = True
     coordinate_label = "θ"

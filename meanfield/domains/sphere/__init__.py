@@ -40,6 +40,7 @@ class Sphere(UnitSphereGeometry, Domain):
     grid_type = SphereGrid
     projection = "mollweide"
     default_max_n = 256
+    quadrature_of_any_field = True  # SphereQuadrature sums ``field`` at the nodes (nGPT's too)
     volume = 4.0 * np.pi
     coordinate_label = "(colatitude, longitude)"
     initial_laws = ("uniform", "uniform-noise", "von-mises-fisher", "poisson")
@@ -125,7 +126,10 @@ class Sphere(UnitSphereGeometry, Domain):
             z = model.zonal
             return SphereSpectral(grid, z.beta, z.c, model.normalized, drift=drift)
         if strategy == "moments":
-            return SphereMoments(grid, model, field, drift=drift)
+            # a Transformer here is normalised on the sphere (nGPT): the moments sum its attention's average A,
+            # which the Transformer turns into its velocity (α P_xA/|A|)
+            velocity = getattr(model, "velocity_from_average", None)
+            return SphereMoments(grid, model.attention if velocity else model, field, drift=drift, velocity=velocity)
         return SphereQuadrature(grid, field, drift)
 
     uniform_noise = staticmethod(_laws.uniform_noise)

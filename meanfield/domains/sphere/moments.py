@@ -197,12 +197,18 @@ class SphereMoments(SphereQuadrature):
         Largest a-posteriori round-off estimate of N/Z accepted, relative.
     drift : callable, optional
         A fixed tangent field added to X (:class:`~.continuity.SphereQuadrature`).
+    velocity : callable, optional
+        ``velocity(points, A)``: the tokens' velocity from the heads' average A = Σ_h V_h N_h/Z_h (unprojected) at
+        the nodes; default P_x^⊥A (post-LN). nGPT's α P_xA/|A| (``Transformer.velocity_from_average``) is
+        given here; the call then records ``smallest_length``, min |A| over the nodes (the grid's step bound).
     """
 
     strategy = "moments"
 
-    def __init__(self, grid, model, field, tol: float = TOL, drift=None):
+    def __init__(self, grid, model, field, tol: float = TOL, drift=None, velocity=None):
         super().__init__(grid, field, drift)
+        self.velocity = velocity
+        self.smallest_length = np.inf
         why = moments_refusal(model, self.L, self.Ld)
         if why is not None:
             raise ValueError(f"the moments path does not apply: {why}.")
@@ -268,8 +274,15 @@ class SphereMoments(SphereQuadrature):
         self.roundoff = roundoff
         if not roundoff <= self.tol:
             self.fallbacks += 1
-            return super()._field(self.values(alm) if values is None else values, rho)
-        return project_tangent(self._points, np.moveaxis(u, 0, -1))
+            X = super()._field(self.values(alm) if values is None else values, rho)
+            if self.velocity is not None:  # the quadrature sums' own record of min |A|
+                self.smallest_length = self.field.smallest_length
+            return X
+        A = np.moveaxis(u, 0, -1)
+        if self.velocity is None:
+            return project_tangent(self._points, A)
+        self.smallest_length = float(np.sqrt(np.min(np.sum(A * A, axis=-1))))
+        return self.velocity(self._points, A)
 
     def coefficient_rate_and_speeds(self, alm):
         """(coefficients of ∂_t ρ = −div(ρX), max |X|, 0) from the a_lm of ρ: the flux F = ρX on the dealiased
