@@ -78,6 +78,7 @@ from .integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTrack
                         StopIntegration, Tracker)
 from .models import Transformer, heads, rate_scale
 from .monitor import ResolutionError
+from .representations.grid import step_bound
 
 __all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
            "FrequencySolution", "order_parameter"]
@@ -393,15 +394,8 @@ class FrequencyProblem(Problem):
         self.speeds = (0.0, 0.0)
 
     def max_step(self):
-        vmax, strain = self.speeds
-        bounds = [1.0 / self.strain_bound] if self.strain_bound > 0 else []
-        if vmax > 0:
-            bounds.append(self.grid.spacing / vmax)
-        if strain > 0:
-            bounds.append(1.0 / strain)
-        if self.omega_max > 0:
-            bounds.append(1.0 / self.omega_max)
-        return min(bounds) if bounds else np.inf
+        """The grids' CFL step (:func:`~meanfield.representations.grid.step_bound`) with the rotation's 1/max|ω|."""
+        return step_bound(self.grid.spacing, *self.speeds, self.strain_bound, self.omega_max)
 
     def reject(self, t, y, reason):
         raise StopIntegration(t, y, reason, hint="Start on a finer circle grid (larger n) or with more frequency "

@@ -18,6 +18,7 @@ import numpy as np
 
 from meanfield import checks
 from meanfield.frequencies import FrequencyLaw, frequency_law
+from meanfield.domains import unit_sphere
 from meanfield.integrate import FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Stages
 from meanfield.models import as_model, rate_scale
 
@@ -153,10 +154,13 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     if drawn and gen is None:
         raise ValueError("`rng` is required where `x0` or `omega` is drawn (a seed or a numpy Generator), so the draw "
                          "can be repeated.")
-    x = initial_points(x0, gen, None)
-    if x.shape[-1] != 2:
+    x0 = np.asarray(x0, dtype=float) if not isinstance(x0, tuple) else x0
+    if not isinstance(x0, tuple) and x0.shape[-1:] != (2,):
         raise ValueError(f"tokens with natural frequencies live on the circle: `x0` must hold unit vectors of R², got "
-                         f"shape {x.shape}.")
+                         f"shape {x0.shape}.")
+    x = initial_points(x0, gen, unit_sphere(2))  # the circle's own checks of its points
+    if x.shape[-1] != 2:  # drawn from a density of another domain
+        raise ValueError(f"tokens with natural frequencies live on the circle: `x0` was drawn on R^{x.shape[-1]}.")
     w_omega = _frequencies(omega, x.shape[:-1], gen)
     n = x.shape[-2]
     w = np.full(x.shape[:-1], 1.0 / n) if weights is None else \

@@ -38,7 +38,7 @@ from ..monitor import ResolutionError, ResolutionMonitor
 from ..numerics import EXP_MAX
 from .base import Hooks, Part, Representation, Settings
 
-__all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker"]
+__all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker", "step_bound"]
 
 
 # --------------------------------------------------------------------- the right-hand side of a model
@@ -59,6 +59,14 @@ def continuity(domain, model, grid, strategy):
     drift = (lambda q: model.drift(q) / a) if blocks else None
     rhs = domain.continuity(model.attention, grid, strategy, kernels.grid_field(model.attention), drift)
     return rhs if a == 1.0 else Scaled(rhs, a)
+
+
+def step_bound(spacing: float, vmax: float, strain: float, *rates: float) -> float:
+    """The CFL step before its factor (module docstring): min(Δ/max|v|, 1/max|∂v|, 1/r for each rate r), each term
+    where its speed or rate is > 0; inf where none is (the integrator then steps to its output times)."""
+    bounds = [spacing / vmax] if vmax > 0 else []
+    bounds += [1.0 / r for r in (strain,) + rates if r > 0]
+    return min(bounds) if bounds else np.inf
 
 
 class Scaled:
@@ -211,14 +219,8 @@ class GridProblem(Problem):
         self.speeds = (0.0, 0.0)
 
     def max_step(self):
-        vmax, strain = self.speeds
         cap = self.strain_bound if self._lengths is None else self.strain_bound / self._lengths.smallest_length
-        bounds = [1.0 / cap] if cap > 0 else []
-        if vmax > 0:
-            bounds.append(self.grid.spacing / vmax)
-        if strain > 0:
-            bounds.append(1.0 / strain)
-        return min(bounds) if bounds else np.inf
+        return step_bound(self.grid.spacing, *self.speeds, cap)
 
     def reject(self, t, y, reason):
         """Refine and return the zero-padded state, or stop with the reason."""
