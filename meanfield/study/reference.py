@@ -1,0 +1,34 @@
+"""README's "Study file reference": the schema's tables in Markdown (:func:`reference_markdown`)."""
+
+from __future__ import annotations
+
+from .schema import REQUIRED, SCHEMA, show_default
+
+__all__ = ["reference_markdown"]
+
+_TYPES = {"str": "string", "path": "string", "bool": "boolean", "int": "integer", "float": "number",
+          "floats": "number or array", "ints": "integer or array", "matrix": "number, array or string",
+          "vectors": "array of arrays", "bounds": "array of [a, b]", "shape": "integer or array"}
+
+
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell (a bar would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def reference_markdown() -> str:
+    """The README's "Study file reference" tables, one per section, generated from :data:`SCHEMA` (the [model]
+    keys from the model registry): key, type (with its choices), default ("required", or — where none is
+    filled in before validation) and meaning. tests/study/test_config.py checks that README.md holds this
+    text, so a key that changes here and not there fails the tests."""
+    out = []
+    for section, keys in SCHEMA.items():
+        out += [f"**[{section}]**" if section else "**top level**", "",
+                "| key | type | default | meaning |", "|---|---|---|---|"]
+        for name, key in keys.items():
+            kind = _TYPES[key.kind] + (f": {', '.join(key.choices)}" if key.choices else "")
+            default = ("required" if key.default is REQUIRED else "—" if key.default is None
+                       else show_default(key.default))
+            out.append(f"| `{name}` | {_cell(kind)} | {_cell(default)} | {_cell(key.doc)} |")
+        out.append("")
+    return "\n".join(out)
