@@ -207,8 +207,9 @@ MODEL_KEYS = {
                          "§10; self-attention on the sphere, non-causal, attention alone): post (post-LN, tokens on "
                          "S^{d-1}; every density solver's model); pre (ẋ = A), peri (ẋ = A/|A|) and mix (post-LN "
                          "before [model] switch, pre-LN after) carry a radius, tokens x = rθ started at r = 1; ngpt "
-                         "(θ̇ = αP_θA/|A|, needs [model] alpha). Other than post: particles only (a [grid] density is "
-                         "refused with the solvers' reason)", choices=NORMALIZATIONS),
+                         "(θ̇ = αP_θA/|A|, needs [model] alpha; its [grid] density on the circle and S² is solved by "
+                         "the sums that give A, the Lagrangian representations refuse it). pre, peri, mix: particles "
+                         "only (a [grid] density is refused with the solvers' reason)", choices=NORMALIZATIONS),
     "alpha": Key("float", None, "normalization = 'ngpt': nGPT's α > 0, the speed of the direction (required there, "
                  "refused elsewhere)", positive=True),
     "switch": Key("float", None, "normalization = 'mix': the depth t_0 where post-LN hands over to pre-LN (required "
