@@ -29,7 +29,8 @@ from .euclidean import compiled_models, euclidean_field
 from ..models.normalization import normalization_of
 from .pairwise import average, field, NGPTField, pairwise_sums
 
-__all__ = ["pairwise_sums", "field", "average", "NGPTField", "grid_field", "euclidean_field", "compiled_models", "pairwise_refusal", "energy",
+__all__ = ["pairwise_sums", "field", "average", "NGPTField", "grid_field", "euclidean_field", "compiled_models",
+           "pairwise_refusal", "energy",
            "circle_degree", "circle_spectral_field", "pairwise_field", "single_precision_refusal"]
 
 

@@ -30,7 +30,8 @@ from .fastexp import FASTMATH, vexp, vexp32
 from .layout import aligned
 from .threads import run_tasks
 
-__all__ = ["pairwise_sums", "field", "average", "NGPTField", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR", "UNROLL_MAX"]
+__all__ = ["pairwise_sums", "field", "average", "NGPTField", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR",
+           "UNROLL_MAX"]
 
 _ROWS = 8  # queries per parallel task (they share one work buffer)
 

@@ -15,10 +15,10 @@ k_max = π/Δθ, and compression by the strain |∂_θ v|. The default step is
 
 with L = :func:`meanfield.models.rate_scale` a bound on the strain for any state (circle and S²; finite volumes
 use their own CFL number, see :class:`~meanfield.domains.euclidean.FiniteVolume`; for nGPT's α P_θA/|A|, which has
-no such bound, L = α rate_scale(attention)/min |A| over the nodes of the latest field evaluation), and ``cfl = 0.1`` by default
-for the fixed-step methods: RK4 is stable to cfl ≈ 0.9, and the smaller default keeps the time error below the
-spatial error of a resolved solution (measured: Ott–Antonsen at n = 256, t = 3, L¹ error 1e-11 at cfl 0.1, 8e-10
-at 0.4, 1e-8 at 0.8). The adaptive methods use cfl = 0.8 as a stability cap only.
+no such bound, L = α rate_scale(attention)/min |A| over the nodes of the latest field evaluation), and
+``cfl = 0.1`` by default for the fixed-step methods: RK4 is stable to cfl ≈ 0.9, and the smaller default keeps the
+time error below the spatial error of a resolved solution (measured: Ott–Antonsen at n = 256, t = 3, L¹ error
+1e-11 at cfl 0.1, 8e-10 at 0.4, 1e-8 at 0.8). The adaptive methods use cfl = 0.8 as a stability cap only.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from ..monitor import ResolutionError, ResolutionMonitor
 from ..numerics import EXP_MAX
 from .base import Hooks, Part, Representation, Settings
 
-__all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker", "step_bound"]
+__all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker",
+           "step_bound"]
 
 
 # --------------------------------------------------------------------- the right-hand side of a model
@@ -46,8 +47,8 @@ def continuity(domain, model, grid, strategy):
     """The domain's right-hand side for ``model`` on ``grid`` by the resolved ``strategy``: an attention model's
     own; a :class:`~meanfield.models.Transformer`'s a X_att + b Σ X_ff as the attention's right-hand side with the
     fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0;
-    nGPT's α P_θA/|A| (docs/MATH.md §10), not linear in the attention's sums, as the whole model's field summed by
-    quadrature (the only strategy :func:`meanfield.strategies.for_grid` offers it)."""
+    nGPT's α P_θA/|A| (docs/MATH.md §10) as the whole model's field, by the sums that give the average A itself
+    (the quadrature sums, the S² moments: what :func:`meanfield.strategies.for_grid` offers it)."""
     if not isinstance(model, Transformer):
         return domain.continuity(model, grid, strategy, kernels.grid_field(model))
     if model.normalization.kind == "ngpt":
