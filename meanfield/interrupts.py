@@ -8,9 +8,10 @@ set``), and an exception in the middle of a write can leave half a file.
 
 Within :func:`deferred` the two signals only *record* that they arrived; the
 long loops of the library (every accepted step of the integrator, every chunk
-of particle statistics, every distance) call :func:`check`, which raises
-``KeyboardInterrupt`` there, between chunks, where the caller keeps what was
-computed. A second signal while the first is still pending raises at once
+of particle statistics, every distance, every round of ~0.1 s of a compiled
+sum: :func:`meanfield.kernels.threads.run_tasks`, where :func:`armed`) call
+:func:`check`, which raises ``KeyboardInterrupt`` there, between chunks, where
+the caller keeps what was computed. A second signal while the first is still pending raises at once
 (a user who presses Ctrl-C twice wants out).
 
 Outside :func:`deferred` (the library used from a script or a notebook)
@@ -26,10 +27,11 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["deferred", "check", "pending", "clear"]
+__all__ = ["deferred", "check", "pending", "clear", "armed"]
 
-#: the signal that arrived while deferred (None: none pending); module state because signals are process state
-_state = {"pending": None, "depth": 0}
+#: the signal that arrived while deferred (None: none pending), the nesting depth, whether the handlers are
+#: installed; module state because signals are process state
+_state = {"pending": None, "depth": 0, "installed": False}
 
 
 def _record(signum, frame):
@@ -57,17 +59,26 @@ def deferred(signals=(signal.SIGINT, signal.SIGTERM), pending=()):
             previous[s] = signal.signal(s, _record)
         if pending:
             _state["pending"] = pending[0]
+        _state["installed"] = True
     _state["depth"] += 1
     try:
         yield
     finally:
         _state["depth"] -= 1
         if install:
+            _state["installed"] = False
             for s, h in previous.items():
                 signal.signal(s, h)
     if install and _state["pending"] is not None:
         signum, _state["pending"] = _state["pending"], None
         raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def armed() -> bool:
+    """Whether the handlers of :func:`deferred` are installed: a signal then only sets the flag, and :func:`check`
+    is what honours it. Long compiled sums then run in rounds with a :func:`check` between them
+    (:func:`meanfield.kernels.threads.run_tasks`), so that no signal waits for a whole n² sum."""
+    return _state["installed"]
 
 
 def pending() -> bool:

@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["save", "load", "check_writable", "status_of", "check_output", "beside"]
+__all__ = ["save", "load", "check_writable", "status_of", "check_output", "beside", "prepare"]
 
 #: the statuses of a results file that may be replaced without being asked (a run that did not finish)
 REPLACEABLE = ("interrupted",)
@@ -123,6 +123,25 @@ def save(ds, path) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
     return path
+
+
+def prepare(path) -> None:
+    """Import now what writing a results file at ``path`` imports on its first use — xarray's array backends
+    (dask.array where installed), h5netcdf or zarr — by writing a one-number Dataset to a temporary directory:
+    0.5–0.8 s on two cores (twice that under load) that the write after a Ctrl-C would otherwise wait for. The run
+    writes its results anyway, so this moves the imports, adding nothing. Never fails: a write that cannot
+    happen fails later, where it is reported."""
+    import tempfile
+
+    import numpy as np
+    import xarray as xr
+
+    suffix = Path(path).suffix if Path(path).suffix in (".nc", ".zarr") else ".nc"
+    try:
+        with tempfile.TemporaryDirectory(prefix="meanfield-prepare-") as folder:
+            save(xr.Dataset({"v": ("x", np.zeros(1))}, coords={"x": [0.0]}), Path(folder) / f"prepare{suffix}")
+    except Exception:  # noqa: BLE001 - a warm-up only
+        pass
 
 
 def load(path, lazy: bool = False):

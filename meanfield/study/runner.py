@@ -43,7 +43,7 @@ from validation.wasserstein import ExactOTTooLarge, discretisation, distance
 
 from .. import domains, interrupts, lagrangian
 from ..lagrangian import LagrangianMeasure
-from ..io import beside, save
+from ..io import beside, prepare, save
 from ..kernels import energy as kernel_energy
 from ..models import SelfAttention
 from ..models.normalization import normalization_of
@@ -363,7 +363,9 @@ def _discretisation_floor(cfg, density, w, data) -> None:
         return
     data["wasserstein_discretisation"] = ((), floor, {"long_name": f"W{p:g} between the initial density and its "
                                                                    "grid measure (estimate)"})
-    smallest = float(np.nanmin(np.nanmean(w[0, :, :, 0], axis=1), initial=np.inf))
+    at_start = w[0, :, :, 0]  # (N, repeat); rows of N not simulated (an interrupted run) are NaN
+    computed = np.isfinite(at_start).any(axis=1)
+    smallest = float(np.min(np.nanmean(at_start[computed], axis=1), initial=np.inf))
     if np.isfinite(smallest) and floor > 0.5 * smallest:
         log.warning("the grid measure's own W%g error %.3g is more than half the smallest distance at "
                     "t = 0 (%.3g): the fitted rate flattens; refine [grid]", p, floor, smallest)
@@ -560,6 +562,8 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     preflight.check(cfg, path)
     plot = cfg["output"]["plot"] if plot is None else plot
     animation = cfg["output"]["animation"] if animation is None else animation
+    if path is not False:
+        prepare(path)  # the write's first-use imports now, not after a Ctrl-C
     with interrupts.deferred():
         ds, interrupted = run_config(cfg, progress=progress)
         target = None if path is False else write_results(ds, path, plot, animation)

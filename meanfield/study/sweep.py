@@ -26,6 +26,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from .. import interrupts
+from ..io import prepare
 from . import config, preflight
 from .build import build_model
 from .runner import StudyInterrupted, run_config, show_progress, versions, write_results
@@ -194,6 +195,8 @@ def sweep(study, over, *, repeats: int | None = None, scheduler: str | None = No
     progress = show_progress(progress)
 
     results: list = [None] * len(cfgs)
+    if path is not None:
+        prepare(path)  # the write's first-use imports now, not after a Ctrl-C
     with interrupts.deferred():
         interrupted = _run_tasks(cfgs, results, scheduler, workers, progress)
         ds = _gather(results, keys, values, grid)

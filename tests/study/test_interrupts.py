@@ -174,3 +174,139 @@ def test_sigint_during_a_sweep_stops_the_workers(tmp_path):
 def test_sigint_at_random_moments_of_a_sweep(tmp_path):
     statuses = _sweep_moments(6, 11, tmp_path)
     assert statuses.count("interrupted") >= 3  # the moments fall mostly inside the sweep: the signals landed
+
+
+# ------------------------------------------------------------------ latency: SIGINT to exit (issue 39, item 7)
+#: particles at n = 10⁵ on S²: one RK4 step on the spectral sums, then the pair fraction and E_β of each output's
+#: system, n² = 10¹⁰ pairs each (tens of seconds: a signal 2 s after the start lands in them)
+PARTICLES_1E5 = """
+domain = "sphere"
+seed = 0
+[model]
+beta = 4.0
+[initial]
+kind = "uniform"
+[time]
+t_end = 0.01
+frames = 2
+[particles]
+n = [100000]
+"""
+
+#: a density on S² at lmax 256 (200 RK4 steps of the zonal path: ~15 s on two cores)
+S2_LMAX_256 = """
+domain = "sphere"
+seed = 0
+[grid]
+lmax = 256
+[model]
+beta = 4.0
+[time]
+t_end = 4.0
+frames = 5
+max_n = 256
+"""
+
+
+def _latency(args, cwd, marker, delay):
+    """Run ``meanfield ARGS`` (logging on: no --quiet), SIGINT ``delay`` s after the log line holding ``marker``
+    (the computation began); (exit code, seconds from the signal to the exit or None if it ended before, stderr)."""
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "meanfield_command", *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines, began = [], threading.Event()
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+            if marker in line:
+                began.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert began.wait(timeout=300), "".join(lines)
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.005)
+    sent = None
+    if proc.poll() is None:
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=300)  # a blocking waitpid: the exit to the scheduler's resolution
+    finally:
+        proc.kill()
+    latency = None if sent is None else time.monotonic() - sent
+    reader.join(timeout=10)
+    return proc.returncode, latency, "".join(lines)
+
+
+def _exits_within_two_seconds(tmp_path, study, marker, delay, kept):
+    (tmp_path / "s.toml").write_text(study)
+    code, latency, err = _latency(["run", "s.toml", "--output", "out.nc"], tmp_path, marker, delay)
+    assert latency is not None, f"the run ended before the signal: {err}"  # it landed before the end
+    assert code == 130 and "Traceback" not in err, err
+    assert kept in err, err  # honoured inside the computation (it began: the marker came first)
+    assert latency <= 2.0, f"{latency:.2f} s from SIGINT to exit"
+    ds = meanfield.load(tmp_path / "out.nc")
+    assert ds.attrs["status"] == "interrupted"
+    return ds
+
+
+def test_sigint_to_particles_at_n_1e5_exits_within_two_seconds(tmp_path):
+    # 2 s after "simulating": inside the n² statistics (before the fix: one pair_fraction call of 10-20 s that
+    # no check could stop, then 0.5 s of imports for the write and 0.5 s of interpreter teardown)
+    _exits_within_two_seconds(tmp_path, PARTICLES_1E5, "simulating", 2.0,
+                              "interrupted: keeping the particle systems finished so far")
+
+
+@pytest.mark.slow  # ~10 s
+def test_sigint_to_an_s2_density_at_lmax_256_exits_within_two_seconds(tmp_path):
+    ds = _exits_within_two_seconds(tmp_path, S2_LMAX_256, "solving the density", 3.0,
+                                   "interrupted: keeping the density up to the last output time")
+    assert ds.step_time.size > 1  # steps were taken before the signal
+
+
+def test_compiled_sums_run_in_rounds_with_the_same_bits_and_stop_between_them(monkeypatch):
+    """Within deferred interrupts the kernels' tasks run in rounds with a check between two: the same bits as one
+    round, and a pending signal raises at the end of the round it arrived in."""
+    import os
+
+    from meanfield import interrupts, kernels
+    from meanfield.kernels import threads
+    from particles import clusters, uniform_sphere
+
+    n = 3000  # > 2048: pair_fraction counts a row per task
+    x = uniform_sphere(n, 3, rng=0)
+    w = np.full(n, 1.0 / n)
+    model = meanfield.SelfAttention(4.0)
+
+    def sums():
+        return kernels.field(model, x, w, x), kernels.energy(x, w, 4.0), clusters.pair_fraction(x, 0.05)
+
+    plain = sums()
+    monkeypatch.setattr(threads, "ROUND_SECONDS", 1e-4)  # rounds of 0.1 ms: many
+    with interrupts.deferred():
+        assert interrupts.armed()
+        rounds = sums()
+    assert not interrupts.armed()
+    for a, b in zip(plain, rounds):
+        assert np.array_equal(a, b)
+
+    calls = []
+    out = np.zeros(100_000)
+
+    def kernel(out, start, stop):  # the signal arrives during the first round
+        calls.append((start, stop))
+        out[start:stop] = 1.0
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts.deferred():
+            threads.run_tasks(kernel, out.size, out, nthreads=1)
+    finally:
+        interrupts.clear()
+    assert len(calls) == 1 and calls[0] == (0, out.size // 256)  # one round (its first share), then the check
+    assert out.sum() == out.size // 256
