@@ -23,7 +23,10 @@ from ..models import registry
 from .schema import DEFAULT_INITIAL, GRID_LAWS, MAX_DPI, MODEL_KEYS, REQUIRED, SCHEMA, Key, StudyError
 from .weights import layer_weights
 
-__all__ = ["read", "read_raw", "validate", "to_json"]
+__all__ = ["read", "read_raw", "validate", "to_json", "MAX_FRAMES"]
+
+#: the most output times [time] frames may ask for (each is a stored frame; the list of times is built at once)
+MAX_FRAMES = 10 ** 6
 
 
 class _CausalGrid(ValueError):
@@ -394,6 +397,9 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[time] t_eval: must increase strictly from 0 with at least two times, got {te}")
         tm["t_end"], tm["frames"] = te[-1], len(te)
     else:
+        if tm["frames"] > MAX_FRAMES:  # before the list of times is built (2^40 of them would exhaust the memory)
+            raise StudyError(f"[time] frames: at most {MAX_FRAMES} output times (each a stored frame), got "
+                             f"{tm['frames']}")
         tm["t_eval"] = [tm["t_end"] * i / (tm["frames"] - 1) for i in range(tm["frames"])]
     if tm["refine"] and dom.default_max_n is None:  # the domain says whether its grids refine
         raise StudyError(f"[time] refine: the grids of {where} are not refined (finite volumes); use a finer [grid]")

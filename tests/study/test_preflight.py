@@ -336,3 +336,13 @@ def test_a_nan_in_an_initial_npz_names_the_study_file_and_the_npz(tmp_path, caps
         err = _one_line(capsys, str(study), str(tmp_path / "start.npz"), "non-finite", "index (5,)")
         assert err.startswith(f"meanfield: error: {study}: [initial] path: 'values' of ")
     assert not (tmp_path / "nan.nc").exists()
+
+
+def test_an_absurd_number_of_frames_is_refused_in_one_line(tmp_path, capsys):
+    """[time] frames = 2^40 (a value the mutations draw) is refused before its list of times is built — building
+    it exhausted the memory of a CI run."""
+    tables = copy.deepcopy(BASE)
+    tables["time"]["frames"] = 2 ** 40
+    code = main(["check", str(_write(tmp_path / "f.toml", tables)), "--output", str(tmp_path / "f.nc")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("meanfield: error:") and "[time] frames: at most" in err and "\n" not in err, err
