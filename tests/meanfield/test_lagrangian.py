@@ -372,6 +372,7 @@ def _harmonic_h1_distance(a, b, L):
     return float(np.sqrt(4 * np.pi * np.sum(d.sum(axis=0)[1:] / (l * (l + 1)))))
 
 
+@pytest.mark.slow  # ~50 s (a grid reference at lmax 64, rtol 1e-12): the default run keeps the S² panels' other tests
 def test_sphere_panels_agree_with_the_grid_and_hand_over_continues_the_same_solution():
     """S², β = 4 from smooth data, against a grid solution (lmax 64, rtol 1e-12) at t = 1, 2, 3: the grid's
     interpolant at the points, the harmonic moments up to the kernel's degree (in the band-limited W1 bound of
