@@ -69,6 +69,38 @@ def test_circle_w1_is_the_cdf_formula(rng):
     assert w1((on_circle(ta), wa), (on_circle(tb), wb)) == pytest.approx(brute, abs=1e-4)  # quadrature of the brute force
 
 
+@pytest.mark.parametrize("cells", [80, 4096])
+def test_a_density_against_points_by_its_cells_is_pots_circle_w1(rng, cells):
+    """W_1 of a quantised circle density against N points, computed from the cells' cumulative masses without
+    merging the M atoms (:func:`validation.wasserstein._circle_w1_cells`, taken where N is small), equals POT's
+    ``wasserstein_circle`` on the same atoms (an independent implementation) and the merged formula; with empty
+    cells, weighted points, a Dirac, points on cell midpoints and at 0."""
+    from validation.wasserstein import _circle_w1, _circle_w1_cells, _sorted, prepare
+
+    d = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]) + np.exp(6 * x[..., 1])).normalized()
+    quantised = prepare(d, cells=cells)
+    mass = quantised.weights.copy()
+    mass[: cells // 5] = 0.0  # an empty arc
+    mass /= mass.sum()
+    cumulative = np.cumsum(mass)
+    empty = W.Prepared(quantised.coords, mass, quantised.domain, cells=(cumulative, np.concatenate([[0.0], np.cumsum(cumulative)])))
+    midpoints = quantised.coords
+    for density in (quantised, empty):
+        for theta in (rng.uniform(0, 2 * np.pi, 1), rng.uniform(0, 2 * np.pi, 9), rng.uniform(0, 2 * np.pi, 300),
+                      np.concatenate([midpoints[:: cells // 8], [0.0]]), rng.choice(midpoints, 40)):
+            w = rng.dirichlet(np.ones(theta.size))
+            ref = ot.wasserstein_circle(density.coords / (2 * np.pi), theta / (2 * np.pi), density.weights, w, p=1)[0]
+            t, ws = _sorted(theta, w)
+            value = _circle_w1_cells(*density.cells, t, ws)
+            assert value == pytest.approx(2 * np.pi * ref, rel=1e-9, abs=1e-12)
+            assert value == pytest.approx(_circle_w1(density.coords, density.weights, theta, w), rel=1e-11, abs=1e-13)
+    # the public path takes it for few points: the value of the merged formula
+    x = pt.sample(d, 50, rng=1)
+    assert w1(d, x) == pytest.approx(_circle_w1(*(lambda q: (q.coords, q.weights))(prepare(d)),
+                                             np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi), np.full(50, 0.02)),
+                                     rel=1e-11)
+
+
 def test_two_diracs_and_rotations():
     for a, b in ((0.1, 6.0), (1.0, 1.0 + np.pi), (2.0, 2.5)):
         d = abs(a - b)
