@@ -40,6 +40,7 @@ import particles
 from particles import clusters
 from validation.meanfield_limit import fit_exponent
 from validation.wasserstein import ExactOTTooLarge, discretisation, distance
+from validation.wasserstein import prepare as prepare_measure
 
 from .. import domains, interrupts, lagrangian
 from ..lagrangian import LagrangianMeasure
@@ -334,12 +335,15 @@ def _wasserstein(cfg, densities, store, progress):
     R, T = cfg["particles"]["repeats"], len(cfg["time"]["t_eval"])
     out = np.full((2, len(ps), len(cfg["particles"]["n"]), R, T), np.nan)  # the values, then their bounds
     index = {n: i for i, n in enumerate(cfg["particles"]["n"])}
-    jobs = [(a, n, t) for a in range(len(ps)) for n in ns for t in range(min(T, len(densities)))]
+    jobs = [(t, a, n) for t in range(min(T, len(densities))) for a in range(len(ps)) for n in ns]
     try:
-        for a, n, t in tqdm(jobs, desc="distances", disable=not progress, leave=False):
+        frame = None
+        for t, a, n in tqdm(jobs, desc="distances", disable=not progress, leave=False):
             interrupts.check()
-            # the R realisations as one batch: the density or Lagrangian frame is prepared (and coarsened) once
-            d = distance(_probability(densities[t]), store[n]["x"][:, t], p=ps[a])
+            if frame is None or frame[0] != t:  # each frame prepared once (a circle density's quantisation)
+                frame = (t, prepare_measure(_probability(densities[t])))
+            # the R realisations as one batch: a frame that must be coarsened is coarsened once per batch
+            d = distance(frame[1], store[n]["x"][:, t], p=ps[a])
             out[0, a, index[n], :, t], out[1, a, index[n], :, t] = d.value, d.bound
     except KeyboardInterrupt:
         log.warning("interrupted: distances not computed are NaN")
