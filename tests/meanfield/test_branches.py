@@ -75,7 +75,7 @@ def test_k_cluster_states_are_unstable_and_long_time_solves_leave_them():
     model = mf.SelfAttention(2.0, noise=D)
     one = st.stationary_states(st.branch(model0, CIRCLE, np.linspace(0.01, 0.95, 60)), D)[0]
     two = st.stationary_states(st.branch(model0, CIRCLE, np.linspace(0.01, 0.95, 60), degree=2), D)[0]
-    grid = mf.CircleGrid(128)
+    grid = mf.CircleGrid(64)
     s1, s2 = st.stability(model, one, grid), st.stability(model, two, grid)
     assert s1.stable and not s2.stable and s2.growth == pytest.approx(np.max(s2.blocks["odd"].real), rel=1e-12)
     assert s2.growth > 0.1 and 0.01 < np.max(s2.blocks["even"].real) < s2.growth
