@@ -65,51 +65,47 @@ def _close(x, delta):
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
+def _row_count(x, b, i, threshold):
+    """#{j > i : ⟨x_i, x_j⟩ >= threshold} in system b, or −1 where a coordinate of x_i is not finite (the sum of
+    0·x is then NaN; a non-finite x_j is found at its own row). Vectorised dots (fast-math reassociation)."""
+    n, d = x.shape[1], x.shape[2]
+    nan = 0.0
+    for k in range(d):
+        nan += 0.0 * x[b, i, k]
+    if nan != 0.0:
+        return -1
+    count = 0
+    for j in range(i + 1, n):
+        dot = 0.0
+        for k in range(d):
+            dot += x[b, i, k] * x[b, j, k]
+        if dot >= threshold:
+            count += 1
+    return count
+
+
+@nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
 def _close_pairs(x, threshold, out, start, stop):
     """out[b] = #{i < j : ⟨x_i, x_j⟩ >= threshold} for the systems b = start..stop-1, no n×n array; −1 where a
-    coordinate is not finite (the sum of 0·x is then NaN). Vectorised dots (fast-math reassociation); one task per
-    system on :func:`meanfield.kernels.threads.run_tasks`, so the same bits for any thread count."""
-    n, d = x.shape[1], x.shape[2]
+    coordinate is not finite. One task per system on :func:`meanfield.kernels.threads.run_tasks`, so the same bits
+    for any thread count."""
     for b in range(start, stop):
-        nan = 0.0
-        for i in range(n):
-            for k in range(d):
-                nan += 0.0 * x[b, i, k]
-        if nan != 0.0:
-            out[b] = -1
-            continue
         count = 0
-        for i in range(n):
-            for j in range(i + 1, n):
-                dot = 0.0
-                for k in range(d):
-                    dot += x[b, i, k] * x[b, j, k]
-                if dot >= threshold:
-                    count += 1
+        for i in range(x.shape[1]):
+            row = _row_count(x, b, i, threshold)
+            if row < 0:
+                count = -1
+                break
+            count += row
         out[b] = count
 
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
 def _close_pair_rows(x, threshold, out, start, stop):
-    """out[t] = #{j > i : ⟨x_i, x_j⟩ >= threshold} for the rows t = b·n + i = start..stop-1 of the systems b (the
-    loop of :func:`_close_pairs`, a task per row); −1 where a coordinate of x_i is not finite."""
-    n, d = x.shape[1], x.shape[2]
+    """out[t] = :func:`_row_count` of row i of system b for t = b·n + i = start..stop-1 (a task per row)."""
+    n = x.shape[1]
     for t in range(start, stop):
-        b, i = t // n, t % n
-        nan = 0.0
-        for k in range(d):
-            nan += 0.0 * x[b, i, k]
-        if nan != 0.0:
-            out[t] = -1
-            continue
-        count = 0
-        for j in range(i + 1, n):
-            dot = 0.0
-            for k in range(d):
-                dot += x[b, i, k] * x[b, j, k]
-            if dot >= threshold:
-                count += 1
-        out[t] = count
+        out[t] = _row_count(x, t // n, t % n, threshold)
 
 
 #: Systems of more points than this are counted a row per task (:func:`_close_pair_rows`): one system's count then
