@@ -9,8 +9,12 @@
    SphereGrid(128) (33 153 nodes, over the default limit of exact OT): coarsened
    OT with its certified bound, in a child process so that its peak memory is
    its own; with ``--exact`` also exact OT with the limit raised (43 s, 2.8 GiB).
+4. Circle, issue 39: W1 of a density (n = 128 grid, prepared once: 2^20 cells) against N = 40 … 10^4 weighted
+   points, by the cells' cumulative masses (what ``distance`` takes for N below ``_cells_pay``'s limit) against
+   the anchor, the merged formula over all 2^20 + N atoms: medians of 7 in alternation, their ratio and the two
+   values' relative difference.
 
-Run:  python benchmarks/bench_wasserstein.py [--exact]
+Run:  python benchmarks/bench_wasserstein.py [--exact] [--only-cells]
 """
 
 import json
@@ -24,7 +28,7 @@ import meanfield as mf
 import particles as pt
 from meanfield import exact
 from validation import w1, w2
-from _timing import best
+from _timing import best, interleaved
 
 
 def glq_measure(nlat=64, nlon=128):
@@ -38,7 +42,27 @@ def glq_measure(nlat=64, nlon=128):
     return pts, w / w.sum()
 
 
+def circle_cells():
+    from validation.wasserstein import _circle_w1, _circle_w1_cells, _sorted, prepare
+
+    d = mf.Density.from_function(mf.CircleGrid(128), lambda x: np.exp(3 * x[..., 0]) + 0.5 * np.exp(5 * x[..., 1]))
+    q = prepare(d.normalized())
+    rng = np.random.default_rng(0)
+    print("circle W1, density (2^20 cells) vs N points: N, cells path, merged anchor (medians of 7), ratio, rel. diff")
+    for n in (40, 300, 3162, 10**4):
+        x = pt.sample(d.normalized(), n, rng=rng)
+        theta, w = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi), rng.dirichlet(np.ones(n))
+        t, ws = _sorted(theta, w)
+        fast = lambda: _circle_w1_cells(*q.cells, t, ws)  # noqa: E731
+        anchor = lambda: _circle_w1(q.coords, q.weights, theta, w)  # noqa: E731
+        a, b, _ = interleaved(fast, anchor, repeat=7, min_time=0.05)
+        print(f"  N = {n:>6}: {a * 1e3:8.3f} ms  {b * 1e3:8.3f} ms  {b / a:7.1f}x  {abs(fast() - anchor()) / anchor():.1e}")
+
+
 def main():
+    circle_cells()
+    if "--only-cells" in sys.argv:
+        return
     d = mf.Density.from_function(mf.CircleGrid(256), lambda x: exact.wrapped_cauchy(np.arctan2(x[..., 1], x[..., 0]), 0.5))
     x = pt.sample(d, 10**6, rng=1)
     w1(d, x[:10]), w2(d, x[:10])  # compile
