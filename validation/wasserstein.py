@@ -37,6 +37,11 @@ trigonometric interpolant: its mass on each of M equal cells (default
 M = 2^20) is placed at the cell's midpoint. Moving mass inside cells of width
 h = 2π/M costs at most h/2, so the result is within h/2 (3e-6 for the
 default) of the exact distance; :func:`circle_density_resolution` says it.
+W_1 against N points (N small beside M) does not merge the M + N atoms: on
+each of the N + 1 arcs between points, F is the cells' non-decreasing
+cumulative masses, so the measure of {F − G < c} and ∫|F − G − c| are binary
+searches and prefix sums, O(N log M) per level c, and c is bisected to
+adjacent doubles (:func:`_circle_w1_cells`; the same number).
 
 Zonal densities of S^{d-1} (the zonal domain, any d): W_p between two zonal measures equals W_p between the
 laws of their polar angles θ = arccos⟨x, e⟩ on [0, π] (docs/MATH.md §9), computed exactly by quantiles; a density
