@@ -1,7 +1,7 @@
-"""Shared fixtures. Under pytest-xdist (the README's ``-n 2``) each worker gets its share of the cores, numba's
-threads and the BLAS's set to cores // workers: two workers on two cores must not run four threads (oversubscribed,
-a parallel kernel's barrier waits for a descheduled thread). A test that needs two threads asks for them
-(``numba.set_num_threads``, within ``NUMBA_NUM_THREADS``, which stays the machine's)."""
+"""Shared fixtures. Under pytest-xdist (``-n 2`` in pyproject's addopts) each worker gets its share of the
+cores, numba's threads and the BLAS's set to cores // workers: two workers on two cores must not run four threads
+(oversubscribed, a parallel kernel's barrier waits for a descheduled thread). A test that needs two threads asks
+for them (``numba.set_num_threads``, within ``NUMBA_NUM_THREADS``, which stays the machine's)."""
 
 import os
 
@@ -16,7 +16,8 @@ def pytest_configure(config):
         import numba
         import threadpoolctl
 
-        share = max(1, (os.cpu_count() or 1) // _WORKERS)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        share = max(1, cores // _WORKERS)
         numba.set_num_threads(min(share, numba.config.NUMBA_NUM_THREADS))
         config._blas_limit = threadpoolctl.threadpool_limits(share)  # for the worker's whole session
 
