@@ -269,8 +269,17 @@ def _mark_refinements(ax, ds) -> None:
     for k, (t, _, _) in enumerate(refinements):
         ax.axvline(t, color="w", ls=":", lw=0.9, alpha=0.9, label="grid refinements" if k == 0 else None)
     if refinements:
+        # refinements closer than 6 % of the run share one label, "192…768" at the first (labels 0.01 apart overlap)
+        times = ds["time"].values
+        close = 0.06 * (float(times[-1] - times[0]) if times.size > 1 else 1.0)
+        groups = []
+        for t, _, new in refinements:
+            if groups and t - groups[-1][0] < close:
+                groups[-1][2] = int(new)
+            else:
+                groups.append([t, int(new), int(new)])
         top = ax.secondary_xaxis("top")
-        top.set_xticks([r[0] for r in refinements], [f"{int(r[2])}" for r in refinements], fontsize=7)
+        top.set_xticks([g[0] for g in groups], [f"{a}" if a == b else f"{a}…{b}" for _, a, b in groups], fontsize=7)
         top.tick_params(length=3, pad=1)
         name = {"lmax": "ℓmax"}.get(domains.get(ds.attrs["domain"]).grid_type.resolution_name, "n")
         top.set_xlabel(f"grid refined to {name} =", fontsize=7, labelpad=2)
@@ -320,11 +329,17 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
     rho = ds["density"].transpose("time", s).values
     y = ds[s].values
     what = None
+    d = int(ds.attrs.get("dimension", 0) or 0)
     coarse = _lagrangian_cells(ds, domain, y, rho)
+    law = _lagrangian_law_cells(ds, domain, y, rho, d) if coarse is None else None
     if coarse is not None:  # Lagrangian frames: cell averages over cells of several points each (no moiré)
         y, rho, what = coarse
     t = ds["time"].values
-    rho, symbol, reference = domain.shown(y, rho, int(ds.attrs.get("dimension", 0) or 0))
+    if law is not None:  # the law of the coordinate on equal cells, already what the domain shows
+        y, rho, what = law
+        symbol, reference = domain.shown(y, np.zeros_like(y), d)[1:]
+    else:
+        rho, symbol, reference = domain.shown(y, rho, d)
     if domain.periodic:  # close the circle: θ = 2π (its length) is θ = 0
         y, rho = np.append(y, y[0] + domain.volume), np.hstack([rho, rho[:, :1]])
     elif domain.bounded:  # the zonal sphere: the first and last rings' cells reach the poles
@@ -389,6 +404,38 @@ def _lagrangian_cells(ds, domain, y, rho, per_cell: int = 4):
         elif np.isfinite(rho[i]).all():
             out[i] = np.bincount(node_cell, weights=rho[i], minlength=m) / np.bincount(node_cell, minlength=m)
     return np.asarray(grid.angles), out, f"cell averages on {m} cells"
+
+
+def _lagrangian_law_cells(ds, domain, y, rho, d, per_cell: int = 4, most: int = 512):
+    """(cell centres, the shown law on m equal cells of [0, π] (T, m), what) of a 1-D density of a bounded,
+    non-periodic domain (the zonal sphere: the law of the polar angle) with Lagrangian frames; None otherwise.
+
+    After the hand-over the runner stores each frame as cell averages on the start grid's nodes, whose cells
+    near the poles are wide in high dimension (d = 128, ℓmax = 48: the first node at θ = 0.45), so a cluster
+    near a pole would be drawn spread over [0, 0.45]. Here the rings' masses are binned on m equal cells (m the
+    largest power of 2, at most ``most``, with ``per_cell`` rings of every frame per cell), and the grid frames'
+    law interpolated at the cells' centres."""
+    if "lagrangian_points" not in ds or domain.periodic or not domain.bounded:
+        return None
+    weights = ds["lagrangian_weight"].values
+    counts = np.isfinite(weights).sum(axis=1)
+    fewest = int(counts[counts > 0].min()) if (counts > 0).any() else 0
+    if fewest < per_cell * 16:
+        return None
+    m = min(most, 2 ** int(np.floor(np.log2(fewest / per_cell))))
+    edges = np.linspace(0.0, np.pi, m + 1)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    points = ds["lagrangian_points"].values
+    out = np.full((rho.shape[0], m), np.nan)
+    for i in range(rho.shape[0]):
+        ok = np.isfinite(weights[i])
+        if ok.any():
+            theta = np.reshape(domain.coordinates(points[i][ok]), -1)
+            mass, _ = np.histogram(np.clip(theta, 0.0, np.pi), edges, weights=weights[i][ok])
+            out[i] = mass / (mass.sum() * np.diff(edges))
+        elif np.isfinite(rho[i]).all():
+            out[i] = np.interp(centres, y, domain.shown(y, rho[i], d)[0])
+    return centres, out, f"{m} equal cells"
 
 
 def _plot_profiles(ds, ax, domain, s, title: bool):

@@ -451,6 +451,10 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         t_reached = float(sol.t[-1]) if sol.t.size else float("nan")
         grids = [d.grid for d in densities if not isinstance(d, LagrangianMeasure)]
         final = grids[-1] if grids else grid
+        # the finest grid the solver reached: refinements after the last grid frame (before a hand-over) count too
+        reached = int(sol.refinements[-1][2]) if sol.refinements else final.n
+        while final.n < reached:
+            final = final.refined()
         attrs.update({"grid": repr(grid), "grid_final": repr(final), "resolution": grid.n, "resolution_final": final.n,
                       "solver_method": sol.method, "solver_strategy": sol.strategy, "nfev": sol.nfev,
                       "nsteps": sol.nsteps, "refinements": json.dumps([list(map(float, r)) for r in sol.refinements]),
