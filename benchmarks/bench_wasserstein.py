@@ -53,7 +53,7 @@ def circle_cells():
         x = pt.sample(d.normalized(), n, rng=rng)
         theta, w = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi), rng.dirichlet(np.ones(n))
         t, ws = _sorted(theta, w)
-        fast = lambda: _circle_w1_cells(*q.cells, t, ws)  # noqa: E731
+        fast = lambda: _circle_w1_cells(*q.cell_sums, t, ws)  # noqa: E731
         anchor = lambda: _circle_w1(q.coords, q.weights, theta, w)  # noqa: E731
         a, b, _ = interleaved(fast, anchor, repeat=7, min_time=0.05)
         print(f"  N = {n:>6}: {a * 1e3:8.3f} ms  {b * 1e3:8.3f} ms  {b / a:7.1f}x  {abs(fast() - anchor()) / anchor():.1e}")

@@ -84,6 +84,7 @@ sliced estimate for large sets — an estimate, not the distance and not a bound
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from math import isqrt
 
 import numba as nb
@@ -198,10 +199,10 @@ class Prepared:
     q <= ``coarsening_p``, between this measure and the one it was coarsened
     from (0: not coarsened). ``projected``: the points were mapped onto a quotient
     domain (particles of S^{d-1} onto the zonal domain by their polar angles), so
-    W_p computed there is a lower bound of W_p on S^{d-1}. ``cells``: for a circle
-    density, its quantisation's cumulative masses S_j (j < M) and their prefix sums
-    Σ_{i<j} S_i, which W_1 against a smaller point set reads instead of merging the
-    M atoms (:func:`_circle_w1_cells`). Preparing a density once
+    W_p computed there is a lower bound of W_p on S^{d-1}. ``equal_cells``: the atoms
+    are a circle density's quantisation, the midpoints of M equal cells in order, whose
+    cumulative masses (:attr:`cell_sums`) W_1 against a smaller point set reads instead
+    of merging the M atoms (:func:`_circle_w1_cells`). Preparing a density once
     (:func:`prepare`) and passing the result saves its quantisation when it is
     compared with many point sets.
     """
@@ -213,7 +214,14 @@ class Prepared:
     coarsening: float = 0.0
     coarsening_p: float = np.inf
     projected: bool = False
-    cells: tuple | None = None
+    equal_cells: bool = False
+
+    @cached_property
+    def cell_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cumulative masses S_j (j < M) of equal cells and their prefix sums Σ_{i<j} S_i (M + 1), computed on
+        first use (a W_1 against few points) and kept."""
+        cumulative = np.cumsum(self.weights)
+        return cumulative, np.concatenate([[0.0], np.cumsum(cumulative)])
 
 
 def _carried(obj):
@@ -264,11 +272,8 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         measure = measure.as_measure()
     if isinstance(measure, Density) and _on_angles(measure.domain):
         theta, w = _quantise_circle_density(measure, cells)
-        cumulative = np.cumsum(w)
-        prefix = np.concatenate([[0.0], np.cumsum(cumulative)])
         return Prepared(theta, w, measure.domain,
-                        circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)),
-                        cells=(cumulative, prefix))
+                        circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)), equal_cells=True)
     if isinstance(measure, Density):
         law = measure.domain.coordinate_law(measure, None if cells is None else int(cells))
         if law is not None:  # a domain of dimension 1 (the zonal sphere): the exact law of its coordinate
@@ -776,9 +781,9 @@ def _circle(a: Prepared, b: Prepared, p: float) -> float:
     """Exact on the circle: W_1 by the median-shifted CDF, W_p by the convex shift functional (module docstring)."""
     if p == 1:
         for x, y in ((a, b), (b, a)):  # a density's cells against a smaller point set: no merge of the M cells
-            if x.cells is not None and y.cells is None and _cells_pay(x.weights.size, y.weights.size):
+            if x.equal_cells and not y.equal_cells and _cells_pay(x.weights.size, y.weights.size):
                 t, w = _sorted(y.coords, y.weights)
-                return float(_circle_w1_cells(*x.cells, t, w))
+                return float(_circle_w1_cells(*x.cell_sums, t, w))
         return _circle_w1(a.coords, a.weights, b.coords, b.weights)
     return _circle_wp(a.coords, a.weights, b.coords, b.weights, p)
 
