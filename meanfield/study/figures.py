@@ -380,6 +380,17 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
     return ax
 
 
+def _cell_count(weights, per_cell: int, most: int) -> int | None:
+    """The cells a figure bins Lagrangian frames into: the largest power of 2, at most ``most``, with ``per_cell``
+    points of every frame (``weights`` (T, P), NaN where a frame has no point) per cell; None where a frame has
+    fewer than 16 cells' worth."""
+    counts = np.isfinite(weights).sum(axis=1)
+    fewest = int(counts[counts > 0].min()) if (counts > 0).any() else 0
+    if fewest < per_cell * 16:
+        return None
+    return min(most, 2 ** int(np.floor(np.log2(fewest / per_cell))))
+
+
 def _lagrangian_cells(ds, domain, y, rho, per_cell: int = 4):
     """(cell centres, cell averages (T, m), what) of a 1-D density with Lagrangian frames on the circle: each frame
     as the mass in m equal cells over their width, m the largest power of 2 with at least ``per_cell`` points of every
@@ -388,11 +399,9 @@ def _lagrangian_cells(ds, domain, y, rho, per_cell: int = 4):
     if "lagrangian_points" not in ds or not domain.periodic or not hasattr(domain.chart, "cell_averages"):
         return None
     weights = ds["lagrangian_weight"].values
-    counts = np.isfinite(weights).sum(axis=1)
-    fewest = int(counts[counts > 0].min()) if (counts > 0).any() else 0
-    if fewest < per_cell * 16:
+    m = _cell_count(weights, per_cell, y.size)
+    if m is None:
         return None
-    m = min(y.size, 2 ** int(np.floor(np.log2(fewest / per_cell))))
     grid = domain.make_grid({"n": m})
     points = ds["lagrangian_points"].values
     out = np.full((rho.shape[0], m), np.nan)
@@ -418,11 +427,9 @@ def _lagrangian_law_cells(ds, domain, y, rho, d, per_cell: int = 4, most: int = 
     if "lagrangian_points" not in ds or domain.periodic or not domain.bounded:
         return None
     weights = ds["lagrangian_weight"].values
-    counts = np.isfinite(weights).sum(axis=1)
-    fewest = int(counts[counts > 0].min()) if (counts > 0).any() else 0
-    if fewest < per_cell * 16:
+    m = _cell_count(weights, per_cell, most)
+    if m is None:
         return None
-    m = min(most, 2 ** int(np.floor(np.log2(fewest / per_cell))))
     edges = np.linspace(0.0, np.pi, m + 1)
     centres = 0.5 * (edges[1:] + edges[:-1])
     points = ds["lagrangian_points"].values
