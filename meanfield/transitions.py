@@ -61,6 +61,8 @@ class TransitionDiagram:
         stable), β_* marked. Returns the Axes."""
         import matplotlib.pyplot as plt
 
+        from .domains.plotting import SCRIPTED
+
         if ax is None:
             _, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
         ax.plot(self.beta, self.critical, "k-", lw=1.4, label=r"$D_c(\beta)$: the uniform law loses stability")
@@ -76,7 +78,7 @@ class TransitionDiagram:
         kind = "SA" if self.normalized else "USA"
         ax.set_title(f"{kind} on {self.domain.symbol(self.domain.zonal_basis(1).d)}: transitions in (β, D)",
                      fontsize=9)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=SCRIPTED, loc="upper left")
         return ax
 
 
@@ -168,13 +170,13 @@ class Hysteresis:
         ax.plot(self.up, self.r_up, "C3o-", ms=3.5, lw=1.2, label="D swept up (from the cluster)")
         ax.plot(self.down, self.r_down, "C0s--", ms=3.5, lw=1.2, label="D swept down (from the uniform law)")
         if diagram is not None:
-            ax.axvline(diagram.critical[0], color="k", lw=0.9, ls=":", label=r"$D_c$")
+            ax.axvline(diagram.critical[0], color="k", lw=0.9, ls=":", label="the uniform law loses stability")
             if np.isfinite(diagram.fold[0]):
-                ax.axvline(diagram.fold[0], color="C3", lw=0.9, ls=":", label=r"$D_f$ (fold)")
+                ax.axvline(diagram.fold[0], color="C3", lw=0.9, ls=":", label="the cluster's fold")
         ax.set_xlabel("noise D")
-        ax.set_ylabel(r"order parameter $r = |\int x\,d\rho|$")
+        ax.set_ylabel("order parameter r = |∫ x dρ|")
         ax.set_title(f"hysteresis by time solves: width {self.width:.4g}", fontsize=9)
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=8, loc="best")
         return ax
 
 

@@ -86,10 +86,10 @@ def density_colormap(cmap="magma"):
     return cm.with_extremes(bad=low, under=low)
 
 
-def log_ticks(axis) -> None:
+def log_ticks(axis, decades: bool = False) -> None:
     """Readable labels on a logarithmic ``axis`` (``ax.yaxis``), for its present range: ticks at 10^k, at 1, 2, 5 ×
     10^k, or where the range spans less than a decade at round numbers inside it (at least two), labelled as
-    numbers."""
+    numbers. ``decades``: at 10^k only wherever the range spans a decade or more (a short colour bar)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
     lo, hi = sorted(axis.get_view_interval())
@@ -102,7 +102,7 @@ def log_ticks(axis) -> None:
             ticks = [v for v in MaxNLocator(8, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi) if lo <= v <= hi]
         axis.set_major_locator(FixedLocator(ticks))
     else:
-        axis.set_major_locator(LogLocator(base=10.0, subs=(1.0,) if span > 4 else (1.0, 2.0, 5.0)))
+        axis.set_major_locator(LogLocator(base=10.0, subs=(1.0,) if span > 4 or decades else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: _number(v)))
     axis.set_minor_formatter(NullFormatter())
 
@@ -136,6 +136,10 @@ def plot_energy(solution, ax=None, **kwargs):
         ax.legend(fontsize=8)
     return ax
 
+
+#: The font size (points) of a label that carries sub- or superscripts: mathtext draws them at 0.7 of it, so they
+#: print at 7 pt, the least a figure has (:func:`meanfield.study.figures.small_text` measures it).
+SCRIPTED = 10.0
 
 #: Panels per row of a snapshot grid of m panels: every grid full (no empty panel), at most five across.
 LAYOUTS = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 3, 8: 4, 9: 3}

@@ -25,7 +25,9 @@ never a repr; densities on the scales of
 :func:`meanfield.domains.plotting.density_norm` with the scale in the colour-bar
 label; every line and every ±1 sd band named in a legend, the band's swatch in its
 own colour; layer boundaries drawn over the space-time maps; no text below 7 pt at
-the figure's size; mathtext for symbols; constrained layout. The statistics of
+the figure's size, sub- and superscripts included (:func:`small_text` measures it):
+a label carrying mathtext scripts is set at 10 pt (``SCRIPTED``), a smaller one
+writes them out ('exponent −1/2', 'ℓmax'); mathtext for symbols; constrained layout. The statistics of
 point sets come from :mod:`particles.clusters`.
 """
 
@@ -44,12 +46,12 @@ from .. import domains, interrupts
 from ..domains.base import SUPERSCRIPT
 from ..density import Density
 from ..models.sphere import matrix_words, number_words
-from ..domains.plotting import ENERGY_LABEL, LAYOUTS, density_colormap, density_label, density_norm, for_norm, \
-    log_ticks, snapshot_frames
+from ..domains.plotting import ENERGY_LABEL, LAYOUTS, SCRIPTED, density_colormap, density_label, density_norm, \
+    for_norm, log_ticks, snapshot_frames
 
 __all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_lagrangian", "plot_wasserstein", "plot_rate",
            "plot_clusters", "plot_radius", "density_pair_fraction", "plot_sweep", "plot_overview", "animate", "plot_bifurcation",
-           "write_figures", "output_options", "figure_options"]
+           "write_figures", "output_options", "figure_options", "small_text"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -187,7 +189,7 @@ def _grid_words(ds) -> str:
                 str(len(bounds)).translate(SUPERSCRIPT)
         words = f"{' × '.join(str(int(s)) for s in shape)} cells on {box}"
     elif domain.grid_type.resolution_name == "lmax":
-        words = rf"grid $\ell_{{\max}}$ = {res}"
+        words = f"grid ℓmax = {res}"  # no subscript: a title's 8-pt script would print at 5.6 pt
     else:
         words = f"grid n = {res}"
     if g.get("positions"):
@@ -624,17 +626,42 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
         if narrow:  # below the maps: the column's width is theirs
             bar = fig.colorbar(axes[0].collections[0], ax=axes, location="bottom", shrink=0.8, aspect=30)
             bar.set_label(density_label(symbol, norm, what), fontsize=7)
-            bar.ax.tick_params(labelsize=7)
             if not isinstance(norm, LogNorm):  # 5 numbers fit under the column, 9 touch
                 bar.ax.xaxis.set_major_locator(MaxNLocator(5))
+                bar.ax.tick_params(labelsize=7)
+            else:  # decades as numbers (0.001 … 100) at 7 pt; powers of ten beyond, at 10 pt for 7-pt exponents
+                log_ticks(bar.ax.xaxis, decades=True)
+                ticks = bar.ax.xaxis.get_major_locator().tick_values(norm.vmin, norm.vmax)
+                labels = [bar.ax.xaxis.get_major_formatter()(v) for v in ticks if norm.vmin <= v <= norm.vmax]
+                bar.ax.tick_params(labelsize=SCRIPTED if any("$" in x for x in labels) else 7)
         else:
             fig.colorbar(axes[0].collections[0], ax=axes, label=density_label(symbol, norm, what), shrink=0.85)
     if energy:
         plot_energy(ds, ax=fig.add_subplot(gs[rows, :]))
     note = [] if over is None else [_particles_words(over[0], over[1].shape[1])]
     chars = int(width * 72 / (7 * 0.55)) if narrow else 40 * ncols  # a 7-pt character is ≈ 0.55 × 7 pt wide
-    fig.suptitle(_title(ds, chars) + ("\n" + note[0] if note else ""), fontsize=7 if narrow else 9)
+    title = fig.suptitle(_title(ds, chars) + ("\n" + note[0] if note else ""), fontsize=7 if narrow else 9)
+    if narrow and domain.projection:
+        _close_gaps(fig, axes, title)
     return fig
+
+
+def _close_gaps(fig, maps, title, pad: float = 0.05, rounds: int = 3) -> None:
+    """Shorten ``fig`` by the blank that constrained layout leaves between the ``maps`` and the ``title`` above
+    them and the colour bar below (axes of a fixed aspect, narrower than their cells are high: a row of three
+    Mollweide maps in a column sat 0.4 in below the title), keeping ``pad`` inches each; a few rounds, as each new
+    height lays the figure out again."""
+    for _ in range(rounds):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        boxes = [a.get_tightbbox(renderer) for a in maps]
+        others = [a.get_tightbbox(renderer) for a in fig.axes if a not in maps]
+        top = title.get_window_extent(renderer).y0
+        below = max((b.y1 for b in others if b.y1 <= min(m.y0 for m in boxes) + 1), default=fig.bbox.y0)
+        slack = (top - max(m.y1 for m in boxes) + min(m.y0 for m in boxes) - below) / fig.dpi - 2 * pad
+        if slack < 0.02:
+            return
+        fig.set_figheight(fig.get_figheight() - slack)
 
 
 def _union_extent(ds, frames, over):
@@ -731,7 +758,7 @@ def plot_energy(ds, ax=None, legend: bool = True):
         beta = _beta(ds)
         if beta is not None:  # E_β(μ^N) counts the pairs i = j: e^β/(2βN) above the mean-field value
             ns = ", ".join(f"{np.exp(beta) / (2 * beta * n):.2g}" for n in ds["n_particles"].values)
-            ax.text(0.99, 0.02, rf"particle energies include the self-interaction $e^{{\beta}}/(2\beta N)$ = {ns}",
+            ax.text(0.99, 0.02, f"particle energies include the self-interaction exp(β)/(2βN) = {ns}",
                     transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.3")
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
@@ -772,7 +799,7 @@ def plot_lagrangian(ds):
         y = np.arccos(np.clip(x[ok] @ c, -1.0, 1.0))
         ylabel = "angle to the heaviest cluster at t = " + f"{t[last]:g}"
     else:
-        y, ylabel = x[..., 0][ok], "x₁"
+        y, ylabel = x[..., 0][ok], "$x_1$"
     order = np.argsort(logr[ok])  # the densest points on top
     lo, hi = float(np.min(logr[ok])), float(np.max(logr[ok]))
     hi = min(hi, 300.0)
@@ -833,14 +860,14 @@ def plot_wasserstein(ds, ax=None):
     for a, p in enumerate(ps):
         for i, n in enumerate(ds["n_particles"].values):
             vals = ds["wasserstein"].isel(p=a, n_particles=i).values
-            label = f"N = {n}" if len(set(axes)) == len(ps) else f"N = {n}, $W_{{{p:g}}}$"
+            label = f"N = {n}" if len(set(axes)) == len(ps) else f"N = {n}, p = {p:g}"
             _band(axes[a], ds["time"].values, vals, label, f"C{i}", ls=("-", "--", ":", "-.")[a % 4])
         if np.any(np.isfinite(w[a]) & (w[a] > 0)):  # an interrupted run may hold no distance yet
             _log_axis(axes[a])
         else:
             axes[a].text(0.5, 0.5, "no distance computed (interrupted run)", transform=axes[a].transAxes,
                          ha="center")
-        axes[a].set_title(rf"$W_{{{p:g}}}$ between the density and N particles", fontsize=9)
+        axes[a].set_title(rf"$W_{{{p:g}}}$ between the density and N particles", fontsize=SCRIPTED)
         axes[a].set_xlabel("t")
         axes[a].set_ylabel(rf"$W_{{{p:g}}}(\rho_t, \mu^N_t)$")
         _mark_layers(axes[a], ds)
@@ -848,7 +875,7 @@ def plot_wasserstein(ds, ax=None):
         _legend(a, ds, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if len(set(axes)) == 1 and len(ps) > 1:
         axes[0].set_ylabel(" / ".join(rf"$W_{{{p:g}}}$" for p in ps))
-        axes[0].set_title("the distance between the density and N particles", fontsize=9)
+        axes[0].set_title("the distance between the density and N particles", fontsize=SCRIPTED)
     return axes[0]
 
 
@@ -891,11 +918,11 @@ def _rate_panel(ax, ds, time: int, p_index: int) -> None:
     if np.isfinite(a):
         x0, y0 = np.mean(np.log(ns)), np.mean(np.log(W))
         grid = np.linspace(np.log(ns.min()), np.log(ns.max()), 50)
-        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"fit $N^{{{a:.3f}}}$")
+        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"fit: exponent {a:.3f}")
         band = np.exp(y0 + np.outer([lo, hi], grid - x0))
         ax.fill_between(np.exp(grid), band.min(axis=0), band.max(axis=0), color="C3", alpha=0.2, lw=0,
                         label=f"95% interval of the exponent [{lo:.3f}, {hi:.3f}]")
-        ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="$N^{-1/2}$")
+        ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="exponent −1/2")
     ax.set_xlabel("N")
     from matplotlib.ticker import NullFormatter
 
@@ -903,8 +930,8 @@ def _rate_panel(ax, ds, time: int, p_index: int) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
     log_ticks(ax.yaxis)
     sym = rf"$W_{{{p:g}}}$" + (r"$\,/\sqrt{\log N}$" if corrected else "")
-    ax.set_ylabel(f"{sym} at t = {float(ds['time'][time]):.3g}")
-    ax.set_title(f"{sym}: rate in N at t = {float(ds['time'][time]):.3g}", fontsize=9)
+    ax.set_ylabel(f"{sym} at t = {float(ds['time'][time]):.3g}", fontsize=SCRIPTED)
+    ax.set_title(f"{sym}: rate in N at t = {float(ds['time'][time]):.3g}", fontsize=SCRIPTED)
     ax.legend(fontsize=7)
 
 
@@ -978,7 +1005,7 @@ def plot_clusters(ds, ax=None):
     directions = _study(ds).get("model", {}).get("normalization", "post") != "post"  # θ = x/|x| (MATH.md §10)
     pair = r"\langle \theta_i, \theta_j\rangle" if directions else r"\langle x_i, x_j\rangle"
     ax.set_ylabel(rf"fraction of pairs with ${pair} \geq 1 - \delta$"
-                  + (f", δ = {delta:g}" if delta is not None else ""), fontsize=8)
+                  + (f"\n(δ = {delta:g})" if delta is not None else ""), fontsize=SCRIPTED)
     ax.margins(y=0.08)
     ax.autoscale_view()
     lo, hi = ax.get_ylim()
@@ -1046,13 +1073,13 @@ def plot_sweep(ds, variable: str | None = None, ax=None):
         fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
         fig.suptitle(_title(ds, 80), fontsize=8)
     values = ds[key].values
-    ax.set_title(f"{label} over {symbol} (mean over repeats)", fontsize=9)
+    ax.set_title(f"{label} over {symbol} (mean over repeats)", fontsize=SCRIPTED)
     if values.size <= 4:  # a heat map would stretch a few values over wide bands: one curve each
         for i, v in enumerate(values):
             ax.plot(ds["time"].values, da.sel({key: v}).values, color=f"C{i}", label=f"{symbol} = {v:g}")
         ax.set_xlabel("t")
         _mark_layers(ax, ds)
-        ax.set_ylabel(label, fontsize=8)
+        ax.set_ylabel(label, fontsize=SCRIPTED)
         _legend(ax, ds, fontsize=8)
         return ax
     im = ax.pcolormesh(values, ds["time"].values, da.transpose("time", key).values, shading="nearest",
@@ -1135,7 +1162,7 @@ def _draw_bifurcation(ax, ds, D, r, stable, Dc, lo, hi, legend: bool):
             ax.plot(np.where(mask, D, np.nan), np.where(mask, r, np.nan), style, color="C0", label=label(text))
     ax.plot([Dc, hi], [0, 0], "-", color="k", lw=1.5, label=label("uniform law, stable"))
     ax.plot([lo, Dc], [0, 0], "--", color="k", lw=1.5, label=label("uniform law, unstable"))
-    ax.axvline(Dc, color="0.5", lw=0.8, ls=":", label=label(f"$D_c$ = {Dc:.6g}"))
+    ax.axvline(Dc, color="0.5", lw=0.8, ls=":", label=label(f"uniform law loses stability: D_c = {Dc:.6g}"))
     for fr, fD in _folds(ds):
         ax.axvline(fD, color="C3", lw=0.8, ls=":", label=label(f"fold, D = {fD:.6g}"))
         if np.isfinite(fr):
@@ -1203,7 +1230,7 @@ def plot_bifurcation(ds, ax=None):
     inset.set_xlim(min(window) - 0.5 * span, max(window) + 0.5 * span)
     inset.set_ylim(-0.02 * top, top)
     inset.tick_params(labelsize=7)
-    inset.set_title("around $D_c$" + (" and the fold" if folds else ""), fontsize=7)
+    inset.set_title("around D_c" + (" and the fold" if folds else ""), fontsize=7)
     ax.indicate_inset_zoom(inset, edgecolor="0.5")
     study = _study(ds)
     m = study.get("model", {})
@@ -1218,6 +1245,52 @@ def plot_bifurcation(ds, ax=None):
                     "them with the branch away from D_c.",
                     xy=(0.0, -0.2), xycoords="axes fraction", va="top", fontsize=7, color="0.3")
     return ax
+
+
+# ------------------------------------------------------------------ text sizes for print
+#: The smallest size (points) of any glyph a figure draws, its sub- and superscripts included.
+LEAST_POINTS = 7.0
+
+
+def small_text(fig, least: float = LEAST_POINTS) -> list[tuple[float, str]]:
+    """(size, text) of every visible text of ``fig`` with a glyph drawn below ``least`` points at the figure's size,
+    smallest first; [] where none is.
+
+    The size of a glyph is its font size as a PDF of the figure records it: a plain text's font size, and for
+    mathtext each glyph's own — matplotlib draws sub- and superscripts at 0.7 of their text, so a label carrying
+    them needs 10 pt for 7-pt scripts. Radical signs and big delimiters (STIX size-variant fonts) are sized to
+    what they enclose and are not counted. Unicode script characters (S², ℝ²) are characters of their text's
+    font and count at its size. The figure is drawn first (tick labels exist once drawn).
+    """
+    from matplotlib import cbook
+    from matplotlib.mathtext import MathTextParser
+    from matplotlib.text import Text
+
+    parser = MathTextParser("path")
+    fig.canvas.draw()
+    undrawn = set()  # the labels of ticks outside their axis' view interval: kept, but not drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-10 * (hi - lo)
+            undrawn |= {id(label) for tick in axis.majorTicks + axis.minorTicks
+                        if tick.get_loc() is not None and not lo - slack <= tick.get_loc() <= hi + slack
+                        for label in (tick.label1, tick.label2)}
+    found = set()
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if not (t.get_visible() and text.strip()) or id(t) in undrawn:
+            continue
+        size = float(t.get_fontsize())
+        sizes = [size]
+        if not t.get_usetex():
+            for line in text.split("\n"):  # matplotlib lays out each line by itself
+                if cbook.is_math_text(line):
+                    glyphs = parser.parse(line, dpi=72, prop=t.get_fontproperties().copy()).glyphs
+                    sizes += [g[1] for g in glyphs if "STIXSiz" not in Path(g[0].fname).name]
+        if min(sizes) < least:
+            found.add((round(min(sizes), 2), text))
+    return sorted(found)
 
 
 # ------------------------------------------------------------------ files: format and resolution

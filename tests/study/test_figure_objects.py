@@ -81,7 +81,7 @@ def _attrs(domain, dimension, table, grid=None, **extra):
      "SA, β = 4 on S¹ · grid n = 128 → 2048"),
     (_attrs("sphere", 3, {"kind": "self-attention", "beta": 2.2, "normalized": False, "noise": 0.1}, {"lmax": 24},
             resolution=24, resolution_final=24, representation="grid"),
-     r"USA, β = 2.2, noise D = 0.1 on S² · grid $\ell_{\max}$ = 24"),
+     r"USA, β = 2.2, noise D = 0.1 on S² · grid ℓmax = 24"),
     (_attrs("euclidean", 2, {"kind": "softmax", "beta": 1.0, "Q": [[0.5, 0.2], [0.0, 0.3]]},
             {"bounds": [[-4, 4], [-4, 4]], "shape": [96]}, resolution=96, resolution_final=96),
      "softmax attention, β = 1, Q = [0.5, 0.2; 0, 0.3] on ℝ² · 96 × 96 cells on [−4, 4]²"),
@@ -100,13 +100,13 @@ def _attrs(domain, dimension, table, grid=None, **extra):
             model="Transformer(SelfAttention(SA, beta=layers(3 layers on [0, 3]), Q=layers(3 layers on [0, 3]), "
                   "K=layers(3 layers on [0, 3]), V=layers(3 layers on [0, 3])) + FeedForward(time-dependent))"),
      "3-layer Transformer (SA with per-layer weights) on S² · weights from layers.npz · grid "
-     r"$\ell_{\max}$ = 32 → 64"),  # a file of before: the study's words, the repr never parsed
+     r"ℓmax = 32 → 64"),  # a file of before: the study's words, the repr never parsed
     (_attrs("sphere", 3, {"kind": "self-attention", "beta": 1.0, "weights": "/somewhere/layers.npz",
                           "activation": "gelu", "splitting": "sum"}, {"lmax": 32}, resolution=32,
             resolution_final=64, layer_boundaries="[1.0, 2.0]", model="Transformer(anything at all)",
             model_label="3-layer Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block)"),
      "3-layer Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block) on S² · weights from "
-     r"layers.npz · grid $\ell_{\max}$ = 32 → 64"),  # the model's own words (its describe(), stored by the run)
+     r"layers.npz · grid ℓmax = 32 → 64"),  # the model's own words (its describe(), stored by the run)
     (_attrs("circle", 2, {"kind": "self-attention", "beta": 4.0, "V": -1.0}, {"n": 64}, resolution=64,
             resolution_final=64, model="SelfAttention(SA, beta=4, Q=I, K=I, V=[[-1. 0.] [ 0. -1.]])"),
      "SA, β = 4, V = −I on S¹ · grid n = 64"),
@@ -176,7 +176,9 @@ def test_one_panel_per_order_of_the_distance_with_labelled_log_ticks(circle):
     plt.close("all")
 
 
-def test_one_rate_panel_per_order_with_mathtext_legends(circle):
+def test_one_rate_panel_per_order_with_legends_in_words(circle):
+    """The fitted and the reference exponent in words (a script in a 7-pt legend would print at 4.9 pt), W_p in
+    mathtext on labels large enough for its subscript."""
     ax = figures.plot_rate(circle)
     panels = [a for a in ax.figure.axes if a.get_title()]
     assert len(panels) == 2  # W2 has no rate at the last time (resolution lost): its last fitted one
@@ -184,15 +186,18 @@ def test_one_rate_panel_per_order_with_mathtext_legends(circle):
         k = np.flatnonzero(np.isfinite(circle.rate.sel(p=p).values))[-1]
         assert a.get_title().endswith(f"t = {circle.time.values[k]:.3g}")
         texts = _legend_texts(a)
-        assert f"$W_{{{p}}}$" in a.get_ylabel() and any(t.startswith("fit $N^{") for t in texts)
-        assert "$N^{-1/2}$" in texts and not any("^" in t.replace("$N^{", "") for t in texts)
+        fit = float(circle.rate.sel(p=p).isel(time=k))
+        assert f"$W_{{{p}}}$" in a.get_ylabel() and f"fit: exponent {fit:.3f}" in texts
+        assert "exponent −1/2" in texts and not any("^" in t or "$" in t for t in texts)
+        assert figures.small_text(a.figure) == []
     plt.close("all")
 
 
 def test_energy_mathtext_and_a_legend_for_the_bands(circle):
     ax = figures.plot_energy(circle)
     assert _labelled(ax) and r"$E_\beta$" in ax.get_ylabel() and "E_β" not in ax.get_ylabel()
-    assert any(r"$e^{\beta}/(2\beta N)$" in t.get_text() for t in ax.texts)
+    assert any("exp(β)/(2βN)" in t.get_text() for t in ax.texts)  # 7 pt: no superscript (4.9 pt)
+    assert figures.small_text(ax.figure) == []
     assert _legend_texts(ax) == ["density", "N = 30", "N = 60", "shaded: ±1 sd over 2 repeats"]
     plt.close("all")
 
@@ -289,8 +294,8 @@ def test_sphere_snapshots_every_panel_drawn_last_frame_included_readable_longitu
     bar = [a for a in fig.axes if a not in maps][0]
     assert bar.get_ylabel() == "ρ"
     title = fig.get_suptitle()
-    assert r"on S² · grid $\ell_{\max}$ = 16" in title and "N = 40 particles (cyan)" in title and _no_code(
-        title.replace(r"$\ell_{\max}$", ""))
+    assert r"on S² · grid ℓmax = 16" in title and "N = 40 particles (cyan)" in title and _no_code(
+        title.replace(r"ℓmax", ""))
     plt.close("all")
 
 

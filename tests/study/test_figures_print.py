@@ -38,6 +38,20 @@ STUDIES = {  # every kind of figure the study layer writes, each in a second or 
                    "initial": {"kind": "von-mises-fisher", "angles": [1.0, 4.0], "kappa": [2.0, 2.0]},
                    "time": {"t_end": 1.0, "frames": 5, "representation": "lagrangian"},
                    "particles": {"n": [20], "repeats": 2}},
+    "zonal": {"domain": "zonal", "dimension": 16, "grid": {"lmax": 24}, "model": {"beta": 2.0},
+              "initial": {"kind": "von-mises-fisher", "kappa": [4.0], "centres": [[0.0] * 15 + [1.0]]},
+              "time": {"t_end": 0.5, "frames": 3}, "particles": {"n": [20, 40], "repeats": 2}},
+    "euclidean": {"domain": "euclidean", "grid": {"bounds": [[-3.0, 3.0], [-3.0, 3.0]], "shape": 40},
+                  "model": {"kind": "softmax", "Q": [[0.5, 0.2], [0.0, 0.3]]},
+                  "initial": {"kind": "gaussian", "mean": [0.2, -0.1], "cov": [[0.3, 0.05], [0.05, 0.2]]},
+                  "time": {"t_end": 0.2, "frames": 3}, "particles": {"n": [20, 40], "repeats": 2},
+                  "distances": {"p": [2.0]}},
+    "normalized": {"domain": "sphere", "dimension": 3, "model": {"beta": 1.0, "normalization": "pre"},
+                   "initial": {"kind": "von-mises-fisher", "centres": [[0.0, 0.0, 1.0]], "kappa": [50.0]},
+                   "time": {"t_end": 2.0, "frames": 5}, "particles": {"n": [12, 24], "repeats": 2}},
+    "causal": {"domain": "circle", "grid": {"n": 32, "positions": 5}, "model": {"beta": 2.0, "causal": True},
+               "initial": {"kind": "uniform"}, "time": {"t_end": 0.5, "frames": 3},
+               "particles": {"n": [10, 20], "repeats": 2}},
 }
 
 
@@ -48,11 +62,9 @@ def _figures(tmp_path, saved_figures, name, **output):
 
 
 def _small_texts(fig, least=7.0):
-    """(size, text) of every visible non-empty Text of ``fig`` below ``least`` points (drawn first: tick labels
-    exist once drawn)."""
-    fig.canvas.draw()
-    return sorted({(t.get_fontsize(), t.get_text()[:40]) for t in fig.findobj(matplotlib.text.Text)
-                   if t.get_visible() and t.get_text().strip() and t.get_fontsize() < least})
+    """(size, text) of every drawn text of ``fig`` with a glyph below ``least`` points, sub- and superscripts at
+    the size they are drawn (:func:`meanfield.study.figures.small_text`)."""
+    return [(size, text[:60]) for size, text in figures.small_text(fig, least)]
 
 
 # ------------------------------------------------------------------ no text below 7 pt
@@ -86,6 +98,24 @@ def test_the_test_sees_small_text():
     plt.close(fig)
 
 
+def test_the_test_sees_scripts_drawn_below_7_points():
+    """matplotlib draws mathtext sub- and superscripts at 0.7 of their text: a script of a 9-pt label is 6.3 pt (and
+    one of a 7-pt label nested twice 3.43 pt), one of a 10-pt label 7 pt; the check measures them, on every line of
+    a text of several; tick labels outside the axis' range (kept by matplotlib, not drawn) and a radical sized to
+    its radicand do not count."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.set_title(r"$W_1$ rate", fontsize=9)
+    ax.set_ylabel("two lines\n" + r"$e^{x_i}$", fontsize=7)
+    ax.set_xlabel(r"$W_1\,/\sqrt{\log N}$ and $\langle x_i, x_j\rangle$", fontsize=10)
+    ax.text(0.5, 0.5, "S² and ℝ² (characters of the 8-pt font)", fontsize=8)
+    ax.set_xticks([0.0, 0.5, 1.0], ["$10^{0}$", "0.5", "1"], fontsize=7)
+    ax.set_xlim(0.5, 1.0)  # the tick at 0 is not drawn
+    assert _small_texts(fig) == [(pytest.approx(3.43), "two lines\n$e^{x_i}$"), (pytest.approx(6.3), "$W_1$ rate")]
+    plt.close(fig)
+
+
 def test_the_sphere_strip_has_a_one_column_version(tmp_path, saved_figures):
     """S²: beside the strip of maps, <stem>-density-column at 3.5 in: 4 maps (the first and the last among them) in
     2 × 2, the colour bar below, every text >= 7 pt."""
@@ -93,12 +123,34 @@ def test_the_sphere_strip_has_a_one_column_version(tmp_path, saved_figures):
     fig = written["sphere-density-column.png"]
     assert fig.get_size_inches()[0] == pytest.approx(3.5)
     maps = [a for a in fig.axes if a.get_title().startswith("t = ")]
-    assert len(maps) == 4 and len({a.get_position().x0 for a in maps}) == 2  # 2 × 2
+    assert len(maps) == 4 and len({round(a.get_position().x0, 6) for a in maps}) == 2  # 2 × 2
     assert maps[0].get_title() == "t = 0" and maps[-1].get_title() == "t = 0.6"
     bar = [a for a in fig.axes if a not in maps]
     assert len(bar) == 1 and bar[0].get_position().y1 < min(a.get_position().y0 for a in maps)  # below
     assert _small_texts(fig) == []
     assert written["sphere-density.png"].get_size_inches()[0] > 7  # the strip itself, as before
+
+
+def test_the_column_has_no_blank_between_title_maps_and_colour_bar(tmp_path):
+    """Three frames in a column: a row of three maps (no empty panel), each half as high as wide; the figure is as
+    high as its contents — at most 0.15 in between the title and the maps' titles and between the maps and the
+    colour bar (constrained layout alone left 0.4 in above a row of three)."""
+    ds = run(dict(STUDIES["sphere"], time={"t_end": 0.6, "frames": 3, "tail_tol": 1e-8}), output=False,
+             progress=False)
+    fig = figures.plot_snapshots(ds, width=figures.COLUMN)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    maps = [a for a in fig.axes if a.get_title().startswith("t = ")]
+    (bar,) = [a for a in fig.axes if a not in maps]
+    assert len(maps) == 3 and len({round(a.get_position().y0, 6) for a in maps}) == 1
+    boxes = [a.get_tightbbox(r) for a in maps]
+    above = (fig.texts[0].get_window_extent(r).y0 - max(b.y1 for b in boxes)) / fig.dpi
+    below = (min(b.y0 for b in boxes) - bar.get_tightbbox(r).y1) / fig.dpi
+    assert 0 < above <= 0.15 and 0 < below <= 0.15, (above, below)
+    for a in maps:  # the maps keep their 2:1 shape and the column's width
+        w, h = a.get_window_extent(r).width, a.get_window_extent(r).height
+        assert w / h == pytest.approx(2.0, rel=0.02) and w / fig.dpi > 1.0
+    assert fig.get_size_inches()[0] == pytest.approx(3.5) and _small_texts(fig) == []
 
 
 # ------------------------------------------------------------------ format and resolution

@@ -29,8 +29,8 @@ def plot(density, ax=None, *, colorbar=True, vmax=None, cmap="magma", norm=None,
     im = ax.pcolormesh(g.axes[0], g.axes[1], for_norm(density.values.T, norm), shading="nearest",
                        cmap=density_colormap(cmap), norm=norm, **kwargs)
     ax.set_aspect("equal")
-    ax.set_xlabel("x₁")
-    ax.set_ylabel("x₂")
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label=density_label("ρ", norm))
     return ax
@@ -95,8 +95,8 @@ def plot_particles_2d(t, x, V=None, ax=None, every: int = 1):
         ax.plot(z[:, i, 0], z[:, i, 1], lw=0.6, color="0.6", label="paths" if i == 0 else None)
     ax.scatter(z[0, :, 0], z[0, :, 1], s=6, color="0.3", label="t = 0")
     ax.scatter(z[-1, :, 0], z[-1, :, 1], s=10, color="C3", label=f"t = {t[-1]:g}")
-    ax.set_xlabel("z₁" if V is not None else "x₁")
-    ax.set_ylabel("z₂" if V is not None else "x₂")
+    ax.set_xlabel("$z_1$" if V is not None else "$x_1$")
+    ax.set_ylabel("$z_2$" if V is not None else "$x_2$")
     ax.legend()
     ax.set_title(r"rescaled frame $z = e^{-tV}x$" if V is not None else "particles")
     return ax
