@@ -816,24 +816,30 @@ def plot_lagrangian(ds):
         ax.set_yticks(np.pi * np.array([0, 0.25, 0.5, 0.75, 1]), ["0", "π/4", "π/2", "3π/4", "π"])
     ax.set_title(f"Lagrangian measure: its points, coloured by the exact {symbol} they carry", fontsize=9)
     counted = np.isfinite(ds["cluster_count"].values)
+    energy = "energy" in ds or "particle_energy" in ds
+    others, drawn = [], []
     if counted.any():  # (rings of the zonal sphere are not counted: a dense ring is no cluster of tokens)
         bx.step(t, ds["cluster_count"], where="post", color="C3", lw=1.2, label="clusters of the density (left axis)")
         bx.set_ylabel("number of clusters of the density", color="C3")
         bx.yaxis.set_major_locator(MaxNLocator(integer=True))
         bx.set_ylim(-0.1, max(1.0, float(np.max(ds["cluster_count"].values[counted]))) + 0.6)
-    else:
-        bx.set_yticks([])
-    bx.set_xlabel("t")
-    others = []
-    if "energy" in ds or "particle_energy" in ds:
-        ex = bx.twinx()
-        plot_energy(ds, ax=ex, legend=False)
-        ex.set_xlabel("t")
-        others.append(ex)
+        drawn.append("cluster count")
+        if energy:  # on its own axis, at the right
+            ex = bx.twinx()
+            plot_energy(ds, ax=ex, legend=False)
+            others.append(ex)
+    elif energy:  # no count to draw: the energy on the panel's own axis, not beside an empty one
+        plot_energy(ds, ax=bx, legend=False)
+    if energy:
+        drawn.append("energy")
     else:
         _mark_layers(bx, ds)
-    _legend(bx, ds, *others, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=3)  # below: the curves fill it
-    bx.set_title("cluster count and energy: plateaus are metastable states", fontsize=9)
+    bx.set_xlabel("t")
+    if drawn:
+        _legend(bx, ds, *others, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=3)  # below: curves fill it
+        bx.set_title(f"{' and '.join(drawn)}: plateaus are metastable states", fontsize=9)
+    else:
+        bx.set_axis_off()
     fig.suptitle(_title(ds, 130), fontsize=9)
     return fig
 

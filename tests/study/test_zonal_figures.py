@@ -81,3 +81,24 @@ def test_after_the_hand_over_the_map_draws_the_rings_law_not_the_start_grids_cel
         assert np.all(drawn[cells < rings.min() - width] == 0.0)
         assert abs(np.sum(cells * drawn) * width - np.sum(w * rings)) <= width
     plt.close("all")
+
+
+def test_the_lagrangian_figure_draws_what_its_titles_name(zonal):
+    """Rings are not counted as clusters (a dense ring is no cluster of tokens): the right panel draws the energy
+    on its own axis and its title names the energy alone — no panel with an empty axis, no title naming a curve
+    that is not drawn. Every panel holds data; E_β is drawn as the run stored it."""
+    assert not np.isfinite(zonal.cluster_count.values).any()  # else this tests nothing
+    fig = figures.plot_lagrangian(zonal)
+    panels = [a for a in fig.axes if a.get_title()]
+    assert len(panels) == 2
+    left, right = panels
+    assert "cluster" not in right.get_title() and right.get_title().startswith("energy")
+    for a in fig.axes:
+        if a.get_label() == "<colorbar>":
+            continue
+        assert a.get_lines() or a.collections, a.get_title()  # no empty axis beside the curves
+        assert a.get_yticks().size, a.get_title()
+    (curve,) = [ln for ln in right.get_lines() if ln.get_label() == "density"]
+    np.testing.assert_array_equal(curve.get_ydata(), zonal.energy.values)
+    assert figures.small_text(fig) == []
+    plt.close("all")
