@@ -209,25 +209,37 @@ def _title(ds, width: int = 95) -> str:
 
 
 def _wrap(parts, width: int) -> str:
-    """``parts`` joined by ' · ', a new line where a line would pass ``width`` characters (a long part broken after
-    its commas, or at spaces)."""
-    import re
-
-    pieces = []
-    for k, part in enumerate(parts):
-        chunks = re.split(r"(?<=[,:]) ", part)
-        pieces += [(chunks[0], " · " if k else "")] + [(c, " ") for c in chunks[1:]]
-    lines, line = [], ""
-    for chunk, sep in pieces:
-        joined = f"{line}{sep}{chunk}" if line else chunk
-        if len(_visible(joined)) <= width or not line:
-            line = joined
-        else:
-            lines.append(line + ("" if sep == " " else " ·"))
-            line = chunk
-    if line:
-        lines.append(line)
-    return "\n".join(lines)
+    """``parts`` joined by ' · ', a new line where a line would pass ``width`` characters: between two parts, else
+    after a comma, colon or semicolon outside brackets, else after one inside them, else at a space outside them
+    not beside '=', '→', '×' or '∈', else at any space (no line shorter than a third of ``width`` where a longer
+    one can be had). A bracketed list or an equation stays on one line where it can: not 'Q, K,' / 'V, β', 'grid
+    ℓmax =' / '100' or '[0.5, 0.2; 0,' / '0.3]'."""
+    text = " · ".join(parts)
+    breaks = []  # (position of a space the line may end before, rank: lower is a better place)
+    depth = 0
+    for k, c in enumerate(text):
+        depth += (c in "([{") - (c in ")]}")
+        if c == " " and k:
+            before, after = text[k - 1], text[k + 1:k + 2]
+            if before == "·":
+                rank = 0
+            elif before in ",:;":
+                rank = 1 if depth == 0 else 2
+            elif depth:
+                rank = 5
+            else:
+                rank = 4 if {before, after} & set("=→×∈") else 3
+            breaks.append((k, rank))
+    lines, start = [], 0
+    while len(_visible(text[start:])) > width:
+        fits = [(k, rank) for k, rank in breaks if k > start and len(_visible(text[start:k])) <= width]
+        if not fits:  # one word longer than the line: break after it
+            fits = [next(((k, r) for k, r in breaks if k > start), (len(text), 0))]
+        late = [f for f in fits if len(_visible(text[start:f[0]])) >= width // 3] or fits
+        k = min(late, key=lambda f: (f[1], -f[0]))[0]
+        lines.append(text[start:k])
+        start = k + 1
+    return "\n".join(lines + [text[start:]] if text[start:] else lines)
 
 
 def _visible(text: str) -> str:
@@ -1247,7 +1259,7 @@ def plot_bifurcation(ds, ax=None):
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     if "particle_order" in ds:
         ax.annotate("Finite N: N uniform points have r ≈ 1/√N (dotted), and fluctuations grow near D_c (linear response:"
-                    " ~ √(D/(N(D − D_c))));\nthe particles' transition is smeared over |D − D_c| ~ N^(-1/2): compare "
+                    " ~ √(D/(N(D − D_c))));\nthe particles' transition is smeared over |D − D_c| ~ 1/√N: compare "
                     "them with the branch away from D_c.",
                     xy=(0.0, -0.2), xycoords="axes fraction", va="top", fontsize=7, color="0.3")
     return ax

@@ -120,6 +120,25 @@ def test_titles_are_the_model_in_words_and_symbols(ds, expected):
     assert wrapped.replace(" ·\n", " · ").replace("\n", " ") == expected
 
 
+@pytest.mark.parametrize("width, lines", [
+    (60, ["3-layer Transformer (SA with per-layer Q, K, V, β;",
+          "a GELU feed-forward block) on S² · weights from layers.npz ·", "grid ℓmax = 32 → 64"]),
+    (40, ["softmax attention, β = 1,", "Q = [0.5, 0.2; 0, 0.3] on ℝ² ·", "96 × 96 cells"]),
+    (55, ["SA, β = 4 on S² · Lagrangian measure on the nodes of", "grid ℓmax = 100"]),
+])
+def test_titles_wrap_between_phrases_not_inside_a_list_or_an_equation(width, lines):
+    """A line ends between two parts (' ·'), else after a comma outside brackets, else after one inside them, else
+    at a space outside brackets and equations: 'Q, K, V, β', '[0.5, 0.2; 0, 0.3]', 'ℓmax = 100' stay whole (the
+    first was split after 'V,', the second after '0,')."""
+    parts = {60: ["3-layer Transformer (SA with per-layer Q, K, V, β; a GELU feed-forward block) on S²",
+                  "weights from layers.npz", "grid ℓmax = 32 → 64"],
+             40: ["softmax attention, β = 1, Q = [0.5, 0.2; 0, 0.3] on ℝ²", "96 × 96 cells"],
+             55: ["SA, β = 4 on S²", "Lagrangian measure on the nodes of grid ℓmax = 100"]}[width]
+    wrapped = figures._wrap(parts, width)
+    assert wrapped.splitlines() == lines
+    assert all(len(line) <= width for line in lines)
+
+
 # ------------------------------------------------------------------ the circle
 def test_circle_heat_map_log_scale_thinned_particles_refinements_and_a_title(circle):
     refinements = json.loads(circle.attrs["refinements"])
