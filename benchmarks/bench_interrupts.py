@@ -48,22 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-#: the single run and the sweep (the study of tests/study/test_interrupts.py)
-STUDY = """
-domain = "circle"
-[grid]
-n = 64
-[model]
-beta = 4.0
-[time]
-t_end = 3.0
-frames = 7
-[particles]
-n = [100, 300]
-repeats = 2
-[distances]
-p = [1.0]
-"""
+#: the single run and the sweep: the study of tests/study/test_interrupts.py
+STUDY = (Path(__file__).resolve().parents[1] / "tests" / "study" / "interrupt_study.toml").read_text()
 SWEEP = ["--over", "beta=1,2,3", "--workers", "2"]
 
 #: particles at n = 10⁵ on S² (no grid: sampled from the uniform law); about a minute uninterrupted

@@ -17,27 +17,16 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import meanfield
 
-STUDY = """
-domain = "circle"
-[grid]
-n = 64
-[model]
-beta = 4.0
-[time]
-t_end = 3.0
-frames = 7
-[particles]
-n = [100, 300]
-repeats = 2
-[distances]
-p = [1.0]
-"""
+#: the circle, a density refined 64 → 128, particles N = 100, 300, W1 distances (shared with
+#: benchmarks/bench_interrupts.py)
+STUDY = (Path(__file__).parent / "interrupt_study.toml").read_text()
 
 
 def _command(*args, cwd):
