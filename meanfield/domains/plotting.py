@@ -137,9 +137,10 @@ def plot_energy(solution, ax=None, **kwargs):
     return ax
 
 
-#: The font size (points) of a label that carries sub- or superscripts: mathtext draws them at 0.7 of it, so they
-#: print at 7 pt, the least a figure has (:func:`meanfield.study.figures.small_text` measures it).
-SCRIPTED = 10.0
+#: The font size (points) of a label that carries sub- or superscripts or a radical: mathtext draws scripts at 0.7
+#: of it and a one-line radical sign at 0.69, so they print at 7.3 pt, above the least a figure has (7 pt;
+#: :func:`meanfield.study.figures.small_text` measures it).
+SCRIPTED = 10.5
 
 #: Panels per row of a snapshot grid of m panels: every grid full (no empty panel), at most five across.
 LAYOUTS = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 3, 8: 4, 9: 3}

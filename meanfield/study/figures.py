@@ -26,7 +26,7 @@ never a repr; densities on the scales of
 label; every line and every ±1 sd band named in a legend, the band's swatch in its
 own colour; layer boundaries drawn over the space-time maps; no text below 7 pt at
 the figure's size, sub- and superscripts included (:func:`small_text` measures it):
-a label carrying mathtext scripts is set at 10 pt (``SCRIPTED``), a smaller one
+a label carrying mathtext scripts is set at 10.5 pt (``SCRIPTED``), a smaller one
 writes them out ('exponent −1/2', 'ℓmax'); mathtext for symbols; constrained layout. The statistics of
 point sets come from :mod:`particles.clusters`.
 """
@@ -1275,10 +1275,10 @@ def small_text(fig, least: float = LEAST_POINTS) -> list[tuple[float, str]]:
     smallest first; [] where none is.
 
     The size of a glyph is its font size as a PDF of the figure records it: a plain text's font size, and for
-    mathtext each glyph's own — matplotlib draws sub- and superscripts at 0.7 of their text, so a label carrying
-    them needs 10 pt for 7-pt scripts. Radical signs and big delimiters (STIX size-variant fonts) are sized to
-    what they enclose and are not counted. Unicode script characters (S², ℝ²) are characters of their text's
-    font and count at its size. The figure is drawn first (tick labels exist once drawn).
+    mathtext each glyph's own — matplotlib draws sub- and superscripts at 0.7 of their text, and a radical sign
+    of one line at 0.69, so a label carrying them needs 10.5 pt (``SCRIPTED``). Unicode script characters (S², ℝ²)
+    are characters of their text's font and count at its size. The figure is drawn first (tick labels exist once
+    drawn).
     """
     from matplotlib import cbook
     from matplotlib.mathtext import MathTextParser
@@ -1305,7 +1305,7 @@ def small_text(fig, least: float = LEAST_POINTS) -> list[tuple[float, str]]:
             for line in text.split("\n"):  # matplotlib lays out each line by itself
                 if cbook.is_math_text(line):
                     glyphs = parser.parse(line, dpi=72, prop=t.get_fontproperties().copy()).glyphs
-                    sizes += [g[1] for g in glyphs if "STIXSiz" not in Path(g[0].fname).name]
+                    sizes += [g[1] for g in glyphs]
         if min(sizes) < least:
             found.add((round(min(sizes), 2), text))
     return sorted(found)

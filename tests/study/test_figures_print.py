@@ -99,20 +99,24 @@ def test_the_test_sees_small_text():
 
 
 def test_the_test_sees_scripts_drawn_below_7_points():
-    """matplotlib draws mathtext sub- and superscripts at 0.7 of their text: a script of a 9-pt label is 6.3 pt (and
-    one of a 7-pt label nested twice 3.43 pt), one of a 10-pt label 7 pt; the check measures them, on every line of
-    a text of several; tick labels outside the axis' range (kept by matplotlib, not drawn) and a radical sized to
-    its radicand do not count."""
+    """matplotlib draws mathtext sub- and superscripts at 0.7 of their text and a one-line radical sign at 0.69: a
+    script of a 9-pt label is 6.3 pt (one of a 7-pt label nested twice 3.43 pt), the radical of a 10-pt label
+    6.93 pt, both of a 10.5-pt label (SCRIPTED) above 7 pt; the check measures them, on every line of a text of
+    several; tick labels outside the axis' range (kept by matplotlib, not drawn) do not count."""
     import matplotlib.pyplot as plt
+
+    from meanfield.domains.plotting import SCRIPTED
 
     fig, ax = plt.subplots()
     ax.set_title(r"$W_1$ rate", fontsize=9)
     ax.set_ylabel("two lines\n" + r"$e^{x_i}$", fontsize=7)
-    ax.set_xlabel(r"$W_1\,/\sqrt{\log N}$ and $\langle x_i, x_j\rangle$", fontsize=10)
+    ax.set_xlabel(r"$W_1\,/\sqrt{\log N}$ and $\langle x_i, x_j\rangle$", fontsize=SCRIPTED)
+    ax.text(0.5, 0.9, r"$W_1\,/\sqrt{\log N}$", fontsize=10)
     ax.text(0.5, 0.5, "S² and ℝ² (characters of the 8-pt font)", fontsize=8)
     ax.set_xticks([0.0, 0.5, 1.0], ["$10^{0}$", "0.5", "1"], fontsize=7)
     ax.set_xlim(0.5, 1.0)  # the tick at 0 is not drawn
-    assert _small_texts(fig) == [(pytest.approx(3.43), "two lines\n$e^{x_i}$"), (pytest.approx(6.3), "$W_1$ rate")]
+    assert _small_texts(fig) == [(pytest.approx(3.43), "two lines\n$e^{x_i}$"), (pytest.approx(6.3), "$W_1$ rate"),
+                                 (pytest.approx(6.93), r"$W_1\,/\sqrt{\log N}$")]
     plt.close(fig)
 
 
