@@ -27,8 +27,8 @@ label; every line and every ±1 sd band named in a legend, the band's swatch in 
 own colour; layer boundaries drawn over the space-time maps; no text below 7 pt at
 the figure's size, sub- and superscripts included (:func:`small_text` measures it):
 a label carrying mathtext scripts is set at 10.5 pt (``SCRIPTED``), a smaller one
-writes them out ('exponent −1/2', 'ℓmax'); mathtext for symbols; constrained layout. The statistics of
-point sets come from :mod:`particles.clusters`.
+writes them out ('exponent −1/2', 'ℓmax'); mathtext for symbols; constrained
+layout. The statistics of point sets come from :mod:`particles.clusters`.
 """
 
 from __future__ import annotations
@@ -936,10 +936,10 @@ def _rate_panel(ax, ds, time: int, p_index: int) -> None:
     if np.isfinite(a):
         x0, y0 = np.mean(np.log(ns)), np.mean(np.log(W))
         grid = np.linspace(np.log(ns.min()), np.log(ns.max()), 50)
-        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"fit: exponent {a:.3f}")
+        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"fit: exponent {a:.3f}".replace("-", "−"))
         band = np.exp(y0 + np.outer([lo, hi], grid - x0))
         ax.fill_between(np.exp(grid), band.min(axis=0), band.max(axis=0), color="C3", alpha=0.2, lw=0,
-                        label=f"95% interval of the exponent [{lo:.3f}, {hi:.3f}]")
+                        label=f"95% interval of the exponent [{lo:.3f}, {hi:.3f}]".replace("-", "−"))
         ax.loglog(np.exp(grid), np.exp(y0 - 0.5 * (grid - x0)), "k--", lw=0.8, label="exponent −1/2")
     ax.set_xlabel("N")
     from matplotlib.ticker import NullFormatter

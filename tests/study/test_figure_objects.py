@@ -206,7 +206,7 @@ def test_one_rate_panel_per_order_with_legends_in_words(circle):
         assert a.get_title().endswith(f"t = {circle.time.values[k]:.3g}")
         texts = _legend_texts(a)
         fit = float(circle.rate.sel(p=p).isel(time=k))
-        assert f"$W_{{{p}}}$" in a.get_ylabel() and f"fit: exponent {fit:.3f}" in texts
+        assert f"$W_{{{p}}}$" in a.get_ylabel() and f"fit: exponent −{abs(fit):.3f}" in texts and fit < 0
         assert "exponent −1/2" in texts and not any("^" in t or "$" in t for t in texts)
         assert figures.small_text(a.figure) == []
     plt.close("all")
