@@ -138,8 +138,8 @@ def plot_energy(solution, ax=None, **kwargs):
 
 
 #: The font size (points) of a label that carries sub- or superscripts or a radical: mathtext draws scripts at 0.7
-#: of it and a one-line radical sign at 0.69, so they print at 7.3 pt, above the least a figure has (7 pt;
-#: :func:`meanfield.study.figures.small_text` measures it).
+#: of it and a one-line radical sign at 0.69, so they print at 7.35 and 7.25 pt, above the least a figure has (7 pt;
+#: :func:`meanfield.study.figures.small_text` measures it; with matplotlib's default math font, DejaVu Sans).
 SCRIPTED = 10.5
 
 #: Panels per row of a snapshot grid of m panels: every grid full (no empty panel), at most five across.

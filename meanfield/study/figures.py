@@ -215,13 +215,17 @@ def _wrap(parts, width: int) -> str:
     one can be had). A bracketed list or an equation stays on one line where it can: not 'Q, K,' / 'V, β', 'grid
     ℓmax =' / '100' or '[0.5, 0.2; 0,' / '0.3]'."""
     text = " · ".join(parts)
+    width = max(int(width), 1)
     breaks = []  # (position of a space the line may end before, rank: lower is a better place)
-    depth = 0
+    depth, math = 0, False
     for k, c in enumerate(text):
         depth += (c in "([{") - (c in ")]}")
+        math ^= c == "$"
         if c == " " and k:
             before, after = text[k - 1], text[k + 1:k + 2]
-            if before == "·":
+            if math:  # inside $…$: a line of its own would print the dollars
+                rank = 6
+            elif before == "·":
                 rank = 0
             elif before in ",:;":
                 rank = 1 if depth == 0 else 2
@@ -231,7 +235,7 @@ def _wrap(parts, width: int) -> str:
                 rank = 4 if {before, after} & set("=→×∈") else 3
             breaks.append((k, rank))
     lines, start = [], 0
-    while len(_visible(text[start:])) > width:
+    while start < len(text) and len(_visible(text[start:])) > width:
         fits = [(k, rank) for k, rank in breaks if k > start and len(_visible(text[start:k])) <= width]
         if not fits:  # one word longer than the line: break after it
             fits = [next(((k, r) for k, r in breaks if k > start), (len(text), 0))]
@@ -641,7 +645,7 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
             if not isinstance(norm, LogNorm):  # 5 numbers fit under the column, 9 touch
                 bar.ax.xaxis.set_major_locator(MaxNLocator(5))
                 bar.ax.tick_params(labelsize=7)
-            else:  # decades as numbers (0.001 … 100) at 7 pt; powers of ten beyond, at 10 pt for 7-pt exponents
+            else:  # decades as numbers (0.001 … 100) at 7 pt; powers of ten beyond at SCRIPTED, for 7-pt exponents
                 log_ticks(bar.ax.xaxis, decades=True)
                 ticks = bar.ax.xaxis.get_major_locator().tick_values(norm.vmin, norm.vmax)
                 labels = [bar.ax.xaxis.get_major_formatter()(v) for v in ticks if norm.vmin <= v <= norm.vmax]
@@ -658,12 +662,15 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
     return fig
 
 
-def _close_gaps(fig, maps, title, pad: float = 0.05, rounds: int = 3) -> None:
+def _close_gaps(fig, maps, title, rounds: int = 3) -> None:
     """Shorten ``fig`` by the blank that constrained layout leaves between the ``maps`` and the ``title`` above
     them and the colour bar below (axes of a fixed aspect, narrower than their cells are high: a row of three
-    Mollweide maps in a column sat 0.4 in below the title), keeping ``pad`` inches each; a few rounds, as each new
-    height lays the figure out again."""
-    for _ in range(rounds):
+    Mollweide maps in a column sat 0.4 in below the title), down to the layout's own padding (twice its h_pad
+    each side); a few rounds, as each new height lays the figure out again. The maps keep their width: a height
+    that would narrow them (they would become height-limited) is not taken, half of the cut is tried instead."""
+    pad = 2 * fig.get_layout_engine().get()["h_pad"]
+
+    def measure():
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         boxes = [a.get_tightbbox(renderer) for a in maps]
@@ -671,9 +678,21 @@ def _close_gaps(fig, maps, title, pad: float = 0.05, rounds: int = 3) -> None:
         top = title.get_window_extent(renderer).y0
         below = max((b.y1 for b in others if b.y1 <= min(m.y0 for m in boxes) + 1), default=fig.bbox.y0)
         slack = (top - max(m.y1 for m in boxes) + min(m.y0 for m in boxes) - below) / fig.dpi - 2 * pad
+        return slack, min(a.get_window_extent(renderer).width for a in maps)
+
+    slack, width = measure()
+    for _ in range(rounds):
         if slack < 0.02:
             return
-        fig.set_figheight(fig.get_figheight() - slack)
+        height = fig.get_figheight()
+        for cut in (slack, slack / 2, slack / 4):
+            fig.set_figheight(height - cut)
+            slack, narrower = measure()
+            if narrower >= width * (1 - 1e-3):
+                break
+        else:  # every cut narrows the maps: keep the height they had
+            fig.set_figheight(height)
+            return
 
 
 def _union_extent(ds, frames, over):
@@ -789,7 +808,9 @@ def _beta(ds):
 def plot_lagrangian(ds):
     """The Lagrangian measure through collapse: its points in space-time coloured by ρ at the points on a log scale
     (left; on S^{d−1}, d >= 3, their angle to the heaviest cluster of the last frame), and the density's cluster
-    count with E_β of the density and of the particle systems (right), one legend. Returns the Figure."""
+    count with E_β of the density and of the particle systems (right), one legend; where the count is not stored
+    (rings of the zonal sphere) E_β alone, on the panel's own axis; where neither is, the right panel stays empty
+    (axis off). Returns the Figure."""
     plt = _plt()
     from matplotlib.colors import LogNorm
     from matplotlib.ticker import MaxNLocator
@@ -1281,17 +1302,22 @@ def small_text(fig, least: float = LEAST_POINTS) -> list[tuple[float, str]]:
     drawn).
     """
     from matplotlib import cbook
+    from matplotlib.axes import Axes
     from matplotlib.mathtext import MathTextParser
     from matplotlib.text import Text
 
     parser = MathTextParser("path")
     fig.canvas.draw()
-    undrawn = set()  # the labels of ticks outside their axis' view interval: kept, but not drawn
-    for ax in fig.axes:
+    undrawn = set()  # texts kept by matplotlib but not drawn
+    for ax in fig.findobj(Axes):  # insets and twins included
+        if not ax.get_visible():
+            undrawn |= {id(t) for t in ax.findobj(Text)}
         for axis in (ax.xaxis, ax.yaxis):
+            if not ax.axison:  # set_axis_off: no ticks, no axis labels
+                undrawn |= {id(t) for t in axis.findobj(Text)}
             lo, hi = sorted(axis.get_view_interval())
             slack = 1e-10 * (hi - lo)
-            undrawn |= {id(label) for tick in axis.majorTicks + axis.minorTicks
+            undrawn |= {id(label) for tick in axis.majorTicks + axis.minorTicks  # outside the view interval
                         if tick.get_loc() is not None and not lo - slack <= tick.get_loc() <= hi + slack
                         for label in (tick.label1, tick.label2)}
     found = set()
@@ -1300,13 +1326,13 @@ def small_text(fig, least: float = LEAST_POINTS) -> list[tuple[float, str]]:
         if not (t.get_visible() and text.strip()) or id(t) in undrawn:
             continue
         size = float(t.get_fontsize())
-        sizes = [size]
-        if not t.get_usetex():
-            for line in text.split("\n"):  # matplotlib lays out each line by itself
-                if cbook.is_math_text(line):
-                    glyphs = parser.parse(line, dpi=72, prop=t.get_fontproperties().copy()).glyphs
-                    sizes += [g[1] for g in glyphs]
-        if min(sizes) < least:
+        sizes = []
+        for line in text.split("\n"):  # matplotlib lays out each line by itself
+            if not t.get_usetex() and cbook.is_math_text(line):  # each glyph at its own size
+                sizes += [g[1] for g in parser.parse(line, dpi=72, prop=t.get_fontproperties().copy()).glyphs]
+            elif line.strip():
+                sizes.append(size)
+        if sizes and min(sizes) < least:
             found.add((round(min(sizes), 2), text))
     return sorted(found)
 
