@@ -957,7 +957,8 @@ def _rate_panel(ax, ds, time: int, p_index: int) -> None:
     if np.isfinite(a):
         x0, y0 = np.mean(np.log(ns)), np.mean(np.log(W))
         grid = np.linspace(np.log(ns.min()), np.log(ns.max()), 50)
-        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3", label=f"fit: exponent {a:.3f}".replace("-", "−"))
+        ax.loglog(np.exp(grid), np.exp(y0 + a * (grid - x0)), color="C3",
+                  label=f"fit: exponent {a:.3f}".replace("-", "−"))
         band = np.exp(y0 + np.outer([lo, hi], grid - x0))
         ax.fill_between(np.exp(grid), band.min(axis=0), band.max(axis=0), color="C3", alpha=0.2, lw=0,
                         label=f"95% interval of the exponent [{lo:.3f}, {hi:.3f}]".replace("-", "−"))

@@ -146,7 +146,8 @@ def test_run_writes_results_and_figures(tmp_path, capsys, saved_figures):
     assert lo == 0.0 and np.nanmax(ds.pair_fraction.mean("repeat")) < hi <= 1.02
     assert "density (quadrature on its grid)" in _lines(figs["clusters"].axes[0])
     ax = figs["rate"].axes[0]
-    slopes = {"exponent −1/2": -0.5, f"fit: exponent {float(ds.rate.sel(p=1.0).isel(time=-1)):.3f}".replace("-", "−"):
+    fit = f"fit: exponent {float(ds.rate.sel(p=1.0).isel(time=-1)):.3f}".replace("-", "−")
+    slopes = {"exponent −1/2": -0.5, fit:
               float(ds.rate.sel(p=1.0).isel(time=-1))}
     assert set(slopes) <= set(_lines(ax))
     for label, ln in _lines(ax).items():

@@ -11,7 +11,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.image  # noqa: E402
-import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
