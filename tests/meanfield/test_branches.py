@@ -8,6 +8,7 @@ from scipy.special import iv
 import meanfield as mf
 from meanfield import stationary as st
 from meanfield.domains import CIRCLE, SPHERE, zonal_domain
+from tests.helpers import EPS
 
 
 @pytest.mark.parametrize("normalized", [True, False])
@@ -20,7 +21,8 @@ def test_k_cluster_branches_leave_the_uniform_law_at_their_own_noise(normalized,
     model = mf.SelfAttention(beta, V=c * np.eye(2), normalized=normalized)
     closed = c * iv(k, beta) / (beta * (iv(0, beta) if normalized else 1.0))
     assert st.critical_noise(model, CIRCLE, k) == pytest.approx(closed, rel=1e-13)
-    assert st.bifurcation(model, CIRCLE, k) == pytest.approx(closed, rel=3e-10)
+    # the branch's first states, located by an iteration whose path round-off may change: 1.8e-10 measured
+    assert st.bifurcation(model, CIRCLE, k) == pytest.approx(closed, rel=2e-9)
     b = st.branch(model, CIRCLE, np.linspace(0.02, 0.8, 12), degree=k)
     grid = mf.CircleGrid(256)
     for state in b.states:
@@ -61,7 +63,9 @@ def test_folds_located_exactly(domain):
     g, D, _, _ = st._newton(kernel, b.states[b.fold_indices[0]].moments, Df, rf)
     assert abs(st._slope(kernel, g, D, rf)) <= 1e-12 * Df / rf and abs(D - Df) <= 1e-14 * Df
     fine = st.branch(model, domain, np.linspace(rf - 2e-3, rf + 2e-3, 401) + 1e-5)  # not through r_f itself
-    assert 0 <= Df - fine.noise.max() <= 1e-12 * Df + 2e-10 * (1e-5 + 1e-5) ** 2 * Df / rf ** 2 * 1e6
+    # D_f is the largest D: no state of the fine branch exceeds it but by the round-off of D(r) itself, a few ulps of
+    # D_f (−0.8 ulp measured on an AVX2 CPU and on NumPy 1.26; the lower limit was 0)
+    assert -64 * EPS * Df <= Df - fine.noise.max() <= 1e-12 * Df + 2e-10 * (1e-5 + 1e-5) ** 2 * Df / rf ** 2 * 1e6
     assert Df - fine.noise.max() <= 1e-9 * Df and b.noise.max() <= Df
 
 

@@ -18,6 +18,7 @@ import particles
 from meanfield import gaussian
 from meanfield.lagrangian import start as lagrangian_start, start_gaussian
 from meanfield.models import ACTIVATIONS, FeedForward, SelfAttention, Softmax, Transformer, layers
+from tests.helpers import EPS
 
 
 def _block(d, rng, scale=0.6, activation="tanh", manifold="sphere", m=4):
@@ -42,7 +43,8 @@ def test_divergence_against_central_differences(activation, manifold, d, rng):
     assert np.allclose(X, ff.velocity(x), atol=0, rtol=0)
     assert np.max(np.abs(div - fd)) <= 1e-7 * (1 + np.max(np.abs(div)))
     if manifold == "sphere":
-        assert np.max(np.abs(np.sum(X * x, axis=1))) <= 1e-15
+        # ⟨P_x v, x⟩ = ⟨v, x⟩(1 − |x|²) + rounding: a few ulps of |v| (2.5 EPS measured)
+        assert np.max(np.abs(np.sum(X * x, axis=1))) <= 64 * EPS * (1 + np.max(np.abs(X)))
 
 
 def _characteristics(ff, rho0, x, T):

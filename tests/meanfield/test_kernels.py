@@ -6,6 +6,7 @@ import pytest
 import meanfield as mf
 import particles as pt
 from meanfield import kernels
+from tests.helpers import EPS
 
 
 # ------------------------------------------------------------------ kernels
@@ -144,9 +145,10 @@ def test_sphere_harmonic_moments_are_orthonormal_and_give_the_energy(rng):
 
     g = mf.SphereGrid(20)
     a = harmonic_moments(g.points.reshape(-1, 3), g.weights.ravel() / (4 * np.pi), 20)
-    assert abs(a[0, 0] - 1 / np.sqrt(4 * np.pi)) <= 1e-14
+    # a sum of 882 positive terms (total 0.28): log₂(882) ulps of it by pairwise summation; 5.8 EPS seen
+    assert abs(a[0, 0] - 1 / np.sqrt(4 * np.pi)) <= 512 * EPS / np.sqrt(4 * np.pi)
     a[0, 0] = 0
-    assert np.max(np.abs(a)) <= 1e-14
+    assert np.max(np.abs(a)) <= 512 * EPS  # the same sums of |w Y_lm| <= 1.8: 7.4 EPS seen
     x = pt.uniform_sphere(300, 3, rng=rng)
     w = rng.uniform(0, 1, 300)
     w /= w.sum()
@@ -167,7 +169,8 @@ def test_sphere_spectral_field_for_a_million_points_equals_the_pairwise_sum():
     w = np.full(10 ** 6, 1e-6)
     v, _ = sphere_spectral_field(x, w, x, 4.0)
     ref = kernels.field(mf.SelfAttention(4.0), x, w, x[:200])
-    assert np.max(np.abs(v[:200] - ref)) <= 1e-14
+    # the transforms' requested accuracy NONUNIFORM_EPSILON = 1e-13 of the terms' scale 1 (3.2e-15 measured)
+    assert np.max(np.abs(v[:200] - ref)) <= 1e-13
 
 
 @pytest.mark.parametrize("normalized", [True, False])
@@ -193,9 +196,11 @@ def test_sphere_sums_by_nonuniform_transforms_equal_the_recurrences(beta, normal
     _, _, lap = ps.multipliers(L, beta)
     A, B, qmm, c1 = ps.recurrence(L)
     v0, div0, S_0 = ps.zonal_points(x, b, lap, A, B, qmm, c1, S0, beta, normalized, ps.zonal_scale(beta, normalized, 1.3))
-    assert np.max(np.abs(v - v0)) <= 1e-12 * np.max(np.abs(v0))
-    assert np.max(np.abs(div - div0)) <= 1e-12 * np.max(np.abs(div0))
-    assert np.max(np.abs(S - S_0)) <= 1e-12 * np.max(np.abs(S_0))
+    # the transforms' accuracy 1e-13 (NONUNIFORM_EPSILON) of the sums' terms, which SA divides (β = 20: 4.7e-13 of
+    # the largest value measured)
+    assert np.max(np.abs(v - v0)) <= 1e-11 * np.max(np.abs(v0))
+    assert np.max(np.abs(div - div0)) <= 1e-11 * np.max(np.abs(div0))
+    assert np.max(np.abs(S - S_0)) <= 1e-11 * np.max(np.abs(S_0))
 
 
 

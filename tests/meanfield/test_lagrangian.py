@@ -9,6 +9,7 @@ from meanfield.domains.circle.point_sums import circle_spectral_divergence
 from meanfield.integrate import Status
 from meanfield.lagrangian import LagrangianMeasure, cluster_history, clusters, start, start_gaussian, transport_panels
 from meanfield.models import L2, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax
+from tests.helpers import EPS
 
 
 def _unit(rng, shape):
@@ -114,8 +115,9 @@ def test_circle_beta0_follows_ott_antonsen_while_the_map_is_resolved():
         th = np.arctan2(f.points[:, 1], f.points[:, 0])
         rel = np.abs(np.expm1(f.log_density - np.log(exact.wrapped_cauchy(th, a))))
         assert np.max(rel) <= 1e-8, (f.t, np.max(rel))
-        assert abs(f.mass() - mu0.mass()) <= 1e-15  # fixed weights
-        assert f.energy(0.0) == pytest.approx(0.5 * abs(a) ** 2, abs=1e-12)
+        assert abs(f.mass() - mu0.mass()) <= 16 * EPS  # fixed weights, summed in another order: EPS seen
+        # the panels' adaptive transport against the closed form: 1.7e-13 measured
+        assert f.energy(0.0) == pytest.approx(0.5 * abs(a) ** 2, abs=2e-12)
 
 
 def test_sphere_beta0_follows_the_mobius_family():
@@ -179,7 +181,8 @@ def test_circle_agrees_with_the_refined_grid_and_energy_increases():
     for d, t in zip(grid.densities, t_eval):
         f = frames[t]
         assert np.max(np.abs(d(f.points) / f.density - 1)) <= 1e-8
-        assert f.energy(4.0) == pytest.approx(grid.energy[list(grid.t).index(t)], rel=1e-10)
+        # two discretisations (grid, adaptive panels: its steps may change with round-off): 1.5e-11 measured
+        assert f.energy(4.0) == pytest.approx(grid.energy[list(grid.t).index(t)], rel=3e-10)
         np.testing.assert_allclose(f(f.points), f.density, rtol=1e-12)  # the interpolant passes through the points
     assert np.all(np.diff(lag.energy) > 0)
 
@@ -348,7 +351,7 @@ def test_circle_panels_agree_with_the_grid_and_hand_over_continues_the_same_solu
         shift = cdf(d, np.mod(f.state[:, 0], 2 * np.pi)) - cdf(mu0, np.mod(x0, 2 * np.pi))
         shift = np.mod(shift - shift[0] + 0.5, 1.0) - 0.5
         assert 2 * np.pi * np.ptp(shift) <= 1e-8
-        assert f.energy(4.0) == pytest.approx(grid.energy[list(grid.t).index(f.t)], rel=1e-10)
+        assert f.energy(4.0) == pytest.approx(grid.energy[list(grid.t).index(f.t)], rel=3e-10)  # as above
     # handed over at t ≈ 6.6 (max_n = 512): the same solution later on, in its Fourier moments up to k = 40 (the
     # kernel's band) and its density (the hand-over run's interpolant at the from-0 run's points)
     auto = mf.solve(model, mu0, (0, 8), t_eval=[1.0, 2.0, 3.0, 7.0, 8.0], max_n=512, representation="auto")

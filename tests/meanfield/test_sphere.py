@@ -192,13 +192,16 @@ def test_ring_plan_rate_equals_the_reference_path(beta, normalized, L):
     a, speed_a, _ = reference.rate_and_speeds(v)
     b, speed_b, _ = same_grid.rate_and_speeds(v)
     scale = np.max(np.abs(a))
-    assert np.max(np.abs(a - b)) <= 3e-12 * scale
+    # two transform paths at lmax 63 (ring plans, plain SHT) of products of O(1) fields: ~L EPS of each product,
+    # differentiated (×L): 5.7e-13 of the scale measured (USA, β = 1.5)
+    assert np.max(np.abs(a - b)) <= 2e-11 * scale
     assert speed_b == pytest.approx(speed_a, rel=1e-13)
     assert same_grid.speeds(v)[0] == pytest.approx(speed_a, rel=1e-13)
-    assert np.max(np.abs(default.rate(v) - a)) <= 3e-12 * scale
-    # and both transform libraries: pyshtools' cilm path on its own grid, to their agreement (7e-13 measured)
+    assert np.max(np.abs(default.rate(v) - a)) <= 2e-11 * scale
+    # and both transform libraries: pyshtools' cilm path on its own grid, to their agreement (2.3e-12 of the scale
+    # measured on an AVX2 CPU, 8.1e-13 here)
     p = SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized)
-    assert np.max(np.abs(p.rate(v) - a)) <= 5e-12 * scale
+    assert np.max(np.abs(p.rate(v) - a)) <= 5e-11 * scale
     with pytest.raises(ValueError, match="fast"):
         SphereSpectral(mf.SphereGrid(L, backend="pyshtools"), beta, 0.7, normalized, fast=True)
 
@@ -242,7 +245,8 @@ def test_potential_is_truncated_only_below_round_off(beta, monkeypatch):
     assert potential_degree(a * np.nan, L, N) == L  # non-finite coefficients: nothing is dropped
     truncated = rate.rate(rho)
     monkeypatch.setattr(continuity, "potential_degree", lambda a, L, N: L)
-    assert np.max(np.abs(rate.rate(rho) - truncated)) <= 1e-14 * np.max(np.abs(truncated))
+    # what the cut drops is below round-off: the two rates differ by the syntheses' round-off, 1.3e-15 relative seen
+    assert np.max(np.abs(rate.rate(rho) - truncated)) <= 5e-14 * np.max(np.abs(truncated))
 
 
 @pytest.mark.parametrize("beta, normalized", [(4.0, True), (0.0, True), (1.5, False)])
@@ -337,4 +341,5 @@ def test_solve_runs_its_stages_on_coefficients_as_on_values(method, monkeypatch)
     residual = d.values - g.from_coefficients(g.coefficients(d.values))
     last = staged.densities[-1].values
     assert np.max(np.abs(residual)) > 1e-7  # the test means something
-    assert np.max(np.abs(last - g.from_coefficients(g.coefficients(last)) - residual)) <= 1e-13
+    # an analysis and a synthesis of O(1) values at lmax 16: ~L EPS; 1.13e-14 measured
+    assert np.max(np.abs(last - g.from_coefficients(g.coefficients(last)) - residual)) <= 2e-13

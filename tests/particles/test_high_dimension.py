@@ -138,7 +138,8 @@ def test_gram_energy_kernel_in_high_dimension(rng):
     w /= w.sum(axis=1, keepdims=True)
     for beta in (0.0, 0.3, 7.0, 300.0):
         ref = [mf.SelfAttention(beta).energy(x[b], w[b]) for b in range(3)]
-        np.testing.assert_allclose(mf.kernels.energy(x, w, beta), ref, rtol=1e-13)
+        # Gram products in d = 128 (BLAS vs the compiled kernel's order) times β in the exponent: ~βd EPS; 4.4e-14 seen
+        np.testing.assert_allclose(mf.kernels.energy(x, w, beta), ref, rtol=1e-12)
 
 
 def test_high_dimensional_kernels_give_the_same_bits_on_any_thread_count(monkeypatch):

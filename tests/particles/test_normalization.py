@@ -48,7 +48,8 @@ def test_reduction_gives_the_values_of_math_md():
         assert abs(exact.normalized_equiangular(1.0, 8, 1.0, VARIANTS[name]).one_minus_rho - value) <= 5e-8
     t = np.array([0.5, 3.0, 7.0])
     post = exact.normalized_equiangular(t, 8, 1.0, "post").one_minus_rho
-    assert np.max(np.abs(post - (1 - exact.equiangular(t, 8, 1.0)))) <= 1e-12
+    # two adaptive integrations of one ODE (rtol 1e-13 each): 1.4e-13 measured
+    assert np.max(np.abs(post - (1 - exact.equiangular(t, 8, 1.0)))) <= 2e-12
 
 
 def test_reduction_of_mix_is_post_then_pre_from_unit_radius():

@@ -7,6 +7,7 @@ import pytest
 import particles as pt
 from meanfield.domains import EUCLIDEAN, SPHERE
 from validation.coarsening import coarsen
+from tests.helpers import EPS
 
 
 def exact_wp(x, wx, y, wy, geodesic, p):
@@ -52,7 +53,7 @@ def test_mass_atoms_and_the_domain_are_kept(rng):
     for _, dom, x, w in measures(rng):
         c = coarsen(x, w, 50, dom)
         assert c.weights.size <= 50 and np.all(c.weights > 0)
-        assert c.weights.sum() == pytest.approx(1.0, abs=1e-14)
+        assert c.weights.sum() == pytest.approx(1.0, abs=64 * EPS)  # merged masses re-summed: 4.5 EPS seen
         np.testing.assert_allclose(np.bincount(c.labels, w), c.weights, rtol=1e-13)
         assert dom.contains(c.points)
 
