@@ -139,9 +139,15 @@ class Density:
         return Measure(self.grid.points.reshape(-1, d), (self.values * self.grid.weights).ravel(), self.domain)
 
     def mean(self) -> np.ndarray:
-        """The first moment ∫ x dμ(x) ∈ R^d."""
+        """The first moment ∫ x dμ(x) ∈ R^d, in the ambient R^d of every domain (a zonal law on S^{d-1}:
+        (∫ cos θ dμ) e, e the axis; its polar angle's mean is :meth:`mean_polar_angle`)."""
         pts, w = self.as_measure()
-        return w @ pts
+        return self.domain.mean(pts, w)
+
+    def mean_polar_angle(self) -> float:
+        """∫ θ dμ / ∫ dμ, θ the polar angle of the zonal sphere's rings (its points): what :meth:`mean` returned
+        there before it meant ∫ x dμ. ``ValueError`` on domains whose points are not polar angles."""
+        return self.domain.mean_polar_angle(self)
 
     def __call__(self, points) -> np.ndarray:
         """Evaluate the spectral interpolant at unit vectors of shape (..., d)."""

@@ -181,20 +181,14 @@ class Hysteresis:
 
 
 def order_parameter(density) -> float:
-    """r = |∫ x dρ(x)| of a density on a sphere (the rings of a zonal sphere: |∫ cos θ dρ|, all of ∫ x dρ)."""
-    measure = density.as_measure()
-    pts = measure.points
-    if pts.shape[-1] == 1:  # rings at polar angles θ: ∫ x dρ = (∫ cos θ dρ) e
-        pts = np.cos(pts)
-    return float(np.linalg.norm(measure.weights @ pts))
+    """r = |∫ x dρ(x)| of a density on a sphere (:meth:`~meanfield.Density.mean`, in R^d on every domain)."""
+    return float(np.linalg.norm(density.mean()))
 
 
 def _seed(density, amplitude: float) -> Density:
     """The density times 1 + amplitude · u, u = ⟨x, e⟩ (a degree-1 function along the domain's first axis;
     cos θ on rings), normalised: a perturbation that grows at σ_1 below D_c."""
-    measure = density.as_measure()
-    pts = measure.points
-    u = np.cos(pts[..., 0]) if pts.shape[-1] == 1 else pts[..., -1] if pts.shape[-1] > 2 else pts[..., 0]
+    u = density.domain.polar_cosine(density.grid.points)
     values = np.asarray(density.values, dtype=float)
     return Density(density.grid, values * (1.0 + amplitude * u.reshape(values.shape))).normalized()
 

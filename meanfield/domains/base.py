@@ -333,6 +333,18 @@ class Domain(abc.ABC):
         block does); for :func:`meanfield.stationary.stability`."""
         raise ValueError(f"the {self.name} has no zonal states to linearise about.")
 
+    def mean(self, points, weights) -> np.ndarray:
+        """The first moment ∫ x dμ ∈ R^d of the measure Σ_i w_i δ_{x_i} of points of the domain, in the ambient R^d
+        of the domain's points: Σ_i w_i x_i by default (the unit spheres, R^d, the rows (s, x) of tokens with
+        positions); a quotient whose points are coordinates (the zonal sphere's polar angles) embeds them."""
+        return np.asarray(weights, dtype=float) @ np.asarray(points, dtype=float)
+
+    def mean_polar_angle(self, density) -> float:
+        """∫ θ dμ / ∫ dμ of a density whose points are polar angles (the zonal sphere's rings); ``ValueError``
+        elsewhere (the default)."""
+        raise ValueError(f"the points of the {self.name} are not polar angles: mean_polar_angle is the zonal "
+                         "sphere's (its rings); the first moment ∫ x dμ is Density.mean().")
+
     def polar_cosine(self, points, axis=None) -> np.ndarray:
         """⟨x, e⟩ of points of the domain about ``axis`` (default the domain's: e_1 on the circle, the north pole
         e_d on S^{d-1}); where the domain has zonal functions."""

@@ -114,8 +114,8 @@ class LagrangianMeasure:
         return float(np.sum(self.weights))
 
     def mean(self) -> np.ndarray:
-        """∫ x dμ = Σ_i w_i X_i."""
-        return self.weights @ self.points
+        """∫ x dμ = Σ_i w_i X_i ∈ R^d, in the ambient R^d of the domain (as :meth:`meanfield.Density.mean`)."""
+        return self.domain.mean(self.points, self.weights)
 
     def excess_energy(self, beta: float) -> float:
         """e^{-β}(E_β − m²/2β), finite for every β (½|∫x dμ|² at β = 0): by the domain's spectral sums where it has

@@ -27,7 +27,8 @@ def test_gauss_rule_is_exact_and_the_basis_orthonormal(d):
     u, w = gauss(d, M)
     for k in range(0, 2 * M, 2):  # E u^{2j} = B(j + 1/2, (d − 1)/2)/B(1/2, (d − 1)/2); odd moments vanish
         exact = np.exp(special.betaln(k / 2 + 0.5, (d - 1) / 2) - special.betaln(0.5, (d - 1) / 2))
-        assert abs(w @ u ** k - exact) <= 1e-13 * exact
+        # u^k carries k ulps and the rule sums M = 40 terms: ~(k + M) EPS relative (1.1e-14 seen at d = 2)
+        assert abs(w @ u ** k - exact) <= 1e-12 * exact
         assert abs(w @ u ** (k + 1)) <= 1e-15
     P = orthonormal(d, M - 1, u, normalized=True)
     assert np.max(np.abs((P * w[:, None]).T @ P - np.eye(M))) < 1e-13
@@ -167,17 +168,18 @@ def test_d3_reproduces_the_axisymmetric_s2_solutions(lmax, t_end):
 def test_mass_and_energy_along_a_solve_in_d128():
     """d = 128, SA β = 4 from a perturbed uniform law, to t = 20 with the grid and then the rings: the grid conserves
     the mass (its rate of c̄_0 is exactly 0; the quadrature Σ ρ_j w_j of values spanning 60 decades reads it to
-    ε‖c̄‖/c̄_0, 4e-10 measured), the hand-over keeps the rings' positive masses scaled to the density's mass as its
-    quadrature reads it on the last (refined) grid (5.8e-9 off; the expansion's negative ring masses, 2.2e-8 of the
-    total, dropped), which the rings then keep exactly; E_β never decreases (GLPR Lemma 3.7)."""
+    ε‖c̄‖/c̄_0 on the refined grids: 3.6e-10 measured, 9.0e-10 on NumPy 1.26; limit 1e-8), the hand-over keeps the
+    rings' positive masses scaled to the density's mass as its quadrature reads it on the last (refined) grid, within
+    the expansion's negative ring masses it drops (1.7e-8 of the total; the rings 5.8e-9 off, 1.01e-8 on an AVX2
+    CPU; limit 1e-7), which the rings then keep exactly; E_β never decreases (GLPR Lemma 3.7)."""
     grid = ZonalGrid(128, 32)
     mu0 = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.1, 4, rng=1))
     sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), t_eval=np.linspace(0, 20, 11))
     assert sol.status is mf.Status.SUCCESS and sol.representation[-1] == "nodes" and sol.handovers
     on_grid = np.array([name == "grid" for name in sol.representation])
-    assert np.max(np.abs(sol.mass_steps - 1)) < 1e-9 and np.max(np.abs(sol.mass[on_grid] - 1)) < 1e-9
+    assert np.max(np.abs(sol.mass_steps - 1)) < 1e-8 and np.max(np.abs(sol.mass[on_grid] - 1)) < 1e-8
     rings = sol.mass[~on_grid]
-    assert np.all(rings == rings[0]) and abs(rings[0] - 1) <= 1e-8
+    assert np.all(rings == rings[0]) and abs(rings[0] - 1) <= 1e-7
     assert np.all(np.diff(sol.energy) >= -1e-12 * sol.energy[1:])
 
 
@@ -371,3 +373,19 @@ def test_particles_against_a_zonal_density_compare_their_polar_angles():
     full = validation.distance(x, many, 1, domain=SPHERE).value
     polar = validation.distance(x, many, 1, domain=grid.domain).value
     assert polar <= full and validation.distance(rho, many, 1).value < 0.02
+
+
+def test_the_law_of_the_polar_angle_is_finite_in_log_near_the_pole():
+    """log q = log ρ + log(|S^{d−2}| sin^{d−2}θ) stays finite where the weight underflows (d = 128, θ < 4e-3: the
+    rings of a collapse sit at θ ~ e^{−t}), and equals the log of the weight where it does not; the Lagrangian
+    figure drew nothing there before (issue 46, finding 5)."""
+    from meanfield.domains.zonal_sphere import zonal_domain
+    from meanfield.domains.zonal_sphere.plotting import polar_weight
+
+    theta = np.array([1e-8, 1e-4, 1e-3, 0.3, 1.5])
+    log_q, _ = zonal_domain(128).shown_log(theta, np.zeros(5), 128)
+    assert np.all(np.isfinite(log_q))
+    area = 2 * np.pi ** (127 / 2) / special.gamma(127 / 2)  # |S^126|
+    assert log_q == pytest.approx(np.log(area) + 126 * np.log(np.sin(theta)), rel=1e-13)
+    ok = polar_weight(128, theta) > 0
+    assert np.array_equal(ok, [False, False, False, True, True])

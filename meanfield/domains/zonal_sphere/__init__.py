@@ -133,10 +133,9 @@ class ZonalSphere(Domain):
 
     def shown_log(self, coordinates, log_values, d: int):
         """log q = log ρ + log(|S^{d−2}| sin^{d−2}θ) at the rings' polar angles: the law of the polar angle."""
-        from .plotting import polar_weight
+        from .plotting import log_polar_weight
 
-        with np.errstate(divide="ignore"):
-            return np.asarray(log_values) + np.log(polar_weight(self.d or d, coordinates)), "q"
+        return np.asarray(log_values) + log_polar_weight(self.d or d, coordinates), "q"
 
     @staticmethod
     def particle_domain(d):
@@ -224,6 +223,20 @@ class ZonalSphere(Domain):
         c̄ (perturbations of a zonal state that stay zonal; no rotation among them)."""
         es = [np.eye(grid.lmax + 1)[l] for l in range(1, grid.lmax + 1)]
         return {"zonal": (es, lambda col: col[1:])}, None
+
+    def mean(self, points, weights):
+        """∫ x dμ = (∫ cos θ dμ) e ∈ R^d of a zonal measure (rings at polar angles θ_i with masses w_i): the
+        components orthogonal to the axis e average to zero on every ring."""
+        d = self._need_d()
+        return float(np.asarray(weights, dtype=float) @ self.polar_cosine(points)) * axis(d)
+
+    def mean_polar_angle(self, density):
+        """∫ θ q(θ) dθ / ∫ q(θ) dθ of the polar angle's law q (:func:`.sampling.polar_moment`: Gauss–Legendre in θ,
+        exact to round-off for a resolved density; the rings' own rule in cos θ is not, θ = arccos u being singular
+        at the poles)."""
+        from .sampling import polar_moment
+
+        return polar_moment(density, lambda theta: theta) / polar_moment(density, np.ones_like)
 
     def polar_cosine(self, points, axis=None):
         """⟨x, e⟩ = cos θ of points of the domain (polar angles) or unit vectors of R^d."""

@@ -21,10 +21,16 @@ LAW_LABEL = r"law of the polar angle $q(\theta)$"
 _TICKS = ([0, np.pi / 4, np.pi / 2, 3 * np.pi / 4, np.pi], ["0", "π/4", "π/2", "3π/4", "π"])
 
 
+def log_polar_weight(d: int, theta) -> np.ndarray:
+    """log(|S^{d−2}| sin^{d−2}θ), finite wherever 0 < θ < π: at d = 128 the weight itself underflows below
+    θ ≈ 4e-3, where a collapsed law still has all its mass (−inf at the poles)."""
+    with np.errstate(divide="ignore"):
+        return log_sphere_area(d - 2) + (d - 2) * np.log(np.sin(np.asarray(theta, dtype=float)))
+
+
 def polar_weight(d: int, theta) -> np.ndarray:
     """|S^{d−2}| sin^{d−2}θ: the density of the polar angle is this times ρ(cos θ)."""
-    with np.errstate(divide="ignore"):
-        return np.exp(log_sphere_area(d - 2) + (d - 2) * np.log(np.sin(np.asarray(theta, dtype=float))))
+    return np.exp(log_polar_weight(d, theta))
 
 
 def _law(frame, theta) -> np.ndarray:

@@ -61,6 +61,15 @@ def cell_masses(density, cells: int) -> tuple[np.ndarray, np.ndarray]:
     return mass, edges
 
 
+def polar_moment(density, f) -> float:
+    """∫_0^π f(θ) q(θ) dθ by the 8-point Gauss–Legendre rule on max(64, lmax) equal cells of [0, π] (as
+    :func:`cell_masses`): exact to round-off for a resolved density and an f smooth on [0, π]."""
+    cells = max(64, density.grid.lmax)
+    h = np.pi / cells
+    nodes = np.linspace(0.0, np.pi, cells + 1)[:-1, None] + 0.5 * h * (_GL_S + 1.0)
+    return float(np.sum(polar_law(density, nodes) * f(nodes) @ (0.5 * h * _GL_W)))
+
+
 def sample(density, shape: tuple, rng) -> np.ndarray:
     """iid points of S^{d-1} from a zonal ``density`` (module docstring), shape ``shape + (d,)``."""
     grid = density.grid
