@@ -29,9 +29,10 @@ def zonal_strategies(model) -> dict[str, str | None]:
 
 
 def energy_beta(model) -> float | None:
-    """β_eff = βqk of a zonal model, whose E_β the solver monitors; None otherwise."""
-    zonal = model.zonal
-    return None if zonal is None else zonal.beta
+    """β_eff = βqk of the zonal kernel of the model's interaction energy (``model.energy_kernel``), whose E_β the
+    solver records; None otherwise."""
+    kernel = getattr(model, "energy_kernel", None)  # a model of the user's own may not say
+    return None if kernel is None else kernel.beta
 
 
 def energy_from_excess(excess: float, mass: float, beta: float) -> float:

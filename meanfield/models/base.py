@@ -46,6 +46,13 @@ class Head:
     #: the weights that may depend on time (:mod:`.schedule`): a callable of t or a schedule of layers
     time_fields = ("Q", "K", "V", "beta")
 
+    @property
+    def energy_kernel(self) -> Zonal | None:
+        """The zonal kernel e^{beta⟨x,y⟩} of the interaction energy E_β(μ) = (1/2β)∬e^{beta⟨x,y⟩}dμdμ the solvers record
+        along this model, its ``c`` the direction in which the noiseless flow moves E_β (c > 0: non-decreasing,
+        GLPR Lemma 3.7; c = 0: none known), or None where the kernel is not zonal: a head's own :attr:`zonal`."""
+        return getattr(self, "zonal", None)
+
     def _check_noise(self) -> None:
         object.__setattr__(self, "noise", checks.noise(self.noise))
 

@@ -127,6 +127,7 @@ class FeedForward:
     time_fields = ("W", "A", "b")
     noise = 0.0  # the noise belongs to the dynamics: give it to the attention part
     zonal = None
+    energy_kernel = None
 
     def __post_init__(self):
         if self.activation not in ACTIVATIONS:

@@ -63,6 +63,8 @@ class MultiHeadAttention:
         """Multi-head models always use the generic (quadrature) path."""
         return None
 
+    energy_kernel = None  # E_β of several heads is not one zonal kernel's
+
     @property
     def manifold(self) -> str:
         return self.heads[0].manifold

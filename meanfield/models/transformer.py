@@ -161,6 +161,23 @@ class Transformer:
     def normalized(self) -> bool:
         return bool(getattr(self.attention, "normalized", True))
 
+    @property
+    def energy_kernel(self):
+        """The attention's zonal kernel, whose E_β(μ) the solvers record along this model (None without a zonal
+        attention, or where the weights depend on time), with ``c`` the direction in which the flow moves E_β:
+
+        - post-LN attention alone, ẋ = a P_x A: a·c (E_β is the attention's Lyapunov functional, GLPR Lemma 3.7);
+        - nGPT, θ̇ = α P_θA/|A|: c. With K_β*μ's gradient ∫e^{β⟨x,y⟩}y dμ = Z(x)A(x)/c (V = cI, SA), dE_β/dt =
+          ∫⟨Z A/c, αP_θA/|A|⟩dμ = (α/c)∫Z|P_θA|²/|A| dμ, of the sign of c (α > 0);
+        - feed-forward blocks beside attention: 0 (E_β is recorded, but the drift W σ(Ax + b) moves it either way).
+        """
+        z = getattr(self.attention, "zonal", None)
+        if z is None or self.time_dependent or self.normalization.kind not in ("post", "ngpt"):
+            return None
+        if self.feedforward:
+            return type(z)(z.beta, 0.0)
+        return type(z)(z.beta, z.c * (self.weights[0] if self.normalization.kind == "post" else 1.0))
+
     # ------------------------------------------------------------------ time: the blocks' weights and the splitting
     @property
     def time_dependent(self) -> bool:

@@ -128,8 +128,10 @@ class GridProblem(Problem):
         self.energy_beta = None if self.time_dependent else self.domain.energy_beta(model)
         # the monitored Lyapunov functional (docs/MATH.md §7): E_β, non-decreasing for V = cI, c > 0 (GLPR Lemma 3.7); with
         # noise, for USA the free energy F = −cE_β + D∫ρ log ρ, non-increasing; for SA with noise none is known
-        c = 0.0 if self.energy_beta is None else float(model.zonal.c)
-        self.lyapunov_sign = float(np.sign(c)) if not self.noise else (-1.0 if c and not model.normalized else 0.0)
+        # (the free energy is USA's own: a head's, model.zonal; not nGPT's, whose field divides by |A|)
+        c = 0.0 if self.energy_beta is None else float(model.energy_kernel.c)
+        self.lyapunov_sign = float(np.sign(c)) if not self.noise else (
+            -1.0 if c and not model.normalized and model.zonal is not None else 0.0)
         self.strain_bound = self._strain_bound(self.model)
         self.refinements: list[tuple[float, int, int]] = []
         self.speeds = (0.0, 0.0)
@@ -231,7 +233,8 @@ class GridProblem(Problem):
                                   "which is the reference in the collapse regime (MATH.md §2.2).")
         if 2 * n > self.max_n:
             raise StopIntegration(
-                t, y, f"{reason}; refinement stopped at max_n = {self.max_n}",
+                t, y, f"{reason}; refinement stopped at {self.grid!r} (n = {n}): the next grid, n = {2 * n}, "
+                f"would pass max_n = {self.max_n}",
                 hint="Raise max_n to go on refining (clusters sharpen exponentially in time, "
                 "so each doubling buys a bounded time), hand over to the Lagrangian measure "
                 "(representation=('grid', 'nodes'); 'auto' does where the adaptive panels apply; docs/MATH.md §6), "
@@ -274,7 +277,7 @@ class GridProblem(Problem):
         rho = np.maximum(values, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             entropy = float(self.grid.integrate(np.where(rho > 0, rho * np.log(np.where(rho > 0, rho, 1.0)), 0.0)))
-        return -float(self.model.zonal.c) * excess + self.noise * np.exp(-self.energy_beta) * entropy
+        return -float(self.model.energy_kernel.c) * excess + self.noise * np.exp(-self.energy_beta) * entropy
 
 
 
