@@ -14,7 +14,7 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
   :func:`mobius_characteristics`: S² at β = 0, the Möbius-invariant family p_w (Lipton, Mirollo & Strogatz,
   Chaos 31, 2021; Chandra, Girvan & Ott, Chaos 29, 2019).
 - :func:`lorentzian_ott_antonsen`, :func:`lorentzian_order_limit`, :func:`lorentzian_rates`,
-  :func:`lorentzian_critical_width`: natural frequencies with a Lorentzian law (docs/MATH.md §12): the
+  :func:`lorentzian_critical_width`: natural frequencies with a Lorentzian law (docs/MATH.md §11): the
   Ott–Antonsen reduction at β = 0, the incoherent state's rates and the critical width for β >= 0.
 - :func:`causal_pair`: the first two tokens of causal SA (docs/MATH.md §8.4): the first never moves, the angle of
   the second to it solves a scalar ODE integrated in closed form with exponential integrals.
@@ -22,9 +22,9 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
 
 from __future__ import annotations
 
-import numpy as np
 from typing import NamedTuple
 
+import numpy as np
 from scipy.integrate import solve_ivp
 
 # the two densities are the domains' Poisson-kernel laws (their one definition); the oracles built on them are here
@@ -34,7 +34,7 @@ from .domains.sphere.laws import check_ball_point, mobius_density
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
            "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
-           "lorentzian_rates", "lorentzian_critical_width", "ngpt_rates"]
+           "lorentzian_rates", "lorentzian_critical_width", "CriticalWidth", "ngpt_rates"]
 
 
 def ott_antonsen(t, a0) -> np.ndarray:
@@ -487,7 +487,7 @@ def causal_pair(t, theta0: float, beta: float) -> np.ndarray:
     return out
 
 
-# --------------------------------------------------------------------- natural frequencies (docs/MATH.md §12)
+# --------------------------------------------------------------------- natural frequencies (docs/MATH.md §11)
 def _width(gamma) -> float:
     g = float(gamma)
     if not np.isfinite(g) or g < 0:
@@ -498,7 +498,7 @@ def _width(gamma) -> float:
 def lorentzian_ott_antonsen(t, z0, gamma: float, c: float = 1.0, center: float = 0.0) -> np.ndarray:
     r"""z(t) = ∫ e^{iθ} dρ̄ at β = 0 with Lorentzian frequencies (half-width γ, centre ω_0) and V = cI (SA = USA).
 
-    On the Ott–Antonsen manifold (Ott & Antonsen, Chaos 18, 037113, 2008; GLPR §7; docs/MATH.md §12) — every
+    On the Ott–Antonsen manifold (Ott & Antonsen, Chaos 18, 037113, 2008; GLPR §7; docs/MATH.md §11) — every
     ρ(·, ω) a Poisson kernel whose parameter a(ω, t) is analytic and bounded in the upper half ω-plane, e.g. a start
     independent of ω — the marginal is the Poisson kernel of z = a(ω_0 + iγ, t) and
 
@@ -574,7 +574,7 @@ def _check_beta_degrees(beta, degrees):
 
 
 def lorentzian_rates(degrees, beta: float, gamma: float, c: float = 1.0, normalized: bool = True) -> np.ndarray:
-    r"""Growth rates of the modes k of the incoherent (uniform) state with Lorentzian frequencies (docs/MATH.md §12):
+    r"""Growth rates of the modes k of the incoherent (uniform) state with Lorentzian frequencies (docs/MATH.md §11):
 
     .. math:: λ_k = k^2\,\frac{c\,I_k(β)}{β\,s} − kγ,\qquad s = 1 \text{ (USA)},\ I_0(β) \text{ (SA)}.
 
@@ -599,20 +599,31 @@ def lorentzian_rates(degrees, beta: float, gamma: float, c: float = 1.0, normali
     return k * k * _identical_rates(k, beta, float(c), bool(normalized)) - k * gamma
 
 
-def lorentzian_critical_width(beta: float, c: float = 1.0, normalized: bool = True) -> tuple[float, int]:
-    r"""γ_c = max_k k c I_k(β)/(β s) and the mode k that attains it: the incoherent state is linearly unstable for
-    Lorentzian widths γ < γ_c (:func:`lorentzian_rates`; docs/MATH.md §12: β = 1, c = 1: 0.565159 USA, 0.446390 SA;
+class CriticalWidth(NamedTuple):
+    """γ_c and the mode k that goes unstable first (:func:`lorentzian_critical_width`); ``float(w)`` is γ_c."""
+
+    width: float
+    mode: int
+
+    def __float__(self) -> float:
+        return self.width
+
+
+def lorentzian_critical_width(beta: float, c: float = 1.0, normalized: bool = True) -> CriticalWidth:
+    r"""γ_c = max_k k c I_k(β)/(β s) and the mode k that attains it, as ``CriticalWidth(width, mode)`` (a named
+    tuple: ``.width`` is the number, and it unpacks as ``gamma_c, k``): the incoherent state is linearly unstable for
+    Lorentzian widths γ < γ_c (:func:`lorentzian_rates`; docs/MATH.md §11: β = 1, c = 1: 0.565159 USA, 0.446390 SA;
     β = 5 USA: 7.002246 at k = 2). k I_k(β) is unimodal in k with its maximum near √β; the search runs to
     k = 2⌈β⌉ + 8, past which the ratio of successive terms is below ½. (0, 1) for c <= 0: never unstable.
     """
     beta, _ = _check_beta_degrees(beta, [1])
     c = float(c)
     if c <= 0:
-        return 0.0, 1
+        return CriticalWidth(0.0, 1)
     k = np.arange(1, 2 * int(np.ceil(beta)) + 9)
     widths = k * _identical_rates(k, beta, c, bool(normalized))
     j = int(np.argmax(widths))
-    return float(widths[j]), int(k[j])
+    return CriticalWidth(float(widths[j]), int(k[j]))
 
 
 def ngpt_rates(degrees, beta: float, alpha: float, d: int = 2, c: float = 1.0, noise: float = 0.0) -> np.ndarray:

@@ -1,4 +1,4 @@
-r"""Natural frequencies on the circle: Kuramoto disorder in self-attention (GLPR §7; docs/MATH.md §12).
+r"""Natural frequencies on the circle: Kuramoto disorder in self-attention (GLPR §7; docs/MATH.md §11).
 
 Tokens carry frequencies ω drawn from a law g and move by θ̇_i = ω_i + X[μ](θ_i). The density ρ(θ, ω, t) on
 S¹ × ℝ_ω solves
@@ -35,6 +35,11 @@ The Lorentzian's quadratures
   free streaming, ∫ g(ω) e^{−ikωt} dω = e^{−kγt}, is e^{−kγt(1−ζ)/(1+ζ)} in ζ, singular on the circle at ζ = −1
   (ω = ∞): its trapezoidal error decays like J^{−3/4} only (measured: 2e-2 at J = 64, 3e-3 at J = 1024 for kγt ~ 1),
   so phase mixing of the Lorentzian's heavy tails is not resolved by real nodes. Use the pole for the continuum.
+- ``Lorentzian.bands(J)``: J complex nodes ω'_j − iδ, ω'_j the real nodes of Lorentzian(γ − δ), weights 1/J (δ = γ/2).
+  Cauchy laws are stable (g_γ = g_{γ−δ} * g_δ): node j is the exact pole of the band of frequencies ω'_j + η,
+  η ~ g_δ, and its "density" is that band's law of θ — a real probability density — whose free streaming carries
+  e^{−kδt}: the finite sum over bands does not recur, and the synchronised state's r converges fast in J
+  (docs/MATH.md §11). Starts that depend on ω are refused, as with the pole.
 
 The Gaussian's quadrature is Gauss–Hermite: exact for polynomials of degree < 2J; free streaming e^{−k²σ²t²/2} is
 resolved until kσt ~ √J, after which the nodes re-phase (recurrence).
@@ -42,7 +47,11 @@ resolved until kσt ~ √J, after which the nodes re-phase (recurrence).
 Resolution
 ----------
 In θ every node is a trigonometric polynomial on the circle grid; its spectral tail (:meth:`CircleGrid.spectral_tail`
-band) must stay below ``tail_tol`` (the run stops, naming the node, where it does not; no refinement here). In ω the
+band) must stay below ``tail_tol``. Where a real node's does not — a locked frequency collapses to a point, as
+clusters do — it is handed over to atoms (``handover``, default on; zonal models): the trapezoidal rule of its last
+resolved state at the grid's midpoints, moved exactly by θ̇ = Re ω_j + X[ρ̄](θ) from then on, the field of the
+marginal from its moments (grid nodes and atoms) through the circle's Bessel multipliers. Elsewhere (bands, the pole,
+non-zonal models, ``handover=False``) the run stops, naming the node (no refinement here). In ω the
 density filaments: ρ(θ, ω, t) carries e^{ik(θ − ωt)}, whose wavelength 2π/(kt) in ω shrinks without bound, and the
 nodes stop resolving it. The solver measures this against the law's characteristic function φ(u) = ∫g e^{iuω}dω:
 the quadrature's free-streaming error of mode k, E_k(t) = |Σ_j w_j e^{−ikω_j t} − φ(−kt)|, times the largest
@@ -73,8 +82,11 @@ import numpy as np
 from . import checks, kernels, strategies
 from .density import Density
 from .domains import CIRCLE, CircleGrid
+from .domains import Measure
 from .domains.circle import fourier
-from .integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Stages, Status,
+from .domains.circle.geometry import angles_to_points
+from .domains.circle.point_sums import circle_degree, series_multipliers, zonal_scale
+from .integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, Stages, Status,
                         StopIntegration, Tracker)
 from .models import Transformer, heads, rate_scale
 from .monitor import ResolutionError
@@ -90,11 +102,12 @@ class Quadrature(NamedTuple):
     Attributes
     ----------
     nodes : ndarray, shape (J,)
-        ω_j: real, or complex for the Lorentzian's pole (module docstring), which acts on the coefficients k >= 0.
+        ω_j: real, or complex for the Lorentzian's pole and bands (module docstring), which act on the coefficients
+        k >= 0.
     weights : ndarray, shape (J,)
         w_j > 0, Σ w_j = 1.
     rule : str
-        "pole", "tan-trapezoid", "gauss-hermite" or "discrete".
+        "pole", "bands", "tan-trapezoid", "gauss-hermite" or "discrete".
     law : FrequencyLaw
         The law it integrates (its characteristic function measures the ω-resolution).
     """
@@ -187,6 +200,35 @@ class Lorentzian(FrequencyLaw):
             return Quadrature(np.array([self.center]), np.array([1.0]), "discrete", self)
         phi = -0.5 * np.pi + np.pi * (np.arange(J) + 0.5) / J
         return Quadrature(self.center + self.gamma * np.tan(phi), np.full(J, 1.0 / J), "tan-trapezoid", self)
+
+    def bands(self, nodes: int = 64, width: float | None = None) -> Quadrature:
+        r"""J bands of frequencies, each the exact pole of its sub-population (module docstring): complex nodes
+        ω_j − iδ with ω_j = ω_0 + (γ − δ) tan φ_j the :meth:`quadrature` nodes of Lorentzian(γ − δ), weights 1/J.
+
+        Cauchy laws are stable, g_γ = g_{γ−δ} * g_δ: a token's frequency is ω' + η with ω' ~ g_{γ−δ} and η ~ g_δ
+        independent, and for a start independent of ω the law of θ in the band of centre ω' is ∫ g_δ(η) ρ(θ, ω' + η)
+        dη = ρ(θ, ω' − iδ) (the pole argument of :meth:`pole`, for the band). Each node is then a real probability
+        density, the band's law of θ, whose free streaming is damped by e^{−kδt}: the finite sum over bands has no
+        recurrence, and the synchronised state's r_∞ converges fast in J (docs/MATH.md §11). A locked band's law has
+        the width ~δ/(c r) of its frequencies' spread: it does not collapse. Starts that depend on ω are refused.
+
+        Parameters
+        ----------
+        nodes : int
+            J.
+        width : float, optional
+            δ in (0, γ) (default γ/2).
+        """
+        J = _nodes_count(nodes)
+        if self.gamma == 0.0:
+            return Quadrature(np.array([self.center]), np.array([1.0]), "discrete", self)
+        delta = 0.5 * self.gamma if width is None else checks.real(width, "width")
+        if not 0.0 < delta < self.gamma:
+            raise ValueError(f"`width` δ must lie in (0, γ) = (0, {self.gamma:g}): the bands' centres follow "
+                             f"Lorentzian(γ − δ); got {width!r}.")
+        phi = -0.5 * np.pi + np.pi * (np.arange(J) + 0.5) / J
+        centres = self.center + (self.gamma - delta) * np.tan(phi)
+        return Quadrature(centres - 1j * delta, np.full(J, 1.0 / J), "bands", self)
 
     def pole(self) -> Quadrature:
         """One node at ω_0 − iγ with weight 1: exact for starts independent of ω (module docstring)."""
@@ -333,20 +375,25 @@ def _attention_rhs(model, grid):
 
 
 class FrequencyProblem(Problem):
-    """The node densities' coefficients ρ̂_{j,k}, k = 0..n/2, under dρ̂/dt = Λρ̂ + N(ρ̂) (module docstring):
-    Λ_{jk} = −ikω_j (the real part only at the Nyquist mode, held fixed otherwise), N the field's term."""
+    """The nodes' state under dy/dt = Λy + N(y) (module docstring). A node on the grid carries its coefficients
+    ρ̂_{j,k}, k = 0..n/2 (Λ_{jk} = −ikω_j, the real part only at the Nyquist mode); a node handed over
+    (:meth:`hand_over`) carries the angles θ_{j,i}(t) of its n atoms, moved by θ̇ = Re ω_j + X[ρ̄](θ) (Λ = 0 there).
+    The state is one complex vector: the grid nodes' coefficient rows, then the point nodes' angles (real)."""
 
-    def __init__(self, model, grid: CircleGrid, quad: Quadrature):
+    def __init__(self, model, grid: CircleGrid, quad: Quadrature, handover: bool = False):
         self.grid, self.n = grid, grid.n
+        self.model = model
         self.rhs = _attention_rhs(model, grid)
         self.M = self.rhs.M
         K = self.n // 2
         k = np.arange(K + 1)
+        self.quad = quad
         self.weights = np.asarray(quad.weights, dtype=float)
+        self.nodes = np.asarray(quad.nodes)
         decay = -1j * np.multiply.outer(np.asarray(quad.nodes, dtype=complex), k)
         if self.n % 2 == 0:
             decay[:, K] = decay[:, K].real
-        self.decay = decay
+        self.decay_rows = decay
         self._minus_ik = -1j * k
         if self.n % 2 == 0:
             self._minus_ik[K] = 0.0
@@ -354,22 +401,92 @@ class FrequencyProblem(Problem):
         self.strain_bound = rate_scale(model)
         self.speeds = (0.0, 0.0)
         self._dtheta_M = 2.0 * np.pi / self.M
+        self._padded_angles = self._dtheta_M * np.arange(self.M)
+        J = self.weights.size
+        self.handover = bool(handover)
+        self.as_points = np.zeros(J, dtype=bool)  # nodes carried as atoms
+        self.masses = np.full((J, self.n), np.nan)  # their atoms' masses, fixed from the hand-over on
+        self.handovers: list[tuple[float, tuple[int, ...]]] = []
+        self.unresolved: int | None = None  # the node whose θ-resolution the monitor found lost
+        self._series = None  # (L, multipliers, scale) of the atoms' zonal field
+        # the monitor's (solve sets it): grid nodes past 1e-2 of it go over with the one that failed
+        self.tail_tol = 1e-10
+        self._layout()
+
+    # ---- the state's layout
+    def _layout(self):
+        self.on_grid = np.nonzero(~self.as_points)[0]
+        self.on_points = np.nonzero(self.as_points)[0]
+        self._split = self.on_grid.size * (self.n // 2 + 1)
+        self.decay = np.concatenate([self.decay_rows[self.on_grid].ravel(),
+                                     np.zeros(self.on_points.size * self.n, dtype=complex)])
+        w = self.weights[self.on_points, None] * self.masses[self.on_points]
+        self._point_weights = w.ravel()
+
+    def pack(self, C, theta) -> np.ndarray:
+        return np.concatenate([np.asarray(C, dtype=complex).ravel(), np.asarray(theta, dtype=complex).ravel()])
+
+    def unpack(self, y):
+        """(coefficient rows of the grid nodes (J_g, n/2 + 1), angles of the point nodes (J_p, n))."""
+        return (y[: self._split].reshape(self.on_grid.size, self.n // 2 + 1),
+                y[self._split:].real.reshape(self.on_points.size, self.n))
+
+    def coefficients(self, y) -> np.ndarray:
+        """ρ̂_{j,k}, k = 0..n/2, of every node (J, n/2 + 1): a point node's from its atoms' moments."""
+        C, theta = self.unpack(y)
+        out = np.empty((self.weights.size, self.n // 2 + 1), dtype=complex)
+        out[self.on_grid] = C
+        for i, j in enumerate(self.on_points):
+            out[j] = _moments(theta[i], self.masses[j], self.n // 2) / (2.0 * np.pi)
+        return out
+
+    def point_moments(self, y, L: int) -> np.ndarray:
+        """c_k = Σ_j w_j Σ_i m_{j,i} e^{−ikθ_{j,i}}, k = 0..L, of the point nodes (zero without them)."""
+        _, theta = self.unpack(y)
+        return _moments(theta.ravel(), self._point_weights, L)
 
     # ---- the field of the marginal, and the nonlinear part
     def marginal(self, y) -> np.ndarray:
-        """Σ_j w_j ρ̂_j (coefficients, k = 0..n/2)."""
-        return self.weights @ y
+        """Σ_j w_j ρ̂_j over the grid nodes (coefficients, k = 0..n/2): the marginal while no node is points."""
+        C, _ = self.unpack(y)
+        return _weighted_rows(self.weights[self.on_grid], C)
 
-    def velocity(self, y) -> np.ndarray:
-        """X[ρ̄] on the padded grid of M nodes (the library's right-hand side for the model)."""
-        return self.rhs.angular_velocity(fourier.irfft(self.marginal(y) * self.n, self.n))
+    def velocity(self, y):
+        """X[ρ̄] on the padded grid of M nodes, and at the point nodes' atoms (J_p, n): the library's right-hand
+        side for the model while every node is on the grid; with atoms, the zonal field from the marginal's
+        moments c_k = ∫e^{−ikθ}dρ̄ (grid part 2πΣ_j w_j ρ̂_{j,k}, atoms by :func:`fourier_moments`), truncated where
+        the Bessel multipliers fall below 1e-17 (:func:`circle_degree`)."""
+        C, theta = self.unpack(y)
+        if not theta.size:
+            return self.rhs.angular_velocity(fourier.irfft(self.marginal(y) * self.n, self.n)), theta
+        if self._series is None:  # the model's constant tables, once
+            z = self.model.zonal
+            L = circle_degree(z.beta)
+            Nm, Dm, _ = series_multipliers(L, z.beta)
+            self._series = (L, Nm, Dm, zonal_scale(z.beta, self.model.normalized, z.c))
+        L, Nm, Dm, scale = self._series
+        K = self.n // 2
+        grid_part = np.zeros(L + 1, dtype=complex)
+        m = min(L, K)
+        grid_part[: m + 1] = 2.0 * np.pi * _weighted_rows(self.weights[self.on_grid], C[:, : m + 1])
+        if self.n % 2 == 0 and m == K:
+            grid_part[K] *= 0.5  # the Nyquist mode splits between ±n/2
+        ck = (grid_part + self.point_moments(y, L)) / (2.0 * np.pi)
+        num, den = _series(np.concatenate([self._padded_angles, theta.ravel()]), Nm * ck, Dm * ck)
+        v = scale * (num / den if self.model.normalized else num)
+        return v[: self.M], v[self.M:].reshape(theta.shape)
 
     def nonlinear(self, y):
-        v = self.velocity(y)
+        v, v_points = self.velocity(y)
         self._measure(v)
-        P = fourier.pad(y * self.M, self.n, self.M // 2 + 1)
-        flux = fourier.irfft(P, self.M) * v
-        return fourier.rfft(flux)[:, : self.n // 2 + 1] * (self._minus_ik / self.M)
+        C, _ = self.unpack(y)
+        rows = C
+        if C.size:
+            P = fourier.pad(C * self.M, self.n, self.M // 2 + 1)
+            flux = fourier.irfft(P, self.M) * v
+            rows = fourier.rfft(flux)[:, : self.n // 2 + 1] * (self._minus_ik / self.M)
+        drift = np.real(self.nodes[self.on_points])[:, None] + v_points
+        return self.pack(rows, drift)
 
     def _measure(self, v):
         if not np.all(np.isfinite(v)):
@@ -388,7 +505,7 @@ class FrequencyProblem(Problem):
 
     def probe(self, y):
         self.speeds = (0.0, 0.0)
-        self._measure(self.velocity(y))
+        self._measure(self.velocity(y)[0])
 
     def begin_step(self):
         self.speeds = (0.0, 0.0)
@@ -397,54 +514,153 @@ class FrequencyProblem(Problem):
         """The grids' CFL step (:func:`~meanfield.representations.grid.step_bound`) with the rotation's 1/max|ω|."""
         return step_bound(self.grid.spacing, *self.speeds, self.strain_bound, self.omega_max)
 
+    # ---- losing resolution: hand a collapsing node over to its atoms, or stop
+    def handover_refusal(self) -> str | None:
+        """Why a node that loses its θ-resolution cannot be handed over to atoms, or None."""
+        if not self.handover:
+            return "hand-over is off (handover=False)"
+        if not self.quad.real:
+            return (f"the {self.quad.rule} rule's nodes are complex: a node is a sub-population's exact pole, whose "
+                    "density is no transported measure")
+        if self.model.zonal is None:
+            return ("the atoms' field is summed through the marginal's moments, which needs a zonal model "
+                    f"(Q = qI, K = kI, V = cI); got {self.model!r}")
+        return None
+
+    def hand_over(self, t, y, nodes) -> np.ndarray:
+        """The state with ``nodes`` carried by atoms: node j's n grid points θ_i with masses ρ_j(θ_i)·2π/n (its
+        trapezoidal rule, exact for the trigonometric polynomials the resolved node is), moved from t on by
+        θ̇ = Re ω_j + X[ρ̄](θ) (docs/MATH.md §11)."""
+        C, theta = self.unpack(y)
+        coefficients = self.coefficients(y)
+        midpoints = self.grid.angles + np.pi / self.n
+        shift = np.exp(1j * np.arange(self.n // 2 + 1) * np.pi / self.n)
+        for j in nodes:  # the interpolant at the midpoints (a symmetric start's fixed points 0, π are grid nodes)
+            values = fourier.from_coefficients(coefficients[j] * shift, self.n)
+            values = np.where(values < 0, 0.0, values)  # round-off dips of a resolved node (>= −1e-13 max)
+            self.masses[j] = values * (2.0 * np.pi / self.n)
+        old_points = {j: theta[i] for i, j in enumerate(self.on_points)}
+        self.as_points[list(nodes)] = True
+        self._layout()
+        angles = np.stack([old_points.get(j, midpoints) for j in self.on_points])
+        self.handovers.append((float(t), tuple(int(j) for j in nodes)))
+        return self.pack(coefficients[self.on_grid], angles)
+
     def reject(self, t, y, reason):
-        raise StopIntegration(t, y, reason, hint="Start on a finer circle grid (larger n) or with more frequency "
-                              "nodes (or the Lorentzian's exact pole quadrature), or stop earlier.")
+        j, self.unresolved = self.unresolved, None
+        why = None if j is None else self.handover_refusal()
+        if j is not None and why is None:
+            tails = np.full(self.weights.size, -np.inf)
+            C, _ = self.unpack(y)
+            tails[self.on_grid] = _tails(C)
+            near = set(np.nonzero(tails > 1e-2 * self.tail_tol)[0].tolist()) | {j}  # those about to follow, at once
+            return self.hand_over(t, y, sorted(near))
+        if j is not None:
+            raise StopIntegration(t, y, f"{reason}; no hand-over: {why}",
+                                  hint="Start on a finer circle grid (larger n), or stop earlier.")
+        raise StopIntegration(t, y, reason, hint=(
+            "The ω-nodes, not the circle grid, limit this run: use more nodes (the error falls like J^(-3/4) for "
+            "real Lorentzian nodes), the Lorentzian's bands (Lorentzian.bands(J): each node the exact pole of a "
+            "band of frequencies, its free streaming damped), its pole (Lorentzian.pole(): the marginal, exact), "
+            "or omega_tol=np.inf to follow the J-node system itself."))
+
+
+def _tails(C) -> np.ndarray:
+    """Each row's largest coefficient in the top sixteenth of its band relative to its mass coefficient."""
+    K = C.shape[-1] - 1
+    n = 2 * K
+    top = (n - 1) // 2
+    width = max(2, top // 16)
+    if not C.size:
+        return np.zeros(C.shape[0])
+    return np.max(np.abs(C[:, top - width + 1: top + 1]), axis=1) / np.abs(C[:, 0])
+
+
+def _weighted_rows(w, C) -> np.ndarray:
+    """Σ_j w_j C_j over the rows (a loop of axpys: BLAS's threaded gemv on these small complex rows costs
+    milliseconds where the cores are shared)."""
+    out = np.zeros(C.shape[1:], dtype=C.dtype)
+    for wj, row in zip(w, C):
+        out += wj * row
+    return out
+
+
+def _moments(theta, w, L: int) -> np.ndarray:
+    """Σ_i w_i e^{−ikθ_i}, k = 0..L, by the power recurrence (vectorised over the atoms: the numba kernels'
+    thread start costs more than these sums at the sizes of a node's atoms)."""
+    out = np.empty(L + 1, dtype=complex)
+    z = np.exp(-1j * np.asarray(theta, dtype=float))
+    p = np.asarray(w, dtype=complex)
+    for k in range(L + 1):
+        out[k] = p.sum()
+        p = p * z
+    return out
+
+
+def _series(theta, A, D):
+    """(Σ_{k>=1} 2Re(A_k e^{ikθ}), D_0 + Σ_{k>=1} 2Re(D_k e^{ikθ})) at the angles θ (as
+    :func:`~meanfield.domains.circle.fourier.series`, vectorised over the angles)."""
+    z = np.exp(1j * np.asarray(theta, dtype=float))
+    p = z.copy()
+    num = np.zeros(z.shape)
+    den = np.full(z.shape, D[0].real)
+    for k in range(1, A.size):
+        num += 2.0 * (A[k] * p).real
+        den += 2.0 * (D[k] * p).real
+        p *= z
+    return num, den
 
 
 class _Monitor(Tracker):
-    """Every accepted step: finite coefficients; every node's spectral tail below ``tail_tol``; the ω-quadrature's
-    free-streaming error times the amplitude met so far below ``omega_tol`` (module docstring)."""
+    """Every accepted step: finite state; every grid node's spectral tail below ``tail_tol`` (else the problem is told
+    which node, to hand it over or stop); the ω-quadrature's free-streaming error times the amplitude met so far below
+    ``omega_tol`` (module docstring; skipped where ``omega_tol`` is infinite)."""
 
     def __init__(self, problem: FrequencyProblem, quad: Quadrature, tail_tol: float, omega_tol: float):
         self.p, self.quad, self.tail_tol, self.omega_tol = problem, quad, tail_tol, omega_tol
-        n = problem.n
-        self.top = (n - 1) // 2
-        self.width = max(2, self.top // 16)
-        K = n // 2
+        K = problem.n // 2
         self.amplitude = np.zeros(K + 1)
         self.error = np.zeros(K + 1)
         self.k = np.arange(K + 1)
         self.omega_error = 0.0
         self.max_tail = 0.0
 
+    @property
+    def watching_omega(self) -> bool:
+        return not self.quad.exact and np.isfinite(self.omega_tol)
+
     def tails(self, y) -> np.ndarray:
-        a = np.abs(y[:, self.top - self.width + 1: self.top + 1])
-        return np.max(a, axis=1) / np.abs(y[:, 0])
+        C, _ = self.p.unpack(y)
+        return _tails(C)
 
     def initialize(self, t, y):
-        self._amplitudes(y)
+        if self.watching_omega:
+            self._amplitudes(y)
 
     def _amplitudes(self, y):
-        a = self.p.weights @ np.abs(y) / abs(self.p.marginal(y)[0])
+        c = self.p.coefficients(y)
+        a = self.p.weights @ np.abs(c) / abs(self.p.weights @ c[:, 0])
         np.maximum(self.amplitude, a, out=self.amplitude)
 
     def check(self, t, y):
         if not np.all(np.isfinite(y)):
-            return f"the coefficients became non-finite at t = {t:.6g}"
+            return f"the state became non-finite at t = {t:.6g}"
         tails = self.tails(y)
-        j = int(np.argmax(tails))
-        self.max_tail = max(self.max_tail, float(tails[j]))
-        if not tails[j] <= self.tail_tol:
-            omega = self.quad.nodes[j]
-            return (f"node {j} (ω = {omega:.6g}) is no longer resolved in θ: its spectral tail {tails[j]:.3g} exceeds "
-                    f"tail_tol = {self.tail_tol:.3g} on {self.p.grid!r}")
-        if self.quad.exact:
+        if tails.size:
+            i = int(np.argmax(tails))
+            self.max_tail = max(self.max_tail, float(tails[i]))
+            if not tails[i] <= self.tail_tol:
+                j = int(self.p.on_grid[i])
+                self.p.unresolved = j
+                omega = self.quad.nodes[j]
+                return (f"node {j} (ω = {omega:.6g}) is no longer resolved in θ: its spectral tail {tails[i]:.3g} "
+                        f"exceeds tail_tol = {self.tail_tol:.3g} on {self.p.grid!r}")
+        if not self.watching_omega:
             return None
         self._amplitudes(y)
         active = np.nonzero(2.0 * self.amplitude[1:] > self.omega_tol)[0] + 1
         if active.size:
-            u = -np.multiply.outer(self.k[active], self.quad.nodes.real) * t
+            u = -np.multiply.outer(self.k[active], self.quad.nodes) * t  # complex nodes: their damping too
             err = np.abs(np.exp(1j * u) @ self.quad.weights - self.quad.law.characteristic(-self.k[active] * t))
             self.error[active] = np.maximum(self.error[active], err)
             bound = self.amplitude * self.error
@@ -458,6 +674,22 @@ class _Monitor(Tracker):
         return None
 
 
+class _Outputs(Tracker):
+    """The state at every output time with the nodes it held as atoms then."""
+
+    def __init__(self, problem: FrequencyProblem):
+        self.p, self.times, self.coefficients, self.angles, self.as_points = problem, [], [], [], []
+
+    def output(self, t, y):
+        self.times.append(float(t))
+        self.coefficients.append(self.p.coefficients(y))
+        angles = np.full((self.p.weights.size, self.p.n), np.nan)
+        _, theta = self.p.unpack(y)
+        angles[self.p.on_points] = theta
+        self.angles.append(angles)
+        self.as_points.append(self.p.as_points.copy())
+
+
 @dataclass(frozen=True)
 class FrequencySolution:
     """The density on S¹ × R_ω at the output times (:func:`solve`).
@@ -467,13 +699,15 @@ class FrequencySolution:
     t : ndarray, shape (T,)
         The output times reached.
     values : ndarray, shape (T, J, n)
-        ρ_j(θ_i, t) of every node (the pole's is the marginal itself).
+        ρ_j(θ_i, t) of every node on the grid (the pole's and a band's: the law of θ of its sub-population); NaN
+        for a node carried by atoms at that time (``as_points``): its law is a measure, ``angles`` and ``masses``.
     marginal : ndarray, shape (T, n)
-        ρ̄ = Σ_j w_j ρ_j.
+        ρ̄ = Σ_j w_j ρ_j while every node is on the grid; NaN rows once a node is atoms (the marginal is then a
+        measure: :meth:`marginal_measure`).
     z : ndarray, shape (T,)
-        ∫ e^{iθ} dρ̄.
+        ∫ e^{iθ} dρ̄ (atoms included).
     mass : ndarray, shape (T, J)
-        ∫ρ_j dθ, conserved to round-off.
+        ∫ρ_j dθ (a node's atoms: their masses' sum), conserved to round-off.
     quadrature : Quadrature
     grid : CircleGrid
     status : Status
@@ -482,9 +716,18 @@ class FrequencySolution:
     t_reached : float
     nsteps, nfev : int
     max_tail : float
-        The largest spectral tail of a node over the accepted steps.
+        The largest spectral tail of a grid node over the accepted steps.
     omega_error : float
-        The largest ω-resolution bound over the run (0 for exact quadratures).
+        The largest ω-resolution bound over the run (0 for exact quadratures and where ``omega_tol`` is infinite).
+    as_points : ndarray of bool, shape (T, J)
+        Which nodes were atoms at each output (a node that collapses — a locked frequency — is handed over to the
+        atoms of its last resolved grid state).
+    angles : ndarray, shape (T, J, n)
+        The atoms' angles θ_{j,i}(t) of the nodes carried by atoms (NaN elsewhere).
+    masses : ndarray, shape (J, n)
+        The atoms' masses (fixed from the hand-over on; NaN rows for nodes that stayed on the grid).
+    handovers : tuple of (float, tuple of int)
+        When nodes were handed over, and which.
     """
 
     t: np.ndarray
@@ -501,6 +744,10 @@ class FrequencySolution:
     nfev: int
     max_tail: float
     omega_error: float
+    as_points: np.ndarray
+    angles: np.ndarray
+    masses: np.ndarray
+    handovers: tuple
 
     @property
     def order(self) -> np.ndarray:
@@ -516,8 +763,23 @@ class FrequencySolution:
         return self.quadrature.weights
 
     def density(self, k: int) -> Density:
-        """The marginal at output ``k`` as a :class:`~meanfield.Density`."""
+        """The marginal at output ``k`` as a :class:`~meanfield.Density` (``ValueError`` once a node is atoms)."""
+        if np.any(self.as_points[k]):
+            raise ValueError(f"at output {k} (t = {self.t[k]:.6g}) nodes {np.nonzero(self.as_points[k])[0].tolist()} "
+                             "are atoms (handed over when they collapsed): the marginal is a measure, not a grid "
+                             "density — use marginal_measure(k).")
         return Density(self.grid, self.marginal[k], check=False)
+
+    def marginal_measure(self, k: int) -> Measure:
+        """The marginal ρ̄ at output ``k`` as a measure on the circle: the grid nodes' trapezoidal rule (points θ_i,
+        weights Σ_j w_j ρ_j(θ_i)·2π/n over the grid nodes) and every point node's atoms (weights w_j m_{j,i})."""
+        grid_nodes = ~self.as_points[k]
+        w = [self.weights[grid_nodes] @ self.values[k][grid_nodes] * (2.0 * np.pi / self.grid.n)]
+        theta = [self.grid.angles]
+        for j in np.nonzero(self.as_points[k])[0]:
+            theta.append(self.angles[k, j])
+            w.append(self.weights[j] * self.masses[j])
+        return Measure(angles_to_points(np.concatenate(theta)), np.concatenate(w), CIRCLE)
 
     def raise_for_status(self) -> "FrequencySolution":
         if self.status is not Status.SUCCESS:
@@ -563,9 +825,9 @@ def _check_masses(values, grid):
 
 def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: CircleGrid | None = None,
           dt: float | None = None, cfl: float = 0.1, tail_tol: float = 1e-10, omega_tol: float = 1e-6,
-          raise_on_failure: bool = False) -> FrequencySolution:
+          handover: bool = True, raise_on_failure: bool = False) -> FrequencySolution:
     r"""Solve ∂_t ρ + ∂_θ(ρ(ω + X[ρ̄])) = 0 on S¹ × R_ω, one circle density per frequency node (module docstring;
-    docs/MATH.md §12, GLPR §7).
+    docs/MATH.md §11, GLPR §7).
 
     Parameters
     ----------
@@ -576,7 +838,8 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
         frequencies) — or one density per node (real nodes only), each of mass 1.
     law : FrequencyLaw or Quadrature
         :class:`Lorentzian` (default quadrature: its exact pole), :class:`Gaussian` (Gauss–Hermite with ``nodes``
-        nodes), :class:`Discrete`, or an explicit :class:`Quadrature` (e.g. ``Lorentzian(γ).quadrature(64)``).
+        nodes), :class:`Discrete`, or an explicit :class:`Quadrature` (``Lorentzian(γ).quadrature(64)``: real nodes;
+        ``Lorentzian(γ).bands(64)``: bands of frequencies, each its sub-population's exact pole).
         A function of ω is refused (no finite quadrature).
     t_span : (float, float)
     t_eval : array_like, optional
@@ -590,9 +853,13 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     cfl : float
         Its safety factor (0.1).
     tail_tol : float
-        The largest spectral tail of a node (1e-10, as :class:`~meanfield.ResolutionMonitor`).
+        The largest spectral tail of a node on the grid (1e-10, as :class:`~meanfield.ResolutionMonitor`).
     omega_tol : float
         The largest ω-resolution bound (module docstring; ``np.inf`` to compare with the finite-node system itself).
+    handover : bool
+        A real node that stops being resolved in θ (a locked frequency collapsing to a point, as clusters do) is
+        handed over to the atoms of its last resolved state, which the flow moves exactly from then on (zonal models;
+        docs/MATH.md §11); False: the run stops there instead.
     raise_on_failure : bool
         Raise :class:`~meanfield.ResolutionError` instead of returning a stopped solution.
 
@@ -613,9 +880,12 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     omega_tol = checks.real(omega_tol, "omega_tol")
     if not omega_tol > 0:
         raise ValueError(f"`omega_tol` must be > 0 (np.inf to switch the ω check off), got {omega_tol!r}.")
+    if not isinstance(handover, (bool, np.bool_)):
+        raise TypeError(f"`handover` must be True or False, got {handover!r}.")
     grid, values = _initial(rho0, quad, grid)
-    problem = FrequencyProblem(model, grid, quad)
-    y0 = fourier.coefficients(values).astype(complex)
+    problem = FrequencyProblem(model, grid, quad, handover=handover)
+    problem.tail_tol = tail_tol
+    y0 = problem.pack(fourier.coefficients(values), np.empty((0, grid.n)))
     monitor = _Monitor(problem, quad, tail_tol, omega_tol)
     tails = monitor.tails(y0)
     if not np.max(tails) <= tail_tol:
@@ -623,7 +893,7 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
         raise ResolutionError(t0, f"the initial density of node {j} is not resolved on {grid!r}: its spectral tail "
                               f"{tails[j]:.3g} exceeds tail_tol = {tail_tol:.3g} (use a larger n)", initial=True)
     _check_masses(values, grid)
-    outputs = OutputTracker()
+    outputs = _Outputs(problem)
     integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl, subdivide=dt is not None,
                             trackers=[FiniteTracker(), monitor, outputs, InterruptTracker()])
     status, message, t_reached = Status.SUCCESS, "the solver reached the end of the interval", t1
@@ -632,14 +902,22 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     except StopIntegration as stop:
         status, t_reached = stop.status, stop.t
         message = f"stopped at t = {stop.t:.6g}: {stop.reason}" + (f". {stop.hint}" if stop.hint else "")
-    C = np.array(outputs.states) if outputs.states else y0[None]
-    times = np.array(outputs.times) if outputs.times else np.array([t0])
+    if problem.handovers:
+        words = "; ".join(f"nodes {list(js)} handed over to atoms at t = {t:.6g}" for t, js in problem.handovers)
+        message = f"{words} (they stopped being resolved in θ); {message}"
+    if not outputs.times:
+        outputs.output(t0, y0)
+    C = np.array(outputs.coefficients)
+    as_points = np.array(outputs.as_points)
     vals = fourier.from_coefficients(C, grid.n)
+    vals[as_points] = np.nan
     cbar = np.einsum("j,tjk->tk", quad.weights, C)
     marginal = fourier.from_coefficients(cbar, grid.n)
+    marginal[np.any(as_points, axis=1)] = np.nan
     out = FrequencySolution(
-        t=times, values=vals, marginal=marginal, z=2.0 * np.pi * np.conj(cbar[:, 1]),
+        t=np.array(outputs.times), values=vals, marginal=marginal, z=2.0 * np.pi * np.conj(cbar[:, 1]),
         mass=2.0 * np.pi * C[..., 0].real, quadrature=quad, grid=grid, status=status, message=message,
         t_reached=t_reached, nsteps=integrator.nsteps, nfev=integrator.nfev, max_tail=monitor.max_tail,
-        omega_error=monitor.omega_error)
+        omega_error=monitor.omega_error, as_points=as_points, angles=np.array(outputs.angles),
+        masses=problem.masses.copy(), handovers=tuple(problem.handovers))
     return out.raise_for_status() if raise_on_failure else out

@@ -1,4 +1,4 @@
-r"""Tokens with natural frequencies on the circle: θ̇_i = ω_i + X[μ^n](θ_i) (GLPR §7; docs/MATH.md §12).
+r"""Tokens with natural frequencies on the circle: θ̇_i = ω_i + X[μ^n](θ_i) (GLPR §7; docs/MATH.md §11).
 
 The particles are unit vectors x_i = (cos θ_i, sin θ_i); the field X[μ^n] is the attention's, summed by the
 strategies of :func:`particles.velocity` (pairwise for few particles, the O(nL) spectral sums of the circle from
@@ -115,7 +115,7 @@ def _frequencies(omega, shape, rng):
 
 def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, weights=None,
              strategy: str = "auto") -> KuramotoTrajectory:
-    r"""Tokens θ̇_i = ω_i + X[μ^n](θ_i) on the circle (module docstring; docs/MATH.md §12).
+    r"""Tokens θ̇_i = ω_i + X[μ^n](θ_i) on the circle (module docstring; docs/MATH.md §11).
 
     Parameters
     ----------

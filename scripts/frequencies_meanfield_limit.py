@@ -1,5 +1,5 @@
 """The mean-field limit with natural frequencies: N tokens θ̇_i = ω_i + X[μ^N](θ_i) against the density on S¹ × R_ω
-(docs/MATH.md §12).
+(docs/MATH.md §11).
 
 SA at β = 1 (Q = K = V = I), Lorentzian frequencies of half-width γ = 0.2 (below γ_c = 0.446: the incoherent state
 is unstable), every token's angle drawn from the wrapped Cauchy law f_{a0}, a0 = 0.3, independently of its
