@@ -13,7 +13,7 @@ from contextvars import ContextVar
 import numpy as np
 
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
-           "output_times", "progress", "quiet"]
+           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation"]
 
 
 def real(value, name: str) -> float:
@@ -58,6 +58,27 @@ def count(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
     return int(value)
+
+
+def positive_perturbation(f_of_theta, amplitudes, degrees, amplitude, modes) -> None:
+    """``ValueError`` naming ``amplitude`` unless the law 1 + Σ_k a_k g_k(θ) drawn by ``uniform_noise`` is positive,
+    g_k a trigonometric polynomial of degree ``degrees[k]`` in θ with |g_k| <= 1 (cos(kθ + φ) on the circle, the
+    normalised zonal polynomials of cos θ): its minimum over 64 (max degree + 1) equal steps of θ, less the
+    bound Σ k²|a_k| δ²/8 on what the samples miss (|g_k''| <= k², Bernstein), must be > 0. Σ |a_k| < 1 always is."""
+    a = np.abs(np.asarray(amplitudes, dtype=float))
+    k = np.asarray(degrees, dtype=float)
+    if a.sum() < 1.0:
+        return
+    theta = np.linspace(0.0, 2.0 * np.pi, 64 * (int(k.max()) + 1), endpoint=False)
+    delta = theta[1]
+    values = f_of_theta(theta)
+    low = float(np.min(values)) - float(np.sum(k * k * a)) * delta * delta / 8.0
+    if not low > 0:
+        raise ValueError(
+            f"`amplitude` = {amplitude!r} with `modes` = {modes}: the law drawn, 1 + Σ a_k g_k(θ) with Σ|a_k| = "
+            f"{a.sum():.3g}, reaches {float(np.min(values)):.3g} at θ = {float(theta[np.argmin(values)]):.3g}: a "
+            f"density cannot be negative. Take amplitude < 1/modes = {1.0 / modes:.3g} (positive for every draw), "
+            "or another rng.")
 
 
 def square_matrix(M, name: str, min_dim: int = 2) -> np.ndarray | None:
@@ -148,3 +169,12 @@ def progress(value, name: str = "progress") -> bool:
         raise TypeError(f"`{name}` must be True, False or None (auto: on where standard error is a terminal), "
                         f"got {value!r}.")
     return bool(value)
+
+
+def progress_lines(value, name: str = "progress") -> bool:
+    """Whether to write periodic progress lines where no bar is shown (``meanfield.integrate.ProgressTracker``'s
+    ``lines``): for "auto" progress (``None``) where standard error is no terminal — a batch job's log, a pipe — and
+    not within :func:`quiet`, so that a long run says it is alive; never for an explicit ``True`` (the bar) or
+    ``False`` (nothing). ``TypeError`` as :func:`progress` for anything but a bool or None."""
+    shown = progress(value, name)
+    return value is None and not shown and not _QUIET.get()

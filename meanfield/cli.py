@@ -276,7 +276,8 @@ def _check(args) -> int:
     cfg = read(args.study)
     # writable (a bad path is refused); what is there already is reported below
     path = output(cfg["output"]["path"] if args.output is None else args.output, True, "[output] path")
-    est = check(cfg, path, announce=False)  # builds the grid and the initial density, and checks it
+    # builds the grid and the initial density, checks them, and times a few first steps of each run
+    est = check(cfg, path, announce=False, timing=True)
     model, grid = build_model(cfg), build_grid(cfg)
     lines = [f"study        {cfg['name']}: {' '.join(repr(model).split())}",
              f"grid         {grid!r}" if grid is not None else "grid         none (particles only)"]
@@ -288,6 +289,7 @@ def _check(args) -> int:
               f"largest      {human(est.largest)}: {est.largest_what}" if est.largest else "largest      -"]
     if est.ot_where:
         lines.append(f"exact OT     {est.ot_entries:.3g} cost entries at most ({est.ot_where})")
+    lines += _run_time_lines(est.runs)
     lines += [f"note         {n}" for n in est.notes]
     there = existing(path, args.overwrite)
     if there:
@@ -295,6 +297,24 @@ def _check(args) -> int:
     lines.append("ok           the study can run here")
     print("\n".join(lines))
     return 0
+
+
+def _run_time_lines(runs) -> list[str]:
+    """``meanfield check``'s lines on the steps of each run (:func:`meanfield.study.preflight.run_times`) and the run
+    time they add up to, measured on a few first steps: where a run's steps follow the solution its count is not
+    known ahead, and the total says what it leaves out."""
+    from .integrate.trackers import duration
+
+    if not runs:
+        return []
+    lines = [f"steps        {what}: {est.summary()}" for what, est in runs]
+    known = sum(est.seconds for _, est in runs if est.seconds is not None)
+    open_ended = [what for what, est in runs if est.steps is None]
+    total = f"about {duration(known)} of stepping" if len(open_ended) < len(runs) else ""
+    if open_ended:
+        total += (" for the fixed steps; " if total else "") + \
+            f"{', '.join(open_ended)}: steps chosen as the run goes (a step's cost above)"
+    return lines + [f"run time     {total}; distances, statistics and figures not counted"]
 
 
 def _study_command(args) -> int:
@@ -306,7 +326,9 @@ def _study_command(args) -> int:
     plot = args.plot or args.format is not None or args.dpi is not None  # a format asked for is a figure asked for
     if args.command == "run":
         kwargs = {"output": args.output} if args.output is not None else {}
-        ds = run(args.study, progress=progress, plot=True if plot else None, animation=args.animation,
+        # None, not False, without a terminal: bars there, periodic progress lines in a batch job's log
+        ds = run(args.study, progress=False if args.quiet else None, plot=True if plot else None,
+                 animation=args.animation,
                  overwrite=args.overwrite, **kwargs)
         from .study import read
         from .study.build import build_model
@@ -478,7 +500,7 @@ def _demo(args) -> int:
              "(--output chooses the directory)", "SA" if m["normalized"] else "USA", m["beta"], cfg["domain"], grid0,
              cfg["time"]["t_end"], stem, stem, stem, f"{args.output}/", " (created)" if created else "")
     start = time.perf_counter()
-    ds, interrupted = run_config(cfg, progress=not args.quiet and sys.stderr.isatty())
+    ds, interrupted = run_config(cfg, progress=False if args.quiet else None)
     elapsed = time.perf_counter() - start
     path = beside(cfg["output"]["path"], ds)
     save(ds, path)

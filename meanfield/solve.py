@@ -21,6 +21,7 @@ Methods
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,13 +29,14 @@ import numpy as np
 from . import checks
 from .density import Density
 from .integrate import METHODS, Status
+from .integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from .lagrangian import LagrangianMeasure
 from .models import as_model, heads
 from .monitor import ResolutionMonitor
 from .representations import Hooks, Settings, Solution, check_options, plan, run_chain
 from .strategies import STRATEGIES
 
-__all__ = ["solve", "prepare", "Prepared", "Solution", "Status", "Interrupted"]
+__all__ = ["solve", "prepare", "Prepared", "Solution", "Status", "Interrupted", "run_estimate"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -102,7 +104,9 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         grids: the CFL step (:mod:`meanfield.representations.grid`).
     progress : bool or None
         A tqdm progress bar over simulated time, across hand-overs. Default None: on where standard error is a
-        terminal (``sys.stderr.isatty()``), off in pipes, logs and tests.
+        terminal (``sys.stderr.isatty()``); elsewhere (pipes, batch jobs' logs) a progress line after 30 s and every
+        60 s after it (:class:`~meanfield.integrate.ProgressTracker`; through the "meanfield.progress" logger where
+        logging is configured), none within :func:`meanfield.checks.quiet`. False: nothing.
     representation : str or sequence of str, optional
         The chain (:mod:`meanfield.representations.chain`): default "auto", grid → panels → nodes where the
         panels apply (zonal models on the circle and S²), the grid alone elsewhere; "grid", "lagrangian"
@@ -148,6 +152,12 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     Solution
         With ``status`` SUCCESS, EVENT, RESOLUTION_LOST or FAILED and what was computed up to ``t_reached``.
 
+    Warns
+    -----
+    LongRunWarning
+        With a fixed ``dt`` whose steps exceed :data:`~meanfield.integrate.trackers.LONG_RUN_STEPS`: the count,
+        the step and the run time measured on the first steps (:func:`run_estimate`), before the run starts.
+
     Raises
     ------
     ResolutionError
@@ -159,7 +169,12 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     p = prepare(model, mu0, t_span, t_eval, method, dt, representation=representation, strategy=strategy,
                 refine=refine, max_n=max_n, cfl=cfl, rtol=rtol, atol=atol, monitor=monitor,
                 lagrangian_tol=lagrangian_tol, max_points=max_points)
+    steps = _fixed_steps(p)
+    if steps is not None and steps > LONG_RUN_STEPS:  # say so before minutes of silence, with the time measured
+        warn_long_run(run_estimate(p), "solve", p.model, stacklevel=2)
     hooks = Hooks(trackers, events, checks.progress(progress), p.t1 - p.t0)
+    if checks.progress_lines(progress):  # "auto" progress where no bar shows: lines in the log (Hooks makes the bar)
+        hooks.progress.lines = "solve"
     solution = run_chain(p.chain, p.model, p.mu0, p.t0, p.t1, p.t_eval, p.settings, hooks)
     if solution.status is Status.INTERRUPTED:
         raise Interrupted(solution)
@@ -236,3 +251,56 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
     check_options(chain, given, model, mu0)
     chain[0].check(settings, model, mu0, t0, first=True)
     return Prepared(model, mu0, t0, t1, t_eval, settings, chain)
+
+
+def _fixed_steps(p: Prepared) -> int | None:
+    """The steps of the chain's first representation where they are known before the run: a fixed ``dt`` (its
+    fixed-step method: "rk4", "ssprk3"), each stretch between output times (and the model's layer boundaries) in
+    steps of dt, the last shortened — to the end, where no hand-over comes first; None where the steps follow the
+    solution (a CFL step, an adaptive method)."""
+    dt = p.settings.dt
+    if dt is None:
+        return None
+    inner = p.model.breakpoints(p.t0, p.t1) if getattr(p.model, "time_dependent", False) else ()
+    edges = np.unique(np.concatenate([[p.t0, p.t1], p.t_eval, np.asarray(inner, dtype=float)]))
+    return int(np.sum(np.maximum(1, np.ceil(np.diff(edges) / dt * (1.0 - 1e-12)))))
+
+
+def run_estimate(prepared: Prepared, timing: bool = True, budget: float = 0.25) -> RunEstimate:
+    """What :func:`solve` of ``prepared`` (:func:`prepare`) will take, before it starts: the number of steps where
+    the step is fixed and known (a given ``dt``), and, with ``timing``, the seconds a step of the chain's first
+    representation takes, measured by running it over its first steps from the initial measure
+    (:func:`meanfield.integrate.trackers.time_steps`: about 2·``budget`` seconds, plus two steps; each run a
+    throwaway, its warnings silenced). Where the steps follow the solution (the CFL step, the adaptive methods, the
+    panels) ``steps`` is None and the time measured is of the first steps, each landed on an output time a
+    millionth of the interval apart: a step's cost at the start, not the run's (the count is not known in advance,
+    and resolution refinement or a hand-over changes the cost). ``meanfield check`` prints it.
+
+    Returns
+    -------
+    RunEstimate
+    """
+    p = prepared
+    steps = _fixed_steps(p)
+    first = p.chain[0].name
+    if steps is None:
+        h, why = None, f"the {first}'s step follows the solution"
+        gap = (p.t1 - p.t0) * 1e-6  # shorter than the steps the run chooses: a step or so to each output
+    else:
+        h, why, gap = p.settings.dt, "the `dt` given", p.settings.dt
+    method = [p.settings.method or p.mu0.domain.default_method]  # the domain's, where not given (the run's, below)
+    if not timing:
+        return RunEstimate(method[0], steps, h, why)
+
+    def run(k):
+        t_eval = p.t0 + gap * np.arange(k + 1)
+        solution = run_chain(p.chain[:1], p.model, p.mu0, p.t0, float(t_eval[-1]), t_eval, p.settings, Hooks())
+        if solution.status is Status.INTERRUPTED:
+            raise KeyboardInterrupt(solution.message)
+        method[0] = solution.method
+        return solution.nsteps
+
+    with warnings.catch_warnings():  # what the first steps warn of, the run itself says
+        warnings.simplefilter("ignore")
+        seconds = time_steps(run, budget, most=64 if steps is None else steps)
+    return RunEstimate(method[0], steps, h, why, seconds)

@@ -51,6 +51,8 @@ sums.
 
 from __future__ import annotations
 
+import copy
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +63,7 @@ from meanfield.domains import EUCLIDEAN, SPHERE, Measure, for_manifold, unit_sph
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
                                  Stepper, equal_steps)
 from meanfield.integrate.steppers import rk4
+from meanfield.integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from meanfield.kernels.pairwise import UNROLL_MAX
 from meanfield.models import Transformer, as_model, heads
 from meanfield.models.bounds import rate_scale_over
@@ -70,7 +73,7 @@ from . import span
 from .fused import rk4_small_systems
 from .sampling import sample
 
-__all__ = ["simulate", "velocity", "Trajectory", "rescaled"]
+__all__ = ["simulate", "velocity", "Trajectory", "rescaled", "run_estimate"]
 
 METHODS = ("rk4", "rk45", "dop853")
 STRATEGIES = ("auto", "quadrature", "pairwise", "spectral", "fused")
@@ -273,7 +276,9 @@ def simulate(
         there: seeds are explicit).
     progress : bool or None
         A tqdm progress bar over simulated time. Default None: on where standard error is a terminal
-        (``sys.stderr.isatty()``), off in pipes, logs and tests.
+        (``sys.stderr.isatty()``); elsewhere (pipes, batch jobs' logs, tests) a progress line after 30 s and every
+        60 s after it (:class:`~meanfield.integrate.ProgressTracker`; the fused path is seen at the output times),
+        none within :func:`meanfield.checks.quiet`. False: nothing.
     rtol, atol : float
         Tolerances of the adaptive methods.
     weights : array_like, shape (n,) or x0.shape[:-1], optional
@@ -319,7 +324,147 @@ def simulate(
     Returns
     -------
     Trajectory
+
+    Warns
+    -----
+    LongRunWarning
+        Before a run of more than :data:`~meanfield.integrate.trackers.LONG_RUN_STEPS` RK4 steps: their number, h
+        and why it is that small (the model's rate scale), the run time measured on its first steps
+        (:func:`run_estimate`), and what to do.
     """
+    plan = _plan(model, x0, t_eval, method, dt, rng, rtol=rtol, atol=atol, strategy=strategy, weights=weights,
+                 precision=precision, reduce_span=reduce_span, span_coordinates=span_coordinates, observe=observe)
+    steps = plan.steps()
+    if steps is not None and steps > LONG_RUN_STEPS:  # say so before minutes of silence, with the time measured
+        warn_long_run(plan.estimate(steps), "particles.simulate", model, stacklevel=2)
+    t_eval, B = plan.t_eval, plan.B
+    if observe is None:
+        outputs = OutputTracker()
+    else:  # the observed state in the coordinates asked for: the span's, or lifted to R^d output by output
+        lifted = observe if B is None or span_coordinates else (lambda y: observe(span.lift([y], B)[0]))
+        outputs = _Observer(lifted)
+    bar = ProgressTracker(t_eval[-1] - t_eval[0], enabled=checks.progress(progress),
+                          lines="particles.simulate" if checks.progress_lines(progress) else None)
+    integrator = plan.integrator([FiniteTracker(), outputs, bar, InterruptTracker()])
+    integrator.run(t_eval[0], plan.x, t_eval)
+    return Trajectory(
+        t=t_eval.copy(),
+        x=np.stack(outputs.states) if B is None or span_coordinates else
+        span.lift(outputs.states, B, first=plan.given if observe is None else None),
+        observed=None if observe is None else np.stack(outputs.values),
+        nfev=integrator.nfev,
+        nsteps=integrator.nsteps,
+        method=method,
+        strategy=plan.path,
+        field_error_bound=plan.state["bound"],
+        domain=plan.domain,
+        weights=plan.w,
+        noise=plan.noise,
+        reduced_to=None if B is None else plan.n,
+        basis=B if B is not None and span_coordinates else None,
+        normalization=plan.norm,
+    )
+
+
+def run_estimate(model, x0, t_eval, method: str = "rk4", dt: float | None = None, rng=None, *,
+                 strategy: str = "auto", weights=None, precision: str = "double", reduce_span: bool = True,
+                 timing: bool = True, budget: float = 0.25) -> RunEstimate:
+    """What :func:`simulate` with these arguments will take, before it starts: its number of RK4 steps, the step h
+    and why it is that (the `dt` given, or the default step of the model's rate scale), and, with ``timing``, the
+    seconds a step takes, measured on the run's own first steps (:func:`meanfield.integrate.trackers.time_steps`:
+    about 2·``budget`` seconds, plus two steps, on a copy of the state; the noise's increments from a copy of the
+    generator). The adaptive methods choose their steps as they go: ``steps`` None, nothing timed.
+
+    Parameters are those of :func:`simulate` (checked as it checks them); ``meanfield check`` asks it for each
+    [particles] n of a study. :func:`simulate` itself warns (:class:`~meanfield.integrate.trackers.LongRunWarning`)
+    from the same estimate where the steps exceed :data:`~meanfield.integrate.trackers.LONG_RUN_STEPS`.
+
+    Returns
+    -------
+    RunEstimate
+    """
+    plan = _plan(model, x0, t_eval, method, dt, rng, rtol=1e-10, atol=1e-12, strategy=strategy, weights=weights,
+                 precision=precision, reduce_span=reduce_span, span_coordinates=False, observe=None)
+    steps = plan.steps()
+    if steps is None:
+        return RunEstimate(method, None, None, f"adaptive {method!r}")
+    return plan.estimate(steps, budget) if timing else RunEstimate(method, steps, plan.h, plan.why)
+
+
+@dataclass
+class _Plan:
+    """A particle run, every argument checked and every choice made (:func:`_plan`), before any step: what
+    :func:`simulate` runs and :func:`run_estimate` measures."""
+
+    model: object
+    norm: object
+    domain: object
+    method: str
+    t_eval: np.ndarray
+    x: np.ndarray
+    given: np.ndarray
+    B: np.ndarray | None
+    w: np.ndarray
+    n: int
+    path: str
+    h: float | None
+    why: str
+    noise: float
+    rng: object
+    state: dict
+    rate: object
+    rtol: float
+    atol: float
+
+    def integrator(self, trackers, rng=None) -> Integrator:
+        """The run's integrator with ``trackers`` (the noise's increments from ``rng``, default the run's own)."""
+        rng = self.rng if rng is None else rng
+        model, h, domain, noise = self.model, self.h, self.domain, self.noise
+        problem = ParticleProblem(self.rate, domain, retract=self.path != "fused", model=model,
+                                  unit_before=self.norm.switch if self.norm.time_dependent else None)
+        stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if self.path == "fused" else None
+        if noise:
+            stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, domain, rng)  # noqa: E731
+        # one adaptive stepper over the run with dense outputs, unless the rate jumps inside it (layers, Mix-LN's t_0):
+        # then the steps land on the outputs and the jumps
+        t_eval = self.t_eval
+        jumps = bool(model.time_dependent) and len(model.breakpoints(t_eval[0], t_eval[-1])) > 0
+        return Integrator(problem, self.method, dt=h, subdivide=True, dense=self.method != "rk4" and not jumps,
+                          rtol=self.rtol, atol=self.atol, trackers=trackers, stepper=stepper)
+
+    def steps(self) -> int | None:
+        """The RK4 steps of the run: each stretch between output times (and the model's layer boundaries, where the
+        steps land too) cut into the fewest equal steps <= h (:func:`~meanfield.integrate.equal_steps`); None for
+        the adaptive methods."""
+        if self.method != "rk4":
+            return None
+        t = self.t_eval
+        inner = self.model.breakpoints(t[0], t[-1]) if self.model.time_dependent else ()
+        edges = np.unique(np.concatenate([t, np.asarray(inner, dtype=float)]))
+        return int(np.sum(np.maximum(1, np.ceil(np.diff(edges) / self.h * (1.0 - 1e-12)))))
+
+    def estimate(self, steps: int, budget: float = 0.25) -> RunEstimate:
+        """:class:`RunEstimate` of ``steps`` steps, a step timed on the run's first steps (a copy of its state and of
+        its generator: the run itself is unchanged, its field bound included)."""
+        t0, bound = float(self.t_eval[0]), self.state["bound"]
+
+        def run(k):
+            rng = copy.deepcopy(self.rng) if self.noise else None
+            self.integrator([], rng).run(t0, np.array(self.x, copy=True), np.array([t0, t0 + k * self.h]))
+
+        try:
+            with warnings.catch_warnings():  # what the first steps warn of, the run itself says
+                warnings.simplefilter("ignore")
+                seconds = time_steps(run, budget, most=steps)
+        finally:
+            self.state["bound"] = bound
+        return RunEstimate(self.method, steps, self.h, self.why, seconds)
+
+
+def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, precision, reduce_span,
+          span_coordinates, observe) -> _Plan:
+    """Every check and choice of :func:`simulate` (its arguments of the same names), in its order, before any
+    step."""
     model = as_model(model)  # a feed-forward block alone: a Transformer without attention
     heads(model)  # TypeError for anything but an attention model (or a Transformer)
     norm = normalization_of(model)  # where the tokens are normalised: the model's, read here once
@@ -378,14 +523,27 @@ def simulate(
         if not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ValueError("`weights` must be finite and non-negative.")
     state = {"bound": 0.0}
-    h = None
+    h, why = None, f"adaptive {method!r}"
     if method == "rk4":
         if dt is not None:
-            h = dt
+            h, why = dt, "the `dt` given"
         elif norm.kind != "post":
-            h = 0.05 / max(_speed_scale(model, t_eval) * _variant_scale(first, x, w), 1e-300)
+            scale, speedup = _speed_scale(model, t_eval), _variant_scale(first, x, w)
+            h = 0.05 / max(scale * speedup, 1e-300)
+            why = (f"the default step 0.05 / (rate scale × speed-up): the model's rate scale over the run is "
+                   f"{scale:.3g} (meanfield.models.rate_scale: it grows with β) and normalization {norm.kind!r} "
+                   f"speeds the directions up by {speedup:.3g} at the start")
         else:
-            h = domain.particle_step(lambda: _speed_scale(model, t_eval))
+            scales = []
+
+            def scale():
+                scales.append(_speed_scale(model, t_eval))
+                return scales[-1]
+
+            h = domain.particle_step(scale)
+            why = (f"the default step {h * scales[0]:.3g} / rate scale: the model's rate scale over the run is "
+                   f"{scales[0]:.3g} (meanfield.models.rate_scale: it grows with β)" if scales else
+                   f"the default step of particles on {domain!r}")
         if not h > 0:
             raise ValueError(f"no default step for {model!r}: its rate scale overflows (USA with a huge β); pass `dt`.")
 
@@ -396,42 +554,8 @@ def simulate(
         x, model = x @ B, span.in_dimension(model, n)
 
     rate = _velocity(model, domain, path, w, precision, state)
-
-    if observe is None:
-        outputs = OutputTracker()
-    else:  # the observed state in the coordinates asked for: the span's, or lifted to R^d output by output
-        lifted = observe if B is None or span_coordinates else (lambda y: observe(span.lift([y], B)[0]))
-        outputs = _Observer(lifted)
-    trackers = [FiniteTracker(), outputs, ProgressTracker(t_eval[-1] - t_eval[0], enabled=checks.progress(progress)),
-                InterruptTracker()]
-    problem = ParticleProblem(rate, domain, retract=path != "fused", model=model,
-                              unit_before=norm.switch if norm.time_dependent else None)
-    stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if path == "fused" else None
-    if noise:
-        stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, domain, rng)  # noqa: E731
-    # one adaptive stepper over the run with dense outputs, unless the rate jumps inside it (layers, Mix-LN's t_0):
-    # then the steps land on the outputs and the jumps
-    jumps = bool(model.time_dependent) and len(model.breakpoints(t_eval[0], t_eval[-1])) > 0
-    integrator = Integrator(problem, method, dt=h, subdivide=True, dense=method != "rk4" and not jumps, rtol=rtol,
-                            atol=atol, trackers=trackers, stepper=stepper)
-    integrator.run(t_eval[0], x, t_eval)
-    return Trajectory(
-        t=t_eval.copy(),
-        x=np.stack(outputs.states) if B is None or span_coordinates else
-        span.lift(outputs.states, B, first=given if observe is None else None),
-        observed=None if observe is None else np.stack(outputs.values),
-        nfev=integrator.nfev,
-        nsteps=integrator.nsteps,
-        method=method,
-        strategy=path,
-        field_error_bound=state["bound"],
-        domain=domain,
-        weights=w,
-        noise=noise,
-        reduced_to=None if B is None else n,
-        basis=B if B is not None and span_coordinates else None,
-        normalization=norm,
-    )
+    return _Plan(model, norm, domain, method, t_eval, x, given, B, w, n, path, h, why, noise, rng, state, rate, rtol,
+                 atol)
 
 
 #: why the post-LN-only strategies refuse the other normalisations and hardmax attention

@@ -21,6 +21,11 @@ spherical-harmonic degree the kernel e^{β⟨Qx,Ky⟩} needs at t = 0 against th
 (:func:`kernel_degree`), which :func:`check` logs before a run starts. :func:`existing` reports a complete
 result at the output path (``meanfield check`` says so; ``meanfield run`` refuses it without --overwrite).
 
+:func:`run_times` (``meanfield check``; ``check(..., timing=True)``) says how long the run will step: the density's
+steps where [time] dt fixes them, and each [particles] n's RK4 steps (dt, or the default step of the model's rate
+scale), each with the seconds a step takes, measured on a few of the run's own first steps
+(:func:`meanfield.solve.run_estimate`, :func:`particles.system.run_estimate`), not guessed.
+
 The estimates are upper bounds where the run can only shrink them (the grid
 is sized at its refinement cap, files uncompressed).
 """
@@ -34,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from particles.system import run_estimate as particle_estimate
 from validation.wasserstein import EXACT_OT_MAX, OT_BYTES_PER_ENTRY
 
 from .. import domains
@@ -41,12 +47,14 @@ from ..domains.sphere.moments import moment_degree
 from ..domains.sphere.transforms import dealiased_degree
 from ..io import REPLACEABLE, check_output, status_of
 from ..monitor import ResolutionMonitor
+from ..integrate.trackers import RunEstimate
 from ..solve import Prepared, prepare
+from ..solve import run_estimate as solve_estimate
 from . import build, stationary
 from .config import StudyError
 
 __all__ = ["Estimate", "estimate", "solver", "check", "output", "existing", "reach", "kernel_degree", "available_memory",
-           "human"]
+           "human", "run_times"]
 
 log = logging.getLogger("meanfield.study")
 
@@ -67,7 +75,8 @@ class Estimate:
     ``largest_what`` saying which); ``ot_entries`` the largest exact-OT cost matrix (entries) and
     ``ot_where`` where it arises; ``notes`` what the estimate assumed; ``refinement`` the resolution refinement
     can reach (:func:`reach`) and ``kernel`` the degree the kernel needs at t = 0 (:func:`kernel_degree`), each a
-    sentence or ""."""
+    sentence or ""; ``runs`` what each run will step, (what, :class:`~meanfield.integrate.trackers.RunEstimate`)
+    pairs (:func:`run_times`: filled by ``check(..., timing=True)``, empty otherwise)."""
 
     result: float = 0.0
     largest: float = 0.0
@@ -78,6 +87,7 @@ class Estimate:
     notes: list = field(default_factory=list)
     refinement: str = ""
     kernel: str = ""
+    runs: list = field(default_factory=list)
 
     def array(self, nbytes: float, what: str) -> None:
         if nbytes > self.largest:
@@ -311,11 +321,63 @@ def available_memory() -> float:
         return float("inf")
 
 
-def check(cfg: dict, path=None, *, announce: bool = True) -> Estimate:
+def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | None = None,
+              budget: float = 0.05, notes: list | None = None) -> list[tuple[str, RunEstimate]]:
+    """What the study's runs will step, each as (what, :class:`~meanfield.integrate.trackers.RunEstimate`): the
+    density's solve (:func:`meanfield.solve.run_estimate` of its :func:`solver`: the count where [time] dt fixes the
+    step, else the steps follow the solution) and the particles of each [particles] n
+    (:func:`particles.system.run_estimate` of the run's own initial particles, step and noise stream: their RK4
+    steps, or None for an adaptive method), each with the seconds of a step measured on a few first steps (about
+    2·``budget`` seconds each, plus two steps: a study whose single step takes seconds takes as long to check).
+    A [stationary] study's runs (one particle system per noise) are not estimated: an empty list.
+
+    The timing is advisory: a run whose first steps fail is reported uncounted in time (a sentence in ``notes``),
+    not refused here — the run says what failed; the checks of the particles' run itself (its step, strategy,
+    sizes) are refused as the run would refuse them (``StudyError`` naming [particles])."""
+    if cfg.get("stationary") is not None:
+        return []
+    notes = [] if notes is None else notes
+    grid = build.build_grid(cfg) if grid is None else grid
+    model = build.build_model(cfg) if model is None else model
+    runs = []
+
+    def timed(what, estimate):
+        try:
+            runs.append((what, estimate(True)))
+        except Exception as exc:  # noqa: BLE001 (advisory: what the first steps raise, the run reports)
+            runs.append((what, estimate(False)))
+            notes.append(f"{what}: the first steps could not be timed ({type(exc).__name__}: {exc})")
+
+    if grid is not None:
+        mu0 = build.initial_density(cfg, grid) if mu0 is None else mu0
+        prepared = solver(cfg, model, grid, mu0) if prepared is None else prepared
+        timed("density", lambda timing: solve_estimate(prepared, timing, budget))
+    pc = cfg["particles"]
+    if pc is not None:
+        t_eval, dt = cfg["time"]["t_eval"], build.particle_step(cfg, model)
+        for n in pc["n"]:
+            x0 = build.initial_particles(cfg, mu0, n)
+
+            def estimate(timing, x0=x0, n=n):
+                rng = np.random.default_rng([cfg["seed"], 4, n])  # the run's noise stream (runner._particles)
+                return particle_estimate(model, x0, t_eval, method=pc["method"], dt=dt, rng=rng, timing=timing,
+                                         budget=budget)
+
+            try:
+                estimate(False)  # the run's own checks, before any step
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise StudyError(f"[particles]: {exc}") from None
+            timed(f"particles N = {n} ({x0.shape[0]} × {n})", estimate)
+    return runs
+
+
+def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False) -> Estimate:
     """Refuse, before any work, a study that cannot finish on this machine; return its :class:`Estimate`.
 
     With ``announce`` (what a run does) the degree the kernel needs at t = 0 (:func:`kernel_degree`) is logged, so
-    that an expensive run says what the grid will do before it starts.
+    that an expensive run says what the grid will do before it starts. With ``timing`` (``meanfield check``) the
+    estimate's ``runs`` says what each run will step and how long a step takes (:func:`run_times`: a fraction of
+    a second per run, measured).
 
     Raises
     ------
@@ -359,6 +421,8 @@ def check(cfg: dict, path=None, *, announce: bool = True) -> Estimate:
             raise StudyError(f"the results need up to {human(est.result)} (uncompressed) but {str(parent)!r} has "
                              f"{human(disk)} free; free some space, choose another output path, or set "
                              "[particles] save_positions = false")
+    if timing:
+        est.runs = run_times(cfg, model, grid, mu0, prepared, notes=est.notes)
     return est
 
 

@@ -72,6 +72,13 @@ def show_progress(progress: bool | None) -> bool:
     return sys.stderr.isatty() if progress is None else bool(progress)
 
 
+def _inner(requested: bool | None, bars: bool) -> bool | None:
+    """What the study passes to ``solve`` and ``particles.simulate``: True under bars; None where the study's
+    progress was left to "auto" and there are none (no terminal), so that their periodic progress lines reach a
+    batch job's log (:func:`meanfield.checks.progress_lines`, silenced by ``quiet()``); False where it was refused."""
+    return True if bars else (None if requested is None else False)
+
+
 # ------------------------------------------------------------- density
 def _space(grid):
     """The grid's dimensions and coordinates for the Dataset (each grid names its own axes)."""
@@ -284,7 +291,8 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
     """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted."""
     pc = cfg["particles"]
     sphere = _unit_vectors(cfg)
-    for n in tqdm(pc["n"], desc="particles", disable=not progress, leave=False):
+    lines = None if progress is None else False  # under the bar over n: no bar of their own; lines in logs
+    for n in tqdm(pc["n"], desc="particles", disable=progress is not True, leave=False):
         try:
             x0 = build.initial_particles(cfg, mu0, n)
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
@@ -294,14 +302,14 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
                 # positions neither saved nor compared with a density: the statistics, of inner products only, are
                 # taken at each output inside the run (no history; in a run reduced to its tokens' span, on its
                 # coordinates: a d = 128 phase diagram writes no 6.7 GB of positions per β)
-                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False, rng=rng,
+                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=lines, rng=rng,
                                           span_coordinates=True, observe=_observer(model, pc["delta"]))
                 energy, radial = _has_particle_energy(model), _radial(model)
                 stats = {"x": None, "pair_fraction": traj.observed[:, 0].T,
                          "energy": traj.observed[:, 1].T if energy else None,
                          "radius": np.moveaxis(traj.observed[:, 1 + energy:], 0, -1) if radial else None}
             else:
-                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=False, rng=rng)
+                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=lines, rng=rng)
                 x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
                 stats = {"x": x}
                 if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
@@ -420,6 +428,7 @@ def _layer_boundaries(model, t0: float, t1: float) -> np.ndarray:
 
 def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, bool]:
     """Run a checked study (:func:`meanfield.study.config.read`); return (Dataset, interrupted)."""
+    inner = _inner(progress, show_progress(progress))
     progress = show_progress(progress)
     model = build.build_model(cfg)
     grid = build.build_grid(cfg)
@@ -442,7 +451,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
     densities = []
     status, message, t_reached = Status.SUCCESS.value, "the study ran to the end", float(t_eval[-1])
     if mu0 is not None:
-        sol, interrupted = _solve(cfg, model, mu0, t_eval, progress)
+        sol, interrupted = _solve(cfg, model, mu0, t_eval, inner)
         densities = list(sol.densities[: _on_output_times(sol, t_eval)])  # frames at the output times
         dvars, dcoords = _density_vars(sol, t_eval, grid)
         data.update(dvars)
@@ -463,7 +472,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
                       "handovers": json.dumps([[h.t, h.source, h.target, h.reason] for h in sol.handovers])})
     store = {}
     if cfg["particles"] is not None and not interrupted:
-        interrupted = _particles(cfg, model, mu0, t_eval, progress, store)
+        interrupted = _particles(cfg, model, mu0, t_eval, inner, store)
     if cfg["particles"] is not None:
         ns = cfg["particles"]["n"]
         R, T, d = cfg["particles"]["repeats"], t_eval.size, cfg["dimension"]
