@@ -2,11 +2,15 @@
 
 ``write_figures(ds, path)`` writes every figure that applies next to the
 results file: ``<stem>-density.png`` (circle and 1-D: space-time heat map, or
-the profiles ρ(t_k, ·) where there are few output times; sphere and 2-D: a full
-snapshot grid holding the first and the last frame; particles overlaid),
+the profiles ρ(t_k, ·) where there are few output times; the zonal sphere's law of
+the polar angle, after a collapse onto a pole the mass of each cell on an axis
+logarithmic near it; sphere and 2-D: a full snapshot grid holding the first and
+the last frame; particles overlaid),
 ``-energy.png``, ``-lagrangian.png`` (Lagrangian frames: the points coloured by
-ρ, the cluster count and E_β), ``-wasserstein.png`` and ``-rate.png`` (one panel
-per order p; the fit with its 95% band), ``-clusters.png`` (the particles' pair
+ρ, the cluster count and E_β, on one time axis), ``-wasserstein.png`` (titled with
+what the distance is: on the zonal sphere W_p of the polar angles' laws, a lower
+bound of W_p on S^{d−1}) and ``-rate.png`` (one panel per order p; the fit with its
+95% band, the legend below the panel), ``-clusters.png`` (the particles' pair
 fractions beside the density's own, :func:`density_pair_fraction`; of the directions θ = x/|x| where the tokens
 carry a radius), ``-radius.png`` (pre-, peri-, Mix-LN: the radius law, mean and 10–90 % band of r), and for
 sweeps ``-map.png`` (a heat map over the swept key and time, e.g. the clustering
@@ -280,9 +284,18 @@ def _mark_layers(ax, ds, color="0.45", on_map: bool = False, axis: str = "x") ->
              zorder=_LAYER_Z[on_map], gid="layer-boundary", label="layer boundaries" if k == 0 else None)
 
 
+#: Size (points) of the refinement marks' words and values above a map, and the length and pad of their ticks
+_MARK_SIZE, _MARK_TICK, _MARK_PAD = 7.0, 3.0, 1.0
+
+
 def _mark_refinements(ax, ds) -> None:
     """Dotted white vertical lines at the times the grid was refined (the first labelled for the legend), the new
-    resolution written on a second time axis above the plot (never clipped at its edge)."""
+    resolution written on a second time axis above the plot (never clipped at its edge), the words 'grid refined to
+    ℓmax =' on the same line just before the first value: 'grid refined to ℓmax = 96  192…768' reads as one line."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
     refinements = json.loads(ds.attrs.get("refinements", "[]"))
     for k, (t, _, _) in enumerate(refinements):
         ax.axvline(t, color="w", ls=":", lw=0.9, alpha=0.9, label="grid refinements" if k == 0 else None)
@@ -296,11 +309,19 @@ def _mark_refinements(ax, ds) -> None:
                 groups[-1][2] = int(new)
             else:
                 groups.append([t, int(new), int(new)])
+        values = [f"{a}" if a == b else f"{a}…{b}" for _, a, b in groups]
         top = ax.secondary_xaxis("top")
-        top.set_xticks([g[0] for g in groups], [f"{a}" if a == b else f"{a}…{b}" for _, a, b in groups], fontsize=7)
-        top.tick_params(length=3, pad=1)
+        top.set_xticks([g[0] for g in groups], values, fontsize=_MARK_SIZE)
+        top.tick_params(length=_MARK_TICK, pad=_MARK_PAD)
         name = {"lmax": "ℓmax"}.get(domains.get(ds.attrs["domain"]).grid_type.resolution_name, "n")
-        top.set_xlabel(f"grid refined to {name} =", fontsize=7, labelpad=2)
+        # The words end a space before the first value, on its line (the tick labels' offset above the axes, the
+        # same font: the same bottom): centred over the map they read apart from values standing in its corner.
+        half = TextToPath().get_text_width_height_descent(values[0], FontProperties(size=_MARK_SIZE), False)[0] / 2
+        space = 0.5 * _MARK_SIZE
+        at = blended_transform_factory(ax.transData, ax.transAxes) + ScaledTranslation(
+            -(half + space) / 72, (_MARK_TICK + _MARK_PAD) / 72, ax.figure.dpi_scale_trans)
+        top.set_xlabel(f"grid refined to {name} =", fontsize=_MARK_SIZE, ha="right", va="bottom")
+        top.xaxis.set_label_coords(groups[0][0], 1.0, transform=at)
 
 
 def _computed_frames(ds) -> np.ndarray:
@@ -331,9 +352,11 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
                  profiles: int = 6):
     """Space-time heat map of ρ(t, θ) (circle) or ρ(t, x) (1-D), on a log scale where ρ reaches ten times the
     uniform density, with a labelled colour bar; particles overlaid as light dots at no more than ``max_columns``
-    output times (at most ``max_points`` of them); grid refinements dotted with the new resolution above. With
-    at most ``profiles`` output times, their profiles ρ(t_k, ·) instead (a heat map of a few columns is a row of
-    blocks). With ``title``, the model's title above. Returns the Axes."""
+    output times (at most ``max_points`` of them); grid refinements dotted with the new resolution above ('grid
+    refined to ℓmax = 96…768', one line). The zonal sphere's Lagrangian frames on cells of the map's own
+    (:func:`_lagrangian_law_cells`: after a collapse onto a pole, the mass of each cell on an axis logarithmic
+    near it). With at most ``profiles`` output times, their profiles ρ(t_k, ·) instead (a heat map of a few
+    columns is a row of blocks). With ``title``, the model's title above. Returns the Axes."""
     plt = _plt()
     dims = _spatial_dims(ds)
     if len(dims) != 1:
@@ -349,27 +372,38 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
     what = None
     d = int(ds.attrs.get("dimension", 0) or 0)
     coarse = _lagrangian_cells(ds, domain, y, rho)
-    law = _lagrangian_law_cells(ds, domain, y, rho, d) if coarse is None else None
+    over = _overlay(ds, max_points)
+    pos = None if over is None else np.reshape(domain.coordinates(over[1]), over[1].shape[:-1])  # θ, or x in R¹
+    law = _lagrangian_law_cells(ds, domain, y, rho, d, points=pos) if coarse is None else None
     if coarse is not None:  # Lagrangian frames: cell averages over cells of several points each (no moiré)
         y, rho, what = coarse
     t = ds["time"].values
-    if law is not None:  # the law of the coordinate on equal cells, already what the domain shows
-        y, rho, what = law
+    edges = None
+    if law is not None and "edges" in law:  # a collapse onto a pole: cell masses on a log axis of their own
+        y, rho, what, edges = law["centres"], law["values"], law["what"], law["edges"]
+        symbol, reference = law["symbol"], law["reference"]
+    elif law is not None:  # the law of the coordinate on equal cells, already what the domain shows
+        y, rho, what = law["centres"], law["values"], law["what"]
         symbol, reference = domain.shown(y, np.zeros_like(y), d)[1:]
     else:
         rho, symbol, reference = domain.shown(y, rho, d)
-    if domain.periodic:  # close the circle: θ = 2π (its length) is θ = 0
+    if edges is None and domain.periodic:  # close the circle: θ = 2π (its length) is θ = 0
         y, rho = np.append(y, y[0] + domain.volume), np.hstack([rho, rho[:, :1]])
-    elif domain.bounded:  # the zonal sphere: the first and last rings' cells reach the poles
+    elif edges is None and domain.bounded:  # the zonal sphere: the first and last rings' cells reach the poles
         y, rho = np.concatenate([[0.0], y, [np.pi]]), np.hstack([rho[:, :1], rho, rho[:, -1:]])
     norm = density_norm(rho, reference)
-    im = ax.pcolormesh(t, y, for_norm(rho.T, norm), shading="nearest", cmap=density_colormap(cmap), norm=norm)
-    ax.figure.colorbar(im, ax=ax, label=density_label(symbol, norm, what))
-    over = _overlay(ds, max_points)
+    style = {"cmap": density_colormap(cmap), "norm": norm}
+    if edges is None:
+        im = ax.pcolormesh(t, y, for_norm(rho.T, norm), shading="nearest", **style)
+    else:  # the cells' own edges (halfway on a log axis is not halfway in θ); the times' as 'nearest' draws them
+        im = ax.pcolormesh(_nearest_edges(t), edges, for_norm(rho.T, norm), shading="flat", **style)
+    label = density_label(symbol, norm, what)
+    if edges is not None:  # its cells and scale on a line of their own: one line is longer than the bar
+        label = label.replace(" (", "\n(", 1)
+    ax.figure.colorbar(im, ax=ax, label=label)
     note = ""
     if over is not None:
         n, x = over
-        pos = np.reshape(domain.coordinates(x), x.shape[:-1])  # θ, or x in R¹
         every = max(1, -(-t.size // max_columns))
         cols = np.unique(np.append(np.arange(0, t.size, every), t.size - 1))
         ax.plot(np.repeat(t[cols], pos.shape[1]), pos[cols].ravel(), ".", ms=2.4, color="c", alpha=0.8, mew=0,
@@ -382,11 +416,14 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
     if note:
         ax.set_title(note, fontsize=7.5)
     ax.set_xlabel("t")
-    ax.set_ylabel(domain.coordinate_label)
+    ax.set_ylabel(domain.coordinate_label if edges is None else
+                  f"{domain.coordinate_label}, log scale near {_pole_words(law['poles'])}")
     if t.size > 1:
         ax.set_xlim(t[0], t[-1])
     if domain.periodic:
         _pi_ticks(ax.yaxis)
+    elif edges is not None:  # the polar angle, logarithmic near the pole it collapses onto
+        _pole_axis(ax, law["poles"], edges[0], edges[-1])
     elif domain.bounded:  # the zonal sphere's polar angle
         ax.set_ylim(0.0, np.pi)
     else:  # R¹
@@ -396,6 +433,16 @@ def plot_density(ds, ax=None, cmap="magma", title: bool = True, max_columns: int
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=3, markerscale=3,
                   facecolor="0.3", edgecolor="none", labelcolor="white", framealpha=1.0)
     return ax
+
+
+def _nearest_edges(t) -> np.ndarray:
+    """The edges of cells centred on ``t`` (len(t) + 1): halfway between neighbours, the ends half a step out, as
+    matplotlib's 'nearest' shading draws them (one cell of width 1 about a single time)."""
+    t = np.asarray(t, dtype=float)
+    if t.size == 1:
+        return np.array([t[0] - 0.5, t[0] + 0.5])
+    mid = 0.5 * (t[1:] + t[:-1])
+    return np.concatenate([[2 * t[0] - mid[0]], mid, [2 * t[-1] - mid[-1]]])
 
 
 def _cell_count(weights, per_cell: int, most: int) -> int | None:
@@ -433,34 +480,167 @@ def _lagrangian_cells(ds, domain, y, rho, per_cell: int = 4):
     return np.asarray(grid.angles), out, f"cell averages on {m} cells"
 
 
-def _lagrangian_law_cells(ds, domain, y, rho, d, per_cell: int = 4, most: int = 512):
-    """(cell centres, the shown law on m equal cells of [0, π] (T, m), what) of a 1-D density of a bounded,
-    non-periodic domain (the zonal sphere: the law of the polar angle) with Lagrangian frames; None otherwise.
+def _lagrangian_law_cells(ds, domain, y, rho, d, per_cell: int = 4, most: int = 512, points=None):
+    """The law that a space-time map of a 1-D density draws on cells of its own, for a bounded, non-periodic domain
+    (the zonal sphere: the law of the polar angle θ ∈ [0, π]) with Lagrangian frames; None otherwise.
 
-    After the hand-over the runner stores each frame as cell averages on the start grid's nodes, whose cells
-    near the poles are wide in high dimension (d = 128, ℓmax = 48: the first node at θ = 0.45), so a cluster
-    near a pole would be drawn spread over [0, 0.45]. Here the rings' masses are binned on m equal cells (m the
-    largest power of 2, at most ``most``, with ``per_cell`` rings of every frame per cell), and the grid frames'
-    law interpolated at the cells' centres."""
+    After the hand-over the runner stores each frame as cell averages on the start grid's nodes, whose cells near
+    the poles are wide in high dimension (d = 128, ℓmax = 48: the first node at θ = 0.45), so a cluster near a
+    pole would be drawn spread over [0, 0.45]. Here the rings' masses are binned on cells of the map's own:
+
+    - while no frame collapses onto a pole, m equal cells of [0, π] (m the largest power of 2, at most ``most``,
+      with ``per_cell`` rings of every frame per cell), drawn as the law q(t, θ) (the grid frames' law
+      interpolated at the cells' centres);
+    - where a frame holds :data:`_COLLAPSED` of its mass within 4 equal cells of a pole, ``most`` cells equal on
+      an axis logarithmic in the distance to that pole (u = ln θ; ln(π − θ) at θ = π; ln(θ/(π − θ)) at both)
+      from a little below the least distance any frame's mass (or a drawn particle, ``points``) comes to it,
+      drawn as the mass of each cell. The collapse of SA on S^127 takes the law to θ ~ e^{−t}: 10^{−8} by t = 17;
+      on equal cells it sat in the first cell (θ < 0.025) from t ≈ 5 on, a line of pixels under a black map. On
+      the log axis it stays a band of several cells whose position is the distance to the pole, and the mass of a
+      cell (not its density per unit θ, which grows like 1/θ and would leave the early frames dark on any colour
+      scale) keeps one colour scale for the whole run. The grid frames' cell masses are the law, interpolated
+      (through ρ, as smooth as its nodes) at the cells' centres, times their widths.
+
+    Returns
+    -------
+    dict or None
+        ``centres``, ``values`` (T, m), ``what`` (the cells, for the colour bar), and for the log axis ``edges``
+        (m + 1), ``poles`` (the subset of (0, 1): θ = 0, θ = π, on a log scale), ``symbol`` and ``reference``
+        (the uniform law's largest cell mass).
+    """
     if "lagrangian_points" not in ds or domain.periodic or not domain.bounded:
         return None
     weights = ds["lagrangian_weight"].values
     m = _cell_count(weights, per_cell, most)
     if m is None:
         return None
-    edges = np.linspace(0.0, np.pi, m + 1)
-    centres = 0.5 * (edges[1:] + edges[:-1])
-    points = ds["lagrangian_points"].values
-    out = np.full((rho.shape[0], m), np.nan)
+    points_all = ds["lagrangian_points"].values
+    rings = {}
     for i in range(rho.shape[0]):
         ok = np.isfinite(weights[i])
         if ok.any():
-            theta = np.reshape(domain.coordinates(points[i][ok]), -1)
-            mass, _ = np.histogram(np.clip(theta, 0.0, np.pi), edges, weights=weights[i][ok])
-            out[i] = mass / (mass.sum() * np.diff(edges))
+            rings[i] = (np.reshape(domain.coordinates(points_all[i][ok]), -1), weights[i][ok] / weights[i][ok].sum())
+    poles = _collapsed_poles(rings.values(), 4.0 * np.pi / m)
+    if not poles:
+        edges = np.linspace(0.0, np.pi, m + 1)
+        centres = 0.5 * (edges[1:] + edges[:-1])
+        out = np.full((rho.shape[0], m), np.nan)
+        for i in range(rho.shape[0]):
+            if i in rings:
+                mass, _ = np.histogram(np.clip(rings[i][0], 0.0, np.pi), edges, weights=rings[i][1])
+                out[i] = mass / (mass.sum() * np.diff(edges))
+            elif np.isfinite(rho[i]).all():
+                out[i] = np.interp(centres, y, domain.shown(y, rho[i], d)[0])
+        return {"centres": centres, "values": out, "what": f"{m} equal cells"}
+    drawn = None if points is None else np.ravel(points)  # the particles' angles: on the axis too
+    least = [max(0.5 * _least_distance(rings.values(), pole, None if drawn is None else
+                                       (drawn if pole == 0 else np.pi - drawn)), 1e-300) if pole in poles else 0.0
+             for pole in (0, 1)]
+    forward, inverse = _pole_scale(poles)
+    edges = inverse(np.linspace(forward(least[0]), forward(np.pi - least[1]), most + 1))
+    edges[0], edges[-1] = least[0], np.pi - least[1]  # exact ends: the inverse's round-off leaves them inside
+    centres = inverse(0.5 * (forward(edges[1:]) + forward(edges[:-1])))
+    out = np.full((rho.shape[0], most), np.nan)
+    for i in range(rho.shape[0]):
+        if i in rings:  # a ring nearer a pole than the axis reaches is counted in its end cell: every frame's mass 1
+            out[i], _ = np.histogram(np.clip(rings[i][0], edges[0], edges[-1]), edges, weights=rings[i][1])
         elif np.isfinite(rho[i]).all():
-            out[i] = np.interp(centres, y, domain.shown(y, rho[i], d)[0])
-    return centres, out, f"{m} equal cells"
+            out[i] = domain.shown(centres, np.interp(centres, y, rho[i]), d)[0] * np.diff(edges)
+    # the uniform law's cell masses: q is the domain's shown values of a constant ρ, scaled to its stated maximum
+    fine = np.linspace(0.0, np.pi, 1025)
+    shape, _, largest = domain.shown(fine, np.ones_like(fine), d)
+    uniform = domain.shown(centres, np.ones_like(centres), d)[0] * largest / np.max(shape)
+    reference = float(np.max(uniform * np.diff(edges)))
+    axis = {(0,): "ln θ", (1,): "ln(π − θ)", (0, 1): "ln(θ/(π − θ))"}[poles]
+    return {"centres": centres, "values": out, "what": f"{most} cells equal in {axis}", "edges": edges,
+            "poles": poles, "symbol": "mass of each cell", "reference": reference}
+
+
+#: The share of a frame's mass within 4 equal cells of a pole from which the map draws that pole on a log axis
+_COLLAPSED = 0.1
+
+
+def _collapsed_poles(rings, near: float) -> tuple:
+    """The poles ((0,): θ = 0, (1,): θ = π, both, or ()) within ``near`` of which some frame of ``rings`` ((θ,
+    probability weights) each) holds at least :data:`_COLLAPSED` of its mass."""
+    rings = list(rings)
+    return tuple(pole for pole in (0, 1)
+                 if any(np.sum(w[(theta if pole == 0 else np.pi - theta) < near]) >= _COLLAPSED for theta, w in rings))
+
+
+def _least_distance(rings, pole: int, extra=None, share: float = 1e-3) -> float:
+    """The least distance to ``pole`` (0: θ = 0, 1: θ = π) below which a frame of ``rings`` holds ``share`` of its
+    mass, over the frames, and the least of ``extra`` (other angles drawn, e.g. particles'; distances) above 0."""
+    least = np.pi
+    for theta, w in rings:
+        distance = theta if pole == 0 else np.pi - theta
+        order = np.argsort(distance)
+        k = min(np.searchsorted(np.cumsum(w[order]), share), order.size - 1)
+        least = min(least, float(distance[order][k]))
+    if extra is not None:
+        extra = np.asarray(extra, dtype=float)
+        extra = extra[np.isfinite(extra) & (extra > 0)]
+        if extra.size:
+            least = min(least, float(extra.min()))
+    return least
+
+
+def _pole_scale(poles):
+    """(forward, inverse) of the polar-angle axis logarithmic in the distance to ``poles``: u = ln θ (0,),
+    −ln(π − θ) (1,), ln(θ/(π − θ)) (both); increasing in θ. Silent (±inf, NaN) where matplotlib asks beyond the
+    ends, as it does while it lays out the axis."""
+    low, high = 0 in poles, 1 in poles
+
+    def forward(theta):
+        theta = np.asarray(theta, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (np.log(theta) if low else 0.0 * theta) - (np.log(np.pi - theta) if high else 0.0 * theta)
+
+    def inverse(u):
+        u = np.asarray(u, dtype=float)
+        with np.errstate(over="ignore"):
+            if low and high:
+                return np.pi / (1.0 + np.exp(-u))
+            return np.exp(u) if low else np.pi - np.exp(-u)
+
+    return forward, inverse
+
+
+def _pole_words(poles) -> str:
+    """'θ = 0', 'θ = π' or 'θ = 0 and π': the poles a polar-angle axis draws on a log scale."""
+    return "θ = " + " and ".join(("0", "π")[pole] for pole in poles)
+
+
+def _pole_axis(ax, poles, lo: float, hi: float) -> None:
+    """Set the y axis of ``ax``, polar angles, from ``lo`` to ``hi`` on the scale of :func:`_pole_scale`,
+    ticks at 10^k (θ or π − θ) near a logarithmic pole, at most 5 a side, and at π/2 (and at a linear end, 0 or
+    π), labelled as numbers ('0.001', '$10^{-8}$', 'π − 0.01')."""
+    from matplotlib.ticker import FixedLocator, FixedFormatter, NullLocator
+
+    forward, inverse = _pole_scale(poles)
+    ax.set_yscale("function", functions=(forward, inverse))
+    ax.set_ylim(lo, hi)
+    ticks = {np.pi / 2: "π/2"}  # in order of precedence: π/2, the decades, a linear end
+    ends = {}
+    for pole, end in ((0, lo), (1, np.pi - hi)):
+        if pole not in poles:
+            ends[0.0 if pole == 0 else np.pi] = "0" if pole == 0 else "π"
+            continue
+        decades = np.arange(int(np.ceil(np.log10(end) - 1e-9)), 0)  # 10^k inside the axis, below 1
+        decades = decades[::-1][::max(1, -(-decades.size // 5))]  # the nearest to π/2 kept, every j-th beyond
+        for k in decades:
+            words = f"{10.0 ** k:g}" if k >= -3 else f"$10^{{{k}}}$"
+            ticks[10.0 ** k if pole == 0 else np.pi - 10.0 ** k] = words if pole == 0 else f"π − {words}"
+    ticks |= ends
+    span = float(forward(hi) - forward(lo))
+    kept = []
+    for v in ticks:  # a tick within 6 % of the axis of one kept before it is dropped: labels apart, not stacked
+        if lo <= v <= hi and all(abs(float(forward(v) - forward(k))) >= 0.06 * span for k in kept):
+            kept.append(v)
+    kept.sort()
+    ax.yaxis.set_major_locator(FixedLocator(kept))
+    ax.yaxis.set_major_formatter(FixedFormatter([ticks[v] for v in kept]))
+    ax.yaxis.set_minor_locator(NullLocator())
 
 
 def _plot_profiles(ds, ax, domain, s, title: bool):
@@ -810,12 +990,13 @@ def plot_lagrangian(ds):
     (left; on S^{d−1}, d >= 3, their angle to the heaviest cluster of the last frame), and the density's cluster
     count with E_β of the density and of the particle systems (right), one legend; where the count is not stored
     (rings of the zonal sphere) E_β alone, on the panel's own axis; where neither is, the right panel stays empty
-    (axis off). Returns the Figure."""
+    (axis off). Both panels share one time axis, the run's [t_0, t_end]. Returns the Figure."""
     plt = _plt()
     from matplotlib.colors import LogNorm
     from matplotlib.ticker import MaxNLocator
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained")
+    # one time axis: the points start at the hand-over, the energy at t = 0 (autoscaled apart, they disagreed)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained", sharex=True)
     t = ds["time"].values
     x = ds["lagrangian_points"].values
     domain = domains.get(ds.attrs["domain"])
@@ -873,6 +1054,8 @@ def plot_lagrangian(ds):
         bx.set_title(f"{' and '.join(drawn)}: plateaus are metastable states", fontsize=9)
     else:
         bx.set_axis_off()
+    if t.size > 1:
+        ax.set_xlim(t[0], t[-1])  # the run's, shared by the right panel (and its energy axis)
     fig.suptitle(_title(ds, 130), fontsize=9)
     return fig
 
@@ -885,8 +1068,9 @@ def _log_axis(ax) -> None:
 
 
 def plot_wasserstein(ds, ax=None):
-    """W_p(μ_t, μ^N_t) against t, one panel per order p, a colour per N (mean ± sd over repeats). Returns the
-    first Axes."""
+    """W_p(μ_t, μ^N_t) against t, one panel per order p, a colour per N (mean ± sd over repeats), titled with what
+    the distance is (:func:`_distance_words`: on the zonal sphere, W_p of the polar angles' laws, a lower bound of
+    W_p on S^{d−1}). Returns the first Axes."""
     plt = _plt()
     ps = ds["p"].values
     if ax is None:
@@ -896,6 +1080,7 @@ def plot_wasserstein(ds, ax=None):
     else:
         axes = [ax] * len(ps)
     w = ds["wasserstein"].values
+    title = _distance_words(ds)
     for a, p in enumerate(ps):
         for i, n in enumerate(ds["n_particles"].values):
             vals = ds["wasserstein"].isel(p=a, n_particles=i).values
@@ -906,7 +1091,7 @@ def plot_wasserstein(ds, ax=None):
         else:
             axes[a].text(0.5, 0.5, "no distance computed (interrupted run)", transform=axes[a].transAxes,
                          ha="center")
-        axes[a].set_title(rf"$W_{{{p:g}}}$ between the density and N particles", fontsize=SCRIPTED)
+        axes[a].set_title(title.format(w=rf"$W_{{{p:g}}}$", v=rf"$W_{{{p:g}}}$"), fontsize=SCRIPTED)
         axes[a].set_xlabel("t")
         axes[a].set_ylabel(rf"$W_{{{p:g}}}(\rho_t, \mu^N_t)$")
         _mark_layers(axes[a], ds)
@@ -914,13 +1099,29 @@ def plot_wasserstein(ds, ax=None):
         _legend(a, ds, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if len(set(axes)) == 1 and len(ps) > 1:
         axes[0].set_ylabel(" / ".join(rf"$W_{{{p:g}}}$" for p in ps))
-        axes[0].set_title("the distance between the density and N particles", fontsize=SCRIPTED)
+        axes[0].set_title(title.format(w="the distance", v="$W_p$"), fontsize=SCRIPTED)
     return axes[0]
+
+
+def _distance_words(ds) -> str:
+    """The title of a W_p panel, '{w}' and '{v}' standing for the distance's names: '{w} between the density and N
+    particles'; on a domain that is a quotient of the space its particles live on (the zonal sphere, whose particles
+    live on S^{d−1}), validation compares their images in the quotient (``Distance.method`` 'polar-angle'): '{w} between
+    the laws of the polar angle θ of the density / and of N particles, a lower bound of {v} on S¹²⁷' — the
+    coordinate is 1-Lipschitz, so the distance of the images is at most that of the points."""
+    domain = domains.get(ds.attrs["domain"])
+    d = int(ds.attrs.get("dimension", 0) or 0)
+    particles_on = domain.particle_domain(d) if d else domain
+    if particles_on is domain or not domain.quotient_of(particles_on):
+        return "{w} between the density and N particles"
+    return (f"{{w}} between the laws of the {domain.coordinate_label} of the density\nand of N particles, a lower "
+            f"bound of {{v}} on {particles_on.symbol(d)}")
 
 
 def plot_rate(ds, ax=None, time: int | None = None, p_index: int | None = None):
     """log W_p against log N at one output time (``time``; by default the last with a fitted rate), the fitted N^α
-    and its 95% band: one panel per order p (or the one ``p_index`` given, on ``ax``). Returns the (first) Axes."""
+    and its 95% band: one panel per order p (or the one ``p_index`` given, on ``ax``), its legend below it
+    (:func:`_legend_below`). Returns the (first) Axes."""
     plt = _plt()
     orders = range(ds.sizes.get("p", 1)) if p_index is None else [p_index]
     panels = []
@@ -932,8 +1133,8 @@ def plot_rate(ds, ax=None, time: int | None = None, p_index: int | None = None):
             panels.append((a, k))
     panels = panels or [(0, -1 if time is None else time)]
     if ax is None:
-        fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.3), squeeze=False,
-                                 layout="constrained")
+        fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.9), squeeze=False,
+                                 layout="constrained")  # 0.6 in for the legends below the panels
         axes = list(axes[0])
         fig.suptitle(_title(ds, 55 * len(panels)), fontsize=8)
     else:
@@ -972,7 +1173,28 @@ def _rate_panel(ax, ds, time: int, p_index: int) -> None:
     sym = rf"$W_{{{p:g}}}$" + (r"$\,/\sqrt{\log N}$" if corrected else "")
     ax.set_ylabel(f"{sym} at t = {float(ds['time'][time]):.3g}", fontsize=SCRIPTED)
     ax.set_title(f"{sym}: rate in N at t = {float(ds['time'][time]):.3g}", fontsize=SCRIPTED)
-    ax.legend(fontsize=7)
+    _legend_below(ax, ncols=2)
+
+
+def _legend_below(ax, **kwargs):
+    """The legend of ``ax`` below its x axis (tick labels and label), centred: outside the axes it covers no data
+    whatever the data (the repeats of a rate fill the panel from corner to corner, and 'best' inside it put five
+    lines of legend over the points' upper third). Returns the Legend."""
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.transforms import ScaledTranslation
+
+    rc = mpl.rcParams
+
+    def points(size):
+        return FontProperties(size=size).get_size_in_points()
+
+    # the height the x axis takes below the axes: ticks, their labels, the label, and their pads (points)
+    below = (max(rc["xtick.major.size"], 0) + rc["xtick.major.pad"] + 1.2 * points(rc["xtick.labelsize"])
+             + rc["axes.labelpad"] + 1.2 * points(ax.xaxis.label.get_fontsize()) + 4.0)
+    at = ax.transAxes + ScaledTranslation(0, -below / 72, ax.figure.dpi_scale_trans)
+    return ax.legend(**({"fontsize": 7, "loc": "upper center", "bbox_to_anchor": (0.5, 0.0), "bbox_transform": at,
+                         "borderaxespad": 0.0} | kwargs))
 
 
 # ------------------------------------------------------------------ clusters
