@@ -605,6 +605,10 @@ def stationary_state(model, domain, noise: float | None = None, *, r_guess: floa
     D = model.noise if noise is None else checks.noise(noise)
     if not D > 0:
         raise ValueError("stationary states of the noisy model need `noise` > 0 (without noise, clusters collapse).")
+    r_guess = checks.real(r_guess, "r_guess")
+    if not 0 < r_guess < 1:
+        raise ValueError(f"`r_guess` is an order parameter r = |∫ x dρ| of a single-cluster state, in (0, 1); got "
+                         f"{r_guess!r}.")
     r = np.linspace(0.01, 0.99, 50)
     states = []
     for state in _follow(model, domain, r):

@@ -83,6 +83,8 @@ sliced estimate for large sets — an estimate, not the distance and not a bound
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, replace
 from functools import cached_property
 from math import isqrt
@@ -244,6 +246,17 @@ def _probability_weights(w, n, name):
     return w
 
 
+def _caller_level() -> int:
+    """``stacklevel`` for a warning issued here that names the caller's line: the first frame outside the
+    ``validation`` package (its public functions call one another: w1 → wasserstein → distance → prepare)."""
+    import inspect
+
+    frame, level = inspect.currentframe().f_back, 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("validation"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def prepare(measure, domain=None, cells: int | None = None, name: str = "measure") -> Prepared:
     """``measure`` as a :class:`Prepared` measure on ``domain`` (default: the domain it carries, else inferred).
 
@@ -292,6 +305,10 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         pts = np.asarray(measure, dtype=float)
         w = None
     if pts.ndim == 1:
+        if dom is None:  # numbers: points of the line, but angles or a row of one point are a common slip
+            warnings.warn(f"`{name}` is a 1-D sequence of {pts.size} numbers: read as {pts.size} points of the line R "
+                          "(pass domain='euclidean' to say so; angles on the circle are rows (cos θ, sin θ); one "
+                          "point of R^d is a row of shape (1, d)).", UserWarning, stacklevel=_caller_level())
         pts = pts[:, None]
     if pts.ndim != 2:
         raise ValueError(f"`{name}` must be points of shape (n, d), got shape {pts.shape}.")

@@ -15,6 +15,7 @@ import particles as pt
 from meanfield import gaussian as G, stationary as st
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
 from meanfield.models import Softmax
+from tests.helpers import EPS
 
 
 def _circle_mode(th, k):
@@ -107,7 +108,8 @@ def test_critical_noise_from_the_branch_equals_the_closed_form(domain, normalize
     assert st.critical_noise(model, domain) == pytest.approx(closed, rel=1e-14)
     b = st.branch(model, domain, [1e-5, 2e-5, 1e-4])
     assert abs(b.noise[0] - closed) <= 1e-8
-    assert max(s.residual for s in b.states) <= 1e-13 and b.states[0].r == 1e-5
+    # the fixed point's residual after Newton: round-off of the self-consistency map's O(1) terms, 1.2e-14 seen
+    assert max(s.residual for s in b.states) <= 2e-13 and b.states[0].r == 1e-5
 
 
 @pytest.mark.parametrize("domain, d", [(CIRCLE, 2), (SPHERE, 3)])
@@ -217,7 +219,7 @@ def test_stationary_state_from_any_guess():
     b = st.branch(sa, CIRCLE, np.linspace(0.01, 0.99, 99))
     for frac in (0.2, 0.5):
         state = st.stationary_state(sa, CIRCLE, frac * Dc)
-        assert state.residual <= 1e-13 and 0 < state.r < 1
+        assert state.residual <= 1e-12 and 0 < state.r < 1  # Newton to round-off of the O(1) map: 4.8e-14 seen
         assert abs(np.interp(frac * Dc, b.noise[::-1], b.r[::-1]) - state.r) <= 1e-3  # D(r) decreases here
     usa = mf.SelfAttention(2.0, normalized=False)
     D = 1.002 * st.critical_noise(usa, SPHERE)
@@ -301,7 +303,7 @@ def test_circle_brownian_step_is_exact(rng):
     tau, n = 0.3, 400_000
     x = np.tile([1.0, 0.0], (n, 1))
     y = CIRCLE.brownian_step(x, tau, rng)
-    assert np.max(np.abs(np.linalg.norm(y, axis=-1) - 1)) <= 4e-16
+    assert np.max(np.abs(np.linalg.norm(y, axis=-1) - 1)) <= 8 * EPS  # (cos α, sin α) and its norm: EPS/2 seen
     alpha = np.arctan2(y[:, 1], y[:, 0])
     for k in range(1, 5):
         c = np.cos(k * alpha)
@@ -349,7 +351,7 @@ def test_noisy_particles_on_spheres():
     model = mf.SelfAttention(1.0, V=0 * np.eye(3), noise=0.2)
     a = pt.simulate(model, x0, [0, 0.5, 1.0], dt=0.05, rng=7)
     b = pt.simulate(model, x0, [0, 0.5, 1.0], dt=0.05, rng=7)
-    assert np.array_equal(a.x, b.x) and np.max(np.abs(np.linalg.norm(a.x, axis=-1) - 1)) <= 1e-15
+    assert np.array_equal(a.x, b.x) and np.max(np.abs(np.linalg.norm(a.x, axis=-1) - 1)) <= 16 * EPS
     z = a.x[-1, ..., 2].ravel()
     assert abs(z.mean() - np.exp(-2 * 0.2 * 1.0)) <= 5 * z.std() / np.sqrt(z.size)
 
@@ -383,3 +385,11 @@ def test_bad_noise_is_refused():
         G.solve_gaussian(Softmax(noise=0.1), [0.0, 0.0], np.eye(2), [0, 1], flow=True)
     with pytest.raises(ValueError, match="domains with zonal functions.*euclidean"):
         st.critical_noise(mf.SelfAttention(1.0), EUCLIDEAN)
+
+
+def test_stationary_state_refuses_an_order_parameter_outside_the_unit_interval():
+    """Issue 46, finding 6: r_guess = 1.5 was accepted (no state has r >= 1)."""
+    sa = mf.SelfAttention(2.0)
+    for bad in (1.5, 0.0, -0.2):
+        with pytest.raises(ValueError, match="r_guess"):
+            st.stationary_state(sa, CIRCLE, 0.5 * st.critical_noise(sa, CIRCLE), r_guess=bad)

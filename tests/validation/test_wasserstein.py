@@ -186,7 +186,7 @@ def test_euclidean_point_sets(rng):
     u, v = rng.normal(size=40), rng.normal(size=25) * 2
     wa, wb = rng.dirichlet(np.ones(40)), rng.dirichlet(np.ones(25))
     lp = ot.emd2(wa, wb, np.abs(np.subtract.outer(u, v)) ** 2) ** 0.5
-    assert w2((u, wa), (v, wb)) == pytest.approx(lp, abs=1e-12)
+    assert w2((u, wa), (v, wb), domain="euclidean") == pytest.approx(lp, abs=1e-12)
 
 
 def test_gaussian_bures():
@@ -503,3 +503,20 @@ def test_distance_progress_defaults_to_on_where_stderr_is_a_terminal_for_long_on
     bars.clear()
     w1(np.stack([y, y]), x)  # a batch of two sets: one bar over the batch, delayed
     assert bars[0] == (True, W.PROGRESS_DELAY)
+
+
+def test_a_bare_sequence_of_numbers_is_points_of_the_line_and_says_so():
+    """Issue 46, finding 6: plain lists were taken as points of R without a word, where a user often means angles
+    or one point. Numbers without a domain warn (naming the argument and the ways to say it); domain='euclidean'
+    or points of shape (n, 1) do not; the value is W1 on the line either way."""
+    import warnings
+
+    from validation import distance
+
+    with pytest.warns(UserWarning, match=r"`a` is a 1-D sequence of 3 numbers"):
+        v = w1([0.0, 1.0, 5.0], np.array([[0.0], [1.0], [2.0]]))
+    assert v == pytest.approx(1.0, abs=1e-15)  # sorted: |0 − 0| + |1 − 1| + |5 − 2|, over 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert distance([0.0, 1.0, 5.0], [0.0, 1.0, 2.0], domain="euclidean").value == pytest.approx(1.0, abs=1e-15)
+        assert w1(np.array([[0.0], [1.0], [5.0]]), np.array([[0.0], [1.0], [2.0]])) == pytest.approx(1.0, abs=1e-15)

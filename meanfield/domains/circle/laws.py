@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import checks
 from .geometry import points_to_angles
 
 __all__ = ["uniform_noise", "wrapped_cauchy", "wrapped_cauchy_sample", "poisson", "sample_poisson",
@@ -20,7 +21,9 @@ def uniform_noise(amplitude: float, modes: int, rng: np.random.Generator):
     k = np.arange(1, modes + 1)
     phases = rng.uniform(0.0, 2.0 * np.pi, modes)
     amps = amplitude * rng.uniform(0.5, 1.0, modes)
-    return lambda x: 1.0 + np.cos(np.multiply.outer(points_to_angles(x), k) + phases) @ amps
+    law = lambda theta: 1.0 + np.cos(np.multiply.outer(theta, k) + phases) @ amps  # noqa: E731
+    checks.positive_perturbation(law, amps, k, amplitude, modes)
+    return lambda x: law(points_to_angles(x))
 
 
 def check_poisson_parameter(a) -> complex:

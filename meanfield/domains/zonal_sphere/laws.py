@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import checks
 from ..sphere import laws as _sphere_laws
 from ..gegenbauer import orthonormal
 from .grid import axis
@@ -24,6 +25,9 @@ def uniform_noise(d: int, amplitude: float, modes: int, rng: np.random.Generator
     amps = amplitude * rng.uniform(0.5, 1.0, modes) * np.where(rng.random(modes) < 0.5, -1.0, 1.0)
     top = orthonormal(d, modes, np.ones(1), normalized=True)[0]
     e = axis(d)
+    checks.positive_perturbation(
+        lambda theta: 1.0 + (orthonormal(d, modes, np.cos(theta), normalized=True)[..., 1:] / top[1:]) @ amps,
+        amps, np.arange(1, modes + 1), amplitude, modes)
 
     def f(x):
         P = orthonormal(d, modes, np.clip(np.asarray(x, dtype=float) @ e, -1.0, 1.0), normalized=True)
