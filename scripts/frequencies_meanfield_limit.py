@@ -1,10 +1,11 @@
 """The mean-field limit with natural frequencies: N tokens θ̇_i = ω_i + X[μ^N](θ_i) against the density on S¹ × R_ω
 (docs/MATH.md §11).
 
-SA at β = 1 (Q = K = V = I), Lorentzian frequencies of half-width γ = 0.2 (below γ_c = 0.446: the incoherent state
-is unstable), every token's angle drawn from the wrapped Cauchy law f_{a0}, a0 = 0.3, independently of its
-frequency. The density is solved with the Lorentzian's pole quadrature (exact for a start independent of ω:
-``meanfield.frequencies``), n = 256; the tokens are drawn iid (angles exactly from f_{a0}, ω from g) and moved by
+The Kuramoto field (β = 0, Q = K = V = I), Lorentzian frequencies of half-width γ = 0.2 (below γ_c = 1/2: the
+incoherent state is unstable), every token's angle drawn from the wrapped Cauchy law f_{a0}, a0 = 0.3, independently
+of its frequency. The density is solved with the Lorentzian's pole quadrature (exact for a start independent of ω
+and a first-harmonic field: ``meanfield.frequencies``; at β > 0 it would be the Cauchy-noise model), n = 256; the
+tokens are drawn iid (angles exactly from f_{a0}, ω from g) and moved by
 ``particles.kuramoto.simulate`` (dt = 0.02). At each output time, W_1 between the tokens' empirical law of θ and the
 density's marginal (exact on the circle, ``validation.distance``) and |r_N − r| are fitted as C N^α over
 N = 10² … 10⁴ with their 95 % intervals (Student t on the regression slope): the iid rate is α = −½.
@@ -26,7 +27,7 @@ from particles import kuramoto
 from validation.meanfield_limit import fit_exponent
 from validation.wasserstein import distance
 
-BETA, GAMMA, A0 = 1.0, 0.2, 0.3
+BETA, GAMMA, A0 = 0.0, 0.2, 0.3
 
 
 def density(t_eval, n: int = 256):
@@ -64,7 +65,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     start = time.perf_counter()
     w1, dr, sol = errors(args.ns, args.repeats, args.t, args.seed)
-    print(f"SA β = {BETA:g}, Lorentzian γ = {GAMMA:g}, f_a0 with a0 = {A0:g}; N = {', '.join(map(str, args.ns))}, "
+    print(f"SA β = {BETA:g} (Kuramoto), Lorentzian γ = {GAMMA:g}, f_a0 with a0 = {A0:g}; N = {', '.join(map(str, args.ns))}, "
           f"{args.repeats} repeats, {time.perf_counter() - start:.0f} s")
     for k, t in enumerate(args.t):
         a, (lo, hi) = fit_exponent(args.ns, w1[:, :, k])
