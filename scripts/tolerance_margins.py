@@ -1,7 +1,7 @@
 """Do the suite's round-off tolerances keep a 10x margin?  Run the tests with every small tolerance tightened.
 
-Every float literal ``0 < c < 1e-8`` (``--below``) that sits in an assertion is divided by ``--factor`` (10 by
-default) in a copy of the repository, and the default test run (or the pytest arguments after ``--``) is run on
+Every float literal ``0 < c < 1e-8`` (``--below``) that sits in an assertion, and every ``EPS`` (the limits written in
+machine epsilon, ``tests/helpers.py``), is divided by ``--factor`` (10 by default) in a copy of the repository, and the default test run (or the pytest arguments after ``--``) is run on
 that copy. A test that still passes keeps at least ``factor`` times its measured error under every such limit on
 this machine and these library versions; a test that fails names a tolerance with less margin than the tests'
 rule asks (DEVELOPERS.md: a tolerance near round-off keeps a 10x margin over the worst value measured on other
@@ -42,8 +42,8 @@ LIMIT_NAME = re.compile(r"(^|_)(a|r)?tol($|_)|limit|bound|allowed", re.IGNORECAS
 class _Tighten(ast.NodeTransformer):
     """Divides the small float literals of assertion contexts by ``factor``; records what it did and left."""
 
-    def __init__(self, factor: float, below: float):
-        self.factor, self.below = factor, below
+    def __init__(self, factor: float, below: float, eps: bool = True):
+        self.factor, self.below, self.eps = factor, below, eps
         self.depth = 0
         self.tightened: list[int] = []
         self.left: list[tuple[int, float]] = []
@@ -66,6 +66,13 @@ class _Tighten(ast.NodeTransformer):
         names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
         return self._inside(node) if any(LIMIT_NAME.search(n) for n in names) else self.generic_visit(node)
 
+    def visit_Name(self, node):
+        # a limit written in machine epsilon (tests/helpers.py's EPS): divided too
+        if self.eps and node.id == "EPS" and self.depth and isinstance(node.ctx, ast.Load):
+            self.tightened.append(node.lineno)
+            return ast.copy_location(ast.BinOp(node, ast.Div(), ast.Constant(self.factor)), node)
+        return node
+
     def visit_Constant(self, node):
         if isinstance(node.value, float) and 0 < node.value < self.below:
             if self.depth:
@@ -76,8 +83,12 @@ class _Tighten(ast.NodeTransformer):
 
 
 def tighten(source: str, factor: float, below: float) -> tuple[str, _Tighten]:
-    t = _Tighten(factor, below)
-    tree = ast.fix_missing_locations(t.visit(ast.parse(source)))
+    tree = ast.parse(source)
+    # EPS is machine epsilon where it comes from tests.helpers (a module's own EPS may be something else)
+    eps = any(isinstance(n, ast.ImportFrom) and n.module == "tests.helpers" and any(a.name == "EPS" for a in n.names)
+              for n in ast.walk(tree))
+    t = _Tighten(factor, below, eps)
+    tree = ast.fix_missing_locations(t.visit(tree))
     return ast.unparse(tree), t
 
 

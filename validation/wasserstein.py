@@ -252,7 +252,7 @@ def _caller_level() -> int:
     import inspect
 
     frame, level = inspect.currentframe().f_back, 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("validation"):
+    while frame is not None and (frame.f_globals.get("__name__", "") + ".").startswith("validation."):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -55,6 +55,23 @@ def test_mean_polar_angle_is_the_law_of_theta(d):
         mf.Density.uniform(mf.CircleGrid(16)).mean_polar_angle()
 
 
+def test_mean_polar_angle_of_a_concentrated_law_in_high_dimension():
+    """d = 128, κ = 200: ρ spans hundreds of decades, and an interpolant's round-off ε·max ρ times sin^{126}θ swamps
+    q away from the pole (the Gauss–Legendre rule in θ gave 0.759, and 1.56 on a grid still resolved to 2.5e-8): the
+    rings' own rule against adaptive quadrature of the polar law in log form (tol. 1e-12), on grids of lmax 128 and
+    512."""
+    d, kappa = 128, 200.0
+    log_q = lambda t: kappa * (np.cos(t) - 1) + (d - 2) * np.log(np.sin(t))  # noqa: E731
+    top = np.max(log_q(np.linspace(0.01, 3.13, 4001)))  # q is ~1e-45: scaled to 1 (quad's absolute tolerance)
+    q = lambda t: np.exp(log_q(t) - top)  # noqa: E731
+    ref = (integrate.quad(lambda t: t * q(t), 0, np.pi, epsrel=1e-14, limit=400)[0]
+           / integrate.quad(q, 0, np.pi, epsrel=1e-14, limit=400)[0])
+    for lmax in (128, 512):
+        grid = ZonalGrid(d, lmax)
+        rho = mf.Density.from_function(grid, lambda x: np.exp(kappa * (x @ axis(d) - 1)))
+        assert abs(rho.mean_polar_angle() - ref) <= 1e-12, (lmax, rho.mean_polar_angle(), ref)
+
+
 def test_order_parameter_of_a_zonal_solve_is_the_norm_of_the_mean():
     """The README's event pattern |frame.mean()| on a zonal frame is the order parameter r = |∫ cos θ dμ|."""
     from meanfield.transitions import order_parameter
@@ -63,3 +80,14 @@ def test_order_parameter_of_a_zonal_solve_is_the_norm_of_the_mean():
     rho = mf.Density.from_function(grid, lambda x: np.exp(1.5 * x[..., -1]))
     assert np.linalg.norm(rho.mean()) == pytest.approx(_resultant(16, 1.5), abs=2e-13)
     assert order_parameter(rho) == pytest.approx(_resultant(16, 1.5), abs=2e-13)
+
+
+def test_the_zonal_domain_sums_unit_vectors_as_they_are():
+    """Found in review: points of S^{d-1} given to the zonal domain's mean lost their components off the axis."""
+    from meanfield.domains.zonal_sphere import zonal_domain
+
+    x = np.array([[1.0, 0.0, 0.0], [0.0, 0.6, 0.8]])
+    w = np.array([0.25, 0.75])
+    assert np.allclose(zonal_domain(3).mean(x, w), w @ x, rtol=0, atol=1e-16)
+    theta = np.array([[0.3], [2.0]])  # rings: (∫ cos θ dμ) e
+    assert np.allclose(zonal_domain(3).mean(theta, w), [0.0, 0.0, w @ np.cos(theta[:, 0])], rtol=0, atol=1e-16)

@@ -171,7 +171,7 @@ def test_mass_and_energy_along_a_solve_in_d128():
     ε‖c̄‖/c̄_0 on the refined grids: 3.6e-10 measured, 9.0e-10 on NumPy 1.26; limit 1e-8), the hand-over keeps the
     rings' positive masses scaled to the density's mass as its quadrature reads it on the last (refined) grid, within
     the expansion's negative ring masses it drops (1.7e-8 of the total; the rings 5.8e-9 off, 1.01e-8 on an AVX2
-    CPU; limit 1e-7), which the rings then keep exactly; E_β never decreases (GLPR Lemma 3.7)."""
+    CPU; limit 2e-7), which the rings then keep exactly; E_β never decreases (GLPR Lemma 3.7)."""
     grid = ZonalGrid(128, 32)
     mu0 = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.1, 4, rng=1))
     sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), t_eval=np.linspace(0, 20, 11))
@@ -179,7 +179,7 @@ def test_mass_and_energy_along_a_solve_in_d128():
     on_grid = np.array([name == "grid" for name in sol.representation])
     assert np.max(np.abs(sol.mass_steps - 1)) < 1e-8 and np.max(np.abs(sol.mass[on_grid] - 1)) < 1e-8
     rings = sol.mass[~on_grid]
-    assert np.all(rings == rings[0]) and abs(rings[0] - 1) <= 1e-7
+    assert np.all(rings == rings[0]) and abs(rings[0] - 1) <= 2e-7
     assert np.all(np.diff(sol.energy) >= -1e-12 * sol.energy[1:])
 
 

@@ -226,14 +226,23 @@ class ZonalSphere(Domain):
 
     def mean(self, points, weights):
         """∫ x dμ = (∫ cos θ dμ) e ∈ R^d of a zonal measure (rings at polar angles θ_i with masses w_i): the
-        components orthogonal to the axis e average to zero on every ring."""
+        components orthogonal to the axis e average to zero on every ring. Unit vectors of R^d (a measure that
+        need not be zonal) are summed as they are."""
         d = self._need_d()
+        x = np.asarray(points, dtype=float)
+        if x.ndim >= 1 and x.shape[-1] == d and d >= 2:  # points of S^{d-1} themselves
+            return np.asarray(weights, dtype=float) @ x
         return float(np.asarray(weights, dtype=float) @ self.polar_cosine(points)) * axis(d)
 
     def mean_polar_angle(self, density):
-        """∫ θ q(θ) dθ / ∫ q(θ) dθ of the polar angle's law q (:func:`.sampling.polar_moment`: Gauss–Legendre in θ,
-        exact to round-off for a resolved density; the rings' own rule in cos θ is not, θ = arccos u being singular
-        at the poles)."""
+        """∫ θ dμ / ∫ dμ of a zonal density. For d >= 8 the rings' own rule Σ w_j ρ_j θ_j / Σ w_j ρ_j: the values at
+        the rings are exact and the weight (1 − u²)^((d−3)/2) smooths θ = arccos u at the poles (the rule's error
+        falls like lmax^(−(d−1))); for d < 8, where it does not, Gauss–Legendre in θ of the polar law q
+        (:func:`.sampling.polar_moment`), whose interpolant's round-off ε·max ρ the factor sin^{d−2}θ would raise far
+        above q in high dimension."""
+        if self._need_d() >= 8:
+            theta, w = density.as_measure()
+            return float(w @ np.asarray(theta, dtype=float)[:, 0] / w.sum())
         from .sampling import polar_moment
 
         return polar_moment(density, lambda theta: theta) / polar_moment(density, np.ones_like)
