@@ -273,17 +273,18 @@ def test_a_collapsing_node_is_handed_over_to_atoms_and_reaches_the_point():
     assert nodes == (0,) and 0.5 < t_h < 4.0 and "handed over" in sol.message
     assert list(sol.as_points[:, 0]) == [False, False, True, True, True]
     r = np.abs(exact.ott_antonsen(t, 0.3))
-    assert abs(sol.order[1] - r[1]) <= 1e-10  # on the grid: spectral
+    assert abs(sol.order[1] - r[1]) <= 1e-10  # on the grid: RK4 at the CFL step, 1.3e-11 (the same on every CPU)
+    # the atoms: their quadrature's transient (2.2e-4 at t = 10), then every atom at the point (4.7e-13 at t = 30)
     assert np.max(np.abs(sol.order[2:4] - r[2:4])) <= 1e-3 and abs(sol.order[-1] - r[-1]) <= 1e-10
-    assert np.max(np.abs(sol.mass - 1.0)) <= 1e-14 and abs(np.sum(sol.masses[0]) - 1.0) <= 1e-14
+    assert np.max(np.abs(sol.mass - 1.0)) <= 16 * EPS and abs(np.sum(sol.masses[0]) - 1.0) <= 16 * EPS
     assert np.all(np.isnan(sol.values[2:, 0])) and np.all(np.isnan(sol.marginal[2:]))
     with pytest.raises(ValueError, match="marginal_measure"):
         sol.density(2)
     m = sol.marginal_measure(3)
-    assert abs(m.weights.sum() - 1.0) <= 1e-14
+    assert abs(m.weights.sum() - 1.0) <= 16 * EPS
     z = m.weights @ (m.points[:, 0] + 1j * m.points[:, 1])
-    assert abs(z - sol.z[3]) <= 1e-14
-    assert sol.density(1).mass() == pytest.approx(1.0, abs=1e-14)
+    assert abs(z - sol.z[3]) <= 16 * EPS  # the same sum in another order: EPS seen
+    assert sol.density(1).mass() == pytest.approx(1.0, abs=16 * EPS)
 
 
 def test_a_run_that_stops_after_a_hand_over_before_its_first_output_returns_where_it_stopped():
