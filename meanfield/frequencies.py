@@ -463,7 +463,7 @@ class FrequencyProblem(Problem):
     def velocity(self, y):
         """X[ρ̄] on the padded grid of M nodes, and at the point nodes' atoms (J_p, n): the library's right-hand
         side for the model while every node is on the grid; with atoms, the zonal field from the marginal's
-        moments c_k = ∫e^{−ikθ}dρ̄ (grid part 2πΣ_j w_j ρ̂_{j,k}, atoms by :func:`fourier_moments`), truncated where
+        moments c_k = ∫e^{−ikθ}dρ̄ (grid part 2πΣ_j w_j ρ̂_{j,k}, atoms by the power recurrence), truncated where
         the Bessel multipliers fall below 1e-17 (:func:`circle_degree`)."""
         C, theta = self.unpack(y)
         if not theta.size:
@@ -541,7 +541,7 @@ class FrequencyProblem(Problem):
         masses ρ_j(θ_i + π/n)·2π/n (exact for the trigonometric polynomial the resolved node is; their sum is 2πρ̂_0
         up to the round-off dips set to 0, below tail_tol of the mass), moved from t on by θ̇ = Re ω_j + X[ρ̄](θ)
         (docs/MATH.md §11)."""
-        C, theta = self.unpack(y)
+        _, theta = self.unpack(y)
         coefficients = self.coefficients(y)
         midpoints = self.grid.angles + np.pi / self.n
         shift = np.exp(1j * np.arange(self.n // 2 + 1) * np.pi / self.n)
@@ -572,9 +572,9 @@ class FrequencyProblem(Problem):
             raise StopIntegration(t, y, reason, hint="Use a smaller step (cfl or dt) or a finer circle grid.")
         raise StopIntegration(t, y, reason, hint=(
             "The ω-nodes, not the circle grid, limit this run: use more nodes (the error falls like J^(-3/4) for "
-            "real Lorentzian nodes), the Lorentzian's bands (Lorentzian.bands(J): each node the exact pole of a "
-            "band of frequencies, its free streaming damped), its pole (Lorentzian.pole(): the marginal, exact), "
-            "or omega_tol=np.inf to follow the J-node system itself."))
+            "real Lorentzian nodes), at β = 0 the Lorentzian's bands (Lorentzian.bands(J): each node the exact pole "
+            "of a band of frequencies, its free streaming damped) or its pole (Lorentzian.pole(): the marginal, "
+            "exact), or omega_tol=np.inf to follow the J-node system itself."))
 
 
 def _tails(C) -> np.ndarray:

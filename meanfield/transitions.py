@@ -186,8 +186,9 @@ def order_parameter(density) -> float:
 
 
 def _seed(density, amplitude: float) -> Density:
-    """The density times 1 + amplitude · u, u = ⟨x, e⟩ (a degree-1 function along the domain's first axis;
-    cos θ on rings), normalised: a perturbation that grows at σ_1 below D_c."""
+    """The density times 1 + amplitude · u, u = ⟨x, e⟩ (a degree-1 function about the domain's axis: e_1 on the
+    circle, the north pole e_d on S^{d-1}, cos θ on rings; ``Domain.polar_cosine``), normalised: a perturbation that
+    grows at σ_1 below D_c."""
     u = density.domain.polar_cosine(density.grid.points)
     values = np.asarray(density.values, dtype=float)
     return Density(density.grid, values * (1.0 + amplitude * u.reshape(values.shape))).normalized()
