@@ -92,7 +92,7 @@ from .domains import CIRCLE, CircleGrid
 from .domains import Measure
 from .domains.circle import fourier
 from .domains.circle.geometry import angles_to_points
-from .domains.circle.point_sums import circle_degree, series_multipliers, zonal_scale
+from .domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
 from .integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, Stages, Status,
                         StopIntegration, Tracker)
 from .models import Transformer, heads, rate_scale
@@ -410,7 +410,7 @@ class FrequencyProblem(Problem):
         self.strain_bound = rate_scale(model)
         self.speeds = (0.0, 0.0)
         self._dtheta_M = 2.0 * np.pi / self.M
-        self._padded_angles = self._dtheta_M * np.arange(self.M)
+        self._padded = angles_to_points(self._dtheta_M * np.arange(self.M))
         J = self.weights.size
         self.handover = bool(handover)
         self.as_points = np.zeros(J, dtype=bool)  # nodes carried as atoms
@@ -446,24 +446,26 @@ class FrequencyProblem(Problem):
         out = np.empty((self.weights.size, self.n // 2 + 1), dtype=complex)
         out[self.on_grid] = C
         for i, j in enumerate(self.on_points):
-            out[j] = _moments(theta[i], self.masses[j], self.n // 2) / (2.0 * np.pi)
+            out[j] = fourier_moments(angles_to_points(theta[i]), self.masses[j], self.n // 2) / (2.0 * np.pi)
         return out
 
     def point_moments(self, y, L: int) -> np.ndarray:
         """c_k = Σ_j w_j Σ_i m_{j,i} e^{−ikθ_{j,i}}, k = 0..L, of the point nodes (zero without them)."""
         _, theta = self.unpack(y)
-        return _moments(theta.ravel(), self._point_weights, L)
+        if not theta.size:
+            return np.zeros(L + 1, dtype=complex)
+        return fourier_moments(angles_to_points(theta.ravel()), self._point_weights, L)
 
     # ---- the field of the marginal, and the nonlinear part
     def marginal(self, y) -> np.ndarray:
         """Σ_j w_j ρ̂_j over the grid nodes (coefficients, k = 0..n/2): the marginal while no node is points."""
         C, _ = self.unpack(y)
-        return _weighted_rows(self.weights[self.on_grid], C)
+        return self.weights[self.on_grid] @ C
 
     def velocity(self, y):
         """X[ρ̄] on the padded grid of M nodes, and at the point nodes' atoms (J_p, n): the library's right-hand
         side for the model while every node is on the grid; with atoms, the zonal field from the marginal's
-        moments c_k = ∫e^{−ikθ}dρ̄ (grid part 2πΣ_j w_j ρ̂_{j,k}, atoms by the power recurrence), truncated where
+        moments c_k = ∫e^{−ikθ}dρ̄ (grid part 2πΣ_j w_j ρ̂_{j,k}, atoms by :func:`fourier_moments`), truncated where
         the Bessel multipliers fall below 1e-17 (:func:`circle_degree`)."""
         C, theta = self.unpack(y)
         if not theta.size:
@@ -477,11 +479,11 @@ class FrequencyProblem(Problem):
         K = self.n // 2
         grid_part = np.zeros(L + 1, dtype=complex)
         m = min(L, K)
-        grid_part[: m + 1] = 2.0 * np.pi * _weighted_rows(self.weights[self.on_grid], C[:, : m + 1])
+        grid_part[: m + 1] = 2.0 * np.pi * (self.weights[self.on_grid] @ C[:, : m + 1])
         if self.n % 2 == 0 and m == K:
             grid_part[K] *= 0.5  # the Nyquist mode splits between ±n/2
         ck = (grid_part + self.point_moments(y, L)) / (2.0 * np.pi)
-        num, den = _series(np.concatenate([self._padded_angles, theta.ravel()]), Nm * ck, Dm * ck)
+        num, den = fourier.series(np.concatenate([self._padded, angles_to_points(theta.ravel())]), Nm * ck, Dm * ck)
         v = scale * (num / den if self.model.normalized else num)
         return v[: self.M], v[self.M:].reshape(theta.shape)
 
@@ -541,12 +543,12 @@ class FrequencyProblem(Problem):
         masses ρ_j(θ_i + π/n)·2π/n (exact for the trigonometric polynomial the resolved node is; their sum is 2πρ̂_0
         up to the round-off dips set to 0, below tail_tol of the mass), moved from t on by θ̇ = Re ω_j + X[ρ̄](θ)
         (docs/MATH.md §11)."""
-        _, theta = self.unpack(y)
-        coefficients = self.coefficients(y)
+        C, theta = self.unpack(y)
+        rows = dict(zip(self.on_grid.tolist(), C))
         midpoints = self.grid.angles + np.pi / self.n
         shift = np.exp(1j * np.arange(self.n // 2 + 1) * np.pi / self.n)
         for j in nodes:  # the interpolant at the midpoints (a symmetric start's fixed points 0, π are grid nodes)
-            values = fourier.from_coefficients(coefficients[j] * shift, self.n)
+            values = fourier.from_coefficients(rows[j] * shift, self.n)
             values = np.where(values < 0, 0.0, values)  # round-off dips of a resolved node (>= −1e-13 max)
             self.masses[j] = values * (2.0 * np.pi / self.n)
         old_points = {j: theta[i] for i, j in enumerate(self.on_points)}
@@ -554,7 +556,7 @@ class FrequencyProblem(Problem):
         self._layout()
         angles = np.stack([old_points.get(j, midpoints) for j in self.on_points])
         self.handovers.append((float(t), tuple(int(j) for j in nodes)))
-        return self.pack(coefficients[self.on_grid], angles)
+        return self.pack(np.array([rows[j] for j in self.on_grid]).reshape(-1, self.n // 2 + 1), angles)
 
     def reject(self, t, y, reason):
         j, self.unresolved = self.unresolved, None
@@ -562,7 +564,7 @@ class FrequencyProblem(Problem):
         if j is not None and why is None:
             tails = np.full(self.weights.size, -np.inf)
             C, _ = self.unpack(y)
-            tails[self.on_grid] = _tails(C)
+            tails[self.on_grid] = _tails(C, self.n)
             near = set(np.nonzero(tails > 1e-2 * self.tail_tol)[0].tolist()) | {j}  # those about to follow, at once
             return self.hand_over(t, y, sorted(near))
         if j is not None:
@@ -577,50 +579,14 @@ class FrequencyProblem(Problem):
             "exact), or omega_tol=np.inf to follow the J-node system itself."))
 
 
-def _tails(C) -> np.ndarray:
-    """Each row's largest coefficient in the top sixteenth of its band relative to its mass coefficient."""
-    K = C.shape[-1] - 1
-    n = 2 * K
-    top = (n - 1) // 2
-    width = max(2, top // 16)
+def _tails(C, n: int) -> np.ndarray:
+    """Each row's largest coefficient in the top sixteenth of its band (below the Nyquist mode of n nodes) relative to
+    its mass coefficient."""
     if not C.size:
         return np.zeros(C.shape[0])
+    top = (n - 1) // 2
+    width = max(2, top // 16)
     return np.max(np.abs(C[:, top - width + 1: top + 1]), axis=1) / np.abs(C[:, 0])
-
-
-def _weighted_rows(w, C) -> np.ndarray:
-    """Σ_j w_j C_j over the rows (a loop of axpys: BLAS's threaded gemv on these small complex rows costs
-    milliseconds where the cores are shared)."""
-    out = np.zeros(C.shape[1:], dtype=C.dtype)
-    for wj, row in zip(w, C):
-        out += wj * row
-    return out
-
-
-def _moments(theta, w, L: int) -> np.ndarray:
-    """Σ_i w_i e^{−ikθ_i}, k = 0..L, by the power recurrence (vectorised over the atoms: the numba kernels'
-    thread start costs more than these sums at the sizes of a node's atoms)."""
-    out = np.empty(L + 1, dtype=complex)
-    z = np.exp(-1j * np.asarray(theta, dtype=float))
-    p = np.asarray(w, dtype=complex)
-    for k in range(L + 1):
-        out[k] = p.sum()
-        p = p * z
-    return out
-
-
-def _series(theta, A, D):
-    """(Σ_{k>=1} 2Re(A_k e^{ikθ}), D_0 + Σ_{k>=1} 2Re(D_k e^{ikθ})) at the angles θ (as
-    :func:`~meanfield.domains.circle.fourier.series`, vectorised over the angles)."""
-    z = np.exp(1j * np.asarray(theta, dtype=float))
-    p = z.copy()
-    num = np.zeros(z.shape)
-    den = np.full(z.shape, D[0].real)
-    for k in range(1, A.size):
-        num += 2.0 * (A[k] * p).real
-        den += 2.0 * (D[k] * p).real
-        p *= z
-    return num, den
 
 
 class _Monitor(Tracker):
@@ -643,7 +609,7 @@ class _Monitor(Tracker):
 
     def tails(self, y) -> np.ndarray:
         C, _ = self.p.unpack(y)
-        return _tails(C)
+        return _tails(C, self.p.n)
 
     def initialize(self, t, y):
         if self.watching_omega:
