@@ -28,7 +28,7 @@ import numpy as np
 
 from . import checks
 from .density import Density
-from .integrate import METHODS, Status
+from .integrate import METHODS, Status, step_count
 from .integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from .lagrangian import LagrangianMeasure
 from .models import as_model, heads
@@ -262,8 +262,7 @@ def _fixed_steps(p: Prepared) -> int | None:
     if dt is None:
         return None
     inner = p.model.breakpoints(p.t0, p.t1) if getattr(p.model, "time_dependent", False) else ()
-    edges = np.unique(np.concatenate([[p.t0, p.t1], p.t_eval, np.asarray(inner, dtype=float)]))
-    return int(np.sum(np.maximum(1, np.ceil(np.diff(edges) / dt * (1.0 - 1e-12)))))
+    return step_count(np.concatenate([[p.t0, p.t1], p.t_eval, np.asarray(inner, dtype=float)]), dt)
 
 
 def run_estimate(prepared: Prepared, timing: bool = True, budget: float = 0.25) -> RunEstimate:

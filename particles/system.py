@@ -61,7 +61,7 @@ from meanfield import checks, kernels, strategies
 from meanfield.density import Density
 from meanfield.domains import EUCLIDEAN, SPHERE, Measure, for_manifold, unit_sphere
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
-                                 Stepper, equal_steps)
+                                 Stepper, equal_steps, step_count)
 from meanfield.integrate.steppers import rk4
 from meanfield.integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from meanfield.kernels.pairwise import UNROLL_MAX
@@ -440,8 +440,7 @@ class _Plan:
             return None
         t = self.t_eval
         inner = self.model.breakpoints(t[0], t[-1]) if self.model.time_dependent else ()
-        edges = np.unique(np.concatenate([t, np.asarray(inner, dtype=float)]))
-        return int(np.sum(np.maximum(1, np.ceil(np.diff(edges) / self.h * (1.0 - 1e-12)))))
+        return step_count(np.concatenate([t, np.asarray(inner, dtype=float)]), self.h)
 
     def estimate(self, steps: int, budget: float = 0.25) -> RunEstimate:
         """:class:`RunEstimate` of ``steps`` steps, a step timed on the run's first steps (a copy of its state and of

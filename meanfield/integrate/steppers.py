@@ -54,9 +54,9 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.integrate as si
 
-__all__ = ["rk4", "ssprk3", "lawson_rk4", "strang_ssprk3", "equal_steps", "Stages", "Stepper", "FixedStepper",
-           "AdaptiveStepper", "LawsonStepper", "RecordingStepper", "STEPPERS", "METHODS", "FIXED", "ADAPTIVE",
-           "INTEGRATING_FACTOR", "integrating_factor_refusal", "make_stepper"]
+__all__ = ["rk4", "ssprk3", "lawson_rk4", "strang_ssprk3", "equal_steps", "step_count", "Stages", "Stepper",
+           "FixedStepper", "AdaptiveStepper", "LawsonStepper", "RecordingStepper", "STEPPERS", "METHODS", "FIXED",
+           "ADAPTIVE", "INTEGRATING_FACTOR", "integrating_factor_refusal", "make_stepper"]
 
 
 # The schemes take f(y, τ), τ the time of the stage from the start of the step (a time-dependent problem's rate
@@ -132,6 +132,13 @@ def equal_steps(interval: float, h: float) -> tuple[int, float]:
     """The fewest equal steps of size <= h covering ``interval``: (number, size)."""
     nsteps = max(1, int(np.ceil(interval / h * (1.0 - 1e-12))))
     return nsteps, interval / nsteps
+
+
+def step_count(times, h: float) -> int:
+    """The fixed steps of a run through the increasing ``times`` (its start, outputs and breakpoints): each stretch
+    cut into the fewest equal steps <= h (:func:`equal_steps`), as the fixed steppers with ``subdivide`` do."""
+    edges = np.unique(np.asarray(times, dtype=float))
+    return int(sum(equal_steps(b - a, h)[0] for a, b in zip(edges[:-1], edges[1:])))
 
 
 class Stages(NamedTuple):
