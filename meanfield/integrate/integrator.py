@@ -206,7 +206,8 @@ class Integrator:
     def run(self, t0: float, y0, t_eval, t_end: float | None = None):
         """Integrate from (t0, y0) through ``t_eval`` (outputs, increasing, >= t0) to ``t_end``; returns (t, y).
 
-        Outputs go to the trackers' ``output``; the trackers are finalized with the status however it ends.
+        Outputs go to the trackers' ``output``; the trackers are finalized with the status however it ends
+        (FAILED, then the exception, where a rate or a tracker raises).
         """
         self.check()
         t_eval = np.asarray(t_eval, dtype=float)
@@ -231,6 +232,9 @@ class Integrator:
             raise
         except KeyboardInterrupt:
             self._finalize(t, y, Status.INTERRUPTED)
+            raise
+        except Exception:  # an error in a rate or a tracker: the trackers still give back what they hold (the
+            self._finalize(t, y, Status.FAILED)  # SIGTERM handler, a progress bar), then the error propagates
             raise
         self._finalize(t, y, Status.SUCCESS)
         return t, y

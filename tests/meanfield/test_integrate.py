@@ -252,3 +252,18 @@ def test_stages_in_other_variables_are_the_same_step(method):
     assert np.max(np.abs(staged.y - plain.y)) <= 1e-14
     residual = y0 - Q @ (Q.T @ y0)  # not seen by f: unchanged
     assert np.max(np.abs((staged.y - Q @ (Q.T @ staged.y)) - residual)) <= 16 * EPS  # a 5×3 product: EPS seen
+
+
+def test_an_error_inside_the_integration_gives_back_the_sigterm_handler():
+    """A rate that raises (particles.simulate of USA at β = 800 overflows in its first step) still finalizes the
+    trackers: the SIGTERM handler the run installed is restored. It was left installed, and a later test that
+    expects the default handler failed or not depending on which tests a pytest-xdist worker ran before it."""
+    import signal
+
+    import meanfield as mf
+    import particles as pt
+
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    with pytest.raises(OverflowError, match="USA"):
+        pt.simulate(mf.SelfAttention(800.0, normalized=False), pt.uniform_sphere(5, 3, rng=0), [0, 1], dt=0.1)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
