@@ -296,3 +296,87 @@ def test_the_identity_check_sees_an_alias_and_a_planted_module(tmp_path):
     planted = hits() - before
     assert len(planted) == 1 and next(iter(planted)).startswith("particles/system.py:"), planted
     assert next(iter(planted)).endswith(": domain is SPHERE"), planted
+
+
+# ---------------------------------------------------------------------- which-thing questions (issue 47's measure)
+def _design_counts():
+    """scripts/design_counts.py, the one reader of these questions (the script prints the counts, this test holds
+    the tree to them)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("design_counts", ROOT / "scripts" / "design_counts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_question_of_which_thing_is_held_says_why():
+    """Above the domain and model layers, code asks a variant, a model, a domain or a frame what it can do, never
+    which one it is (docs/DESIGN.md): a site that still asks carries ``# which: <why>``, and there are at most 10."""
+    sites = _design_counts().tree_sites()
+    unjustified = [f"{f}:{line}: [{cat}] {text}" for f, cat, line, text, ok in sites if not ok]
+    assert unjustified == [], "\n".join(unjustified)
+    assert len(sites) <= 10, "\n".join(f"{f}:{line}: [{cat}] {text}" for f, cat, line, text, _ in sites)
+
+
+@pytest.mark.parametrize("line, category", [
+    # normalisation variants by name
+    ("norm.kind == 'ngpt'", "normalization"),
+    ("model.normalization.kind in ('pre', 'peri')", "normalization"),
+    ("{'pre': 1.0, 'peri': 2.0}[norm.kind]", "normalization"),
+    ("m.get('normalization', 'post') != 'post'", "normalization"),
+    # concrete model classes and kind strings
+    ("isinstance(model, SelfAttention)", "model class"),
+    ("isinstance(h, (Softmax, L2))", "model class"),
+    ("type(head) is Sinkhorn", "model class"),
+    ("type(head).__name__ == 'Transformer'", "model class"),
+    ("getattr(h, 'kind', None) == 'hardmax'", "model kind"),
+    ("kind in ('softmax', 'l2')", "model kind"),
+    # domains: classes, names, objects, attributes, probes, shapes, manifold and projection strings
+    ("isinstance(grid, CircleGrid)", "domain"),
+    ("isinstance(grid, (EuclideanGrid, SphereGrid))", "domain"),
+    ("domain.name == 'circle'", "domain"),
+    ("ZONAL.name == name", "domain"),
+    ("domain is SPHERE", "domain"),
+    ("model.manifold == EUCLIDEAN.manifold", "domain"),
+    ("model.manifold != 'euclidean'", "domain"),
+    ("domain.projection == 'mollweide'", "domain"),
+    ("hasattr(grid, 'lmax')", "domain"),
+    ("getattr(grid, 'lmax', None)", "domain"),
+    ("x.shape[-1] == 2", "domain"),
+    # frames by their class
+    ("isinstance(mu, Density)", "frame type"),
+    ("isinstance(mu, (Density, LagrangianMeasure))", "frame type"),
+    ("type(mu) is LagrangianMeasure", "frame type"),
+])
+def test_the_which_check_sees_a_planted_question(tmp_path, line, category):
+    """Each kind of question the issue found hidden (concrete grid classes, manifold and normalisation strings,
+    attribute comparisons, ``hasattr``/shape tests for a domain, kind strings) is caught when planted in a module
+    above the domain layer, and passes once it says why."""
+    dc = _design_counts()
+    (tmp_path / "particles").mkdir()
+    target = tmp_path / "particles" / "planted.py"
+    body = "def f(norm, model, h, head, kind, grid, domain, name, x, mu, m):\n    return {}\n"
+    target.write_text(body.format(line))
+    found = dc.sites(target, "particles/planted.py")
+    assert [(cat, ok) for cat, _, _, ok in found] == [(category, False)], (line, found)
+    target.write_text(body.format(line + "  # which: planted, and said why"))
+    assert [ok for *_, ok in dc.sites(target, "particles/planted.py")] == [True]
+    match = "def f(mu):\n    match mu:\n        case Density():\n            return 1\n"
+    target.write_text(match)
+    assert [cat for cat, *_ in dc.sites(target, "particles/planted.py")] == ["frame type"]
+
+
+@pytest.mark.parametrize("line", [
+    "domain.unit_vectors and domain.dim == 3",
+    "norm.radial",
+    "model.kind_of.gaussian_closure(mu)",
+    "frame.grid is None",
+    "isinstance(heads, tuple)",
+    "x.shape[-1] == d",
+])
+def test_the_which_check_leaves_questions_of_capability(tmp_path, line):
+    dc = _design_counts()
+    target = tmp_path / "fine.py"
+    target.write_text(f"def f(domain, norm, model, mu, frame, heads, x, d):\n    return {line}\n")
+    assert dc.sites(target, "particles/fine.py") == [], line
