@@ -249,7 +249,8 @@ class Domain(abc.ABC):
 
     def moved_by(self, model) -> bool:
         """Whether ``model`` (or a model kind of :mod:`meanfield.models.registry`: anything with ``manifold``) moves
-        points of this domain's manifold (``model.manifold``, the one place that string is compared)."""
+        points of this domain's manifold (``model.manifold``): the domain layer compares the manifold's name, the layers
+        above ask this."""
         return model.manifold == self.manifold
 
     @property
@@ -423,8 +424,8 @@ class Domain(abc.ABC):
     def check_model(self, model, where) -> None:
         """``ValueError`` unless ``model`` moves measures on this domain in the dimension of ``where`` (a grid or a
         measure with ``dim``)."""
-        if model.manifold != self.manifold:
-            moves = " or ".join(d.description for d in _DOMAINS.values() if d.manifold == model.manifold)
+        if not self.moved_by(model):
+            moves = " or ".join(d.description for d in _DOMAINS.values() if d.moved_by(model))
             raise ValueError(f"{model!r} moves points of the {moves or model.manifold}, but {where!r} is on the "
                              f"{self.description}.")
         checks.matrices_act_on(model.dim, where.dim, f"{where!r} lives in")
@@ -597,14 +598,16 @@ def sphere_of_dim(d: int) -> Domain:
 
 
 def unit_sphere(d: int) -> Domain:
-    """The unit sphere S^{d-1} ⊂ R^d as a domain: the circle for d = 2, the sphere S^{d-1} otherwise."""
+    """The unit sphere S^{d-1} ⊂ R^d as a domain: the circle for d = 2, the sphere S^{d-1} otherwise — the family
+    object ``SPHERE`` (``dim`` None), which particles of any d >= 3 carry; :func:`sphere_of_dim` gives its member
+    whose ``dim`` is d."""
     return _DOMAINS["circle"] if d == 2 else _DOMAINS["sphere"]
 
 
 def for_manifold(manifold: str, d: int) -> Domain:
     """The domain of the points that models of ``manifold`` (their ``model.manifold``) move in R^d: the circle
     (d = 2) or S^{d-1} for "sphere", R^d for "euclidean", [0, 1] × S^{d-2} for "sequence" (causal attention's tokens
-    with positions)."""
+    with positions); ``d`` None: the sphere's family object ``SPHERE``."""
     if manifold == _DOMAINS["sphere"].manifold:
         return unit_sphere(d)
     for domain in _DOMAINS.values():

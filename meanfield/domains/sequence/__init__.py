@@ -143,7 +143,7 @@ class Sequence(Domain):
 
     # ------------------------------------------------------------------ densities
     def check_model(self, model, where) -> None:
-        if model.manifold != self.manifold:
+        if not self.moved_by(model):
             raise ValueError(f"{where!r} holds tokens with positions, moved by causal attention "
                              f"(SelfAttention(..., causal=True)); got {model!r}.")
         super().check_model(model, where)
