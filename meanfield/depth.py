@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .domains import of_model
 from .lagrangian import LagrangianMeasure
 from .models import FeedForward, Transformer, as_model
 from .models.normalization import average, normalization_of
@@ -52,7 +53,7 @@ NORMALIZATIONS = ("sphere", "rms", "none")
 
 def default_normalization(model) -> str:
     """"sphere" for models on S^{d-1} (and causal ones on [0, 1] × S^{d-1}), "none" in R^d."""
-    return "none" if as_model(model).manifold == "euclidean" else "sphere"
+    return "sphere" if of_model(as_model(model)).on_sphere else "none"
 
 
 def _check_normalization(model, normalization: str) -> str:
@@ -66,8 +67,8 @@ def _check_normalization(model, normalization: str) -> str:
         return default_normalization(model)
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"`normalization` must be 'auto' or one of {NORMALIZATIONS}, got {normalization!r}.")
-    sphere = as_model(model).manifold != "euclidean"
-    if sphere != (normalization == "sphere"):
+    default = default_normalization(model)  # the sphere's projection where the points are unit vectors, else none
+    if normalization != default and not (normalization == "rms" and default == "none"):
         raise ValueError(f"`normalization` {normalization!r} does not fit {model!r}: tokens on S^(d-1) are normalised "
                          "by 'sphere'; R^d models take 'none' (the residual stream) or 'rms'.")
     return normalization
@@ -147,7 +148,7 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
                              "model.at(t) (``steps`` does).")
         theta = x / np.linalg.norm(x, axis=-1, keepdims=True)
         return norm.layer(x, average(m.attention, theta, w, theta), h)
-    if as_model(model).manifold == "sequence":  # rows (s, x): the position is carried, x moves and is normalised
+    if of_model(as_model(model)).has_positions:  # rows (s, x): the position is carried, x moves and is normalised
         if jacobian:
             raise ValueError(f"{model!r} is causal: the Lagrangian measure does not apply (no density follows "
                              "the layer map on [0, 1] × S^(d-1) here); push particles.")

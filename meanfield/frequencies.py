@@ -775,7 +775,7 @@ def _initial(rho0, quad: Quadrature, grid):
     """(grid, values of shape (J, n)) from a Density (independent of ω) or per-node values."""
     J = quad.nodes.size
     if isinstance(rho0, Density):
-        if not isinstance(rho0.grid, CircleGrid):
+        if not CIRCLE.holds(rho0.grid):
             raise ValueError(f"`rho0` must be a density on a CircleGrid, got one on {rho0.grid!r}.")
         if grid is not None and grid != rho0.grid:
             raise ValueError(f"`grid` {grid!r} differs from the density's {rho0.grid!r}.")

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import sqrtm
 
-from .domains import EUCLIDEAN, EuclideanGrid
+from .domains import EUCLIDEAN
 from .models import L2, FeedForward, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax, Transformer, as_model
 
 __all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
@@ -151,7 +151,7 @@ def solve_gaussian(model, mean0, cov0, t_eval, rtol: float = 1e-12, atol: float 
     (:class:`GaussianSolution`)."""
     mean0, cov0 = _check_gaussian(mean0, cov0)
     model = as_model(model)
-    if model.manifold != EUCLIDEAN.manifold:
+    if not EUCLIDEAN.moved_by(model):
         raise ValueError(f"the Gaussian closures are for R^d models, got {model!r} (on the {model.manifold}).")
     noise = float(model.noise)
     if noise and flow:
@@ -238,7 +238,7 @@ def gaussian_density(grid, mean, cov):
     from .density import Density
 
     mean, cov = _check_gaussian(mean, cov)
-    if not isinstance(grid, EuclideanGrid) or grid.dim != mean.size:
+    if not EUCLIDEAN.of_dim(mean.size).holds(grid):
         raise ValueError(f"`grid` must be an EuclideanGrid in R^{mean.size}, got {grid!r}.")
     return Density.from_function(grid, lambda x: gaussian_pdf(x, mean, cov))
 

@@ -217,7 +217,7 @@ def in_hemisphere(x) -> np.ndarray:
     from scipy.optimize import linprog
 
     x = np.asarray(x, dtype=float)
-    if x.ndim < 2 or x.shape[-2] < 1 or x.shape[-1] < 1:
+    if x.ndim < 2 or 0 in x.shape[-2:]:  # no point, or points of no coordinate
         raise ValueError(f"`x` must have shape (..., n, d) with n, d >= 1, got {x.shape}.")
     if not np.all(np.isfinite(x)):
         raise ValueError("`x` contains non-finite values.")

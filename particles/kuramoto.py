@@ -158,8 +158,9 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     if not isinstance(x0, tuple) and x0.shape[-1:] != (2,):
         raise ValueError(f"tokens with natural frequencies live on the circle: `x0` must hold unit vectors of R², got "
                          f"shape {x0.shape}.")
-    x = initial_points(x0, gen, unit_sphere(2))  # the circle's own checks of its points
-    if x.shape[-1] != 2:  # drawn from a density of another domain
+    circle = unit_sphere(2)
+    x = initial_points(x0, gen, circle)  # the circle's own checks of its points
+    if x.shape[-1] != circle.dim:  # drawn from a density of another domain
         raise ValueError(f"tokens with natural frequencies live on the circle: `x0` was drawn on R^{x.shape[-1]}.")
     w_omega = _frequencies(omega, x.shape[:-1], gen)
     n = x.shape[-2]

@@ -719,7 +719,7 @@ def initial_points(x0, rng, domain, radial: bool = False):
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
     x = (SPHERE if domain is None else domain).check_particles(x0, "x0")
     if radial:
-        if x.shape[-1] < 2:
+        if not SPHERE.has_dim(x.shape[-1]):  # where the directions θ = x/|x| live: the circle or S^(d-1)
             raise ValueError(f"tokens x = rθ need θ on S^(d-1), d >= 2; `x0` has shape {x.shape}.")
         norms_of(x)  # ValueError naming a token of radius 0
     return x

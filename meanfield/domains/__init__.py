@@ -13,12 +13,15 @@ domain         package                     grid
 The protocol is :class:`Domain` and :class:`Grid` (:mod:`.base`); ``get(name)``
 returns a domain by name, ``infer(points)`` reads the domain of a bare array of
 points (the documented convention for arrays that carry none), ``for_manifold(manifold, d)`` the domain of the
-points a model moves (``model.manifold``) and ``unit_sphere(d)`` S^{d-1} (the circle for d = 2). May import:
+points a model moves (``model.manifold``; ``of_model(model)`` the same for a model) and ``unit_sphere(d)`` S^{d-1}
+(the circle for d = 2). Every domain knows ``dim``, the d of its ambient R^d; an object that stands for its family in
+every d (``SPHERE``, ``EUCLIDEAN``, ``SEQUENCE``, ``ZONAL``) has None there and ``of_dim(d)`` its member in R^d (the
+unit spheres are one family: ``sphere_of_dim(d)``, the circle for d = 2). May import:
 numpy, scipy, numba, pyshtools/ducc0, :mod:`meanfield.numerics`,
 :mod:`meanfield.checks`, :mod:`meanfield.strategies`; nothing above.
 """
 
-from .base import Domain, Grid, Measure, for_manifold, get, infer, unit_sphere
+from .base import Domain, Grid, Measure, for_manifold, get, infer, of_model, sphere_of_dim, unit_sphere
 from .circle import CIRCLE, CircleGrid
 from .euclidean import EUCLIDEAN, EuclideanGrid
 from .sphere import SPHERE, SphereGrid
@@ -28,4 +31,4 @@ from .zonal_sphere import ZONAL, ZonalGrid, zonal_domain
 DOMAINS = (CIRCLE, SPHERE, EUCLIDEAN, SEQUENCE, ZONAL)
 
 __all__ = ["Domain", "Grid", "Measure", "get", "infer", "unit_sphere", "for_manifold", "CIRCLE", "SPHERE", "EUCLIDEAN",
-           "DOMAINS", "CircleGrid", "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid", "ZONAL", "ZonalGrid", "zonal_domain"]
+           "DOMAINS", "of_model", "sphere_of_dim", "CircleGrid", "SphereGrid", "EuclideanGrid", "SEQUENCE", "SequenceGrid", "ZONAL", "ZonalGrid", "zonal_domain"]

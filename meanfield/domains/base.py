@@ -25,7 +25,7 @@ import numpy as np
 from .. import checks
 
 __all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer", "unit_sphere",
-           "for_manifold"]
+           "for_manifold", "of_model", "sphere_of_dim"]
 
 
 #: digits as superscripts, for the domains' symbols (S², ℝ³)
@@ -139,6 +139,11 @@ class Domain(abc.ABC):
     ----------
     name : str
         "circle", "sphere" or "euclidean".
+    dim : int or None
+        The d of the ambient R^d of its points (the circle 2, S^{d-1} d, R^d d, [0, 1] × S^{d-2} its rows' d, the
+        zonal S^{d-1} d); None on an object that stands for its whole family in every d (``SPHERE``, the unit
+        spheres of particles in any d >= 3; ``EUCLIDEAN``; ``SEQUENCE``; ``ZONAL``), whose member in R^d
+        :meth:`of_dim` returns.
     grid_type : type
         Its :class:`Grid` class.
     manifold : str
@@ -173,10 +178,17 @@ class Domain(abc.ABC):
     quadrature_of_any_field : bool
         Whether its ``quadrature`` right-hand side sums any tangent field ``field(points, weights, queries)`` at its
         nodes (the circle, S²), so that a field other than post-LN attention's — nGPT's αP_θA/|A| — runs there.
+    on_sphere : bool
+        Whether its points are unit vectors or carry them (the circle, S^{d-1}, the rows (s, x) of tokens with
+        positions, the zonal sphere's rings): a discrete layer puts them back onto the sphere, and the compiled sums
+        of attention on spheres apply; False in R^d.
+    colorbar_orientation : str
+        Where the colour bar of its density figures goes: "vertical" (beside), "horizontal" (under a map of S²).
     """
 
     name: str
     description: str = ""  # what its points are, in words (error messages)
+    dim: int | None = None  # the d of its ambient R^d; None: the whole family, every d (:meth:`of_dim`)
     grid_type: type
     projection: str | None = None  # the matplotlib projection of its density plots
     manifold: str = "sphere"  # the models that move it: "sphere" (S^{d-1}) or "euclidean" (R^d)
@@ -195,9 +207,62 @@ class Domain(abc.ABC):
     has_positions: bool = False
     quadrature_of_any_field: bool = False
     nodes_follow_grid: bool = False  # the default chain hands a grid over to fixed Lagrangian nodes without panels
+    on_sphere: bool = False  # its points are (or carry) unit vectors: layers normalise them, the sphere's sums apply
+    colorbar_orientation: str = "vertical"  # of its density figures' colour bar
+    _family: "Domain | None" = None  # the family object a member of dimension ``dim`` was made from (:meth:`of_dim`)
 
     def __repr__(self) -> str:
-        return f"<domain {self.name}>"
+        return f"<domain {self.name}>" if self._family is None else f"<domain {self.name} in R^{self.dim}>"
+
+    def __reduce__(self):  # a member is its family's of dimension d, a registered domain the registry's (identity)
+        if self._family is not None:
+            return (_member, (self._family, self.dim))
+        if _DOMAINS.get(self.name) is self:
+            return (get, (self.name,))
+        return (_rebuilt, (type(self), dict(vars(self))))
+
+    # ------------------------------------------------------------------ the family and its dimension
+    def of_dim(self, d: int) -> "Domain":
+        """The member of this domain's family whose points live in R^d: ``dim`` == d, one instance per d (a
+        domain that already has dimension d returns itself). The unit spheres are one family: the circle for
+        d = 2, S^{d-1} for d >= 3 (:func:`sphere_of_dim`), from the circle or the sphere alike. ``ValueError``
+        where the family has no member in R^d (:meth:`check_dimension`'s words)."""
+        family = self._family or self
+        if family.dim is not None:  # a domain of one dimension only
+            if _dimension(d) != family.dim:
+                raise ValueError(f"the {family.description} lives in R^{family.dim}, not in R^{d}.")
+            return family
+        return _member(family, family.check_dimension(_dimension(d), False))
+
+    def has_dim(self, d: int) -> bool:
+        """Whether this domain's family has a member in R^d (:meth:`of_dim` would return it)."""
+        try:
+            self.of_dim(d)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def holds(self, grid) -> bool:
+        """Whether ``grid`` is one of this domain's grids (its :attr:`grid_type`, in its dimension where it has
+        one): what a solver of one domain's grids asks of the grid it is given."""
+        return isinstance(grid, self.grid_type) and (self.dim is None or getattr(grid, "dim", None) == self.dim)
+
+    def moved_by(self, model) -> bool:
+        """Whether ``model`` (or a model kind of :mod:`meanfield.models.registry`: anything with ``manifold``) moves
+        points of this domain's manifold (``model.manifold``): the domain layer compares the manifold's name, the layers
+        above ask this."""
+        return model.manifold == self.manifold
+
+    @property
+    def plane(self) -> bool:
+        """Whether its densities are images of a plane (R²: equal axes, one zoom for every panel); False by
+        default."""
+        return False
+
+    def map_values(self, density) -> np.ndarray:
+        """The values a figure's map of ``density`` draws: the density's own values by default; S² its synthesis on
+        the longitude–latitude grid of its map."""
+        return np.asarray(density.values)
 
     # ------------------------------------------------------------------ geometry of points (..., d)
     @abc.abstractmethod
@@ -359,8 +424,8 @@ class Domain(abc.ABC):
     def check_model(self, model, where) -> None:
         """``ValueError`` unless ``model`` moves measures on this domain in the dimension of ``where`` (a grid or a
         measure with ``dim``)."""
-        if model.manifold != self.manifold:
-            moves = " or ".join(d.description for d in _DOMAINS.values() if d.manifold == model.manifold)
+        if not self.moved_by(model):
+            moves = " or ".join(d.description for d in _DOMAINS.values() if d.moved_by(model))
             raise ValueError(f"{model!r} moves points of the {moves or model.manifold}, but {where!r} is on the "
                              f"{self.description}.")
         checks.matrices_act_on(model.dim, where.dim, f"{where!r} lives in")
@@ -494,15 +559,55 @@ def get(name) -> Domain:
         raise ValueError(f"`domain` must be one of {sorted(_DOMAINS)}, got {name!r}.") from None
 
 
+def _dimension(d) -> int:
+    """``d`` as an integer dimension (``ValueError`` naming it otherwise)."""
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+        raise ValueError(f"`d` must be an integer dimension, got {d!r}.")
+    return int(d)
+
+
+_MEMBERS: dict = {}
+
+
+def _member(family: Domain, d: int) -> Domain:
+    """The member of dimension ``d`` of a family object (``dim`` None): one instance per (family, d), the
+    family's own behaviour with its ``dim`` set (:meth:`Domain.of_dim`)."""
+    key = (id(family), d)
+    if key not in _MEMBERS:
+        member = _rebuilt(type(family), dict(vars(family)))
+        member.dim, member._family = d, family
+        _MEMBERS[key] = member
+    return _MEMBERS[key]
+
+
+def _rebuilt(cls, state):
+    """An unregistered domain object from its attributes (pickling)."""
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+def sphere_of_dim(d: int) -> Domain:
+    """The unit sphere S^{d-1} ⊂ R^d with its dimension (``dim`` == d): the circle for d = 2, the member of
+    dimension d of the sphere for d >= 3 (S² for d = 3, where its densities are solved); spheres are one family,
+    what ``of_dim`` of the circle and of the sphere returns. ``ValueError`` for d < 2."""
+    d = _dimension(d)
+    if d < 2:
+        raise ValueError(f"the unit sphere S^(d-1) needs d >= 2 (d = 2 is the circle), got d = {d}.")
+    return _DOMAINS["circle"] if d == 2 else _member(_DOMAINS["sphere"], d)
+
+
 def unit_sphere(d: int) -> Domain:
-    """The unit sphere S^{d-1} ⊂ R^d as a domain: the circle for d = 2, the sphere S^{d-1} otherwise."""
+    """The unit sphere S^{d-1} ⊂ R^d as a domain: the circle for d = 2, the sphere S^{d-1} otherwise — the family
+    object ``SPHERE`` (``dim`` None), which particles of any d >= 3 carry; :func:`sphere_of_dim` gives its member
+    whose ``dim`` is d."""
     return _DOMAINS["circle"] if d == 2 else _DOMAINS["sphere"]
 
 
 def for_manifold(manifold: str, d: int) -> Domain:
     """The domain of the points that models of ``manifold`` (their ``model.manifold``) move in R^d: the circle
     (d = 2) or S^{d-1} for "sphere", R^d for "euclidean", [0, 1] × S^{d-2} for "sequence" (causal attention's tokens
-    with positions)."""
+    with positions); ``d`` None: the sphere's family object ``SPHERE``."""
     if manifold == _DOMAINS["sphere"].manifold:
         return unit_sphere(d)
     for domain in _DOMAINS.values():
@@ -510,6 +615,13 @@ def for_manifold(manifold: str, d: int) -> Domain:
             return domain
     raise ValueError(f"no domain holds the points of models of manifold {manifold!r} (known: "
                      f"{sorted({domain.manifold for domain in _DOMAINS.values()})}).")
+
+
+def of_model(model, d: int | None = None) -> Domain:
+    """The domain of the points ``model`` moves (:func:`for_manifold` of its ``manifold``) in R^d; ``d`` None: the
+    model's own ``dim`` where its matrices fix one, else the family (``SPHERE``: the unit spheres in every d >= 3).
+    What the layers above ask capabilities of (``of_model(model).on_sphere``) instead of comparing manifolds."""
+    return for_manifold(model.manifold, getattr(model, "dim", None) if d is None else d)
 
 
 def infer(points) -> Domain:

@@ -22,6 +22,7 @@ the circle's are re-exported here. May import numba, the domain layer, the model
 
 from functools import partial
 
+from ..domains import of_model
 from ..domains.circle.point_sums import circle_degree, circle_spectral_field
 from ..models import SelfAttention, heads
 from .energy import energy
@@ -46,7 +47,7 @@ def pairwise_field(model, points, weights, queries, precision: str = "double"):
     """X[μ](queries) by the compiled pairwise sums of ``model`` (the particles' ``pairwise`` strategy), the same
     contract as ``model.field``: :func:`field` for attention on the sphere and on tokens with positions,
     :func:`euclidean_field` for the R^d models (``precision`` is theirs to refuse: :func:`single_precision_refusal`)."""
-    if model.manifold == "euclidean":
+    if not of_model(model).on_sphere:  # points of R^d
         return euclidean_field(model, points, weights, queries)
     return field(model, points, weights, queries, precision)
 
@@ -54,7 +55,7 @@ def pairwise_field(model, points, weights, queries, precision: str = "double"):
 def single_precision_refusal(model) -> str | None:
     """None where the compiled pairwise sums of ``model`` run in float32 too (:func:`pairwise_sums`: attention on
     the sphere, on tokens with positions, the normalisations' averages), else why not."""
-    if model.manifold == "euclidean":
+    if not of_model(model).on_sphere:  # points of R^d
         return f"the compiled rows of the R^d models ({', '.join(compiled_models)}) sum in double precision only"
     return None
 

@@ -165,7 +165,7 @@ class LagrangianMeasure:
         coords = np.asarray(self.domain.coordinates(self.points))
         logr = np.where(np.isfinite(self.log_density), self.log_density, np.nan)
         top = np.nanmax(logr) if np.isfinite(logr).any() else 0.0
-        if coords.ndim == 1 or coords.shape[-1] == 1:
+        if self.domain.intrinsic_dimension(self.points.shape[-1]) == 1:  # one chart coordinate: a line
             c = coords.reshape(-1)
             periodic = bool(self.domain.periodic)
             if periodic:
@@ -188,11 +188,11 @@ class LagrangianMeasure:
                 ax.set_xticks(np.pi * np.array([0, 0.5, 1, 1.5, 2]), ["0", "π/2", "π", "3π/2", "2π"])
             ax.set_title(f"t = {self.t:g}")
             return ax
-        if self.domain.projection == "mollweide":
+        if self.domain.projection:  # a map (S²'s Mollweide map)
             from ..domains.sphere.plotting import style_map
 
             if ax is None:
-                _, ax = plt.subplots(subplot_kw={"projection": "mollweide"}, layout="constrained")
+                _, ax = plt.subplots(subplot_kw={"projection": self.domain.projection}, layout="constrained")
             x = self.points
             lon, lat = np.arctan2(x[:, 1], x[:, 0]), np.arcsin(np.clip(x[:, 2], -1, 1))
             style_map(ax)
@@ -207,7 +207,7 @@ class LagrangianMeasure:
         sc = ax.scatter(lon[order], lat[order], c=np.exp(np.clip(logr[order], lo, 700.0)), s=kwargs.pop("s", 3),
                         cmap=kwargs.pop("cmap", "magma"), norm=norm, **kwargs)
         ax.figure.colorbar(sc, ax=ax, label=density_label("ρ", norm, "at the points"), shrink=0.7,
-                           orientation="horizontal" if self.domain.projection == "mollweide" else "vertical")
+                           orientation=self.domain.colorbar_orientation)
         ax.set_title(f"t = {self.t:g}")
         return ax
 

@@ -731,11 +731,7 @@ def _cell_frames(ds, domain, density):
 
 def _map_values(domain, density, cells: bool) -> np.ndarray:
     """The values a map of ``density`` draws (S²: its synthesis on the longitude–latitude grid, or its cells)."""
-    if domain.projection == "mollweide" and not cells:
-        from ..domains.sphere.plotting import sphere_map
-
-        return sphere_map(density)[2]
-    return np.asarray(density.values)
+    return np.asarray(density.values) if cells else domain.map_values(density)
 
 
 #: A figure at most this wide (inches) is laid out for one column of a two-column page; COLUMN is that column
@@ -771,7 +767,7 @@ def plot_snapshots(ds, max_panels: int = 9, times=None, cmap="magma", energy: bo
     rows = -(-len(shown) // ncols)
     domain, density = _densities(ds)
     energy = energy and ("energy" in ds or "particle_energy" in ds)
-    plane = domain.projection is None and getattr(density(shown[0]).grid, "dim", None) == 2 and not domain.bounded
+    plane = domain.of_dim(density(shown[0]).grid.dim).plane
     over = _overlay(ds)
     extent = _union_extent(ds, {i: density(i) for i in shown}, over) if plane else None
     if domain.projection:
@@ -1434,7 +1430,8 @@ def _draw_bifurcation(ax, ds, D, r, stable, Dc, lo, hi, legend: bool):
         for a, n in enumerate(ds["n_particles"].values):
             v = ds["particle_order"].isel(n_particles=a).values
             mean = np.nanmean(v, axis=-1)
-            half = 1.96 * np.nanstd(v, axis=-1, ddof=1) / np.sqrt(v.shape[-1]) if v.shape[-1] > 1 else 0 * mean
+            runs = v.shape[-1]  # the repeated runs (not a domain's dimension)
+            half = 1.96 * np.nanstd(v, axis=-1, ddof=1) / np.sqrt(runs) if runs > 1 else 0 * mean
             ax.errorbar(noise * (1 + 0.004 * (a - 0.5 * (ds.sizes["n_particles"] - 1))), mean, yerr=half, fmt="o",
                         ms=4, capsize=2, color=f"C{a + 1}",
                         label=label(f"N = {n} particles at late times: mean, 95% interval"))

@@ -140,7 +140,7 @@ def kernel_degree(cfg: dict, model=None, grid=None) -> str:
     lmax·2^k whose dealiased degree reaches D, and up to the cap of :func:`reach`. An a priori estimate: nothing
     is solved."""
     grid = build.build_grid(cfg) if grid is None else grid
-    if grid is None or not hasattr(grid, "lmax"):
+    if grid is None:  # particles only
         return ""
     model = build.build_model(cfg) if model is None else model
     if getattr(model, "time_dependent", False):

@@ -174,7 +174,7 @@ def _check_model(m: dict, dom, d: int) -> None:
     domain's manifold; its parameters get its defaults and ranges, other kinds' parameters are refused; the
     matrices must be d×d."""
     kind = registry.get(m["kind"]) if m["kind"] is not None else registry.default_kind(dom.manifold)
-    if kind.manifold != dom.manifold:
+    if not dom.moved_by(kind):
         fits = ", ".join(k.name for k in registry.kinds(dom.manifold, study=True))
         raise StudyError(f"[model] kind: {kind.name!r} moves points of the {kind.manifold} manifold but domain "
                          f"{dom.name!r} is on the {dom.manifold} manifold (use {fits})")
@@ -226,7 +226,7 @@ def _check_normalization(m: dict, kind, d: int) -> None:
                              f"{norm!r} takes none, got {m[key]:g}")
     if norm == "post":
         return
-    if kind.manifold != "sphere":
+    if not domains.SPHERE.moved_by(kind):  # the variants normalise tokens on the unit sphere
         raise StudyError(f"[model] normalization: {norm!r} normalises the tokens of self-attention on the sphere; "
                          f"kind {kind.name!r} moves points of R^d (use normalization = 'post')")
     if m.get("causal"):

@@ -225,13 +225,13 @@ def show_default(value) -> str:
 def _model_keys() -> dict[str, Key]:
     """The [model] section from the registry: ``kind`` (the study kinds), then every parameter of some kind
     (default None: the chosen kind's default is filled in at validation), then the matrices and heads."""
-    order = list(dict.fromkeys(d.manifold for d in domains.DOMAINS))  # the domains' order, then any other
-    kinds = sorted(registry.kinds(study=True), key=lambda k: order.index(k.manifold) if k.manifold in order
-                   else len(order))
-    by_domain = "; ".join(
-        f"{', '.join(d.name for d in domains.DOMAINS if d.manifold == manifold) or manifold}: "
-        + ", ".join(k.name for k in kinds if k.manifold == manifold)
-        for manifold in dict.fromkeys(k.manifold for k in kinds))
+    names = [d.name for d in domains.DOMAINS]
+    kinds = registry.kinds(study=True)
+    moves = {k.name: tuple(d.name for d in domains.DOMAINS if d.moved_by(k)) or (k.manifold,) for k in kinds}
+    kinds = sorted(kinds, key=lambda k: names.index(moves[k.name][0]) if moves[k.name][0] in names  # domains' order
+                   else len(names))
+    by_domain = "; ".join(f"{', '.join(group)}: " + ", ".join(k.name for k in kinds if moves[k.name] == group)
+                          for group in dict.fromkeys(moves[k.name] for k in kinds))
     out = {"kind": Key("str", None, f"the attention model (default: the domain's first). {by_domain}. "
                        + "; ".join(f"{k.name}: {k.doc}" for k in kinds), choices=tuple(k.name for k in kinds))}
     params: dict[str, list] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Domain, PointSums, register
+from ..base import Domain, PointSums, register, sphere_of_dim
 from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, on_sphere
@@ -34,6 +34,7 @@ class Circle(UnitSphereGeometry, Domain):
     name = "circle"
     positions = "sequence"  # the domain of its tokens with positions (causal attention)
     description = "circle S¹"
+    dim = 2
     grid_type = CircleGrid
     default_max_n = 16384
     quadrature_of_any_field = True  # CircleQuadrature/SphereQuadrature sum ``field`` at the nodes (nGPT's too)
@@ -44,6 +45,8 @@ class Circle(UnitSphereGeometry, Domain):
     grid_parameters = {"n": True}
     panels = PanelSupport(CirclePanels, CircleField, order=16, min_width=2.0 * np.pi * 2.0 ** -44, tol=1e-14,
                           max_points=2 ** 20)
+
+    of_dim = staticmethod(sphere_of_dim)  # the unit spheres are one family: S^{d-1} for d >= 3
 
     def check_points(self, x, name):
         x = check_on_sphere(x, name)

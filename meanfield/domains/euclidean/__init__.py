@@ -30,6 +30,11 @@ class Euclidean(Domain):
     conserves_mass = False
     strain_capped = False
 
+    @property
+    def plane(self):
+        """R² (``of_dim(2)``): densities are images with equal axes."""
+        return self.dim == 2
+
     def default_cfl(self, adaptive):
         return 0.8  # RK4 is stable with WENO5 to 1.73, SSP-RK3 to 1.43; SSP-RK3 keeps ρ >= 0 up to 1 (FiniteVolume)
 
@@ -50,12 +55,13 @@ class Euclidean(Domain):
         """tr Dv: no projection, no curvature (``Domain.divergence``; ``normal`` is not used)."""
         return trace
 
-    @staticmethod
-    def check_particles(x, name):
+    def check_particles(self, x, name):
         """Finite points of R^d in an array of shape (n, d) or (batch, n, d), a copy (``Domain.check_particles``)."""
         x = np.array(x, dtype=float)
         if x.ndim not in (2, 3) or x.shape[-2] < 1:
             raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d), got {x.shape}.")
+        if self.dim is not None and x.shape[-1] != self.dim:
+            raise ValueError(f"`{name}` must hold points of R^{self.dim}, got shape {x.shape}.")
         if not np.all(np.isfinite(x)):
             raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
         return x

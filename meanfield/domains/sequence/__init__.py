@@ -49,6 +49,7 @@ class Sequence(Domain):
     grid_parameters = {"n": True, "positions": False}
     default_max_n = 4096
     has_positions = True
+    on_sphere = True  # rows (s, x): x is a unit vector, normalised after a layer
     unit_vectors = False  # ⟨x, y⟩ of rows (s, x) is not a cosine: the clustering statistics do not apply as they are
 
     def check_points(self, x, name):
@@ -56,6 +57,8 @@ class Sequence(Domain):
         if x.ndim < 1 or x.shape[-1] < 3:
             raise ValueError(f"`{name}` must hold tokens with positions, rows (s, x) with x on S^(d-1), d >= 2 "
                              f"(shape (..., 1 + d)); got shape {x.shape}.")
+        if self.dim is not None and x.shape[-1] != self.dim:
+            raise ValueError(f"`{name}` must hold rows (s, x) of {self.dim} coordinates, got shape {x.shape}.")
         s = x[..., 0]
         if not np.all(np.isfinite(s)) or np.any((s < 0) | (s > 1)):
             raise ValueError(f"`{name}`: positions (first column) must lie in [0, 1].")
@@ -140,7 +143,7 @@ class Sequence(Domain):
 
     # ------------------------------------------------------------------ densities
     def check_model(self, model, where) -> None:
-        if model.manifold != self.manifold:
+        if not self.moved_by(model):
             raise ValueError(f"{where!r} holds tokens with positions, moved by causal attention "
                              f"(SelfAttention(..., causal=True)); got {model!r}.")
         super().check_model(model, where)

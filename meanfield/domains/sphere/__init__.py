@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import SUPERSCRIPT, Domain, PointSums, register
+from ..base import SUPERSCRIPT, Domain, PointSums, register, sphere_of_dim
 from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..zonal import energy_beta, zonal_refusal
@@ -39,6 +39,7 @@ class Sphere(UnitSphereGeometry, Domain):
     description = "sphere S^(d-1)"
     grid_type = SphereGrid
     projection = "mollweide"
+    colorbar_orientation = "horizontal"  # under the Mollweide map
     default_max_n = 256
     quadrature_of_any_field = True  # SphereQuadrature sums ``field`` at the nodes (nGPT's too)
     volume = 4.0 * np.pi
@@ -50,12 +51,24 @@ class Sphere(UnitSphereGeometry, Domain):
     panels = PanelSupport(SpherePanels, SphereField, order=12, min_width=0.5 * np.pi * 2.0 ** -42, tol=1e-10,
                           max_points=2 ** 16)
 
+    of_dim = staticmethod(sphere_of_dim)  # the unit spheres are one family: the circle for d = 2
+
     def check_points(self, x, name):
         x = check_on_sphere(x, name)
         if x.shape[-1] < 3:
             raise ValueError(f"`{name}` must hold points of S^(d-1) with d >= 3 (d = 2 is the circle), got shape "
                              f"{x.shape}.")
+        if self.dim is not None and x.shape[-1] != self.dim:
+            raise ValueError(f"`{name}` must hold points of S^{self.dim - 1} (unit vectors in R^{self.dim}), got "
+                             f"shape {x.shape}.")
         return x
+
+    @staticmethod
+    def map_values(density):
+        """The density's synthesis on the longitude–latitude grid of its Mollweide map."""
+        from .plotting import sphere_map
+
+        return sphere_map(density)[2]
 
     def contains(self, x, atol=1e-8):
         x = np.asarray(x, dtype=float)

@@ -127,6 +127,7 @@ class UnitSphereGeometry:
     :class:`~meanfield.domains.base.Domain` classes of S¹ and S^{d-1}."""
 
     unit_vectors = True  # its points are unit vectors: ⟨x, y⟩ is their cosine (clustering statistics)
+    on_sphere = True
     project = staticmethod(project_tangent)
     retract = staticmethod(normalise)
     distance = staticmethod(geodesic)
@@ -167,13 +168,16 @@ class UnitSphereGeometry:
         ``Domain.divergence``)."""
         return surface_divergence(x, v, trace - (normal() if callable(normal) else normal))
 
-    @staticmethod
-    def check_particles(x, name: str) -> np.ndarray:
+    def check_particles(self, x, name: str) -> np.ndarray:
         """Unit vectors of R^d, d >= 2, in an array of shape (n, d) or (batch, n, d), normalised exactly
-        (``Domain.check_particles``). The circle and S^{d-1} check alike: their particles' d is read from them."""
+        (``Domain.check_particles``). The circle and S^{d-1} check alike: the family ``SPHERE`` reads their d from
+        them, a sphere of one dimension (the circle, ``SPHERE.of_dim(d)``) requires its own."""
         x = check_on_sphere(x, name)
         if x.ndim not in (2, 3):
             raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d), got {x.shape}.")
         if x.shape[-2] < 1:
             raise ValueError(f"`{name}` holds no particles.")
+        if self.dim is not None and x.shape[-1] != self.dim:
+            raise ValueError(f"`{name}` must hold unit vectors of R^{self.dim} (the {self.symbol(self.dim)}), got "
+                             f"shape {x.shape}.")
         return normalise(x)

@@ -67,6 +67,7 @@ class ZonalSphere(Domain):
     grid_parameters = {"lmax": True}
     default_max_n = 1024
     nodes_follow_grid = True  # the default chain goes on with rings (the Lagrangian measure) where the grid stops
+    on_sphere = True  # its rings are of unit vectors
     chart = lagrangian
 
     def __init__(self, d: int | None = None):
@@ -77,6 +78,16 @@ class ZonalSphere(Domain):
 
     def __reduce__(self):  # one instance per dimension, also across processes (identity is compared)
         return (zonal_domain, (self.d,))
+
+    @property
+    def dim(self) -> int | None:
+        """d of S^{d-1} ⊂ R^d (None for the family :data:`ZONAL`); the domain's points are polar angles."""
+        return self.d
+
+    @staticmethod
+    def of_dim(d):
+        """The zonal domain of S^{d-1} (:func:`zonal_domain`)."""
+        return zonal_domain(check_dimension(d))
 
     def _need_d(self) -> int:
         if self.d is None:
