@@ -15,6 +15,7 @@ SphereGrid                          Gauss–Legendre grid on S² (spherical harm
 EuclideanGrid                       a box in R^d, d = 1, 2 (finite volumes)
 SequenceGrid                        [0, 1] × S¹: positions × angles, for causal attention (``causal=True``)
 Density                             a density on a grid (it carries its domain)
+Frame                               a measure on a domain at a time: a Density, a LagrangianMeasure, a particle snapshot
 solve, Solution                     time integration over representations (grid, panels, nodes) and its result
 solve_radial                        pre-/peri-LN densities on S¹ × (0, ∞), direction × radius (``meanfield.cylinder``)
 frequencies                         natural frequencies on S¹: laws, the density on S¹ × R_ω (``frequencies.solve``)
@@ -35,7 +36,7 @@ the tests). Nothing here imports the study layer, ``particles`` or ``validation`
 from importlib.metadata import PackageNotFoundError, version
 
 from . import domains, exact, frequencies, gaussian, laws
-from .density import Density
+from .density import Density, Frame
 from .domains import CircleGrid, EuclideanGrid, SequenceGrid, SphereGrid
 from .io import load
 from .models import MultiHeadAttention, SelfAttention
@@ -56,6 +57,7 @@ __all__ = [
     "EuclideanGrid",
     "SequenceGrid",
     "Density",
+    "Frame",
     "solve",
     "solve_radial",
     "Solution",

@@ -7,17 +7,22 @@ Lebesgue measure in R^d). As a measure it is the quadrature rule: points
 points with weights, on a domain"), which is what :meth:`Density.as_measure` returns and what the models'
 ``field`` consumes. A density carries its domain (``density.domain``, the
 grid's): sampling and plotting dispatch through it.
+
+A density is one of three *frames* (:class:`Frame`): a measure on a domain at a time that answers the same questions
+— a grid density here, a :class:`~meanfield.lagrangian.LagrangianMeasure` (moved points carrying their log-density)
+and a particle snapshot (:class:`particles.Snapshot`). Code that takes "a state" asks the frame what it can do
+(``frame.grid``, ``frame.lagrangian``), never which class it is.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from .domains import Grid, Measure
+from .domains import Domain, Grid, Measure
 
-__all__ = ["Density"]
+__all__ = ["Density", "Frame"]
 
 #: Nodal values down to −NEG_ROUNDOFF × max|ρ| are accepted as round-off.
 NEG_ROUNDOFF = 1e-13
@@ -43,6 +48,57 @@ def _check_values(grid, values, name: str = "values") -> np.ndarray:
     return v
 
 
+@runtime_checkable
+class Frame(Protocol):
+    """A measure on a domain at a time: a grid :class:`Density`, a :class:`~meanfield.lagrangian.LagrangianMeasure`
+    or a particle snapshot (:class:`particles.Snapshot`) — what ``Solution.frame(k)``, ``Trajectory.frame(k)``, the
+    users' trackers and events see, and what :mod:`validation` compares.
+
+    Attributes
+    ----------
+    domain : Domain
+        Where the measure lives.
+    t : float or None
+        The time of the frame (None: a density given at no time, such as an initial law built by hand).
+    grid : Grid or None
+        The grid whose nodal values the frame is (a density on a grid: its interpolant, its exact CDF on the circle,
+        its spectral resampling), None for point frames.
+    lagrangian : bool
+        Whether the frame's points carry their log-density along the characteristics (``log_density``,
+        ``log_density_at``: a Lagrangian measure), so that ρ is known at the points and interpolated between them.
+
+    Methods
+    -------
+    as_measure()
+        The measure as points with weights on its domain (:class:`~meanfield.domains.Measure`; a grid density:
+        its quadrature rule).
+    mass()
+        Its total mass.
+    energy(beta)
+        E_β = (1/2β)∬ e^{β⟨x,y⟩} dμ dμ (½|∫x dμ|² at β = 0; GLPR §3.2).
+    mean()
+        The first moment ∫ x dμ in the ambient R^d of the domain (the order parameter r = |mean| of a probability
+        measure on a sphere).
+    plot(ax=None, **kwargs)
+        A figure of the frame on its domain's axes. Returns the Axes.
+    """
+
+    domain: Domain
+    t: float | None
+    grid: Grid | None
+    lagrangian: bool
+
+    def as_measure(self) -> Measure: ...
+
+    def mass(self) -> float: ...
+
+    def energy(self, beta: float) -> float: ...
+
+    def mean(self) -> np.ndarray: ...
+
+    def plot(self, ax=None, **kwargs): ...
+
+
 class Density:
     """A density on a grid.
 
@@ -65,15 +121,19 @@ class Density:
         round-off, 1e-13 × max), or zero mass.
     """
 
-    __slots__ = ("grid", "values")
+    __slots__ = ("grid", "values", "t")
 
-    def __init__(self, grid, values, *, check: bool = True):
+    #: a grid density's nodal values are no Lagrangian points (:class:`Frame`)
+    lagrangian = False
+
+    def __init__(self, grid, values, *, check: bool = True, t: float | None = None):
         if not isinstance(grid, Grid):
             raise TypeError(f"`grid` must be a grid object (e.g. CircleGrid), got {type(grid).__name__}.")
         values = _check_values(grid, values) if check else np.array(values, dtype=float)
         values.setflags(write=False)
         self.grid = grid
         self.values = values
+        self.t = None if t is None else float(t)
 
     @property
     def domain(self):
@@ -125,7 +185,7 @@ class Density:
 
     def normalized(self) -> "Density":
         """The same density scaled to mass 1."""
-        return Density(self.grid, self.values / self.mass())
+        return Density(self.grid, self.values / self.mass(), t=self.t)
 
     def as_measure(self) -> Measure:
         """The grid measure Σ_j ρ_j w_j δ_{x_j}, carrying its domain; unpacks as ``points, weights``.
@@ -157,10 +217,11 @@ class Density:
         """The interpolant on another grid of the same kind (exact when refining)."""
         if not isinstance(grid, Grid) or grid.domain is not self.domain:
             raise TypeError(f"cannot resample a density on {self.grid!r} onto {grid!r}.")
-        return Density(grid, self.grid.resample(self.values, grid.n), check=False)
+        return Density(grid, self.grid.resample(self.values, grid.n), check=False, t=self.t)
 
     def __repr__(self) -> str:
-        return f"Density({self.grid!r}, mass={self.mass():.6g})"
+        at = "" if self.t is None else f", t={self.t:g}"
+        return f"Density({self.grid!r}, mass={self.mass():.6g}{at})"
 
     # ------------------------------------------------------------------ plotting
     def plot(self, ax=None, **kwargs):

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .density import Frame
 from .domains import of_model
 from .lagrangian import LagrangianMeasure
 from .models import FeedForward, Transformer, as_model
@@ -207,7 +208,7 @@ def push(model, measure: LagrangianMeasure, depth: float, layers: int, normaliza
     list of LagrangianMeasure
         The measure after each layer, ``layers + 1`` frames from the given one (times t_0 + k·depth).
     """
-    if not isinstance(measure, LagrangianMeasure):
+    if not (isinstance(measure, Frame) and measure.lagrangian):  # log ρ carried by the points, pushed with them
         raise TypeError(f"`measure` must be a LagrangianMeasure, got {type(measure).__name__}.")
     depth, layers = check_depth(depth, layers)
     normalization = _check_normalization(model, normalization)

@@ -87,7 +87,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import checks, kernels, strategies
-from .density import Density
+from .density import Density, Frame
 from .domains import CIRCLE, CircleGrid
 from .domains import Measure
 from .domains.circle import fourier
@@ -774,7 +774,7 @@ def _first_harmonic(model) -> bool:
 def _initial(rho0, quad: Quadrature, grid):
     """(grid, values of shape (J, n)) from a Density (independent of ω) or per-node values."""
     J = quad.nodes.size
-    if isinstance(rho0, Density):
+    if isinstance(rho0, Frame):  # a law of θ (a density on a CircleGrid), the same for every ω
         if not CIRCLE.holds(rho0.grid):
             raise ValueError(f"`rho0` must be a density on a CircleGrid, got one on {rho0.grid!r}.")
         if grid is not None and grid != rho0.grid:

@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import checks
-from .density import Density
+from .density import Frame
 from .integrate import METHODS, Status, step_count
 from .integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
-from .lagrangian import LagrangianMeasure
 from .models import as_model, heads
 from .monitor import ResolutionMonitor
 from .representations import Hooks, Settings, Solution, check_options, plan, run_chain
@@ -237,11 +236,11 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
     """
     model = as_model(model)  # a feed-forward block alone: a Transformer without attention
     heads(model)  # TypeError for anything but an attention model (or a Transformer)
-    if not isinstance(mu0, (Density, LagrangianMeasure)):
+    if not isinstance(mu0, Frame) or (mu0.grid is None and not mu0.lagrangian):  # the protocol: a grid or Lagrangian
         raise TypeError(f"`mu0` must be a Density or a LagrangianMeasure, got {type(mu0).__name__}.")
     mu0.domain.check_model(model, mu0)
     t0, t1, t_eval = checks.time_span(t_span, t_eval)
-    if isinstance(mu0, LagrangianMeasure) and t0 != mu0.t:
+    if mu0.lagrangian and t0 != mu0.t:
         raise ValueError(f"`t_span` must start at the measure's time t = {mu0.t:g}, got {t0:g}.")
     options = dict(method=method, dt=dt, cfl=cfl, refine=refine, max_n=max_n, rtol=rtol, atol=atol, monitor=monitor,
                    strategy=strategy, lagrangian_tol=lagrangian_tol, max_points=max_points)

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import checks
 from . import stationary as st
-from .density import Density
+from .density import Density, Frame
 from .domains import Domain, get
 from .models import SelfAttention
 
@@ -240,7 +240,7 @@ def hysteresis(model, start: Density, noises, t_settle: float, *, threshold: flo
     if noises.ndim != 1 or noises.size < 2 or not np.all(np.isfinite(noises)) or np.any(np.diff(noises) <= 0) \
             or np.any(noises <= 0):
         raise ValueError(f"`noises` must be at least two increasing positive numbers, got {noises!r}.")
-    if not isinstance(start, Density):
+    if not isinstance(start, Frame) or start.grid is None:  # seeded and solved on its grid
         raise TypeError(f"`start` must be a Density, got {type(start).__name__}.")
     t_settle = checks.positive(t_settle, "t_settle")
     threshold = checks.positive(threshold, "threshold")

@@ -2,6 +2,7 @@
 
 simulate, Trajectory   particles on S^{d-1} or in R^d moved by a ``meanfield.models`` field; tokens x = rθ of
                        pre-, peri- and Mix-LN, nGPT's (a Transformer's ``normalization``, docs/MATH.md §10)
+Snapshot               the particles at one time as a frame (``Trajectory.frame(k)``; meanfield.density.Frame)
 velocity               the tokens' velocity, the right-hand side simulate integrates
 with_positions         tokens in their array order as rows (s, x), for causal attention
 discrete_depth         the same tokens through discrete layers x ↦ N(x + h X[μ](x)) (GLPR §2.1), each
@@ -19,8 +20,9 @@ stepping is :mod:`meanfield.integrate`. May import ``meanfield``; never
 from . import clusters, fused, kuramoto, sampling
 from .sampling import orthogonal, sample, uniform_sphere
 from .depth import discrete_depth
+from .snapshot import Snapshot
 from .system import Trajectory, rescaled, simulate, velocity
 from meanfield.domains.sequence import with_positions
 
 __all__ = ["simulate", "velocity", "discrete_depth", "Trajectory", "rescaled", "fused", "kuramoto", "sampling", "clusters", "uniform_sphere", "orthogonal",
-           "sample", "with_positions"]
+           "sample", "with_positions", "Snapshot"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield import checks
-from meanfield.density import Density
+from meanfield.density import Density, Frame
 from meanfield.domains.circle import cdf as circle_cdf
 
 __all__ = ["uniform_sphere", "orthogonal", "sample", "circle_cdf"]
@@ -84,7 +84,7 @@ def sample(density: Density, n: int, rng=None, batch=None) -> np.ndarray:
     >>> pt.sample(mu0, 1000, rng=1, batch=4).shape
     (4, 1000, 2)
     """
-    if not isinstance(density, Density):
+    if not isinstance(density, Frame) or density.grid is None:  # a frame that is a density on a grid
         raise TypeError(f"`density` must be a meanfield.Density, got {type(density).__name__}.")
     n = checks.count(n, "n")
     rng = np.random.default_rng(rng)

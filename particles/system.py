@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield import checks, kernels, strategies
-from meanfield.density import Density
+from meanfield.density import Frame
 from meanfield.domains import EUCLIDEAN, SPHERE, Measure, for_manifold, unit_sphere
 from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
                                  Stepper, equal_steps, step_count)
@@ -72,6 +72,7 @@ from meanfield.models.normalization import POST, average, density_refusal, norma
 from . import span
 from .fused import rk4_small_systems
 from .sampling import sample
+from .snapshot import Snapshot
 
 __all__ = ["simulate", "velocity", "Trajectory", "rescaled", "run_estimate"]
 
@@ -143,9 +144,17 @@ class Trajectory:
         """θ = x/|x|, the tokens' directions on S^{d-1} (the positions themselves for unit vectors)."""
         return self.x / self.radius[..., None]
 
+    def frame(self, k: int = -1, *batch) -> Snapshot:
+        """The particles at output ``k`` (time ``t[k]``; default the last) and batch index ``batch`` as a frame
+        (:class:`particles.Snapshot`, a :class:`meanfield.density.Frame` as a solution's densities are) — the one
+        way to read a state of the trajectory."""
+        times = self.t[self.t.size - self.x.shape[0]:]  # the outputs x holds (the last alone with ``observe``)
+        return Snapshot(self.x[(k,) + batch], self.weights[batch], self.domain, t=times[k])
+
     def measure(self, k: int, *batch) -> Measure:
-        """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain."""
-        return Measure(self.x[(k,) + batch], self.weights[batch], self.domain)
+        """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain:
+        ``frame(k, *batch).as_measure()``."""
+        return self.frame(k, *batch).as_measure()
 
 
 def domain_of(model, d: int):
@@ -715,7 +724,7 @@ def initial_points(x0, rng, domain, radial: bool = False):
     """``x0`` read as the tokens of ``domain`` (``Domain.check_particles``: rows (s, x) for causal attention, points
     of R^d, unit vectors on spheres — any d where ``domain`` is None —, normalised exactly), or a (density, n[,
     batch]) tuple sampled with ``rng``; non-zero points where ``radial`` (pre-, peri-, Mix-LN tokens x = rθ, r > 0)."""
-    if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Density):
+    if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Frame) and x0[0].grid is not None:
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
     x = (SPHERE if domain is None else domain).check_particles(x0, "x0")
     if radial:

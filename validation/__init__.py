@@ -1,6 +1,7 @@
 """validation: Wasserstein distances, the mean-field limit rate, stability bounds, convergence orders.
 
-wasserstein, w1, w2          W_p between densities, Lagrangian frames, particle sets and weighted points
+wasserstein, w1, w2          W_p between frames (densities, Lagrangian measures, particle snapshots: any
+                             meanfield.Frame), particle sets and weighted points
 distance, Distance           the same with a certified error bound and the method (exact, or coarsened OT)
 gaussian_w2                  Bures–Wasserstein distance between Gaussians
 sliced_wasserstein_sphere    a cheap estimate on S^{d-1} for large sets (not W_p, not a bound)

@@ -17,6 +17,7 @@ from scipy import stats
 
 import particles
 from meanfield import Density, solve
+from meanfield.density import Frame
 
 from .wasserstein import discretisation, prepare, wasserstein
 
@@ -120,7 +121,7 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     -------
     MeanFieldLimit
     """
-    if not isinstance(mu0, Density):
+    if not isinstance(mu0, Frame) or mu0.grid is None:  # sampled, and solved on its grid
         raise TypeError(f"`mu0` must be a Density on the circle, on S², a zonal S^(d-1) or in R^d, got {mu0!r}.")
     ns = np.asarray(ns)
     if ns.ndim != 1 or ns.size < 2 or np.unique(ns).size != ns.size or np.any(ns < 2):

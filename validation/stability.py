@@ -57,7 +57,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate
 
-from meanfield import Density, solve
+from meanfield import solve
+from meanfield.density import Frame
 from meanfield.models import EUCLIDEAN_MODELS, head_constants, heads, lipschitz_constants
 from meanfield.models.schedule import piecewise_constant
 from meanfield.solve import Solution
@@ -141,7 +142,7 @@ def _solutions(model, mu, nu, t_eval, solve_kwargs):
                              f"{nu.densities[0].domain.name}.")
         return mu, nu
     for name, d in (("mu", mu), ("nu", nu)):
-        if not isinstance(d, Density):
+        if not isinstance(d, Frame) or d.grid is None:  # the solves below are on this grid
             raise TypeError(f"`{name}` must be a Density (an initial density) or a Solution, got {type(d).__name__}.")
     if mu.domain is not nu.domain:
         raise ValueError(f"`mu` and `nu` live on different domains: {mu.domain.name} and {nu.domain.name}.")
@@ -167,14 +168,14 @@ def _support_radius(frame) -> float:
     """Radius of a ball about 0 holding the support of a frame in R^d (cells of positive mass, whole cells)."""
     pts, w = frame.as_measure()
     reach = np.linalg.norm(pts[w > 0], axis=-1)
-    if isinstance(frame, Density):
+    if frame.grid is not None:  # a grid density's nodes stand for whole cells
         return float(np.max(reach)) + frame.grid.covering_radius
     return float(np.max(reach))
 
 
 def _probes(frame, radius):
     """Query points where maxima over x are taken, the covering radius h, and whether they cover the set."""
-    own = frame.grid if isinstance(frame, Density) else None
+    own = frame.grid  # None for a frame of points
     grid = frame.domain.probe_grid(own)  # covering radius h enters the bounds through e^{2a h} and h × ``second``
     if grid is None:
         raise NotImplementedError("a posteriori bounds for Lagrangian measures in R^d (no probe grid): compare grid "

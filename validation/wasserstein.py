@@ -5,12 +5,13 @@ r"""Wasserstein distances between measures: densities, particle sets, weighted p
 with d the geodesic distance on the circle and on S², the Euclidean one in
 R^d. The functions return W_p itself (never W_p^p).
 
-A measure is given as a :class:`meanfield.Density`, a
-:class:`meanfield.lagrangian.LagrangianMeasure` (a frame of the Lagrangian
-solution: its points with their fixed weights), a
-:class:`meanfield.domains.Measure` (``density.as_measure()``,
-``trajectory.measure(k)``), an array of points (uniform weights), or a pair
-``(points, weights)``. Densities and measures carry their domain, and the
+A measure is given as a frame (:class:`meanfield.density.Frame`: a :class:`meanfield.Density`, a
+:class:`meanfield.lagrangian.LagrangianMeasure` — a frame of the Lagrangian
+solution: its points with their fixed weights —, a particle snapshot
+``trajectory.frame(k)``, ``solution.frame(k)``), a
+:class:`meanfield.domains.Measure` (``frame.as_measure()``), an array of points (uniform weights), or a pair
+``(points, weights)``. A frame is asked what it is able to give, never which class it is: one on a grid
+(``frame.grid``) enters through its density (below), any other through its points (``frame.as_measure()``). Densities and measures carry their domain, and the
 distance is the one of that domain, chosen by what the domain is, not by its
 name (:func:`_distance`: a periodic domain of dimension 1 by the circle's CDF
 formulas, intrinsic dimension 1 by quantiles, any other by exact OT with the
@@ -93,10 +94,9 @@ import numba as nb
 import numpy as np
 
 from meanfield import checks, domains
-from meanfield.density import Density
-from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE, Measure
+from meanfield.density import Density, Frame
+from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
 from meanfield.domains.circle import fourier
-from meanfield.lagrangian import LagrangianMeasure
 
 from .coarsening import coarsen
 
@@ -227,10 +227,9 @@ class Prepared:
 
 
 def _carried(obj):
-    """The domain a measure carries, or None for bare arrays and (points, weights) tuples."""
-    if isinstance(obj, (Density, Measure, Prepared, LagrangianMeasure)):
-        return obj.domain
-    return None
+    """The domain a measure carries (a frame, a :class:`~meanfield.domains.Measure`, a :class:`Prepared`), or None
+    for bare arrays and (points, weights) tuples."""
+    return getattr(obj, "domain", None)
 
 
 def _probability_weights(w, n, name):
@@ -262,12 +261,13 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
 
     Parameters
     ----------
-    measure : Density, LagrangianMeasure, Measure, Prepared, array (n, d), or (points, weights)
-        A density on the circle enters through the exact CDF of its
+    measure : Frame (Density, LagrangianMeasure, particle Snapshot), Measure, Prepared, array (n, d), or (points, weights)
+        A frame on a grid (``frame.grid``: a density) on the circle enters through the exact CDF of its
         trigonometric interpolant, its mass on each of ``cells`` equal cells
-        at the cell's midpoint (module docstring); other densities as their
-        grid measure; a Lagrangian frame as its points with their weights. Bare points are read by :func:`meanfield.domains.infer`
-        unless ``domain`` is given.
+        at the cell's midpoint (module docstring); on other domains through the exact law of its coordinate where
+        the domain has one, else as its grid measure; a frame of points (a Lagrangian measure, a particle snapshot)
+        as its points with their weights (``frame.as_measure()``). Bare points are read by
+        :func:`meanfield.domains.infer` unless ``domain`` is given.
     domain : Domain or str, optional
     cells : int, optional
         Cells a circle density is quantised into (default 2^20), or a zonal density's polar angle (default 2^16).
@@ -277,24 +277,27 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
     dom = None if domain is None else domains.get(domain)
     carried = _carried(measure)
     if carried is not None and dom is not None and carried is not dom and not dom.quotient_of(carried):
-        where = "a density" if isinstance(measure, Density) else "a measure"
+        where = "a density" if getattr(measure, "grid", None) is not None else "a measure"
         raise ValueError(f"`{name}` is {where} on the {carried.name} but the other measure lives on {dom.name}.")
     if isinstance(measure, Prepared):
         return measure
-    if isinstance(measure, LagrangianMeasure):
-        measure = measure.as_measure()
-    if isinstance(measure, Density) and _on_angles(measure.domain):
-        theta, w = _quantise_circle_density(measure, cells)
-        return Prepared(theta, w, measure.domain,
-                        circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)), equal_cells=True)
-    if isinstance(measure, Density):
+    if isinstance(measure, Frame) and measure.grid is not None:  # a density on a grid: through its interpolant
+        if _on_angles(measure.domain):
+            theta, w = _quantise_circle_density(measure, cells)
+            return Prepared(theta, w, measure.domain,
+                            circle_density_resolution(CIRCLE_CELLS if cells is None else int(cells)), equal_cells=True)
         law = measure.domain.coordinate_law(measure, None if cells is None else int(cells))
         if law is not None:  # a domain of dimension 1 (the zonal sphere): the exact law of its coordinate
             points, w, resolution = law
             return Prepared(points, w, measure.domain, resolution)
         pts, w = measure.as_measure()
         return Prepared(pts, w, measure.domain)
-    if isinstance(measure, Measure):
+    if isinstance(measure, Frame):  # a frame of points (a Lagrangian measure, a particle snapshot)
+        measure = measure.as_measure()
+    if carried is not None:  # a Measure: points with weights on the domain it carries
+        if not (hasattr(measure, "points") and hasattr(measure, "weights")):
+            raise TypeError(f"`{name}` must be a frame, a Measure, an array of points or (points, weights), got a "
+                            f"{type(measure).__name__}.")
         pts, w = np.asarray(measure.points, dtype=float), np.asarray(measure.weights, dtype=float)
         dom = measure.domain if dom is None else dom
     elif isinstance(measure, tuple):
@@ -677,8 +680,8 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
 
     Parameters
     ----------
-    a, b : Density, LagrangianMeasure, Measure, Prepared, array (n, d), or (points, weights)
-        A density or measure carries its domain, and a bare point set is
+    a, b : Frame (Density, LagrangianMeasure, particle Snapshot), Measure, Prepared, array (n, d), or (points, weights)
+        A frame or measure carries its domain, and a bare point set is
         compared on it; two bare point sets are read by
         :func:`meanfield.domains.infer` (unit rows in R² on the circle, in
         R^d, d >= 3, on the sphere, others in R^d) unless ``domain`` says.
@@ -756,8 +759,6 @@ def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | N
 
 def _batch_shape(x) -> tuple:
     """The batch shape of a bare array of point sets (..., n, d) with ndim >= 3; () for anything else."""
-    if isinstance(x, (Density, Measure, Prepared, LagrangianMeasure, tuple)):
-        return ()
     arr = np.asarray(x) if isinstance(x, (list, np.ndarray)) else None
     return tuple(arr.shape[:-2]) if arr is not None and arr.ndim >= 3 else ()
 

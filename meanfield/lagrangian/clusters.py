@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..density import Frame
 from .measure import LagrangianMeasure
 
 __all__ = ["Cluster", "clusters", "cluster_history", "ClusterHistory"]
@@ -93,7 +94,7 @@ def clusters(frame: LagrangianMeasure, threshold: float = 10.0, min_mass: float 
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    if not isinstance(frame, LagrangianMeasure):
+    if not (isinstance(frame, Frame) and frame.lagrangian):  # log ρ at the points: what the clusters are read from
         raise TypeError(f"`frame` must be a LagrangianMeasure, got {type(frame).__name__}.")
     if not threshold > 0:
         raise ValueError(f"`threshold` must be positive, got {threshold!r}.")
@@ -233,7 +234,7 @@ def cluster_history(frames, threshold: float = 10.0, min_mass: float = 1e-6,
     ValueError
         There is no Lagrangian frame (a grid-only solution).
     """
-    frames = [f for f in getattr(frames, "densities", frames) if isinstance(f, LagrangianMeasure)]
+    frames = [f for f in getattr(frames, "densities", frames) if f.lagrangian]
     if not frames:
         raise ValueError("no Lagrangian frames: solve with representation='lagrangian' or let the grid hand over.")
     cl = [clusters(f, threshold, min_mass, separation) for f in frames]

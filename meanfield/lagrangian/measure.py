@@ -16,7 +16,7 @@ from ..domains import Measure
 from ..kernels import energy as pairwise_energy
 from ..numerics import EXP_MAX
 
-__all__ = ["LagrangianMeasure"]
+__all__ = ["LagrangianMeasure", "excess_energy"]
 
 
 def _pairwise_excess(points, weights, beta):
@@ -26,6 +26,16 @@ def _pairwise_excess(points, weights, beta):
     mass = float(np.sum(weights))
     return float(np.exp(-beta) * (pairwise_energy(points, weights, beta) - mass * mass / (2.0 * beta))) \
         if beta <= EXP_MAX else np.nan
+
+
+def excess_energy(points, weights, domain, beta: float) -> float:
+    """e^{-β}(E_β − m²/2β) of the point measure Σ_i w_i δ_{x_i} of ``domain``, finite for every β (½|Σ w_i x_i|² at
+    β = 0): by the domain's spectral sums where it has them (the circle's O(nL) Fourier moments, S²'s O(nL²) harmonic
+    moments), else pairwise — the one sum of every point frame (a Lagrangian measure, a particle snapshot)."""
+    points = np.asarray(points, dtype=float)
+    sums = domain.point_sums(points.shape[-1])
+    return (_pairwise_excess if sums is None else sums.excess_energy)(points, np.asarray(weights, dtype=float),
+                                                                      float(beta))
 
 
 class LagrangianMeasure:
@@ -59,6 +69,11 @@ class LagrangianMeasure:
     """
 
     __slots__ = ("state", "weights", "log_density", "domain", "mesh", "t", "log_condition")
+
+    #: a frame of points, not of grid values (:class:`meanfield.density.Frame`)
+    grid = None
+    #: its points carry their log-density along the characteristics (:class:`meanfield.density.Frame`)
+    lagrangian = True
 
     def __init__(self, state, weights, log_density, domain, mesh=None, t: float = 0.0, *, check: bool = True,
                  log_condition=None):
@@ -120,9 +135,7 @@ class LagrangianMeasure:
     def excess_energy(self, beta: float) -> float:
         """e^{-β}(E_β − m²/2β), finite for every β (½|∫x dμ|² at β = 0): by the domain's spectral sums where it has
         them (the circle's O(nL) Fourier moments, S²'s O(nL²) harmonic moments), else pairwise."""
-        points = self.points
-        sums = self.domain.point_sums(points.shape[-1])
-        return (_pairwise_excess if sums is None else sums.excess_energy)(points, self.weights, float(beta))
+        return excess_energy(self.points, self.weights, self.domain, beta)
 
     def energy(self, beta: float) -> float:
         """E_β = (1/2β) Σ_ij w_i w_j e^{β⟨X_i, X_j⟩} (½|Σ w_i X_i|² at β = 0; GLPR §3.2)."""

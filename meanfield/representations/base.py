@@ -7,8 +7,9 @@ it can of its accuracy and stops (``StopIntegration``) where it can no longer ke
 then hands its last state over to the next representation of the chain, and gathers the parts into one
 :class:`Solution`.
 
-Users' trackers and events see *frames*: the solution at a time as a :class:`~meanfield.Density` (grid) or a
-:class:`~meanfield.lagrangian.LagrangianMeasure` (panels, nodes), whatever representation holds it.
+Users' trackers and events see *frames* (:class:`meanfield.density.Frame`): the solution at a time as a
+:class:`~meanfield.Density` (grid) or a :class:`~meanfield.lagrangian.LagrangianMeasure` (panels, nodes), whatever
+representation holds it; :meth:`Solution.frame` reads the one at an output.
 """
 
 from __future__ import annotations
@@ -220,9 +221,11 @@ class Solution:
     t : ndarray, shape (k,)
         The times of the frames: the output times reached, and where the run stopped early (a lost resolution,
         a failure or a terminal event), the time it stopped.
-    densities : tuple
-        The frames: a :class:`~meanfield.Density` (grid; grids may differ after refinement) or a
-        :class:`~meanfield.lagrangian.LagrangianMeasure` (panels, nodes) at each time.
+    frames : tuple
+        The frames (:class:`meanfield.density.Frame`, each carrying its time ``t[k]``): a :class:`~meanfield.Density`
+        (grid; grids may differ after refinement) or a :class:`~meanfield.lagrangian.LagrangianMeasure` (panels,
+        nodes) at each time. Read the state at output k as ``frame(k)``; ``densities`` is the same tuple under its
+        older name.
     mass : ndarray, shape (k,)
         The mass of each frame.
     energy : ndarray, shape (k,) or None
@@ -260,7 +263,7 @@ class Solution:
     """
 
     t: np.ndarray
-    densities: tuple
+    frames: tuple
     mass: np.ndarray
     energy: np.ndarray | None
     t_steps: np.ndarray
@@ -284,6 +287,26 @@ class Solution:
     @property
     def success(self) -> bool:
         return self.status is Status.SUCCESS
+
+    def frame(self, k: int = -1):
+        """The solution at output ``k`` (time ``t[k]``; default the last) as a frame (:class:`meanfield.density.Frame`:
+        ``domain``, ``t``, ``as_measure()``, ``mass()``, ``energy(beta)``, ``mean()``, ``plot()``, and ``grid`` /
+        ``lagrangian`` for what it can do besides) — the one way to read a state of the solution.
+
+        Raises
+        ------
+        IndexError
+            For ``k`` outside the ``len(t)`` frames.
+        """
+        n = len(self.frames)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not -n <= k < n:
+            raise IndexError(f"`k` must be an output index in [-{n}, {n}) (the solution has {n} frames), got {k!r}.")
+        return self.frames[int(k)]
+
+    @property
+    def densities(self) -> tuple:
+        """The frames (:attr:`frames`) under their older name: the same tuple, Lagrangian frames included."""
+        return self.frames
 
     @property
     def handover(self) -> float | None:

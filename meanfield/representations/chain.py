@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..density import Density
 from ..integrate import Status
 from ..monitor import ResolutionError
 from ..numerics import EXP_MAX
@@ -40,7 +39,7 @@ REPRESENTATIONS = {r.name: r for r in (GridRepresentation(), PanelsRepresentatio
 
 def _offers(rep, model, start) -> tuple[str, ...]:
     """The strategy names a representation offers for this model and start."""
-    if rep.name == "grid" and isinstance(start, Density):
+    if rep.name == "grid" and start.grid is not None:
         return tuple(start.domain.grid_strategies(model, start.grid))
     return getattr(rep, "strategies", ())
 
@@ -51,7 +50,7 @@ def plan(representation, model, start, strategy: str = "auto") -> list:
     grid, panels, nodes = (REPRESENTATIONS[k] for k in ("grid", "panels", "nodes"))
     panels_apply = panels.refusal(model, domain) is None
     panels_take = strategy in ("auto",) + panels.strategies
-    if not isinstance(start, Density):
+    if start.grid is None:  # a Lagrangian measure (solve admits no other point frame)
         if representation not in (None, "auto", "lagrangian", "nodes", ("nodes",)):
             raise ValueError(f"a LagrangianMeasure is advanced as one, by fixed nodes: `representation` must be "
                              f"'nodes' (or 'lagrangian', 'auto', None), got {representation!r}.")
@@ -154,7 +153,7 @@ def _assemble(model, parts, handovers, hooks, t_span) -> Solution:
     words = [f"the {h.source} handed over to the {h.target} at t = {h.t:.6g} ({h.reason})" for h in handovers]
     return Solution(
         t=np.array(times),
-        densities=tuple(frames),
+        frames=tuple(frames),
         mass=np.array([f.mass() for f in frames]),
         energy=np.array([f.energy(beta) for f in frames]) if has_energy else None,
         t_steps=steps["t_steps"], mass_steps=steps["mass_steps"],

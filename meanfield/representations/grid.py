@@ -252,7 +252,7 @@ class GridProblem(Problem):
 
     def frame(self, t, y) -> Density:
         """The state as a density on the current grid (what users' trackers and events see)."""
-        return Density(self.grid, y, check=False)
+        return Density(self.grid, y, check=False, t=t)
 
     # ---- energy
     def excess_energy(self, values, spectrum=None):
@@ -341,7 +341,7 @@ class HistoryTracker(Tracker):
 
     def output(self, t, y):
         self.out_t.append(t)
-        self.out_d.append(Density(self.problem.grid, y, check=False))
+        self.out_d.append(Density(self.problem.grid, y, check=False, t=t))
 
 
 class OutflowTracker(Tracker):
@@ -380,7 +380,7 @@ class GridRepresentation(Representation):
     accuracy = "resolved on its grid (spectral tail below the monitor's tail_tol, no negative values)"
 
     def refusal(self, model, domain, start=None):
-        if start is not None and not isinstance(start, Density):
+        if start is not None and start.grid is None:  # a point frame (Lagrangian measure, particles): no grid values
             return f"a grid starts from a Density, not a {type(start).__name__}"
         return None
 

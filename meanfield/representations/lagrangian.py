@@ -12,7 +12,6 @@ r"""The Lagrangian representations: adaptive panels and fixed nodes (docs/MATH.m
 
 from __future__ import annotations
 
-from ..density import Density
 from ..integrate import FIXED, Integrator, Status, StopIntegration
 from ..lagrangian import LagrangianMeasure, LagrangianProblem, start as start_nodes
 from ..lagrangian.panels import NOISE_REFUSAL, PanelProblem, panels_refusal
@@ -32,7 +31,7 @@ class PanelsRepresentation(Representation):
                 "to 1e3·lagrangian_tol")
 
     def refusal(self, model, domain, start=None):
-        if start is not None and not isinstance(start, Density):
+        if start is not None and start.grid is None:
             return f"panels start from a grid Density, not a {type(start).__name__}"
         return panels_refusal(model, domain)
 
@@ -66,7 +65,7 @@ class NodesRepresentation(Representation):
                 "distance to the continuum solution is its initial quadrature's, carried by the flow, not certified")
 
     def refusal(self, model, domain, start=None):
-        if start is not None and not isinstance(start, (Density, LagrangianMeasure)):
+        if start is not None and start.grid is None and not start.lagrangian:
             return f"nodes start from a Density or a LagrangianMeasure, not a {type(start).__name__}"
         if domain.chart is None:
             return f"the {domain.name} has no Lagrangian chart (meanfield.domains: Domain.chart)"
@@ -83,7 +82,7 @@ class NodesRepresentation(Representation):
                              "stability bound to choose one), or use an adaptive method.")
 
     def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
-        frame = start if isinstance(start, LagrangianMeasure) else start_nodes(start)
+        frame = start if start.lagrangian else start_nodes(start)
         if frame.t != t0:
             frame = LagrangianMeasure(frame.state, frame.weights, frame.log_density, frame.domain, frame.mesh, t0,
                                       check=False)

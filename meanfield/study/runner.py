@@ -106,12 +106,12 @@ def _density_vars(sol, t_eval, grid0):
     """
     dens = list(sol.densities)
     k = _on_output_times(sol, t_eval)
-    grids = [d.grid for d in dens if not isinstance(d, LagrangianMeasure)]
+    grids = [d.grid for d in dens if d.grid is not None]
     top = max(grids, key=lambda g: g.n) if grids else grid0
     dims, coords = _space(top)
 
     def on_top(d):
-        if isinstance(d, LagrangianMeasure):
+        if d.grid is None:  # a Lagrangian frame: its points' masses in the cells of the top grid
             return _cell_averages(d, top)
         return d.values if d.grid == top else d.grid.resample(d.values, top.n)
 
@@ -134,7 +134,7 @@ def _density_vars(sol, t_eval, grid0):
         energy[:k] = sol.energy[:k]
         out["energy"] = ("time", energy, {"long_name": "interaction energy E_β (GLPR §3.2)"})
         out["step_energy"] = ("step", sol.energy_steps)
-    frames = [(i, d) for i, d in enumerate(dens[:k]) if isinstance(d, LagrangianMeasure)]
+    frames = [(i, d) for i, d in enumerate(dens[:k]) if d.lagrangian]
     if frames:
         out.update(_lagrangian_vars(frames, t_eval))
     return out, coords
@@ -329,7 +329,7 @@ def _probability(frame):
     """A Lagrangian frame as a probability measure: its weights over their sum, which is the conserved mass 1 as the
     grid read it at the hand-over (to its quadrature's round-off: 3e-9 on S^127, where a cluster's values span tens
     of decades; the summary reports the drift); a density as it is (the distances read its law)."""
-    if not isinstance(frame, LagrangianMeasure):
+    if not frame.lagrangian:
         return frame
     return LagrangianMeasure(frame.state, frame.weights / frame.mass(), frame.log_density, frame.domain, frame.mesh,
                              frame.t, check=False)
@@ -366,7 +366,7 @@ def _discretisation_floor(cfg, density, w, data) -> None:
     much as the particles). Measured on examples/compare_sphere.toml: at lmax 24 the estimate is 0.043, 0.75
     of W1 at N = 3000 (0.057), and W1/√(log N) ~ N^-0.454 [-0.485, -0.424]; at lmax 48, 0.022 (0.47 of it) and
     N^-0.512 [-0.535, -0.489], the law's -1/2."""
-    if isinstance(density, LagrangianMeasure):
+    if density.grid is None:  # a Lagrangian start: no grid measure to estimate
         return
     p = cfg["distances"]["p"][0]
     try:
@@ -458,7 +458,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         coords.update(dcoords)
         status, message = sol.status.value, sol.message
         t_reached = float(sol.t[-1]) if sol.t.size else float("nan")
-        grids = [d.grid for d in densities if not isinstance(d, LagrangianMeasure)]
+        grids = [d.grid for d in densities if d.grid is not None]
         final = grids[-1] if grids else grid
         # the finest grid the solver reached: refinements after the last grid frame (before a hand-over) count too
         reached = int(sol.refinements[-1][2]) if sol.refinements else final.n
