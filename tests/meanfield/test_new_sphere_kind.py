@@ -233,7 +233,7 @@ STUDY = {"domain": "circle", "seed": 7,
          "model": {"kind": "linear-sphere", "gain": 1.0},
          "initial": {"kind": "uniform-noise"},
          "time": {"t_end": 1.0, "frames": 3},
-         "particles": {"n": [100, 400, 1600], "repeats": 3},
+         "particles": {"n": [50, 200, 800], "repeats": 2},
          "distances": {"p": [1]}}
 
 
