@@ -49,7 +49,7 @@ def continuity(domain, model, grid, strategy):
     fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0;
     nGPT's α P_θA/|A| (docs/MATH.md §10) as the whole model's field, by the sums that give the average A itself
     (the quadrature sums, the S² moments: what :func:`meanfield.strategies.for_grid` offers it)."""
-    if not model.has_blocks or model.normalization.kind == "ngpt":
+    if not getattr(model, "has_blocks", False) or model.normalization.kind == "ngpt":
         return domain.continuity(model, grid, strategy, kernels.grid_field(model))
     a, b = model.weights
     blocks = model.feedforward if b else ()
