@@ -51,7 +51,7 @@ from .density import Density
 from .domains import CircleGrid
 from .domains.circle import fourier
 from .integrate import Integrator, OutputTracker, Problem, Tracker
-from .models import SelfAttention, Transformer, heads
+from .models import heads
 from .models.normalization import normalization_of
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import check_usa_beta
@@ -192,7 +192,7 @@ def _zonal_heads(model):
     """[(β_eff, c, normalized)] of a pre/peri-LN Transformer's heads, or ``ValueError`` naming what is refused."""
     solvers = ("meanfield.solve (post-LN on the circle, S², zonal S^(d-1)); particles.simulate for every "
                "normalisation")
-    if not isinstance(model, Transformer):
+    if not getattr(model, "has_blocks", False):  # attention alone
         raise ValueError(f"`model` {model!r} is post-LN (a head without a Transformer's normalisation: tokens on the "
                          f"sphere): its density solvers are {solvers}. For pre- or peri-LN give "
                          "Transformer(attention, normalization='pre') (or 'peri').")
@@ -205,7 +205,7 @@ def _zonal_heads(model):
                          f"{norm!r} is refused: {why[norm.kind]}. Its solvers: {solvers}.")
     out = []
     for i, h in enumerate(heads(model.attention)):
-        if not isinstance(h, SelfAttention) or h.causal:
+        if not h.exp_kernel or h.causal:
             raise ValueError(f"head {i} ({h!r}) is not a non-causal SelfAttention: solve_radial takes zonal "
                              "self-attention heads; run particles (particles.simulate).")
         if h.noise:

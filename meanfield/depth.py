@@ -43,7 +43,7 @@ import numpy as np
 from .density import Frame
 from .domains import of_model
 from .lagrangian import LagrangianMeasure
-from .models import FeedForward, Transformer, as_model
+from .models import Transformer, as_model
 from .models.normalization import average, normalization_of
 from .models.transformer import SUBSTEPS
 
@@ -59,7 +59,7 @@ def default_normalization(model) -> str:
 
 def _check_normalization(model, normalization: str) -> str:
     norm = normalization_of(model)
-    hardmax = getattr(as_model(model), "kind", None) == "hardmax"
+    hardmax = getattr(as_model(model), "layer_map", None) is not None  # its own layer (hardmax's AFZ map)
     if (norm.kind != "post" or hardmax) and normalization != "auto":
         what = f"normalization {norm!r}" if norm.kind != "post" else "hardmax attention's AFZ map"
         raise ValueError(f"`normalization` {normalization!r}: the layer of {model!r} is its {what} (docs/MATH.md "
@@ -78,7 +78,7 @@ def _check_normalization(model, normalization: str) -> str:
 def blocks(model, t: float):
     """The pushes of the layer starting at t: [(model, fraction of h)], a split Transformer's blocks in turn."""
     model = as_model(model)
-    if not isinstance(model, Transformer) or model.splitting == "sum":
+    if getattr(model, "splitting", "sum") == "sum":  # attention alone, or summed blocks: one push
         return [(model.at(t, t), 1.0)]
     wa, wb = model.weights
     attention = Transformer(model.attention.at(t, t), (), weights=(wa, 0.0))
@@ -89,20 +89,7 @@ def blocks(model, t: float):
 
 def _average_and_jacobian(model, points, weights):
     """(u, Du) with X = P_x u on the sphere, X = u in R^d, at the points themselves; Du of shape (n, d, d)."""
-    if isinstance(model, FeedForward):
-        model = as_model(model)
-    if isinstance(model, Transformer):
-        a, b = model.weights
-        n, d = points.shape
-        u, Du = np.zeros((n, d)), np.zeros((n, d, d))
-        if model.attention is not None and a:
-            ua, Dua = model.attention.average_and_jacobian(points, weights, points)
-            u, Du = u + a * ua, Du + a * Dua
-        for f in model.feedforward:
-            uf, Duf = f.ambient_and_jacobian(points)
-            u, Du = u + b * uf, Du + b * Duf
-        return u, Du
-    return model.average_and_jacobian(points, weights, points)
+    return as_model(model).average_and_jacobian(points, weights, points)  # a Transformer's: its blocks' sum
 
 
 def _tangent_basis(x):
@@ -138,7 +125,7 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
     x = np.asarray(points, dtype=float)
     w = np.asarray(weights, dtype=float)
     norm, m = normalization_of(model), as_model(model)
-    if norm.kind != "post" or getattr(m, "kind", None) == "hardmax":
+    if norm.kind != "post" or getattr(m, "layer_map", None) is not None:
         if jacobian:
             raise ValueError(f"{model!r}: the Lagrangian measure's push is post-LN's (a density on S^(d-1)); push "
                              "particles through this layer (particles.discrete_depth).")
@@ -212,7 +199,7 @@ def push(model, measure: LagrangianMeasure, depth: float, layers: int, normaliza
         raise TypeError(f"`measure` must be a LagrangianMeasure, got {type(measure).__name__}.")
     depth, layers = check_depth(depth, layers)
     normalization = _check_normalization(model, normalization)
-    if normalization_of(model).kind != "post" or getattr(as_model(model), "kind", None) == "hardmax":
+    if normalization_of(model).kind != "post" or getattr(as_model(model), "layer_map", None) is not None:
         raise ValueError(f"{model!r}: the Lagrangian measure's push is post-LN softmax attention's (a density on "
                          "S^(d-1)); push particles through these layers (particles.discrete_depth).")
     if normalization == "rms":

@@ -95,7 +95,7 @@ from .domains.circle.geometry import angles_to_points
 from .domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
 from .integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, Stages, Status,
                         StopIntegration, Tracker)
-from .models import Transformer, heads, rate_scale
+from .models import heads, rate_scale
 from .monitor import ResolutionError
 from .representations.grid import step_bound
 
@@ -367,7 +367,7 @@ def order_parameter(values, grid: CircleGrid) -> np.ndarray:
 def _attention_rhs(model, grid):
     """The circle's right-hand side of ``model`` on ``grid`` (its field at the padded nodes), as ``solve`` builds it;
     ValueError for what natural frequencies do not take."""
-    if isinstance(model, Transformer):
+    if getattr(model, "has_blocks", False):
         raise ValueError(f"natural frequencies are built for attention models (SelfAttention, MultiHeadAttention); "
                          f"got {model!r}, whose feed-forward drift is not.")
     heads(model)  # TypeError for anything but an attention model

@@ -34,10 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.linalg import sqrtm
 
 from .domains import EUCLIDEAN
-from .models import L2, FeedForward, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax, Transformer, as_model
+from .models import as_model
 
 __all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
 
@@ -60,61 +59,10 @@ def _check_gaussian(mean, cov):
 
 
 def affine_field(model, mean, cov):
-    """(M, c) with Γ(x) = M x + c for the Gaussian N(mean, cov) (module docstring); a time-dependent model is
+    """(M, c) with Γ(x) = M x + c for the Gaussian N(mean, cov) (module docstring): the model's own
+    ``gaussian_closure`` (each kind its closure, or a ``TypeError`` saying why it has none); a time-dependent model is
     evaluated first (``model.at(t)``)."""
-    d = mean.size
-    if isinstance(model, FeedForward):
-        model = as_model(model)
-    if isinstance(model, Transformer):  # a Γ_att + b Σ W(Ax + b_j): affine blocks only (σ = identity)
-        a, b = model.weights
-        M, c = affine_field(model.attention, mean, cov) if model.attention is not None and a else (0.0, 0.0)
-        M, c = a * M + np.zeros((d, d)), a * c + np.zeros(d)
-        for f in model.feedforward:
-            if f.activation != "identity":
-                raise TypeError(f"no Gaussian closure with a feed-forward block of activation {f.activation!r}: the "
-                                "flow keeps Gaussians Gaussian only for affine fields (activation='identity').")
-            M = M + b * f.W @ f.A
-            c = c + b * (f.W @ f.b if f.b is not None else 0.0)
-        return M, c
-    heads = model.heads if isinstance(model, MultiHeadAttention) else (model,)
-    M = np.zeros((d, d))
-    c = np.zeros(d)
-    for h in heads:
-        Q, K, V = h.matrices(d)
-        A = K.T @ Q
-        if isinstance(h, Softmax):
-            M += h.beta * V @ cov @ A
-            c += V @ mean
-        elif isinstance(h, L2):
-            St = np.linalg.inv(np.linalg.inv(cov) + K.T @ K / h.tau)
-            M += V @ St @ A / h.tau
-            c += V @ St @ np.linalg.solve(cov, mean)
-        elif isinstance(h, Sinkhorn):
-            R = np.real(sqrtm(cov))
-            At = R @ (A / h.tau) @ R
-            Ct = 2.0 * At @ np.linalg.inv(np.eye(d) + np.real(sqrtm(np.eye(d) + 4.0 * At.T @ At)))
-            C = R @ Ct @ R
-            G = C @ np.linalg.inv(cov)
-            M += V @ G
-            c += V @ (mean - G @ mean)
-        else:
-            raise TypeError(_no_closure(h))
-    return M, c
-
-
-def _no_closure(head) -> str:
-    """Why ``head`` has no Gaussian closure (docs/MATH.md §7), for the TypeError of :func:`affine_field`."""
-    kinds = "the closures are those of softmax, L2 and Sinkhorn attention and their multi-head sums"
-    if isinstance(head, Sigmoid):
-        return ("no Gaussian closure for sigmoid attention: its weight σ(⟨Ax, y⟩ + b) is not an exponential tilt "
-                "e^{⟨Ax, y⟩ + const}, so the field ∫ V y σ(⟨Ax, y⟩ + b) dN(m, Σ)(y) is not affine in x and N(m, Σ) does "
-                f"not stay Gaussian (docs/MATH.md §7); {kinds}. Solve it on a grid or with particles.")
-    if isinstance(head, Masked):
-        return ("no Gaussian closure for masked (causal) attention: the mask 1_{τ <= s} couples the positions, so "
-                "the field at (s, x) averages over a part of the law that depends on s and is not affine in (s, x); "
-                f"a Gaussian in the tokens does not stay Gaussian (docs/MATH.md §7); {kinds}. Solve it on a grid or "
-                "with particles.")
-    return f"no Gaussian closure for {type(head).__name__}: {kinds}."
+    return as_model(model).gaussian_closure(mean, cov)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from .domains.zonal import zonal_refusal
 from .kernels import pairwise_refusal
-from .models import SelfAttention, attention_of
+from .models import attention_of
 from .models.normalization import density_refusal, normalization_of
 
 __all__ = ["STRATEGIES", "resolve", "for_grid", "for_nodes", "for_particles", "FUSED_UP_TO"]
@@ -121,7 +121,7 @@ def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, 
     if att is None:
         return {"quadrature": None}
     spectral = _spectral_refusal(att, domain, d)
-    single = isinstance(model, SelfAttention) and domain.unit_vectors and not model.time_dependent
+    single = model.exp_kernel and domain.unit_vectors and not model.time_dependent
     fused = None if method == "rk4" and single and not weighted and not noisy else (
         "the fused path runs RK4 for a single SelfAttention head with constant weights on a sphere (no feed-forward "
         f"block), equal weights and no noise; got method {method!r}, {model!r}, weights "

@@ -32,7 +32,6 @@ import numpy as np
 from meanfield.kernels.fastexp import FASTMATH, vexp
 from meanfield.kernels.pairwise import UNDERFLOW
 from meanfield.kernels.threads import run_tasks
-from meanfield.models import SelfAttention
 from meanfield.models.base import identity_multiple
 from meanfield.numerics import EXP_MAX
 
@@ -262,7 +261,7 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
         If a softmax row underflowed (a Cauchy–Schwarz shift too loose by
         more than ~460; only possible for ill-conditioned Q, K at huge β).
     """
-    if not isinstance(model, SelfAttention):
+    if not getattr(model, "exp_kernel", False):
         raise TypeError(f"`model` must be a single-head SelfAttention, got {type(model).__name__}.")
     x = np.ascontiguousarray(x, dtype=float)  # read only
     d = x.shape[-1]

@@ -38,7 +38,7 @@ __all__ = ["refusal", "basis", "in_dimension", "lift"]
 
 def refusal(model, n: int, d: int, *, method: str, noisy: bool) -> str | None:
     """None where ``model``'s n tokens in R^d may be integrated in their span (module docstring), else why not."""
-    if not isinstance(model, SelfAttention) or model.causal or model.time_dependent:
+    if not model.exp_kernel or model.causal or model.time_dependent:
         return f"the span reduction takes one zonal SelfAttention head with constant weights, got {model!r}"
     if any(identity_multiple(M) is None for M in (model.Q, model.K, model.V)):
         return f"the span reduction needs Q = qI, K = kI, V = cI (a zonal model), got {model!r}"

@@ -65,7 +65,7 @@ from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, Ou
 from meanfield.integrate.steppers import rk4
 from meanfield.integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from meanfield.kernels.pairwise import UNROLL_MAX
-from meanfield.models import Transformer, as_model, heads
+from meanfield.models import as_model, heads
 from meanfield.models.bounds import rate_scale_over
 from meanfield.models.normalization import POST, average, density_refusal, normalization_of, norms_of
 
@@ -582,11 +582,11 @@ def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: 
     if density_refusal(model) is None:
         return strategies.for_particles(model, domain, n, d, method=method, batched=batched, weighted=weighted,
                                         noisy=noisy)
-    att = model.attention if isinstance(model, Transformer) else model
+    att = model.attention if model.has_blocks else model
     norm = normalization_of(model)
     what = f"normalization {norm!r}" if norm.kind != "post" else f"{att!r}"
     refused = {name: POST_ONLY.format(name=name, what=what) for name in ("spectral", "fused")}
-    if any(getattr(h, "kind", None) == "hardmax" for h in heads(att)):
+    if not all(h.exp_kernel for h in heads(att)):  # hardmax: no compiled sums (a non-post variant: SA heads)
         return {"quadrature": None, "pairwise": f"no compiled sums for {att!r} (the compiled sums are softmax "
                 "attention's)", **refused}
     sphere = unit_sphere(d)  # where the directions θ live, whose sums these are
@@ -603,7 +603,7 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
     def rate(y, t=None, layer_time=None):
         # a time-dependent model's of the stage's time, in the layer of the step's start
         model = dynamics.at(t, layer_time) if t is not None else dynamics
-        if not isinstance(model, Transformer):
+        if not model.has_blocks:
             return attention_velocity(model, y)
         if radial or model.normalization.kind != "post":  # x = rθ moved by the normalisation's velocity of A(θ)
             return normalized_velocity(model, y)

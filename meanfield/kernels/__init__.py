@@ -24,9 +24,9 @@ from functools import partial
 
 from ..domains import of_model
 from ..domains.circle.point_sums import circle_degree, circle_spectral_field
-from ..models import SelfAttention, heads
+from ..models import heads
 from .energy import energy
-from .euclidean import compiled_models, euclidean_field
+from .euclidean import ROWS, compiled_models, euclidean_field
 from ..models.normalization import normalization_of
 from .pairwise import average, field, NGPTField, pairwise_sums
 
@@ -36,9 +36,10 @@ __all__ = ["pairwise_sums", "field", "average", "NGPTField", "grid_field", "eucl
 
 
 def pairwise_refusal(model) -> str | None:
-    """None where compiled pairwise sums exist for every head of ``model`` (any self-attention head on spheres,
-    :func:`field`; the R^d kinds of :data:`compiled_models`, :func:`euclidean_field`), else why not."""
-    missing = [h for h in heads(model) if not isinstance(h, SelfAttention) and h.kind not in compiled_models]
+    """None where compiled pairwise sums exist for every head of ``model`` (a head of the exponential kernel on
+    spheres, ``exp_kernel``, :func:`field`; an R^d head whose ``compiled_rows`` are of :data:`ROWS`,
+    :func:`euclidean_field`), else why not."""
+    missing = [h for h in heads(model) if not h.exp_kernel and h.compiled_rows not in ROWS]
     return None if not missing else (f"no compiled sums for {type(missing[0]).__name__} (the compiled models are "
                                      f"self-attention and the R^d kinds {compiled_models})")
 
@@ -67,4 +68,4 @@ def grid_field(model):
     model's own sum, the finite volumes' in R^d) otherwise."""
     if normalization_of(model).kind == "ngpt":
         return NGPTField(model)
-    return partial(field, model) if all(isinstance(h, SelfAttention) for h in heads(model)) else None
+    return partial(field, model) if all(h.exp_kernel for h in heads(model)) else None

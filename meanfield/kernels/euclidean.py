@@ -50,9 +50,9 @@ from .layout import aligned
 from .pairwise import UNROLL_MAX  # the same unrolling limit as the pairwise kernels
 from .threads import run_tasks
 
-__all__ = ["euclidean_field", "compiled_models", "log_normalisers", "sinkhorn_potentials"]
+__all__ = ["euclidean_field", "compiled_models", "ROWS", "log_normalisers", "sinkhorn_potentials"]
 
-#: kinds of R^d heads :func:`euclidean_field` sums
+#: the R^d heads :func:`euclidean_field` sums, by their rows' keys (:data:`ROWS`; a head states its ``compiled_rows``)
 compiled_models = ("softmax", "l2", "masked", "sigmoid", "sinkhorn")
 
 
@@ -433,36 +433,66 @@ def sinkhorn_potentials(model, points, weights) -> np.ndarray:
     raise RuntimeError(f"Sinkhorn did not reach tol = {model.tol:g} in {model.max_iter} iterations.")
 
 
-def _head(h, y, w, x):
-    """One head's field for one system: points y (n, d), weights w (n,), queries x (m, d)."""
-    kind = h.kind
-    if kind == "masked":
-        d = y.shape[1] - 1
-        A, V = h.A(d), h.matrices(d)[2]
-        out = np.zeros((x.shape[0], d + 1))
-        G = np.empty((x.shape[0], d))
-        _softmax(h.beta * x[:, 1:] @ A.T, y[:, 1:], y[:, 1:] @ V.T, _log(w), G, x[:, 0], y[:, 0])
-        out[:, 1:] = G
-        return out
+def _masked_head(h, y, w, x):
+    """Masked softmax: rows (τ, y) of [0, 1] × R^d, the mask τ_j <= s_i (:class:`~meanfield.models.Masked`)."""
+    d = y.shape[1] - 1
+    A, V = h.A(d), h.matrices(d)[2]
+    out = np.zeros((x.shape[0], d + 1))
+    G = np.empty((x.shape[0], d))
+    _softmax(h.beta * x[:, 1:] @ A.T, y[:, 1:], y[:, 1:] @ V.T, _log(w), G, x[:, 0], y[:, 0])
+    out[:, 1:] = G
+    return out
+
+
+def _sigmoid_head(h, y, w, x):
+    """Σ_j w_j σ(⟨Ax_i, y_j⟩ + b) V y_j (:class:`~meanfield.models.Sigmoid`)."""
+    d = y.shape[1]
+    A, V = h.A(d), h.matrices(d)[2]
+    out = np.empty((x.shape[0], d))
+    if d > UNROLL_MAX:
+        return _blocked_sigmoid(x @ A.T, y, y @ V.T, w, float(h.b), out)
+    run_tasks(_kernel("sigmoid", d, d), x.shape[0], np.ascontiguousarray(x @ A.T), aligned(y.T),
+              aligned((y @ V.T).T), aligned(w), float(h.b), out)
+    return out
+
+
+def _softmax_head(h, y, w, x):
+    """The softmax of β⟨Ax_i, y_j⟩ (:class:`~meanfield.models.Softmax`)."""
+    d = y.shape[1]
+    A, V = h.A(d), h.matrices(d)[2]
+    return _softmax(h.beta * x @ A.T, y, y @ V.T, _log(w), np.empty((x.shape[0], d)))
+
+
+def _sinkhorn_head(h, y, w, x):
+    """The softmax of ⟨Ax_i, y_j⟩/τ + g_j, g the Sinkhorn potentials (:class:`~meanfield.models.Sinkhorn`)."""
+    d = y.shape[1]
+    A, V = h.A(d), h.matrices(d)[2]
+    g = sinkhorn_potentials(h, y, w)
+    return _softmax(x @ A.T / h.tau, y, y @ V.T, _log(w) + (g - np.max(g)), np.empty((x.shape[0], d)))
+
+
+def _l2_head(h, y, w, x):
+    """The softmax of ⟨Ax_i, y_j⟩/τ − |Ky_j|²/(2τ) (:class:`~meanfield.models.L2`)."""
     d = y.shape[1]
     Q, K, V = h.matrices(d)
     A = K.T @ Q
-    out = np.empty((x.shape[0], d))
-    if kind == "sigmoid":
-        if d > UNROLL_MAX:
-            return _blocked_sigmoid(x @ A.T, y, y @ V.T, w, float(h.b), out)
-        run_tasks(_kernel("sigmoid", d, d), x.shape[0], np.ascontiguousarray(x @ A.T), aligned(y.T),
-                  aligned((y @ V.T).T), aligned(w), float(h.b), out)
-        return out
-    if kind == "softmax":
-        return _softmax(h.beta * x @ A.T, y, y @ V.T, _log(w), out)
-    if kind == "sinkhorn":
-        g = sinkhorn_potentials(h, y, w)
-        return _softmax(x @ A.T / h.tau, y, y @ V.T, _log(w) + (g - np.max(g)), out)
-    if kind == "l2":
-        Ky = y @ K.T
-        return _softmax(x @ A.T / h.tau, y, y @ V.T, _log(w) - np.sum(Ky * Ky, axis=1) / (2.0 * h.tau), out)
-    raise ValueError(f"no compiled sum for {h!r}; the compiled R^d models are {compiled_models}.")
+    Ky = y @ K.T
+    return _softmax(x @ A.T / h.tau, y, y @ V.T, _log(w) - np.sum(Ky * Ky, axis=1) / (2.0 * h.tau),
+                    np.empty((x.shape[0], d)))
+
+
+#: The compiled rows by the key an R^d head states (its class's ``compiled_rows``): a kind offers these sums by
+#: naming one of them; one with ``compiled_rows = None`` runs by its own ``field``.
+ROWS = {"masked": _masked_head, "sigmoid": _sigmoid_head, "softmax": _softmax_head, "sinkhorn": _sinkhorn_head,
+        "l2": _l2_head}
+
+
+def _head(h, y, w, x):
+    """One head's field for one system: points y (n, d), weights w (n,), queries x (m, d)."""
+    rows = ROWS.get(h.compiled_rows)
+    if rows is None:
+        raise ValueError(f"no compiled sum for {h!r}; the compiled R^d models are {compiled_models}.")
+    return rows(h, y, w, x)
 
 
 def euclidean_field(model, points, weights, queries) -> np.ndarray:
@@ -480,7 +510,7 @@ def euclidean_field(model, points, weights, queries) -> np.ndarray:
     Pf, Wf, Xf = P.reshape((-1,) + P.shape[-2:]), W.reshape(-1, P.shape[-2]), X.reshape((-1,) + X.shape[-2:])
     total = 0.0
     for h in heads(model):
-        if h.kind not in compiled_models:
+        if h.compiled_rows not in ROWS:
             raise ValueError(f"no compiled sum for {h!r}; the compiled R^d models are {compiled_models}.")
         total = total + np.stack([_head(h, Pf[b], np.ascontiguousarray(Wf[b]), Xf[b]) for b in range(Pf.shape[0])])
     return np.asarray(total).reshape(X.shape)

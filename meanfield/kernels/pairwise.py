@@ -24,7 +24,6 @@ import numpy as np
 from ..domains.sphere.geometry import project_tangent
 from ..models.base import heads
 from ..models.normalization import normalization_of
-from ..models.sphere import SelfAttention
 from ..numerics import EXP_MAX
 from .fastexp import FASTMATH, vexp, vexp32
 from .layout import aligned
@@ -267,7 +266,7 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
 def _sums(hs, points, weights, queries, precision, stops):
     """Σ_h u_h: each head's pairwise sums, divided by its normaliser (SA) or scaled back by its shift (USA)."""
     for h in hs:
-        if not isinstance(h, SelfAttention):
+        if not h.exp_kernel:
             raise TypeError(f"the compiled pairwise sums are softmax self-attention's (a finite β); got {h!r}.")
     total = 0.0
     for h in hs:

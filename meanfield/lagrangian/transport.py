@@ -20,7 +20,7 @@ import numpy as np
 from .. import strategies
 from ..domains import EUCLIDEAN
 from ..gaussian import gauss_hermite, gaussian_pdf
-from ..models import Transformer, attention_of
+from ..models import attention_of
 from ..integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
                          Tracker)
 from .measure import LagrangianMeasure
@@ -101,7 +101,7 @@ def field_and_divergence(model, domain, d: int, weights, strategy: str):
         def attention(x):
             return sums.field_and_divergence(x, weights, x, beta, att.normalized, c)
 
-        if not isinstance(model, Transformer):
+        if not model.has_blocks:  # attention alone
             return attention, strategy
 
         def with_blocks(x):  # a X_att + b Σ X_ff: the blocks' field and divergence added to the spectral sums'

@@ -15,7 +15,10 @@ Each model has ``field(points, weights, queries)`` (the reference sum),
 ``heads``, ``dim``, ``manifold``, ``zonal`` and ``kind``; each head class has its bounds
 (``constants``, derived in :mod:`.bounds`, which also sums them over heads for step sizes and
 stability estimates). Every kind is registered once in :mod:`.registry`, which the study files
-read. May import the domain layer's geometry, :mod:`meanfield.checks` and :mod:`meanfield.numerics`.
+read. What a kind offers beyond its field it states itself, and the layers above ask that, never which class or
+kind they hold (:class:`~.base.Head`): ``gaussian_closure`` (or its ``gaussian_refusal``), ``compiled_rows``,
+``exp_kernel``, ``translation_kernel``, ``tilt_matrix``, ``layer_map``, ``has_blocks``; its title words are its
+``ModelKind``'s ``words``. May import the domain layer's geometry, :mod:`meanfield.checks` and :mod:`meanfield.numerics`.
 """
 
 from . import registry

@@ -46,6 +46,38 @@ class Head:
     #: the weights that may depend on time (:mod:`.schedule`): a callable of t or a schedule of layers
     time_fields = ("Q", "K", "V", "beta")
 
+    # ------------------------------------------------------------------ what a kind offers (its fast paths)
+    #: True where the field is X = P_x u on the sphere with u the SA/USA average of Vy under e^{β⟨Qx,Ky⟩} (attributes
+    #: ``beta``, ``Q``, ``K``, ``V``, ``normalized``, ``causal``): what the compiled pairwise sums
+    #: (:mod:`meanfield.kernels`), the fused RK4 and the span reduction of the particles, the S² moments and E_β of
+    #: point sets compute. A new kind is False and runs by its own ``field`` (strategy "quadrature").
+    exp_kernel = False
+    #: The key of the compiled rows of :mod:`meanfield.kernels.euclidean` that sum this R^d head's field (None: none,
+    #: its own ``field`` only).
+    compiled_rows = None
+    #: A model with attention and feed-forward blocks, weights and a normalisation (a Transformer: ``attention``,
+    #: ``feedforward``, ``weights``, ``normalization``, ``drift``); False for attention alone.
+    has_blocks = False
+    #: Its own discrete layer, a method ``layer_map(points, weights, gamma)`` (hardmax's AFZ map), or None: the layer
+    #: is the step of its flow (:func:`meanfield.depth.layer_map`).
+    layer_map = None
+    #: Why this head has no Gaussian closure (:meth:`gaussian_closure`), or None where it has one.
+    gaussian_refusal = None
+
+    def gaussian_closure(self, mean, cov) -> tuple[np.ndarray, np.ndarray]:
+        """(M, c) with Γ(x) = M x + c on the Gaussian N(mean, cov) (:mod:`meanfield.gaussian`): ``TypeError`` saying
+        why for a kind without a closure (its :attr:`gaussian_refusal`)."""
+        why = self.gaussian_refusal or (f"no Gaussian closure for {type(self).__name__}: the closures are those of "
+                                        "softmax, L2 and Sinkhorn attention and their multi-head sums.")
+        raise TypeError(why)
+
+    #: k with kernel(x, y) = k(x − y) of a normalised R^d head Γ(x) = V ∫k y dμ / ∫k dμ, a function of offsets
+    #: z (..., d) → (...), or None (what the finite volumes' FFT convolution needs; L2 with Q = K offers it).
+    translation_kernel = None
+    #: d ↦ B (d×d) of a normalised R^d head whose kernel is e^{⟨Bx, y⟩} alone, Γ(x) = V ∫e^{⟨Bx,y⟩} y dμ /
+    #: ∫e^{⟨Bx,y⟩} dμ, or None (what the finite volumes' separable sums need; softmax offers it).
+    tilt_matrix = None
+
     @property
     def energy_kernel(self) -> Zonal | None:
         """The zonal kernel e^{beta⟨x,y⟩} of the interaction energy E_β(μ) = (1/2β)∬e^{beta⟨x,y⟩}dμdμ the solvers record

@@ -145,10 +145,22 @@ class Softmax(EuclideanAttention):
     beta: float = 1.0
 
     kind = "softmax"
+    compiled_rows = "softmax"
 
     def __post_init__(self):
         super().__post_init__()
         self._check_scalar("beta", checks.beta)
+
+    def gaussian_closure(self, mean, cov):
+        """The tilt e^{β⟨Ax,y⟩} N(α, Σ) ∝ N(α + βΣAx, Σ): Γ(x) = V(α + βΣAx) (:mod:`meanfield.gaussian`)."""
+        d = np.size(mean)
+        V = self.matrices(d)[2]
+        return self.beta * V @ cov @ self.A(d), V @ mean
+
+    @property
+    def tilt_matrix(self):
+        """d ↦ βA: the kernel e^{β⟨Ax, y⟩} (the finite volumes' separable sums; :class:`~.base.Head`)."""
+        return lambda d: self.beta * self.A(d)
 
     def field(self, points, weights, queries) -> np.ndarray:
         """Γ at ``queries`` (..., m, d) for μ = Σ w_j δ_{points_j}; no projection (R^d)."""
@@ -190,10 +202,31 @@ class L2(EuclideanAttention):
     tau: float = 1.0
 
     kind = "l2"
+    compiled_rows = "l2"
 
     def __post_init__(self):
         super().__post_init__()
         object.__setattr__(self, "tau", checks.positive(self.tau, "tau"))
+
+    def gaussian_closure(self, mean, cov):
+        """Σ̃ = (Σ⁻¹ + KᵀK/τ)⁻¹, Γ(x) = VΣ̃(Σ⁻¹α + Ax/τ) (:mod:`meanfield.gaussian`)."""
+        Q, K, V = self.matrices(np.size(mean))
+        St = np.linalg.inv(np.linalg.inv(cov) + K.T @ K / self.tau)
+        return V @ St @ (K.T @ Q) / self.tau, V @ St @ np.linalg.solve(cov, mean)
+
+    @property
+    def translation_kernel(self):
+        """z ↦ e^{−|Qz|²/(2τ)} where Q = K (the kernel e^{−|Qx−Ky|²/(2τ)} depends on x − y only), else None
+        (:class:`~.base.Head`)."""
+        if not ((self.Q is None and self.K is None)
+                or (self.Q is not None and self.K is not None and np.array_equal(self.Q, self.K))):
+            return None
+
+        def kernel(z):
+            Qz = z @ self.matrices(z.shape[-1])[0].T
+            return np.exp(-np.sum(Qz * Qz, axis=-1) / (2.0 * self.tau))
+
+        return kernel
 
     def field(self, points, weights, queries) -> np.ndarray:
         points, weights, queries = check_points(points, weights, queries, self.dim)
@@ -286,6 +319,20 @@ class Sinkhorn(EuclideanAttention):
     max_iter: int = 100_000
 
     kind = "sinkhorn"
+    compiled_rows = "sinkhorn"
+
+    def gaussian_closure(self, mean, cov):
+        """Cost −⟨Ax, y⟩/τ: Ã = Σ^{1/2}(A/τ)Σ^{1/2}, C̃ = 2Ã(I + (I + 4ÃᵀÃ)^{1/2})⁻¹, C = Σ^{1/2}C̃Σ^{1/2},
+        Γ(x) = V(α + CΣ⁻¹(x − α)) (:mod:`meanfield.gaussian`)."""
+        from scipy.linalg import sqrtm
+
+        d = np.size(mean)
+        Q, K, V = self.matrices(d)
+        R = np.real(sqrtm(cov))
+        At = R @ (K.T @ Q / self.tau) @ R
+        Ct = 2.0 * At @ np.linalg.inv(np.eye(d) + np.real(sqrtm(np.eye(d) + 4.0 * At.T @ At)))
+        G = R @ Ct @ R @ np.linalg.inv(cov)
+        return V @ G, V @ (mean - G @ mean)
 
     def __post_init__(self):
         super().__post_init__()
@@ -360,6 +407,11 @@ class Sigmoid(EuclideanAttention):
     b: float = 0.0
 
     kind = "sigmoid"
+    compiled_rows = "sigmoid"
+    gaussian_refusal = ("no Gaussian closure for sigmoid attention: its weight σ(⟨Ax, y⟩ + b) is not an exponential "
+                        "tilt e^{⟨Ax, y⟩ + const}, so the field ∫ V y σ(⟨Ax, y⟩ + b) dN(m, Σ)(y) is not affine in x and "
+                        "N(m, Σ) does not stay Gaussian (docs/MATH.md §7); the closures are those of softmax, L2 and "
+                        "Sinkhorn attention and their multi-head sums. Solve it on a grid or with particles.")
 
     def field(self, points, weights, queries) -> np.ndarray:
         from scipy.special import expit
@@ -429,6 +481,12 @@ class Masked(EuclideanAttention):
     beta: float = 1.0
 
     kind = "masked"
+    compiled_rows = "masked"
+    gaussian_refusal = ("no Gaussian closure for masked (causal) attention: the mask 1_{τ <= s} couples the positions, "
+                        "so the field at (s, x) averages over a part of the law that depends on s and is not affine in "
+                        "(s, x); a Gaussian in the tokens does not stay Gaussian (docs/MATH.md §7); the closures are "
+                        "those of softmax, L2 and Sinkhorn attention and their multi-head sums. Solve it on a grid or "
+                        "with particles.")
 
     def __post_init__(self):
         super().__post_init__()
@@ -482,11 +540,13 @@ EUCLIDEAN_MODELS = (Softmax, L2, Sinkhorn, Sigmoid, Masked)
 
 register(ModelKind("softmax", Softmax, "euclidean", (
     Parameter("beta", "float", 1.0, "inverse temperature β (scales A = KᵀQ)", minimum=0.0), NOISE),
-    doc="softmax attention in R^d (CACP)"))
-register(ModelKind("l2", L2, "euclidean", (_TAU, NOISE), doc="L2 attention, kernel e^{−|Qx−Ky|²/(2τ)}"))
-register(ModelKind("sinkhorn", Sinkhorn, "euclidean", (_TAU, NOISE), doc="Sinkhorn attention (doubly stochastic kernel)"))
+    doc="softmax attention in R^d (CACP)", words="softmax attention"))
+register(ModelKind("l2", L2, "euclidean", (_TAU, NOISE), doc="L2 attention, kernel e^{−|Qx−Ky|²/(2τ)}",
+                   words="L2 attention"))
+register(ModelKind("sinkhorn", Sinkhorn, "euclidean", (_TAU, NOISE), doc="Sinkhorn attention (doubly stochastic kernel)",
+                   words="Sinkhorn attention"))
 register(ModelKind("sigmoid", Sigmoid, "euclidean", (Parameter("b", "float", 0.0, "bias b"), NOISE),
-                   doc="sigmoid attention, no normalisation"))
+                   doc="sigmoid attention, no normalisation", words="sigmoid attention"))
 register(ModelKind("masked", Masked, "euclidean", (
     Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0), NOISE),
     doc="causal softmax attention on [0, 1] × R^d", study=False))

@@ -124,6 +124,11 @@ class FeedForward:
     manifold: str = "sphere"
 
     kind = "feedforward"
+    exp_kernel = False
+    compiled_rows = None
+    has_blocks = False  # alone; ``as_model`` makes it the Transformer it is
+    translation_kernel = tilt_matrix = None
+    layer_map = None
     time_fields = ("W", "A", "b")
     noise = 0.0  # the noise belongs to the dynamics: give it to the attention part
     zonal = None

@@ -30,6 +30,22 @@ class MultiHeadAttention:
     noise: float = 0.0
 
     kind = "multi-head"
+    exp_kernel = False  # a sum of heads: its heads answer (``heads``)
+    compiled_rows = None
+    has_blocks = False
+    layer_map = None
+
+    def gaussian_closure(self, mean, cov) -> tuple[np.ndarray, np.ndarray]:
+        """The sum of the heads' affine fields (M, c) on N(mean, cov) (:meth:`Head.gaussian_closure`)."""
+        d = np.size(mean)
+        M, c = np.zeros((d, d)), np.zeros(d)
+        for h in self.heads:
+            Mh, ch = h.gaussian_closure(mean, cov)
+            M, c = M + Mh, c + ch
+        return M, c
+
+    translation_kernel = None  # several heads: no one kernel (:class:`~.base.Head`)
+    tilt_matrix = None
 
     def __post_init__(self):
         heads = tuple(self.heads) if isinstance(self.heads, Sequence) else self.heads

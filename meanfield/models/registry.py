@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Parameter", "ModelKind", "KINDS", "NOISE", "register", "get", "kinds", "default_kind"]
+__all__ = ["Parameter", "ModelKind", "KINDS", "NOISE", "register", "get", "kinds", "default_kind", "words"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,14 @@ class ModelKind:
         One line for the study reference.
     study : bool
         Whether a study file can build it (its initial laws must fit the kind's points).
+    words : str or callable, optional
+        Its name in a figure's title: a string, or a function of the study's ``[model]`` table (a dict) giving one
+        ("SA"/"USA" by ``normalized``); default its ``name``.
+
+    What else a kind offers (its Gaussian closure, compiled rows, the fast sums of grids and particles) its class
+    states as hooks (:class:`~meanfield.models.base.Head`: ``gaussian_closure``, ``compiled_rows``,
+    ``exp_kernel``, ``translation_kernel``, ``tilt_matrix``, ``layer_map``); the layers above ask those, never
+    the kind's name.
     """
 
     name: str
@@ -73,6 +81,13 @@ class ModelKind:
     parameters: tuple = field(default_factory=tuple)
     doc: str = ""
     study: bool = True
+    words: Any = None
+
+    def title(self, model: dict | None = None) -> str:
+        """Its name in a figure's title for the study's ``[model]`` table ``model`` (:attr:`words`)."""
+        if callable(self.words):
+            return self.words(dict(model or {}))
+        return self.name if self.words is None else self.words
 
     def build(self, Q=None, K=None, V=None, **parameters):
         """One head of this kind."""
@@ -109,3 +124,10 @@ def kinds(manifold: str | None = None, *, study: bool | None = None) -> tuple[Mo
 def default_kind(manifold: str) -> ModelKind:
     """The first registered study kind of ``manifold`` (self-attention on spheres, softmax in R^d)."""
     return kinds(manifold, study=True)[0]
+
+
+def words(name: str, model: dict | None = None) -> str:
+    """The title words of the kind called ``name`` for the study's ``[model]`` table (:meth:`ModelKind.title`); an
+    unknown name is its own words (a figure of a study whose kind is not registered now)."""
+    kind = KINDS.get(name)
+    return name if kind is None else kind.title(model)

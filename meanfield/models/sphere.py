@@ -173,6 +173,7 @@ class SelfAttention(Head):
     causal: bool = dc_field(default=False, kw_only=True)
 
     kind = "self-attention"
+    exp_kernel = True  # the compiled pairwise sums, the fused RK4, the span reduction, the S² moments (:class:`Head`)
 
     def __post_init__(self):
         self._check_scalar("beta", checks.beta)
@@ -496,4 +497,5 @@ register(ModelKind("self-attention", SelfAttention, "sphere", (
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
     Parameter("causal", "bool", False, "causal (masked) attention: tokens carry positions s in [0, 1] and see those "
               "at s' <= s; the study runs on [0, 1] × the domain (densities on [0, 1] × S¹)"),
-), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V; causal"))
+), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V; causal",
+    words=lambda m: "SA" if m.get("normalized", True) else "USA"))

@@ -83,6 +83,11 @@ class Transformer:
 
     kind = "transformer"
     zonal = None
+    exp_kernel = False
+    compiled_rows = None
+    has_blocks = True  # attention, feedforward, weights, normalization, drift (:class:`~.base.Head`)
+    translation_kernel = tilt_matrix = None  # the grids' fast sums are the attention's
+    layer_map = None
 
     def __post_init__(self):
         ff = (self.feedforward,) if isinstance(self.feedforward, FeedForward) else tuple(self.feedforward)
@@ -317,6 +322,36 @@ class Transformer:
             Xa, da = self.attention.field_and_divergence(points, weights, queries)
             X, div = X + a * Xa, div + a * da
         return X, div
+
+    def average_and_jacobian(self, points, weights, queries) -> tuple[np.ndarray, np.ndarray]:
+        """a (u, Du) of the attention plus b Σ_j of the blocks' ambient fields and Jacobians at ``queries`` (m, d)
+        (X = P_x u on the sphere, X = u in R^d); unbatched."""
+        a, b = self.weights
+        q = np.asarray(queries, dtype=float)
+        m, d = q.shape
+        u, Du = np.zeros((m, d)), np.zeros((m, d, d))
+        if self.attention is not None and a:
+            ua, Dua = self.attention.average_and_jacobian(points, weights, queries)
+            u, Du = u + a * ua, Du + a * Dua
+        for f in self.feedforward:
+            uf, Duf = f.ambient_and_jacobian(q)
+            u, Du = u + b * uf, Du + b * Duf
+        return u, Du
+
+    def gaussian_closure(self, mean, cov) -> tuple[np.ndarray, np.ndarray]:
+        """a Γ_att + b Σ_j W_j(A_j x + b_j): (M, c) of the attention's closure and of affine blocks (activation
+        'identity'); ``TypeError`` for another activation (no closure: :mod:`meanfield.gaussian`)."""
+        d = np.size(mean)
+        a, b = self.weights
+        M, c = self.attention.gaussian_closure(mean, cov) if self.attention is not None and a else (0.0, 0.0)
+        M, c = a * M + np.zeros((d, d)), a * c + np.zeros(d)
+        for f in self.feedforward:
+            if f.activation != "identity":
+                raise TypeError(f"no Gaussian closure with a feed-forward block of activation {f.activation!r}: the "
+                                "flow keeps Gaussians Gaussian only for affine fields (activation='identity').")
+            M = M + b * f.W @ f.A
+            c = c + b * (f.W @ f.b if f.b is not None else 0.0)
+        return M, c
 
     def check_dim(self, d: int) -> None:
         for p in self.parts:

@@ -32,7 +32,7 @@ from ..density import Density
 from ..domains.zonal import energy_from_excess
 from ..integrate import Integrator, Problem, Stages, Status, StopIntegration, Tracker
 from ..integrate.steppers import ADAPTIVE, integrating_factor_refusal
-from ..models import Transformer, normalization_of, rate_scale
+from ..models import normalization_of, rate_scale
 from ..models.schedule import piecewise_constant
 from ..monitor import ResolutionError, ResolutionMonitor
 from ..numerics import EXP_MAX
@@ -49,7 +49,7 @@ def continuity(domain, model, grid, strategy):
     fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0;
     nGPT's α P_θA/|A| (docs/MATH.md §10) as the whole model's field, by the sums that give the average A itself
     (the quadrature sums, the S² moments: what :func:`meanfield.strategies.for_grid` offers it)."""
-    if not isinstance(model, Transformer) or model.normalization.kind == "ngpt":
+    if not getattr(model, "has_blocks", False) or model.normalization.kind == "ngpt":
         return domain.continuity(model, grid, strategy, kernels.grid_field(model))
     a, b = model.weights
     blocks = model.feedforward if b else ()

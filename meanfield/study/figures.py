@@ -49,6 +49,7 @@ from particles import clusters
 from .. import domains, interrupts
 from ..domains.base import SUPERSCRIPT
 from ..density import Density
+from ..models import registry
 from ..models.sphere import matrix_words, number_words
 from ..domains.plotting import ENERGY_LABEL, LAYOUTS, SCRIPTED, density_colormap, density_label, density_norm, \
     for_norm, log_ticks, snapshot_frames
@@ -90,10 +91,6 @@ def _ordinal(k: int) -> str:
 
 
 # ------------------------------------------------------------------ titles in words
-_KINDS = {"softmax": "softmax attention", "l2": "L2 attention", "sinkhorn": "Sinkhorn attention",
-          "sigmoid": "sigmoid attention"}
-
-
 def _where(ds) -> str:
     """The domain in symbols (the Domain's ``symbol``: S¹, S², ℝ², [0, 1] × S¹), with [0, 1] × for a causal study."""
     name, d = ds.attrs.get("domain", ""), int(ds.attrs.get("dimension", 0) or 0)
@@ -133,12 +130,7 @@ def _model_words(ds) -> str:
         return f"{label}{on}"
     if not m:  # neither the model's words nor its study: where it lives only
         return where
-    kind = m.get("kind", "self-attention")
-    parts = []
-    if kind == "self-attention":
-        parts.append("SA" if m.get("normalized", True) else "USA")
-    else:
-        parts.append(_KINDS.get(kind, kind))
+    parts = [registry.words(m.get("kind", registry.default_kind("sphere").name), m)]  # the kind's own words
     if m.get("causal"):
         parts[0] = "causal " + parts[0]
     for name, symbol in (("beta", "β"), ("tau", "τ"), ("b", "b"), ("noise", "noise D")):
@@ -1493,7 +1485,7 @@ def plot_bifurcation(ds, ax=None):
     ax.indicate_inset_zoom(inset, edgecolor="0.5")
     study = _study(ds)
     m = study.get("model", {})
-    words = ("SA" if m.get("normalized", True) else "USA") if m.get("kind") == "self-attention" else m.get("kind", "")
+    words = registry.words(m["kind"], m) if m.get("kind") else ""  # the kind's own words (SA/USA for self-attention)
     where = _where(ds)
     ax.set_title(f"{words}, β = {m.get('beta', 1.0):g} on {where}: stationary states "
                  f"({ds.attrs.get('transition', '')} transition)", fontsize=9)

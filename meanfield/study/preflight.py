@@ -151,7 +151,7 @@ def kernel_degree(cfg: dict, model=None, grid=None) -> str:
     offered = grid.domain.grid_strategies(attention, grid)  # the domain's strategies and their refusals
     if "moments" not in offered or offered.get("spectral", "") is None:  # no moments path; a zonal kernel's spectral
         return ""
-    general = [h for h in getattr(attention, "heads", ()) if getattr(h, "kind", None) == "self-attention"
+    general = [h for h in getattr(attention, "heads", ()) if getattr(h, "exp_kernel", False)
                and h.dim in (None, 3)]
     if not general:
         return ""

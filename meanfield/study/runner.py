@@ -46,7 +46,6 @@ from .. import domains, interrupts, lagrangian
 from ..lagrangian import LagrangianMeasure
 from ..io import beside, prepare, save
 from ..kernels import energy as kernel_energy
-from ..models import SelfAttention
 from ..models.normalization import normalization_of
 from ..monitor import ResolutionError
 from ..numerics import EXP_MAX
@@ -221,7 +220,7 @@ def _unit_vectors(cfg) -> bool:
 
 def _has_particle_energy(model) -> bool:
     """E_β of point sets by the fused kernel: SA/USA with Q = K = I, β where e^β is finite."""
-    return isinstance(model, SelfAttention) and model.Q is None and model.K is None and model.beta <= EXP_MAX
+    return model.exp_kernel and model.Q is None and model.K is None and model.beta <= EXP_MAX
 
 
 def _particle_energy(model, x):

@@ -36,8 +36,9 @@ RK4's stages are not convex combinations of Euler steps, so ρ >= 0 is not guara
 a negative state). For non-smooth data (jumps, compact supports) pass ``method="ssprk3"`` (cfl <= 1): ρ >= 0 at
 every stage, third order in time.
 
-The model is read through its public attributes (``kind``, ``matrices``,
-``A``, ``beta``, ``tau``, ``field``): this layer does not import the models.
+The model is read through its public attributes (``matrices``, ``field``) and what it offers
+(``translation_kernel``, ``tilt_matrix``: the kernel of the FFT convolution, the matrix of the separable sums):
+this layer does not import the models, nor asks which kind it holds.
 """
 
 from __future__ import annotations
@@ -55,14 +56,6 @@ SCHEMES = ("weno5", "muscl")
 
 def _minmod(a, b):
     return np.where(a * b > 0, np.sign(a) * np.minimum(np.abs(a), np.abs(b)), 0.0)
-
-
-def _translation_invariant(model) -> bool:
-    """L2 attention with Q = K: the kernel depends on x − y only."""
-    return model.kind == "l2" and (
-        (model.Q is None and model.K is None)
-        or (model.Q is not None and model.K is not None and np.array_equal(model.Q, model.K))
-    )
 
 
 class FiniteVolume:
@@ -90,9 +83,9 @@ class FiniteVolume:
         """FFT convolution for L2 with Q = K, separable sums for softmax, quadrature always: best first."""
         if model is None:
             return {"quadrature": None}
-        return {"spectral": None if _translation_invariant(model) else
+        return {"spectral": None if model.translation_kernel is not None else
                 f"FFT summation needs L2 attention with Q = K (a translation-invariant kernel); got {model!r}",
-                "separable": None if model.kind == "softmax" else
+                "separable": None if model.tilt_matrix is not None else
                 f"separable summation is for softmax attention; got {model!r}",
                 "quadrature": None}
 
@@ -115,9 +108,8 @@ class FiniteVolume:
             d = grid.dim
             offs = [np.arange(-(s - 1), s) * h for s, h in zip(grid.shape, grid.widths)]
             Z = np.stack(np.meshgrid(*offs, indexing="ij"), axis=-1)
-            Q, _, self._V = model.matrices(d)
-            QZ = Z @ Q.T
-            kernel = np.exp(-np.sum(QZ * QZ, axis=-1) / (2.0 * model.tau))
+            self._V = model.matrices(d)[2]
+            kernel = model.translation_kernel(Z)
             # linear convolution through one zero-padded FFT size; the kernel is transformed once
             self._fshape = tuple(sfft.next_fast_len(3 * s - 2, real=True) for s in grid.shape)
             self._axes = tuple(range(-d, 0))
@@ -154,7 +146,7 @@ class FiniteVolume:
     def _separable_softmax(self, mass):
         g, model = self.grid, self.model
         d = g.dim
-        a = model.beta * g.points.reshape(-1, d) @ model.A(d).T  # (m, d): β(Ax)_k
+        a = g.points.reshape(-1, d) @ model.tilt_matrix(d).T  # (m, d): (Bx)_k, the kernel e^{⟨Bx, y⟩}
         factors = []
         for k in range(d):
             s = np.outer(a[:, k], g.axes[k])  # (m, n_k)
