@@ -197,15 +197,22 @@ def particle_step(cfg, model) -> float | None:
     pc = cfg["particles"]
     if pc["dt"] is not None or pc["method"] != "rk4":
         return pc["dt"]
-    unit = domains.get(cfg["domain"]).particle_domain(cfg["dimension"]).unit_vectors
-    if pc["dt_factor"] is None and not unit:
-        return None  # simulate's fixed default in R^d
     key = "dt_factor" if pc["dt_factor"] is not None else "dt"
     t_eval = cfg["time"]["t_eval"]
-    try:
-        scale = rate_scale_over(model, t_eval[0], t_eval[-1])
-    except (ValueError, TypeError, OverflowError) as exc:  # R^d models have no speed bound for every measure
-        raise StudyError(f"[particles] {key}: {exc}") from None
+    scales = []
+
+    def rate_scale() -> float:
+        try:
+            scales.append(rate_scale_over(model, t_eval[0], t_eval[-1]))
+        except (ValueError, TypeError, OverflowError) as exc:  # R^d models have no speed bound for every measure
+            raise StudyError(f"[particles] {key}: {exc}") from None
+        return scales[-1]
+
+    if pc["dt_factor"] is None:  # simulate's default: the domain's own rule, which reads the rate scale or not
+        domains.get(cfg["domain"]).particle_domain(cfg["dimension"]).particle_step(rate_scale)
+        if not scales:
+            return None  # a fixed default (R^d)
+    scale = scales[0] if scales else rate_scale()
     if not np.isfinite(scale):
         raise StudyError(f"[particles] dt: the rate scale of {' '.join(repr(model).split())} overflows (USA with a huge "
                          "β), so no step follows from it; give [particles] dt")
