@@ -41,16 +41,18 @@ when the angular spectrum's tail or a negative undershoot passes the monitor's t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import ive
 
 from . import checks
 from .density import Density
-from .domains import CircleGrid
+from .domains import CircleGrid, Grid
 from .domains.circle import fourier
-from .integrate import Integrator, OutputTracker, Problem, Tracker
+from .domains.products import CYLINDER
+from .integrate import Problem, Status, StopIntegration, Tracker
 from .models import SelfAttention, Transformer, heads
 from .models.normalization import normalization_of
 from .monitor import ResolutionError, ResolutionMonitor
@@ -92,8 +94,10 @@ class RadiusRangeError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------- grid
-class CylinderGrid:
-    r"""n_θ equispaced angles × n_s cells of s = log r on [log r_min, log r_max].
+class CylinderGrid(Grid):
+    r"""n_θ equispaced angles × n_s cells of s = log r on [log r_min, log r_max]: a grid of the product domain
+    :data:`~meanfield.domains.products.CYLINDER` (a :class:`~meanfield.Density` on it is an initial state of
+    :func:`meanfield.solve`, advanced by the "cylinder" representation).
 
     Parameters
     ----------
@@ -137,6 +141,53 @@ class CylinderGrid:
         self.dtheta = 2.0 * np.pi / n_theta
         self.r, self.r_edges = np.exp(self.s), np.exp(self.s_edges)
         self.circle = CircleGrid(n_theta)
+        self.n, self.spacing = n_theta, min(self.dtheta, self.ds)
+
+    domain = CYLINDER
+    dim = 2
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CylinderGrid) and (self.n_theta, self.n_s, self.radii) == (
+            other.n_theta, other.n_s, other.radii)
+
+    def __hash__(self) -> int:
+        return hash((self.n_theta, self.n_s, self.radii))
+
+    def integrate(self, values):
+        """∫∫ ρ dθ ds over the last two axes (:meth:`mass` of each)."""
+        return np.sum(values, axis=(-2, -1)) * self.dtheta * self.ds
+
+    def refined(self, factor: int = 2):
+        raise ValueError(f"{self!r} is not refined: give a finer grid (n_theta, n_s).")
+
+    def resample(self, values, n: int):
+        raise ValueError(f"{self!r} is not resampled: give a finer grid (n_theta, n_s).")
+
+    def interpolate(self, values, points):
+        raise NotImplementedError(f"{self!r} holds cell averages in s: read them (values) or the marginals.")
+
+    def resolution(self, values, tail_tol: float, *, spectrum=None):
+        """The angular spectral tail (summed over s) against ``tail_tol``: None where resolved, else the reason."""
+        C = np.abs(fourier.rfft(values)).sum(axis=0) * self.ds  # Σ_m |ρ̂_{m,k}| Δs ≥ every marginal's tail in θ
+        top = (self.n_theta - 1) // 2
+        width = max(2, top // 16)
+        total = float(np.sum(values)) * (self.dtheta * self.ds)
+        tail = float(np.max(C[top - width + 1: top + 1]) / (total / (2.0 * np.pi) * self.n_theta))
+        if not tail <= tail_tol:
+            return f"the angular spectral tail {tail:.3g} exceeds tail_tol = {tail_tol:g} on {self!r}; raise n_theta"
+        return None
+
+    def coordinates(self):
+        return {"s": (self.s, {"edges": self.s_edges}), "theta": (self.theta, {})}
+
+    @classmethod
+    def from_coordinates(cls, coordinates):
+        s, theta = np.asarray(coordinates["s"]), np.asarray(coordinates["theta"])
+        ds = float(s[1] - s[0])
+        return cls(theta.size, s.size, (float(np.exp(s[0] - ds / 2)), float(np.exp(s[-1] + ds / 2))))
+
+    def coarsened(self, values):
+        raise NotImplementedError(f"{self!r}: no coarsened measure.")
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -379,9 +430,21 @@ class RadialProblem(Problem):
             bounds.append(g.ds / b)
         return min(bounds) if bounds else np.inf
 
+    #: the guard whose check rejected the step (:class:`_Guard`; set by the "cylinder" representation)
+    guard = None
+
     def reject(self, t, y, reason):
+        """Stop at the last accepted state (t, y) where the guard found mass at the walls or a lost resolution;
+        ``FloatingPointError`` for a non-finite step."""
+        found = None if self.guard is None else self.guard.found
+        if found is not None:
+            raise StopIntegration(t, y, found[1], hint=_HINTS[found[0]])
         raise FloatingPointError(f"the cylinder density became non-finite in the step from t = {t:.6g} ({reason}); "
                                  "reduce `cfl` or `dt`.")
+
+
+_HINTS = {"edge": "Widen `radii` (CylinderGrid), keeping the outer cells empty.",
+          "resolution": "Refine the cylinder grid (n_theta, n_s), or loosen the monitor's neg_tol/tail_tol."}
 
 
 class _Guard(Tracker):
@@ -394,6 +457,7 @@ class _Guard(Tracker):
         self.y_good = None
         self.max_mass_drift = 0.0
         self.mass0 = None
+        self.found = None  # (kind, message, side, mass) of the last refused candidate
 
     def problem(self, t, y):
         """(kind, message, side, mass) of what is wrong with state y, or None."""
@@ -416,30 +480,21 @@ class _Guard(Tracker):
         if negative < -self.monitor.neg_tol * total:
             return ("resolution", f"the density's negative part has mass {negative:.3g} (neg_tol = "
                     f"{self.monitor.neg_tol:g} of the mass): refine n_s or n_theta", None, None)
-        C = np.abs(fourier.rfft(y)).sum(axis=0) * g.ds  # Σ_m |ρ̂_{m,k}| Δs ≥ the tail of every marginal in θ
-        top = (g.n_theta - 1) // 2
-        width = max(2, top // 16)
-        tail = float(np.max(C[top - width + 1: top + 1]) / (total / (2.0 * np.pi) * g.n_theta))
-        if not tail <= self.monitor.tail_tol:
-            return ("resolution", f"the angular spectral tail {tail:.3g} exceeds tail_tol = {self.monitor.tail_tol:g} "
-                    f"on {g!r}; raise n_theta", None, None)
-        return None
+        reason = g.resolution(y, self.monitor.tail_tol)
+        return None if reason is None else ("resolution", reason, None, None)
 
     def initialize(self, t, y):
         self.t_good, self.y_good, self.mass0 = t, y.copy(), self.grid.mass(y)
+        self.found = None
+
+    def check(self, t, y):
+        """The reason a candidate state is refused (the problem's ``reject`` then stops there), or None."""
+        self.found = self.problem(t, y)
+        return None if self.found is None else self.found[1]
 
     def handle(self, t, y, h):
-        found = self.problem(t, y)
-        if found is not None:
-            raise _Stop(t, *found)
         self.t_good, self.y_good = t, np.array(y, copy=True)
         self.max_mass_drift = max(self.max_mass_drift, abs(self.grid.mass(y) - self.mass0))
-
-
-class _Stop(Exception):
-    def __init__(self, t, kind, message, side, mass):
-        super().__init__(message)
-        self.t, self.kind, self.message, self.side, self.mass = t, kind, message, side, mass
 
 
 # --------------------------------------------------------------------------------------------------------------- result
@@ -459,6 +514,10 @@ class RadialSolution:
     nfev, nsteps : int
     mass_drift : float
         max over accepted steps of |mass − mass(0)| (round-off: the scheme is conservative).
+    status, message
+        The :class:`~meanfield.Solution`'s (``solution``): how the run ended.
+    solution : Solution
+        What :func:`meanfield.solve` returned, of which this is a view (frames: densities on the CylinderGrid).
     """
 
     t: np.ndarray
@@ -469,6 +528,15 @@ class RadialSolution:
     nfev: int
     nsteps: int
     mass_drift: float
+    status: Status = Status.SUCCESS
+    message: str = ""
+    solution: object = None
+
+    def raise_for_status(self) -> "RadialSolution":
+        """This solution where the run reached its end; else raise as :meth:`meanfield.Solution.raise_for_status`."""
+        if self.solution is not None and self.status is not Status.SUCCESS:
+            self.solution.raise_for_status()
+        return self
 
     @property
     def mass(self) -> np.ndarray:
@@ -568,49 +636,46 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     FloatingPointError
         A non-finite state, or peri-LN's |A| = 0.
     """
-    kind, head_list = _zonal_heads(model)
+    from .solve import solve
+
+    kind, _ = _zonal_heads(model)
     grid = CylinderGrid(n_theta, n_s, radii)
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
-    cfl = checks.positive(cfl, "cfl")
     edge_tol = checks.positive(edge_tol, "edge_tol")
-    if dt is not None:
-        dt = checks.positive(dt, "dt")
     monitor = ResolutionMonitor(neg_tol=NEG_TOL) if monitor is None else monitor
-    t0, t1, t_eval = checks.time_span(t_span, t_eval)
-    y0 = _initial(rho0, grid)
-    if any(not normalized for _, _, normalized in head_list):
-        bound = ""
-    else:
-        U = 1.0 if kind == "peri" else sum(abs(c) for _, c, _ in head_list)
-        bound = (f" (|dr/dt| <= {U:g} here: a law supported in [r_0, r_1] at t0 stays in "
-                 f"[r_0 − {U:g}(t − t0), r_1 + {U:g}(t − t0)])")
-    guard = _Guard(grid, monitor, edge_tol, bound)
-    found = guard.problem(t0, y0)
-    if found is not None:
-        kindf, message, side, mass = found
-        if kindf == "edge":
-            raise RadiusRangeError(f"`rho0`: {message}", t0, side, mass)
-        raise ResolutionError(t0, f"`rho0`: {message}", initial=True)
-    outputs = OutputTracker()
-    integ = Integrator(RadialProblem(model, grid), method, dt=dt, cfl=cfl, trackers=[guard, outputs])
+    if not isinstance(monitor, ResolutionMonitor):
+        raise TypeError(f"`monitor` must be a meanfield.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
+    monitor = replace(monitor, edge_tol=edge_tol)
+    drift = _MassDrift()
+    start = Density(grid, _initial(rho0, grid), check=False)
+    sol = solve(model, start, t_span, t_eval, method, dt, cfl=cfl, monitor=monitor, trackers=[drift], progress=False)
+    values = np.array([f.values for f in sol.densities]).reshape((len(sol.t),) + grid.shape)
+    out = RadialSolution(sol.t, values, grid, model, kind, sol.nfev, sol.nsteps, drift.max, sol.status, sol.message,
+                         sol)
+    if sol.status is Status.RESOLUTION_LOST:
+        edge = _EDGE.search(sol.message)
+        if edge is not None:
+            raise RadiusRangeError(sol.message, sol.t_reached, edge["side"], float(edge["mass"]), out)
+        raise ResolutionError(sol.t_reached, sol.message, out)
+    return out.raise_for_status()
 
-    def result(times, states):
-        return RadialSolution(np.array(times), np.array(states).reshape((len(times),) + grid.shape), grid, model,
-                              kind, integ.nfev, integ.nsteps, guard.max_mass_drift)
 
-    try:
-        integ.run(t0, y0, t_eval, t1)
-    except _Stop as stop:
-        times = [t for t in outputs.times if t <= guard.t_good] + [guard.t_good]
-        states = [s for t, s in zip(outputs.times, outputs.states) if t <= guard.t_good] + [guard.y_good]
-        if len(outputs.times) and outputs.times[-1] == guard.t_good:
-            times, states = times[:-1], states[:-1]
-        partial = result(times, states)
-        if stop.kind == "edge":
-            raise RadiusRangeError(stop.message, guard.t_good, stop.side, stop.mass, partial) from None
-        raise ResolutionError(guard.t_good, stop.message, partial) from None
-    return result(outputs.times, outputs.states)
+#: the guard's words for mass at the walls (_Guard.problem): which end, how much
+_EDGE = re.compile(r"puts mass (?P<mass>\S+) in the (?P<side>inner|outer) guard cells")
+
+
+class _MassDrift:
+    """max over accepted steps of |mass − mass(0)| (a tracker of frames)."""
+
+    def __init__(self):
+        self.mass0, self.max = None, 0.0
+
+    def initialize(self, t, frame):
+        self.mass0 = frame.grid.mass(frame.values)
+
+    def handle(self, t, frame, h):
+        self.max = max(self.max, abs(frame.grid.mass(frame.values) - self.mass0))
 
 
 def _initial(rho0, grid: CylinderGrid) -> np.ndarray:

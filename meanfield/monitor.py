@@ -77,12 +77,19 @@ class ResolutionMonitor:
     neg_tol: float = 1e-8
     energy_rtol: float = 1e-10
     outflow_tol: float = 1e-6
+    #: the cylinder S¹ × (0, ∞): the largest mass in the guard cells at either end of the radii before a run stops
+    edge_tol: float = 1e-10
+    #: natural frequencies: the largest ω-resolution bound (free-streaming error × amplitude, docs/MATH.md §11);
+    #: ``np.inf`` switches the check off
+    omega_tol: float = 1e-6
 
     def __post_init__(self):
-        for name in ("tail_tol", "neg_tol", "energy_rtol", "outflow_tol"):
+        for name in ("tail_tol", "neg_tol", "energy_rtol", "outflow_tol", "edge_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"`{name}` must be a positive finite number, got {v!r}.")
+        if not (isinstance(self.omega_tol, (int, float)) and self.omega_tol > 0):
+            raise ValueError(f"`omega_tol` must be > 0 (np.inf to switch the ω check off), got {self.omega_tol!r}.")
 
     def check_state(self, grid, values, spectrum=None) -> str | None:
         """None if ``values`` is resolved on ``grid``, else the reason (``spectrum``: ``grid.spectrum(values)``,

@@ -246,7 +246,7 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
     options = dict(method=method, dt=dt, cfl=cfl, refine=refine, max_n=max_n, rtol=rtol, atol=atol, monitor=monitor,
                    strategy=strategy, lagrangian_tol=lagrangian_tol, max_points=max_points)
     given = {k: _OPTIONS[k](v) for k, v in options.items() if v is not None}
-    settings = Settings(**given)
+    settings = Settings(**given, given=frozenset(given))
     chain = plan(representation, model, mu0, settings.strategy)
     check_options(chain, given, model, mu0)
     chain[0].check(settings, model, mu0, t0, first=True)

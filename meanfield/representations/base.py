@@ -41,6 +41,7 @@ class Settings:
     strategy: str = "auto"
     lagrangian_tol: float | None = None
     max_points: int | None = None
+    given: frozenset = frozenset()  # the options the caller gave: a representation chooses its own default for the rest
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,13 @@ from ..numerics import EXP_MAX
 from .base import Handover, Hooks, Part, Settings, Solution
 from .grid import GridRepresentation
 from .lagrangian import NodesRepresentation, PanelsRepresentation
+from .product import CylinderRepresentation, FrequencyRepresentation
 
 __all__ = ["REPRESENTATIONS", "plan", "check_options", "run_chain"]
 
 #: Every representation by name.
-REPRESENTATIONS = {r.name: r for r in (GridRepresentation(), PanelsRepresentation(), NodesRepresentation())}
+REPRESENTATIONS = {r.name: r for r in (GridRepresentation(), PanelsRepresentation(), NodesRepresentation(),
+                                       CylinderRepresentation(), FrequencyRepresentation())}
 
 
 def _offers(rep, model, start) -> tuple[str, ...]:
@@ -48,6 +50,15 @@ def _offers(rep, model, start) -> tuple[str, ...]:
 def plan(representation, model, start, strategy: str = "auto") -> list:
     """The chain for ``representation`` (module table) from ``start``, each member checked to apply."""
     domain = start.domain
+    own = getattr(domain, "representation", None)  # a product domain's one representation (domains/products.py)
+    if own is not None:
+        if representation not in (None, "auto", own, (own,)):
+            raise ValueError(f"`representation` {representation!r}: a density on the {domain.description} is "
+                             f"advanced by the {own} representation alone: pass {own!r} (or 'auto', None).")
+        why = REPRESENTATIONS[own].refusal(model, domain, start)
+        if why is not None:
+            raise ValueError(f"`representation` {representation!r}: the {own} representation does not apply: {why}.")
+        return [REPRESENTATIONS[own]]
     grid, panels, nodes = (REPRESENTATIONS[k] for k in ("grid", "panels", "nodes"))
     panels_apply = panels.refusal(model, domain) is None
     panels_take = strategy in ("auto",) + panels.strategies
