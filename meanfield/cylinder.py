@@ -41,7 +41,6 @@ when the angular spectrum's tail or a negative undershoot passes the monitor's t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -647,35 +646,17 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     if not isinstance(monitor, ResolutionMonitor):
         raise TypeError(f"`monitor` must be a meanfield.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
     monitor = replace(monitor, edge_tol=edge_tol)
-    drift = _MassDrift()
     start = Density(grid, _initial(rho0, grid), check=False)
-    sol = solve(model, start, t_span, t_eval, method, dt, cfl=cfl, monitor=monitor, trackers=[drift], progress=False)
+    sol = solve(model, start, t_span, t_eval, method, dt, cfl=cfl, monitor=monitor, progress=False)
     values = np.array([f.values for f in sol.densities]).reshape((len(sol.t),) + grid.shape)
-    out = RadialSolution(sol.t, values, grid, model, kind, sol.nfev, sol.nsteps, drift.max, sol.status, sol.message,
-                         sol)
+    out = RadialSolution(sol.t, values, grid, model, kind, sol.nfev, sol.nsteps, sol.diagnostics["mass_drift"],
+                         sol.status, sol.message, sol)
+    if "edge" in sol.diagnostics:
+        side, mass = sol.diagnostics["edge"]
+        raise RadiusRangeError(sol.message, sol.t_reached, side, mass, out)
     if sol.status is Status.RESOLUTION_LOST:
-        edge = _EDGE.search(sol.message)
-        if edge is not None:
-            raise RadiusRangeError(sol.message, sol.t_reached, edge["side"], float(edge["mass"]), out)
         raise ResolutionError(sol.t_reached, sol.message, out)
     return out.raise_for_status()
-
-
-#: the guard's words for mass at the walls (_Guard.problem): which end, how much
-_EDGE = re.compile(r"puts mass (?P<mass>\S+) in the (?P<side>inner|outer) guard cells")
-
-
-class _MassDrift:
-    """max over accepted steps of |mass − mass(0)| (a tracker of frames)."""
-
-    def __init__(self):
-        self.mass0, self.max = None, 0.0
-
-    def initialize(self, t, frame):
-        self.mass0 = frame.grid.mass(frame.values)
-
-    def handle(self, t, frame, h):
-        self.max = max(self.max, abs(frame.grid.mass(frame.values) - self.mass0))
 
 
 def _initial(rho0, grid: CylinderGrid) -> np.ndarray:

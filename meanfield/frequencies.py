@@ -88,19 +88,21 @@ import numpy as np
 
 from . import checks, kernels, strategies
 from .density import Density
-from .domains import CIRCLE, CircleGrid
+from .domains import CIRCLE, CircleGrid, Grid
 from .domains import Measure
+from .domains.products import FREQUENCIES
 from .domains.circle import fourier
 from .domains.circle.geometry import angles_to_points
 from .domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
 from .integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, Stages, Status,
                         StopIntegration, Tracker)
 from .models import Transformer, heads, rate_scale
-from .monitor import ResolutionError
+from .monitor import ResolutionError, ResolutionMonitor
 from .representations.grid import step_bound
 
 __all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
-           "FrequencySolution", "order_parameter"]
+           "FrequencySolution", "order_parameter", "FrequencyGrid", "FrequencyDensity", "frequency_density",
+           "frequency_solution"]
 
 
 class Quadrature(NamedTuple):
@@ -357,6 +359,151 @@ def frequency_law(law):
                     f"{type(law).__name__}.")
 
 
+# --------------------------------------------------------------------------------------------- the product grid
+class FrequencyGrid(Grid):
+    r"""A circle grid times the nodes of a frequency law's quadrature: a grid of the product domain
+    :data:`~meanfield.domains.products.FREQUENCIES` (values of shape (J, n): one circle density per node ω_j).
+
+    Parameters
+    ----------
+    circle : CircleGrid
+        The grid of every node's density in θ.
+    quadrature : Quadrature
+        The nodes ω_j and weights w_j (module docstring).
+    cauchy_noise : bool
+        For the Lorentzian's pole and bands at β > 0: they then solve the marginal under Cauchy noise −γ|k|
+        (module docstring), which must be asked for.
+    """
+
+    domain = FREQUENCIES
+    dim = 2
+
+    def __init__(self, circle: CircleGrid, quadrature: Quadrature, cauchy_noise: bool = False):
+        if not isinstance(circle, CircleGrid):
+            raise TypeError(f"`circle` must be a CircleGrid, got {type(circle).__name__}.")
+        if not isinstance(quadrature, Quadrature):
+            raise TypeError(f"`quadrature` must be a Quadrature, got {type(quadrature).__name__}.")
+        if not isinstance(cauchy_noise, (bool, np.bool_)):
+            raise TypeError(f"`cauchy_noise` must be True or False, got {cauchy_noise!r}.")
+        self.circle, self.quadrature, self.cauchy_noise = circle, quadrature, bool(cauchy_noise)
+        self.n, self.spacing = circle.n, circle.spacing
+
+    def __repr__(self) -> str:
+        return f"FrequencyGrid({self.circle!r}, {self.quadrature.nodes.size} {self.quadrature.rule} nodes)"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.quadrature.nodes.size, self.circle.n)
+
+    def integrate(self, values):
+        """∫ ρ̄ dθ = Σ_j w_j ∫ ρ_j dθ: the mass of the marginal."""
+        return self.quadrature.weights @ self.circle.integrate(values)
+
+    def refined(self, factor: int = 2):
+        raise ValueError(f"{self!r} is not refined: start on a finer circle grid.")
+
+    def resample(self, values, n: int):
+        return np.stack([self.circle.resample(v, n) for v in values])
+
+    def interpolate(self, values, points):
+        raise NotImplementedError(f"{self!r}: interpolate a node's density on its circle grid (grid.circle).")
+
+    def resolution(self, values, tail_tol: float, *, spectrum=None):
+        tails = _tails(fourier.coefficients(values), self.n)
+        j = int(np.argmax(tails))
+        return None if tails[j] <= tail_tol else (f"node {j}'s spectral tail {tails[j]:.3g} exceeds tail_tol = "
+                                                  f"{tail_tol:.3g} on {self.circle!r}")
+
+    def coordinates(self):
+        return {"omega": (np.asarray(self.quadrature.nodes), {"weights": self.quadrature.weights}),
+                "theta": (self.circle.angles, {})}
+
+    @classmethod
+    def from_coordinates(cls, coordinates):
+        raise NotImplementedError("a FrequencyGrid is rebuilt from its law's quadrature, not from coordinates.")
+
+    def coarsened(self, values):
+        raise NotImplementedError(f"{self!r}: no coarsened measure.")
+
+
+class FrequencyDensity(Density):
+    r"""The density on S¹ × R_ω at one time: a :class:`~meanfield.Density` on a :class:`FrequencyGrid` (values
+    ρ_j(θ_i) of shape (J, n), NaN rows for nodes carried by atoms), with the state the solver holds.
+
+    Attributes
+    ----------
+    coefficients : ndarray, shape (J, n/2 + 1)
+        ρ̂_{j,k}, k = 0..n/2 (complex for the pole and bands: the continuation in ω; an atom node's from its atoms'
+        moments).
+    as_points : ndarray of bool, shape (J,)
+        Which nodes are atoms (handed over when they collapsed).
+    angles : ndarray, shape (J, n)
+        The atoms' angles (NaN rows for nodes on the grid).
+    masses : ndarray, shape (J, n)
+        The atoms' masses (NaN rows for nodes on the grid).
+    handovers : tuple of (float, tuple of int)
+        When nodes went over to atoms, and which.
+    """
+
+    __slots__ = ("coefficients", "as_points", "angles", "masses", "handovers")
+
+    def __init__(self, grid: FrequencyGrid, coefficients, as_points=None, angles=None, masses=None, handovers=()):
+        C = np.array(coefficients, dtype=complex)
+        J, n = grid.shape
+        as_points = np.zeros(J, dtype=bool) if as_points is None else np.array(as_points, dtype=bool)
+        values = fourier.from_coefficients(C, n)
+        values[as_points] = np.nan
+        super().__init__(grid, values, check=False)
+        self.coefficients, self.as_points = C, as_points
+        self.angles = np.full((J, n), np.nan) if angles is None else np.array(angles, dtype=float)
+        self.masses = np.full((J, n), np.nan) if masses is None else np.array(masses, dtype=float)
+        self.handovers = tuple(handovers)
+
+    def mass(self) -> float:
+        """Σ_j w_j ∫ρ_j dθ (atoms: their masses' sums)."""
+        return float(self.grid.quadrature.weights @ self.node_masses())
+
+    def node_masses(self) -> np.ndarray:
+        """∫ρ_j dθ of every node, shape (J,)."""
+        return 2.0 * np.pi * self.coefficients[:, 0].real
+
+    def marginal(self) -> Density:
+        """ρ̄ = Σ_j w_j ρ_j as a :class:`~meanfield.Density` on the circle (``ValueError`` once a node is atoms)."""
+        if np.any(self.as_points):
+            raise ValueError(f"nodes {np.nonzero(self.as_points)[0].tolist()} are atoms: the marginal is a measure, "
+                             "not a grid density.")
+        cbar = self.grid.quadrature.weights @ self.coefficients
+        return Density(self.grid.circle, fourier.from_coefficients(cbar, self.grid.n), check=False)
+
+    def __repr__(self) -> str:
+        return f"FrequencyDensity({self.grid!r}, mass={self.mass():.6g})"
+
+
+def frequency_density(rho0, law, *, nodes: int = 64, grid: CircleGrid | None = None,
+                      cauchy_noise: bool = False) -> FrequencyDensity:
+    """The initial density on S¹ × R_ω, which :func:`meanfield.solve` advances (the "frequencies" representation).
+
+    Parameters
+    ----------
+    rho0 : Density or array_like, shape (J, n)
+        A density on a :class:`~meanfield.CircleGrid` (the law of θ for every ω) or one density per node (real
+        nodes only), each of mass 1 (:func:`meanfield.solve` checks it after the resolution of each node).
+    law : FrequencyLaw or Quadrature
+        As :func:`solve`'s (``nodes``: J for a law given alone).
+    grid : CircleGrid, optional
+        For per-node values (default CircleGrid(n)).
+    cauchy_noise : bool
+        As :func:`solve`'s.
+    """
+    law = frequency_law(law)
+    quad = law if isinstance(law, Quadrature) else law.default_quadrature(nodes)
+    if not (isinstance(quad.weights, np.ndarray) and quad.nodes.shape == quad.weights.shape
+            and abs(quad.weights.sum() - 1.0) < 1e-12 and np.all(quad.weights > 0)):
+        raise ValueError(f"the quadrature's weights must be positive, sum to 1 and match its {quad.nodes.size} nodes.")
+    circle, values = _initial(rho0, quad, grid)
+    return FrequencyDensity(FrequencyGrid(circle, quad, cauchy_noise), fourier.coefficients(values))
+
+
 def order_parameter(values, grid: CircleGrid) -> np.ndarray:
     """z = ∫ e^{iθ} ρ dθ of nodal values on ``grid`` (last axis), relative to their mass."""
     c = fourier.coefficients(values)
@@ -371,8 +518,6 @@ def _attention_rhs(model, grid):
         raise ValueError(f"natural frequencies are built for attention models (SelfAttention, MultiHeadAttention); "
                          f"got {model!r}, whose feed-forward drift is not.")
     heads(model)  # TypeError for anything but an attention model
-    if model.noise:
-        raise ValueError(f"`model` has noise = {model.noise:g}: natural frequencies with noise are not built.")
     if model.time_dependent:
         raise ValueError(f"`model` {model!r} has time-dependent weights: natural frequencies take constant weights.")
     if model.dim not in (None, 2):
@@ -402,6 +547,9 @@ class FrequencyProblem(Problem):
         decay = -1j * np.multiply.outer(np.asarray(quad.nodes, dtype=complex), k)
         if self.n % 2 == 0:
             decay[:, K] = decay[:, K].real
+        self.noise = float(model.noise)
+        if self.noise:  # DΔρ_j = D∂²_θρ_j: −Dk² on every node's coefficients, integrated exactly with the rotation
+            decay = decay - self.noise * k.astype(float) ** 2
         self.decay_rows = decay
         self._minus_ik = -1j * k
         if self.n % 2 == 0:
@@ -529,7 +677,10 @@ class FrequencyProblem(Problem):
     def handover_refusal(self) -> str | None:
         """Why a node that loses its θ-resolution cannot be handed over to atoms, or None."""
         if not self.handover:
-            return "hand-over is off (handover=False)"
+            return "hand-over is off (handover=False; refine=False in meanfield.solve)"
+        if self.noise:
+            return (f"the model has noise D = {self.noise:g}: atoms are moved by the flow alone, they cannot diffuse "
+                    "(start on a finer circle grid)")
         if not self.quad.real:
             return (f"the {self.quad.rule} rule's nodes are complex: a node is a sub-population's exact pole, whose "
                     "density is no transported measure")
@@ -726,6 +877,7 @@ class FrequencySolution:
     angles: np.ndarray
     masses: np.ndarray
     handovers: tuple
+    solution: object = None
 
     @property
     def order(self) -> np.ndarray:
@@ -855,15 +1007,9 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     -------
     FrequencySolution
     """
-    law = frequency_law(law)
-    quad = law if isinstance(law, Quadrature) else law.default_quadrature(nodes)
-    if not (isinstance(quad.weights, np.ndarray) and quad.nodes.shape == quad.weights.shape
-            and abs(quad.weights.sum() - 1.0) < 1e-12 and np.all(quad.weights > 0)):
-        raise ValueError(f"the quadrature's weights must be positive, sum to 1 and match its {quad.nodes.size} nodes.")
-    t0, t1, t_eval = checks.time_span(t_span, t_eval)
-    if dt is not None:
-        dt = checks.positive(dt, "dt")
-    cfl = checks.positive(cfl, "cfl")
+    from .solve import solve as solve_density
+
+    _, _, t_eval = checks.time_span(t_span, t_eval)
     tail_tol = checks.positive(tail_tol, "tail_tol")
     omega_tol = checks.real(omega_tol, "omega_tol")
     if not omega_tol > 0:
@@ -871,50 +1017,34 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     for name, value in (("handover", handover), ("cauchy_noise", cauchy_noise)):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"`{name}` must be True or False, got {value!r}.")
-    grid, values = _initial(rho0, quad, grid)
-    if quad.rule in ("pole", "bands") and not cauchy_noise and not _first_harmonic(model):
-        raise ValueError(
-            f"the Lorentzian's {quad.rule} is exact for first-harmonic fields only (β = 0, the Kuramoto field): for "
-            f"{model!r} the field's harmonics l >= 2 couple the modes k >= 1 to negative ones, whose continuation in "
-            f"ω grows below the real axis, and the {quad.rule} would solve the marginal under Cauchy noise −γ|k| "
-            "instead — the same linear rates about the incoherent state, other nonlinear dynamics (docs/MATH.md §11). "
-            "For natural frequencies at β > 0 use real nodes (Lorentzian(γ).quadrature(J), with omega_tol); "
-            "cauchy_noise=True solves the Cauchy-noise model knowingly.")
-    problem = FrequencyProblem(model, grid, quad, handover=handover)
-    problem.tail_tol = tail_tol
-    y0 = problem.pack(fourier.coefficients(values), np.empty((0, grid.n)))
-    monitor = _Monitor(problem, quad, tail_tol, omega_tol)
-    tails = monitor.tails(y0)
-    if not np.max(tails) <= tail_tol:
-        j = int(np.argmax(tails))
-        raise ResolutionError(t0, f"the initial density of node {j} is not resolved on {grid!r}: its spectral tail "
-                              f"{tails[j]:.3g} exceeds tail_tol = {tail_tol:.3g} (use a larger n)", initial=True)
-    _check_masses(values, grid)
-    outputs = _Outputs(problem)
-    integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl, subdivide=dt is not None,
-                            trackers=[FiniteTracker(), monitor, outputs, InterruptTracker()])
-    status, message, t_reached, last = Status.SUCCESS, "the solver reached the end of the interval", t1, None
-    try:
-        integrator.run(t0, y0, t_eval, t1)
-    except StopIntegration as stop:
-        status, t_reached, last = stop.status, stop.t, stop.y
-        message = f"stopped at t = {stop.t:.6g}: {stop.reason}" + (f". {stop.hint}" if stop.hint else "")
-    if problem.handovers:
-        words = "; ".join(f"nodes {list(js)} handed over to atoms at t = {t:.6g}" for t, js in problem.handovers)
-        message = f"{words} (they stopped being resolved in θ); {message}"
-    if not outputs.times:  # stopped before the first output: the last state it held, in the layout it had then
-        outputs.output(t_reached, y0 if last is None else last)
-    C = np.array(outputs.coefficients)
-    as_points = np.array(outputs.as_points)
+    start = frequency_density(rho0, law, nodes=nodes, grid=grid, cauchy_noise=cauchy_noise)
+    sol = solve_density(model, start, t_span, t_eval, dt=dt, cfl=cfl, refine=bool(handover), progress=False,
+                        monitor=ResolutionMonitor(tail_tol=tail_tol, omega_tol=omega_tol))
+    out = frequency_solution(sol, t_eval)
+    return out.raise_for_status() if raise_on_failure else out
+
+
+def frequency_solution(sol, t_eval) -> "FrequencySolution":
+    """The :class:`FrequencySolution` view of a :class:`~meanfield.Solution` of a :class:`FrequencyDensity`: its
+    frames at the output times ``t_eval`` (the state where the run stopped only where it stopped before the
+    first)."""
+    outputs = set(np.asarray(t_eval, dtype=float).tolist())
+    keep = [i for i, t in enumerate(sol.t) if float(t) in outputs] or [len(sol.t) - 1]
+    frames, times = [sol.densities[i] for i in keep], [float(sol.t[i]) for i in keep]
+    first = frames[0]
+    grid, quad = first.grid.circle, first.grid.quadrature
+    C = np.array([f.coefficients for f in frames])
+    as_points = np.array([f.as_points for f in frames])
     vals = fourier.from_coefficients(C, grid.n)
     vals[as_points] = np.nan
     cbar = np.einsum("j,tjk->tk", quad.weights, C)
     marginal = fourier.from_coefficients(cbar, grid.n)
     marginal[np.any(as_points, axis=1)] = np.nan
-    out = FrequencySolution(
-        t=np.array(outputs.times), values=vals, marginal=marginal, z=2.0 * np.pi * np.conj(cbar[:, 1]),
-        mass=2.0 * np.pi * C[..., 0].real, quadrature=quad, grid=grid, status=status, message=message,
-        t_reached=t_reached, nsteps=integrator.nsteps, nfev=integrator.nfev, max_tail=monitor.max_tail,
-        omega_error=monitor.omega_error, as_points=as_points, angles=np.array(outputs.angles),
-        masses=problem.masses.copy(), handovers=tuple(problem.handovers))
-    return out.raise_for_status() if raise_on_failure else out
+    d = sol.diagnostics
+    return FrequencySolution(
+        t=np.array(times), values=vals, marginal=marginal, z=2.0 * np.pi * np.conj(cbar[:, 1]),
+        mass=2.0 * np.pi * C[..., 0].real, quadrature=quad, grid=grid, status=sol.status, message=sol.message,
+        t_reached=sol.t_reached, nsteps=sol.nsteps, nfev=sol.nfev, max_tail=d["max_tail"],
+        omega_error=d["omega_error"], as_points=as_points, angles=np.array([f.angles for f in frames]),
+        masses=sol.densities[-1].masses.copy(), handovers=d["handovers"], solution=sol)
+

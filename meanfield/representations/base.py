@@ -81,6 +81,7 @@ class Part:
     refinements: list = field(default_factory=list)
     hint: str | None = None
     outflow: float = 0.0
+    diagnostics: dict = field(default_factory=dict)
 
 
 class Event:
@@ -258,6 +259,10 @@ class Solution:
         The mass that left the domain (a box in R^d, whose finite volumes let it out through the edges; 0 on the
         circle and S², which conserve it). Only an outflow above the monitor's ``outflow_tol`` (relative, default
         1e-6) is also warned about (``RuntimeWarning``).
+    diagnostics : dict
+        What a representation measured of its own run, by name (the last part's where several report one): the
+        cylinder's ``mass_drift`` and, where mass reached its walls, ``edge`` = (side, mass); the frequencies'
+        ``max_tail``, ``omega_error`` and ``handovers`` (:mod:`meanfield.representations.product`).
     """
 
     t: np.ndarray
@@ -281,6 +286,7 @@ class Solution:
     t_span: tuple = (float("nan"), float("nan"))
     hint: str | None = None
     outflow: float = 0.0
+    diagnostics: dict = field(default_factory=dict)
 
     @property
     def success(self) -> bool:

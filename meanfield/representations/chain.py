@@ -176,4 +176,5 @@ def _assemble(model, parts, handovers, hooks, t_span) -> Solution:
         method=parts[0].method, strategy=parts[0].strategy, representation=tuple(names),
         handovers=tuple(handovers), t_events=tuple(np.array(te) for te in hooks.t_events),
         t_reached=float(last.t_reached), t_span=t_span, hint=last.hint, outflow=sum(p.outflow for p in parts),
+        diagnostics={k: v for p in parts for k, v in p.diagnostics.items()},
     )

@@ -121,21 +121,110 @@ class CylinderRepresentation(Representation):
         except KeyboardInterrupt:
             status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
             t_reached, y = _interrupted(outputs, t0, y0)
+        diagnostics = {"mass_drift": guard.max_mass_drift}
+        if status is Status.RESOLUTION_LOST and guard.found is not None and guard.found[0] == "edge":
+            diagnostics["edge"] = (guard.found[2], guard.found[3])  # (side, mass) where the law reached the walls
         return Part(self.name, list(outputs.times), [frame(t, s) for t, s in zip(outputs.times, outputs.states)],
                     status, message, float(t_reached), frame(t_reached, y), method, "spectral", integ.nfev,
-                    integ.nsteps, hint=hint)
+                    integ.nsteps, hint=hint, diagnostics=diagnostics)
 
 
 class FrequencyRepresentation(Representation):
-    """Placeholder (filled below)."""
+    """One circle density per frequency node, coupled through the marginal (module docstring)."""
 
     name = "frequencies"
     domain_words = "circle S¹ × R_ω (a FrequencyGrid)"
     options = frozenset({"dt", "cfl", "monitor", "refine"})
-    accuracy = ""
+    accuracy = ("spectral in θ (each node's tail below tail_tol), the ω-quadrature's free-streaming error times the "
+                "amplitude below omega_tol (docs/MATH.md §11)")
+    #: the default CFL factor (:mod:`meanfield.frequencies`, "Time stepping")
+    default_cfl = 0.1
 
     def refusal(self, model, domain, start=None):
-        return _own(self, domain)
+        from ..frequencies import _attention_rhs
 
-    def run(self, *a, **k):
-        raise NotImplementedError
+        why = _own(self, domain)
+        if why is not None:
+            return why
+        if start is not None:
+            try:
+                _attention_rhs(model, start.grid.circle)
+            except ValueError as e:
+                return str(e)
+        return None
+
+    def check(self, settings, model, start, t0, first):
+        """Refuse the Lorentzian's pole and bands where the field is not first-harmonic (unless the grid asks for
+        the Cauchy-noise model), and a start with atoms (a frequency density starts on its grid)."""
+        from ..frequencies import _check_masses, _first_harmonic, _tails
+
+        quad = start.grid.quadrature
+        if quad.rule in ("pole", "bands") and not start.grid.cauchy_noise and not _first_harmonic(model):
+            raise ValueError(
+                f"the Lorentzian's {quad.rule} is exact for first-harmonic fields only (β = 0, the Kuramoto field): "
+                f"for {model!r} the field's harmonics l >= 2 couple the modes k >= 1 to negative ones, whose "
+                f"continuation in ω grows below the real axis, and the {quad.rule} would solve the marginal under "
+                "Cauchy noise −γ|k| instead — the same linear rates about the incoherent state, other nonlinear "
+                "dynamics (docs/MATH.md §11). For natural frequencies at β > 0 use real nodes "
+                "(Lorentzian(γ).quadrature(J), with omega_tol); cauchy_noise=True solves the Cauchy-noise model "
+                "knowingly.")
+        if np.any(start.as_points):
+            raise ValueError("a frequency density starts with every node on its grid, not as atoms.")
+        tails = _tails(start.coefficients, start.grid.n)
+        if not np.max(tails) <= settings.monitor.tail_tol:
+            j = int(np.argmax(tails))
+            raise ResolutionError(t0, f"the initial density of node {j} is not resolved on {start.grid.circle!r}: "
+                                  f"its spectral tail {tails[j]:.3g} exceeds tail_tol = {settings.monitor.tail_tol:.3g} "
+                                  "(use a larger n)", initial=True)
+        _check_masses(start.values, start.grid.circle)
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        from ..frequencies import FrequencyDensity, FrequencyProblem, _Monitor, _Outputs
+        from ..integrate import FiniteTracker
+
+        grid, quad = start.grid, start.grid.quadrature
+        monitor = settings.monitor
+        handover = True if settings.refine is None else settings.refine
+        problem = FrequencyProblem(model, grid.circle, quad, handover=handover)
+        problem.tail_tol = monitor.tail_tol
+        y0 = problem.pack(start.coefficients, np.empty((0, grid.n)))
+        watch = _Monitor(problem, quad, monitor.tail_tol, monitor.omega_tol)  # the start's tails: check()
+
+        def frame(t, y, state=None):
+            as_points, angles, masses = state if state is not None else (
+                problem.as_points.copy(), _angles(problem, y), problem.masses.copy())
+            return FrequencyDensity(grid, problem.coefficients(y) if state is None else y, as_points, angles, masses,
+                                    tuple(problem.handovers))
+
+        outputs = _Outputs(problem)
+        dt = settings.dt if first else None
+        cfl = self.default_cfl if settings.cfl is None else settings.cfl
+        integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl, subdivide=dt is not None,
+                                trackers=[FiniteTracker(), watch, outputs] + hooks.for_part(frame))
+        status, message, hint, t_reached, last = Status.SUCCESS, "the solver reached the end of the interval", None, \
+            t1, None
+        try:
+            t_reached, last = integrator.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, t_reached, last, hint = stop.status, stop.t, stop.y, stop.hint
+            message = f"stopped at t = {stop.t:.6g}: {stop.reason}" + (f". {stop.hint}" if stop.hint else "")
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached = outputs.times[-1] if outputs.times else t0
+        if problem.handovers:
+            words = "; ".join(f"nodes {list(js)} handed over to atoms at t = {t:.6g}" for t, js in problem.handovers)
+            message = f"{words} (they stopped being resolved in θ); {message}"
+        frames = [frame(t, C, (p, a, problem.masses.copy())) for t, C, p, a in
+                  zip(outputs.times, outputs.coefficients, outputs.as_points, outputs.angles)]
+        final = frame(t_reached, last) if last is not None else (frames[-1] if frames else frame(t0, y0))
+        diagnostics = {"max_tail": watch.max_tail, "omega_error": watch.omega_error,
+                       "handovers": tuple(problem.handovers)}
+        return Part(self.name, list(outputs.times), frames, status, message, float(t_reached), final, "rk4",
+                    "lawson", integrator.nfev, integrator.nsteps, hint=hint, diagnostics=diagnostics)
+
+
+def _angles(problem, y):
+    """The atoms' angles of every node (NaN rows for nodes on the grid), as the outputs record them."""
+    angles = np.full((problem.weights.size, problem.n), np.nan)
+    angles[problem.on_points] = problem.unpack(y)[1]
+    return angles
