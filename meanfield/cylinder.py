@@ -51,14 +51,15 @@ from .density import Density
 from .domains import CircleGrid, Grid
 from .domains.circle import fourier
 from .domains.products import CYLINDER
-from .integrate import Problem, Status, StopIntegration, Tracker
+from .integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
 from .models import SelfAttention, Transformer, heads
 from .models.normalization import normalization_of
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import check_usa_beta
+from .representations import Part, Representation, Settings, own_domain_refusal, register, solve_product
 
 __all__ = ["CylinderGrid", "RadialProblem", "RadialSolution", "RadiusRangeError", "solve_radial", "radial_multipliers",
-           "velocity", "METHODS", "NEG_TOL", "GUARD_CELLS"]
+           "velocity", "METHODS", "NEG_TOL", "GUARD_CELLS", "CylinderRepresentation"]
 
 #: the default largest negative mass, relative to the total, before a run stops: the centred face values undershoot in
 #: the tails of an under-resolved law in s (measured on a Gaussian in s of standard deviation σ moved by pre-LN to
@@ -271,6 +272,16 @@ def _zonal_heads(model):
         check_usa_beta(z.beta, h.normalized, "the cylinder S¹ × (0, ∞)")
         out.append((float(z.beta), float(z.c), bool(h.normalized)))
     return norm.kind, out
+
+
+def _bound_words(model) -> str:
+    """The words of a guard's stop on the radii's bound: |ṙ| <= Σ|c_h| (SA pre-LN) or 1 (peri-LN); none for USA."""
+    kind, head_list = _zonal_heads(model)
+    if any(not normalized for _, _, normalized in head_list):
+        return ""
+    U = 1.0 if kind == "peri" else sum(abs(c) for _, c, _ in head_list)
+    return (f" (|dr/dt| <= {U:g} here: a law supported in [r_0, r_1] at t0 stays in "
+            f"[r_0 − {U:g}(t − t0), r_1 + {U:g}(t − t0)])")
 
 
 def _multipliers(head_list, size):
@@ -579,6 +590,89 @@ class RadialSolution:
         return np.abs(z)
 
 
+# ------------------------------------------------------------------------------------------------- representation
+class CylinderRepresentation(Representation):
+    """Pre/peri-LN densities on S¹ × (0, ∞), a :class:`~meanfield.Density` on a :class:`CylinderGrid`, on the one
+    integrator (module docstring): the "cylinder" representation :func:`meanfield.solve` plans for the product domain
+    :data:`~meanfield.domains.products.CYLINDER`. It stops (status RESOLUTION_LOST) where mass reaches the guard cells
+    (the monitor's ``edge_tol``; ``Solution.diagnostics["edge"]`` = (side, mass)), where the angular tail or the
+    negative part passes ``tail_tol``/``neg_tol`` (default ``neg_tol`` :data:`NEG_TOL` unless a monitor is given);
+    ``diagnostics["mass_drift"]`` is the largest |mass − mass(0)| over the accepted steps."""
+
+    name = "cylinder"
+    domain_words = "cylinder S¹ × (0, ∞) (a CylinderGrid)"
+    options = frozenset({"method", "dt", "cfl", "monitor"})
+    accuracy = "spectral in θ, second order in s = log r (docs/MATH.md §10.1)"
+    #: the default CFL number (RK4 is stable to about 0.9 for the spectral part)
+    default_cfl = 0.2
+
+    def refusal(self, model, domain, start=None):
+        why = own_domain_refusal(self, domain)
+        if why is not None:
+            return why
+        try:
+            _zonal_heads(model)
+        except ValueError as e:
+            return str(e)
+        return None
+
+    @staticmethod
+    def monitor(settings) -> ResolutionMonitor:
+        """The monitor given, else the cylinder's: ``neg_tol`` = :data:`meanfield.cylinder.NEG_TOL`."""
+        return settings.monitor if "monitor" in settings.given else ResolutionMonitor(neg_tol=NEG_TOL)
+
+    def _guard(self, model, start, settings):
+        monitor = self.monitor(settings)
+        return _Guard(start.grid, monitor, monitor.edge_tol, _bound_words(model))
+
+    def check(self, settings, model, start, t0, first):
+        """Refuse a method other than "rk4"/"ssprk3", and an initial law with mass at the walls
+        (:class:`~meanfield.cylinder.RadiusRangeError`)."""
+        method = settings.method if first and settings.method is not None else "rk4"
+        if method not in METHODS:
+            raise ValueError(f"`method` must be one of {METHODS} on the cylinder, got {method!r}.")
+        found = self._guard(model, start, settings).problem(t0, np.asarray(start.values))
+        if found is not None and found[0] == "edge":
+            _, message, side, mass = found
+            raise RadiusRangeError(f"`rho0`: {message}", t0, side, mass)
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        grid = start.grid
+        method = settings.method if first and settings.method is not None else "rk4"
+        dt = settings.dt if first else None
+        cfl = self.default_cfl if settings.cfl is None else settings.cfl
+        guard = self._guard(model, start, settings)
+        y0 = np.array(start.values)
+        found = guard.problem(t0, y0)
+        if found is not None:
+            raise ResolutionError(t0, f"`rho0`: {found[1]}", initial=True)
+        problem = RadialProblem(model, grid)
+        problem.guard = guard
+
+        def frame(t, y):
+            return Density(grid, y, check=False)
+
+        outputs = OutputTracker()
+        integ = Integrator(problem, method, dt=dt, cfl=cfl, trackers=[guard, outputs] + hooks.for_part(frame))
+        status, message, hint, t_reached = Status.SUCCESS, "the cylinder density reached the end of the interval", None, t1
+        try:
+            t_reached, y = integ.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached, y = ((outputs.times[-1], outputs.states[-1]) if outputs.times else (t0, y0))
+        diagnostics = {"mass_drift": guard.max_mass_drift}
+        if status is Status.RESOLUTION_LOST and guard.found is not None and guard.found[0] == "edge":
+            diagnostics["edge"] = (guard.found[2], guard.found[3])  # (side, mass) where the law reached the walls
+        return Part(self.name, list(outputs.times), [frame(t, s) for t, s in zip(outputs.times, outputs.states)],
+                    status, message, float(t_reached), frame(t_reached, y), method, "spectral", integ.nfev,
+                    integ.nsteps, hint=hint, diagnostics=diagnostics)
+
+
+register(CylinderRepresentation())
+
+
 # ---------------------------------------------------------------------------------------------------------------- solve
 def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: int = 128, radii=(0.25, 8.0),
                  method: str = "rk4", dt: float | None = None, cfl: float = 0.2,
@@ -635,8 +729,6 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     FloatingPointError
         A non-finite state, or peri-LN's |A| = 0.
     """
-    from .solve import solve
-
     kind, _ = _zonal_heads(model)
     grid = CylinderGrid(n_theta, n_s, radii)
     if method not in METHODS:
@@ -646,8 +738,11 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     if not isinstance(monitor, ResolutionMonitor):
         raise TypeError(f"`monitor` must be a meanfield.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
     monitor = replace(monitor, edge_tol=edge_tol)
+    cfl = checks.positive(cfl, "cfl")
+    dt = None if dt is None else checks.positive(dt, "dt")
     start = Density(grid, _initial(rho0, grid), check=False)
-    sol = solve(model, start, t_span, t_eval, method, dt, cfl=cfl, monitor=monitor, progress=False)
+    sol = solve_product(model, start, t_span, t_eval, Settings(method=method, dt=dt, cfl=cfl, monitor=monitor,
+                                                                given=frozenset({"monitor"})))
     values = np.array([f.values for f in sol.densities]).reshape((len(sol.t),) + grid.shape)
     out = RadialSolution(sol.t, values, grid, model, kind, sol.nfev, sol.nsteps, sol.diagnostics["mass_drift"],
                          sol.status, sol.message, sol)

@@ -98,11 +98,12 @@ from .integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, St
                         StopIntegration, Tracker)
 from .models import Transformer, heads, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
+from .representations import Part, Representation, Settings, own_domain_refusal, register, solve_product
 from .representations.grid import step_bound
 
 __all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
            "FrequencySolution", "order_parameter", "FrequencyGrid", "FrequencyDensity", "frequency_density",
-           "frequency_solution"]
+           "frequency_solution", "FrequencyRepresentation"]
 
 
 class Quadrature(NamedTuple):
@@ -379,8 +380,6 @@ class FrequencyGrid(Grid):
     dim = 2
 
     def __init__(self, circle: CircleGrid, quadrature: Quadrature, cauchy_noise: bool = False):
-        if not isinstance(circle, CircleGrid):
-            raise TypeError(f"`circle` must be a CircleGrid, got {type(circle).__name__}.")
         if not isinstance(quadrature, Quadrature):
             raise TypeError(f"`quadrature` must be a Quadrature, got {type(quadrature).__name__}.")
         if not isinstance(cauchy_noise, (bool, np.bool_)):
@@ -1007,8 +1006,6 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     -------
     FrequencySolution
     """
-    from .solve import solve as solve_density
-
     _, _, t_eval = checks.time_span(t_span, t_eval)
     tail_tol = checks.positive(tail_tol, "tail_tol")
     omega_tol = checks.real(omega_tol, "omega_tol")
@@ -1018,8 +1015,10 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"`{name}` must be True or False, got {value!r}.")
     start = frequency_density(rho0, law, nodes=nodes, grid=grid, cauchy_noise=cauchy_noise)
-    sol = solve_density(model, start, t_span, t_eval, dt=dt, cfl=cfl, refine=bool(handover), progress=False,
-                        monitor=ResolutionMonitor(tail_tol=tail_tol, omega_tol=omega_tol))
+    cfl = checks.positive(cfl, "cfl")
+    dt = None if dt is None else checks.positive(dt, "dt")
+    sol = solve_product(model, start, t_span, t_eval, Settings(
+        dt=dt, cfl=cfl, refine=bool(handover), monitor=ResolutionMonitor(tail_tol=tail_tol, omega_tol=omega_tol)))
     out = frequency_solution(sol, t_eval)
     return out.raise_for_status() if raise_on_failure else out
 
@@ -1048,3 +1047,104 @@ def frequency_solution(sol, t_eval) -> "FrequencySolution":
         omega_error=d["omega_error"], as_points=as_points, angles=np.array([f.angles for f in frames]),
         masses=sol.densities[-1].masses.copy(), handovers=d["handovers"], solution=sol)
 
+
+# --------------------------------------------------------------------------------------------- representation
+class FrequencyRepresentation(Representation):
+    """One circle density per frequency node, coupled through the marginal (module docstring), a
+    :class:`FrequencyDensity`: the "frequencies" representation :func:`meanfield.solve` plans for the product domain
+    :data:`~meanfield.domains.products.FREQUENCIES`. Options: ``dt``, ``cfl``, ``monitor`` (``tail_tol``,
+    ``omega_tol``), ``refine`` (a node that stops being resolved in θ goes over to atoms; default True, False: the run
+    stops). ``Solution.diagnostics``: ``max_tail``, ``omega_error``, ``handovers`` (as :class:`FrequencySolution`)."""
+
+    name = "frequencies"
+    domain_words = "circle S¹ × R_ω (a FrequencyGrid)"
+    options = frozenset({"dt", "cfl", "monitor", "refine"})
+    accuracy = ("spectral in θ (each node's tail below tail_tol), the ω-quadrature's free-streaming error times the "
+                "amplitude below omega_tol (docs/MATH.md §11)")
+    #: the default CFL factor (:mod:`meanfield.frequencies`, "Time stepping")
+    default_cfl = 0.1
+
+    def refusal(self, model, domain, start=None):
+        why = own_domain_refusal(self, domain)
+        if why is not None:
+            return why
+        if start is not None:
+            try:
+                _attention_rhs(model, start.grid.circle)
+            except ValueError as e:
+                return str(e)
+        return None
+
+    def check(self, settings, model, start, t0, first):
+        """Refuse the Lorentzian's pole and bands where the field is not first-harmonic (unless the grid asks for
+        the Cauchy-noise model), and a start with atoms (a frequency density starts on its grid)."""
+        quad = start.grid.quadrature
+        if quad.rule in ("pole", "bands") and not start.grid.cauchy_noise and not _first_harmonic(model):
+            raise ValueError(
+                f"the Lorentzian's {quad.rule} is exact for first-harmonic fields only (β = 0, the Kuramoto field): "
+                f"for {model!r} the field's harmonics l >= 2 couple the modes k >= 1 to negative ones, whose "
+                f"continuation in ω grows below the real axis, and the {quad.rule} would solve the marginal under "
+                "Cauchy noise −γ|k| instead — the same linear rates about the incoherent state, other nonlinear "
+                "dynamics (docs/MATH.md §11). For natural frequencies at β > 0 use real nodes "
+                "(Lorentzian(γ).quadrature(J), with omega_tol); cauchy_noise=True solves the Cauchy-noise model "
+                "knowingly.")
+        if np.any(start.as_points):
+            raise ValueError("a frequency density starts with every node on its grid, not as atoms.")
+        tails = _tails(start.coefficients, start.grid.n)
+        if not np.max(tails) <= settings.monitor.tail_tol:
+            j = int(np.argmax(tails))
+            raise ResolutionError(t0, f"the initial density of node {j} is not resolved on {start.grid.circle!r}: "
+                                  f"its spectral tail {tails[j]:.3g} exceeds tail_tol = {settings.monitor.tail_tol:.3g} "
+                                  "(use a larger n)", initial=True)
+        _check_masses(start.values, start.grid.circle)
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        grid, quad = start.grid, start.grid.quadrature
+        monitor = settings.monitor
+        handover = True if settings.refine is None else settings.refine
+        problem = FrequencyProblem(model, grid.circle, quad, handover=handover)
+        problem.tail_tol = monitor.tail_tol
+        y0 = problem.pack(start.coefficients, np.empty((0, grid.n)))
+        watch = _Monitor(problem, quad, monitor.tail_tol, monitor.omega_tol)  # the start's tails: check()
+
+        def frame(t, y, state=None):
+            as_points, angles, masses = state if state is not None else (
+                problem.as_points.copy(), _angles(problem, y), problem.masses.copy())
+            return FrequencyDensity(grid, problem.coefficients(y) if state is None else y, as_points, angles, masses,
+                                    tuple(problem.handovers))
+
+        outputs = _Outputs(problem)
+        dt = settings.dt if first else None
+        cfl = self.default_cfl if settings.cfl is None else settings.cfl
+        integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl, subdivide=dt is not None,
+                                trackers=[FiniteTracker(), watch, outputs] + hooks.for_part(frame))
+        status, message, hint, t_reached, last = Status.SUCCESS, "the solver reached the end of the interval", None, \
+            t1, None
+        try:
+            t_reached, last = integrator.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, t_reached, last, hint = stop.status, stop.t, stop.y, stop.hint
+            message = f"stopped at t = {stop.t:.6g}: {stop.reason}" + (f". {stop.hint}" if stop.hint else "")
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached = outputs.times[-1] if outputs.times else t0
+        if problem.handovers:
+            words = "; ".join(f"nodes {list(js)} handed over to atoms at t = {t:.6g}" for t, js in problem.handovers)
+            message = f"{words} (they stopped being resolved in θ); {message}"
+        frames = [frame(t, C, (p, a, problem.masses.copy())) for t, C, p, a in
+                  zip(outputs.times, outputs.coefficients, outputs.as_points, outputs.angles)]
+        final = frame(t_reached, last) if last is not None else (frames[-1] if frames else frame(t0, y0))
+        diagnostics = {"max_tail": watch.max_tail, "omega_error": watch.omega_error,
+                       "handovers": tuple(problem.handovers)}
+        return Part(self.name, list(outputs.times), frames, status, message, float(t_reached), final, "rk4",
+                    "lawson", integrator.nfev, integrator.nsteps, hint=hint, diagnostics=diagnostics)
+
+
+def _angles(problem, y):
+    """The atoms' angles of every node (NaN rows for nodes on the grid), as the outputs record them."""
+    angles = np.full((problem.weights.size, problem.n), np.nan)
+    angles[problem.on_points] = problem.unpack(y)[1]
+    return angles
+
+
+register(FrequencyRepresentation())

@@ -22,7 +22,7 @@ from .. import checks
 from ..integrate import InterruptTracker, ProgressTracker, Status, StopIntegration, Tracker
 from ..monitor import IntegrationError, ResolutionError, ResolutionMonitor
 
-__all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event"]
+__all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "own_domain_refusal"]
 
 
 @dataclass(frozen=True)
@@ -309,3 +309,11 @@ class Solution:
         if self.status is Status.FAILED:
             raise IntegrationError(self.t_reached, self.message, self)
         return self
+
+
+def own_domain_refusal(rep, domain) -> str | None:
+    """Why ``rep`` — the one representation of a product domain (:mod:`meanfield.domains.products`), naming it as
+    ``domain.representation`` — does not advance densities on ``domain``, or None."""
+    if getattr(domain, "representation", None) != rep.name:
+        return f"it advances densities on the {rep.domain_words} only, not on the {getattr(domain, 'name', domain)}"
+    return None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks
 from ..density import Density
 from ..integrate import Status
 from ..monitor import ResolutionError
@@ -31,13 +32,19 @@ from ..numerics import EXP_MAX
 from .base import Handover, Hooks, Part, Settings, Solution
 from .grid import GridRepresentation
 from .lagrangian import NodesRepresentation, PanelsRepresentation
-from .product import CylinderRepresentation, FrequencyRepresentation
 
-__all__ = ["REPRESENTATIONS", "plan", "check_options", "run_chain"]
+__all__ = ["REPRESENTATIONS", "register", "plan", "check_options", "run_chain", "solve_product"]
 
 #: Every representation by name.
-REPRESENTATIONS = {r.name: r for r in (GridRepresentation(), PanelsRepresentation(), NodesRepresentation(),
-                                       CylinderRepresentation(), FrequencyRepresentation())}
+REPRESENTATIONS = {r.name: r for r in (GridRepresentation(), PanelsRepresentation(), NodesRepresentation())}
+
+
+def register(representation):
+    """Add ``representation`` to :data:`REPRESENTATIONS` under its name (the product domains' representations register
+    from their modules, :mod:`meanfield.cylinder` and :mod:`meanfield.frequencies`, which lie above this layer);
+    returns it."""
+    REPRESENTATIONS[representation.name] = representation
+    return representation
 
 
 def _offers(rep, model, start) -> tuple[str, ...]:
@@ -96,6 +103,21 @@ def plan(representation, model, start, strategy: str = "auto") -> list:
             raise ValueError(f"`representation` {representation!r}: the {rep.name} representation does not apply: "
                              f"{why}.")
     return chain
+
+
+def solve_product(model, start, t_span, t_eval, settings: Settings) -> Solution:
+    """What :func:`meanfield.solve` runs for a density on a product domain, ``settings`` already checked: its one
+    representation planned and checked, run on the one integrator into one :class:`Solution` (no progress bar, no
+    users' trackers). The documented entry points :func:`meanfield.cylinder.solve_radial` and
+    :func:`meanfield.frequencies.solve`, which lie beside :mod:`meanfield.solve` in the layers, are views of it;
+    ``KeyboardInterrupt`` where the run was interrupted."""
+    t0, t1, t_eval = checks.time_span(t_span, t_eval)
+    chain = plan(None, model, start)
+    chain[0].check(settings, model, start, t0, first=True)
+    solution = run_chain(chain, model, start, t0, t1, t_eval, settings, Hooks())
+    if solution.status is Status.INTERRUPTED:
+        raise KeyboardInterrupt(solution.message)
+    return solution
 
 
 def check_options(chain, given: dict, model, start) -> None:
