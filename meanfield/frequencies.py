@@ -9,6 +9,16 @@ S¹ × ℝ_ω solves
 finite quadrature of g with weights w_j (Σ w_j = 1): one circle density ρ_j(θ, t) per node, advected by
 ω_j + X[ρ̄](θ), ρ̄ = Σ_j w_j ρ_j, the nodes coupled through the field of the marginal only.
 
+The density is a :class:`FrequencyDensity` on a :class:`FrequencyGrid` (the circle grid × the quadrature), of the
+product domain :data:`~meanfield.domains.products.FREQUENCIES`: :func:`meanfield.solve` advances it by the
+"frequencies" representation (:class:`FrequencyRepresentation`) on the one integrator and monitor, and
+:func:`solve` is the documented entry point, a view of that :class:`~meanfield.Solution` (:class:`FrequencySolution`).
+
+With noise D > 0 (``SelfAttention(..., noise=D)``) each node's density also diffuses, ∂_t ρ_j + ∂_θ(ρ_j(ω_j +
+X[ρ̄])) = D∂²_θρ_j: the linear part of its coefficients gains −Dk², integrated exactly with the rotation; about the
+incoherent state the rate of mode k is the noiseless one with −Dk² added (the dispersion relation's λ is shifted by
+Dk² for every ω). Nodes then do not hand over to atoms (atoms cannot diffuse).
+
 Frequency laws (:class:`Lorentzian`, :class:`Gaussian`, :class:`Discrete`) give their quadratures
 (:class:`Quadrature`) and iid samples for particles (:meth:`FrequencyLaw.sample`, an explicit ``rng``). A law
 without a finite quadrature (a density given as a function) is refused: the solver needs nodes.
@@ -856,6 +866,9 @@ class FrequencySolution:
         The atoms' masses (fixed from the hand-over on; NaN rows for nodes that stayed on the grid).
     handovers : tuple of (float, tuple of int)
         When nodes were handed over, and which.
+    solution : Solution
+        What :func:`meanfield.solve` returned, of which this is a view (its ``status``, ``message``, ``t_reached``;
+        frames :class:`FrequencyDensity`, and the state where a run stopped after its last output).
     """
 
     t: np.ndarray
@@ -967,7 +980,8 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     Parameters
     ----------
     model : SelfAttention or MultiHeadAttention
-        The attention on the circle (d = 2), constant weights, no noise; its field is the circle solver's.
+        The attention on the circle (d = 2), constant weights; its field is the circle solver's. With noise D each
+        node's density diffuses (module docstring).
     rho0 : Density or array_like, shape (J, n)
         A density on a :class:`~meanfield.CircleGrid` — the law of θ for every ω (a start independent of the
         frequencies) — or one density per node (real nodes only), each of mass 1.

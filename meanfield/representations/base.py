@@ -244,7 +244,8 @@ class Solution:
     method, strategy : str
         The time integrator and the field strategy (:mod:`meanfield.strategies`) of the first representation.
     representation : tuple of str
-        The representation that made each frame: "grid", "panels" or "nodes".
+        The representation that made each frame: "grid", "panels" or "nodes" (on the product domains "cylinder" or
+        "frequencies", their only one).
     handovers : tuple of Handover
         Each hand-over: time, from, to, why, and what the new representation can state of its accuracy.
     t_events : tuple of ndarray
@@ -296,7 +297,7 @@ class Solution:
     def handover(self) -> float | None:
         """When a Lagrangian representation took over: the first hand-over from the grid, the start time where the
         chain started Lagrangian, None where the grid held the whole run."""
-        if self.representation and self.representation[0] != "grid":
+        if self.representation and self.representation[0] in ("panels", "nodes"):  # the Lagrangian ones, by name
             return float(self.t_span[0])
         return self.handovers[0].t if self.handovers else None
 
