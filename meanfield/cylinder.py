@@ -36,10 +36,13 @@ tests/meanfield/test_cylinder.py). Time: the library's :class:`~meanfield.integr
 A :class:`~meanfield.Density` on a :class:`CylinderGrid` is an initial state of :func:`meanfield.solve`, which
 advances it by the "cylinder" representation (:class:`CylinderRepresentation`) on the one integrator and monitor
 and returns a :class:`~meanfield.Solution` with its status; :func:`solve_radial` is the documented entry point, a
-view of that Solution. Nothing plausible but wrong is returned: a run stops with :class:`RadiusRangeError` when mass reaches the outer
+view of that Solution.
+
+Nothing plausible but wrong is returned: a run stops with :class:`RadiusRangeError` when mass reaches the outer
 cells of the s-interval (the zero-flux walls would hold it there), with :class:`~meanfield.monitor.ResolutionError`
 when the angular spectrum's tail or a negative undershoot passes the monitor's thresholds, with
-``FloatingPointError`` where peri-LN divides by |A| = 0.
+``FloatingPointError`` where peri-LN divides by |A| = 0 (through :func:`meanfield.solve`: the Solution's status
+RESOLUTION_LOST for the first two, ``Solution.diagnostics["edge"]`` saying which end and how much mass).
 """
 
 from __future__ import annotations
