@@ -100,11 +100,12 @@ from . import checks, kernels, strategies
 from .density import Density
 from .domains import CIRCLE, CircleGrid, Grid
 from .domains import Measure
-from .domains.products import FREQUENCIES
+from .domains import SPHERE
+from .domains.products import FREQUENCIES, ROTATIONS
 from .domains.circle import fourier
 from .domains.circle.geometry import angles_to_points
 from .domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
-from .integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, Stages, Status,
+from .integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Stages, Status,
                         StopIntegration, Tracker)
 from .models import Transformer, heads, rate_scale
 from .monitor import ResolutionError, ResolutionMonitor
@@ -113,7 +114,7 @@ from .representations.grid import step_bound
 
 __all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
            "FrequencySolution", "order_parameter", "FrequencyGrid", "FrequencyDensity", "frequency_density",
-           "frequency_solution", "FrequencyRepresentation"]
+           "frequency_solution", "FrequencyRepresentation", "RotationGrid", "RotationRepresentation"]
 
 
 class Quadrature(NamedTuple):
@@ -1162,3 +1163,183 @@ def _angles(problem, y):
 
 
 register(FrequencyRepresentation())
+
+
+# --------------------------------------------------------------------------------------------- the Lohe model on S²
+class RotationGrid(Grid):
+    r"""A grid of S² times the nodes of a finite law of skew matrices Ω (the Lohe model: each token turns by its own
+    Ω, ẋ = Ωx + X[μ̄](x)): values of shape (J,) + sphere.shape, one S² density per node Ω_j, coupled through the
+    marginal μ̄ = Σ_j w_j ρ_j. A grid of the product domain :data:`~meanfield.domains.products.ROTATIONS`, advanced by
+    :func:`meanfield.solve` ("rotations": :class:`RotationRepresentation`).
+
+    Parameters
+    ----------
+    sphere : SphereGrid
+        The grid of every node's density.
+    omegas : array_like, shape (J, 3, 3)
+        Skew matrices Ω_j (Ω^T = −Ω, finite).
+    weights : array_like, shape (J,), optional
+        w_j > 0 summing to 1 (default equal).
+    """
+
+    domain = ROTATIONS
+    dim = 3
+
+    def __init__(self, sphere, omegas, weights=None):
+        O = np.array(omegas, dtype=float)
+        if O.ndim != 3 or O.shape[1:] != (3, 3) or not np.all(np.isfinite(O)):
+            raise ValueError(f"`omegas` must be finite 3×3 matrices, shape (J, 3, 3), got shape {O.shape}.")
+        if np.max(np.abs(O + np.swapaxes(O, 1, 2))) > 1e-14 * max(1.0, float(np.max(np.abs(O)))):
+            raise ValueError("`omegas` must be skew (Ω^T = −Ω): a rotation's generator keeps tokens on the sphere.")
+        J = O.shape[0]
+        w = np.full(J, 1.0 / J) if weights is None else np.array(weights, dtype=float)
+        if w.shape != (J,) or not np.all(w > 0) or abs(w.sum() - 1.0) > 1e-12:
+            raise ValueError(f"`weights` must be {J} positive numbers summing to 1, got {weights!r}.")
+        self.sphere, self.omegas, self.weights = sphere, O, w
+        self.n, self.spacing = sphere.n, sphere.spacing
+
+    def __repr__(self) -> str:
+        return f"RotationGrid({self.sphere!r}, {self.weights.size} nodes)"
+
+    @property
+    def shape(self):
+        return (self.weights.size,) + tuple(self.sphere.shape)
+
+    def integrate(self, values):
+        """Σ_j w_j ∫ ρ_j: the marginal's mass."""
+        return float(sum(w * self.sphere.integrate(v) for w, v in zip(self.weights, values)))
+
+    def refined(self, factor: int = 2):
+        raise ValueError(f"{self!r} is not refined: start on a finer sphere grid.")
+
+    def resample(self, values, n: int):
+        raise ValueError(f"{self!r} is not resampled: start on a finer sphere grid.")
+
+    def interpolate(self, values, points):
+        raise NotImplementedError(f"{self!r}: interpolate a node's density on its sphere grid (grid.sphere).")
+
+    def resolution(self, values, tail_tol: float, *, spectrum=None):
+        for j, v in enumerate(values):
+            reason = self.sphere.resolution(v, tail_tol)
+            if reason is not None:
+                return f"node {j}: {reason}"
+        return None
+
+    def coordinates(self):
+        raise NotImplementedError(f"{self!r}: no coordinates file format.")
+
+    @classmethod
+    def from_coordinates(cls, coordinates):
+        raise NotImplementedError("a RotationGrid is rebuilt from its sphere grid and its law of Ω.")
+
+    def coarsened(self, values):
+        raise NotImplementedError(f"{self!r}: no coarsened measure.")
+
+
+class _RotationProblem(Problem):
+    """dρ_j/dt = −div(ρ_j (X[μ̄] + Ω_j x)) for every node, the field X of the marginal summed once per stage by the
+    sphere's quadrature strategy and the transport of each node by the sphere's own right-hand side (the domain's
+    ``continuity`` with that field and the node's rotation as its drift)."""
+
+    def __init__(self, model, grid: RotationGrid):
+        self.grid, self.model = grid, model
+        self._field = kernels.grid_field(model) or model.field
+        self._current = None
+        sphere = grid.sphere
+        frozen = lambda points, weights, queries: self._current(queries)  # noqa: E731 - the marginal's field
+        self.rhs = [SPHERE.continuity(model, sphere, "quadrature", frozen,
+                                      None if not np.any(O) else (lambda q, O=O: q @ O.T)) for O in grid.omegas]
+        self.omega_max = max(float(np.max(np.abs(np.linalg.eigvals(O)))) for O in grid.omegas)
+        self.strain_bound = rate_scale(model)
+        self.speeds = (0.0, 0.0)
+
+    def rate(self, y):
+        g = self.grid
+        marginal = np.tensordot(g.weights, y, axes=1)
+        points, w = g.sphere.points.reshape(-1, 3), (marginal * g.sphere.weights).ravel()
+        self._current = lambda queries: self._field(points, w, queries)
+        out, vmax = np.empty_like(y), 0.0
+        for j, rhs in enumerate(self.rhs):
+            out[j], speed, _ = rhs.rate_and_speeds(y[j])
+            vmax = max(vmax, speed)
+        self.speeds = (max(self.speeds[0], vmax), 0.0)
+        return out
+
+    def probe(self, y):
+        self.rate(y)
+
+    def begin_step(self):
+        self.speeds = (0.0, 0.0)
+
+    def max_step(self):
+        return step_bound(self.grid.spacing, *self.speeds, self.strain_bound, self.omega_max)
+
+    def reject(self, t, y, reason):
+        raise StopIntegration(t, y, reason, hint="Start on a finer sphere grid (larger lmax), or stop earlier.")
+
+
+class _RotationMonitor(Tracker):
+    def __init__(self, grid: RotationGrid, monitor):
+        self.grid, self.monitor = grid, monitor
+
+    def check(self, t, y):
+        for j, v in enumerate(y):
+            reason = self.monitor.check_state(self.grid.sphere, v)
+            if reason is not None:
+                return f"node {j} (Ω_{j}) at t = {t:.6g}: {reason}"
+        return None
+
+
+class RotationRepresentation(Representation):
+    """One S² density per node Ω_j of the Lohe model, coupled through the marginal (:class:`RotationGrid`): the
+    "rotations" representation :func:`meanfield.solve` plans for :data:`~meanfield.domains.products.ROTATIONS`.
+    RK4 (fixed ``dt`` or the CFL step with 1/max|Ω|); the monitor's checks on every node; no refinement."""
+
+    name = "rotations"
+    domain_words = "sphere S² × the skew matrices Ω (a RotationGrid)"
+    options = frozenset({"dt", "cfl", "monitor"})
+    accuracy = "spectral on S² (every node's tail below tail_tol)"
+    default_cfl = 0.1
+
+    def refusal(self, model, domain, start=None):
+        why = own_domain_refusal(self, domain)
+        if why is not None:
+            return why
+        # a layer around attention (its feed-forward, its normalisation) is not this field: the attention itself only
+        if getattr(model, "attention", model) is not model or model.time_dependent or model.noise or \
+                model.dim not in (None, 3):
+            return (f"the Lohe model is built for attention on S² (SelfAttention, MultiHeadAttention in R³), constant "
+                    f"weights, no noise; got {model!r}")
+        return None
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        grid = start.grid
+        problem = _RotationProblem(model, grid)
+
+        def frame(t, y):
+            return Density(grid, y, check=False)
+
+        y0 = np.array(start.values)
+        reason = _RotationMonitor(grid, settings.monitor).check(t0, y0)
+        if reason is not None:
+            raise ResolutionError(t0, f"the initial density is not resolved: {reason}", initial=True)
+        outputs = OutputTracker()
+        dt = settings.dt if first else None
+        cfl = self.default_cfl if settings.cfl is None else settings.cfl
+        integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl,
+                                trackers=[_RotationMonitor(grid, settings.monitor), outputs] + hooks.for_part(frame))
+        status, message, hint, t_reached, y = Status.SUCCESS, "the rotations reached the end of the interval", None, \
+            t1, y0
+        try:
+            t_reached, y = integrator.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached, y = (outputs.times[-1], outputs.states[-1]) if outputs.times else (t0, y0)
+        return Part(self.name, list(outputs.times), [frame(t, v) for t, v in zip(outputs.times, outputs.states)],
+                    status, message, float(t_reached), frame(t_reached, y), "rk4", "quadrature", integrator.nfev,
+                    integrator.nsteps, hint=hint)
+
+
+register(RotationRepresentation())

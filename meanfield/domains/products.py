@@ -18,7 +18,7 @@ the representation's, which names what it takes.
 
 from __future__ import annotations
 
-__all__ = ["ProductDomain", "CYLINDER", "FREQUENCIES"]
+__all__ = ["ProductDomain", "CYLINDER", "FREQUENCIES", "ROTATIONS"]
 
 
 class ProductDomain:
@@ -64,3 +64,6 @@ class ProductDomain:
 CYLINDER = ProductDomain("cylinder", "cylinder S¹ × (0, ∞) of directions and radii", "cylinder")
 #: tokens with natural frequencies, (θ, ω) ∈ S¹ × ℝ_ω, ω on the nodes of a quadrature (docs/MATH.md §11)
 FREQUENCIES = ProductDomain("frequencies", "circle S¹ × R_ω of angles and natural frequencies", "frequencies")
+#: tokens on S² each turning by its own skew matrix Ω (the Lohe model), Ω on the nodes of a finite law (docs/MATH.md §11)
+ROTATIONS = ProductDomain("rotations", "sphere S² × the skew matrices Ω of R³ (the Lohe model)", "rotations")
+ROTATIONS.dim = 3
