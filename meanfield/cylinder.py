@@ -33,31 +33,39 @@ the spectral accuracy in θ), and zero flux through the two outer faces. Both pa
 tests/meanfield/test_cylinder.py). Time: the library's :class:`~meanfield.integrate.Integrator`
 (RK4 by default) with the step dt = cfl × r_min × min(Δθ/max|w|, Δs/max|b|).
 
+A :class:`~meanfield.Density` on a :class:`CylinderGrid` is an initial state of :func:`meanfield.solve`, which
+advances it by the "cylinder" representation (:class:`CylinderRepresentation`) on the one integrator and monitor
+and returns a :class:`~meanfield.Solution` with its status; :func:`solve_radial` is the documented entry point, a
+view of that Solution.
+
 Nothing plausible but wrong is returned: a run stops with :class:`RadiusRangeError` when mass reaches the outer
 cells of the s-interval (the zero-flux walls would hold it there), with :class:`~meanfield.monitor.ResolutionError`
 when the angular spectrum's tail or a negative undershoot passes the monitor's thresholds, with
-``FloatingPointError`` where peri-LN divides by |A| = 0.
+``FloatingPointError`` where peri-LN divides by |A| = 0 (through :func:`meanfield.solve`: the Solution's status
+RESOLUTION_LOST for the first two, ``Solution.diagnostics["edge"]`` saying which end and how much mass).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import ive
 
 from . import checks
 from .density import Density
-from .domains import CircleGrid
+from .domains import CircleGrid, Grid
 from .domains.circle import fourier
-from .integrate import Integrator, OutputTracker, Problem, Tracker
+from .domains.products import CYLINDER
+from .integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
 from .models import heads
 from .models.normalization import normalization_of
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import check_usa_beta
+from .representations import Part, Representation, Settings, own_domain_refusal, register, solve_product
 
 __all__ = ["CylinderGrid", "RadialProblem", "RadialSolution", "RadiusRangeError", "solve_radial", "radial_multipliers",
-           "velocity", "METHODS", "NEG_TOL", "GUARD_CELLS"]
+           "velocity", "METHODS", "NEG_TOL", "GUARD_CELLS", "CylinderRepresentation"]
 
 #: the default largest negative mass, relative to the total, before a run stops: the centred face values undershoot in
 #: the tails of an under-resolved law in s (measured on a Gaussian in s of standard deviation σ moved by pre-LN to
@@ -92,8 +100,10 @@ class RadiusRangeError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------- grid
-class CylinderGrid:
-    r"""n_θ equispaced angles × n_s cells of s = log r on [log r_min, log r_max].
+class CylinderGrid(Grid):
+    r"""n_θ equispaced angles × n_s cells of s = log r on [log r_min, log r_max]: a grid of the product domain
+    :data:`~meanfield.domains.products.CYLINDER` (a :class:`~meanfield.Density` on it is an initial state of
+    :func:`meanfield.solve`, advanced by the "cylinder" representation).
 
     Parameters
     ----------
@@ -137,6 +147,53 @@ class CylinderGrid:
         self.dtheta = 2.0 * np.pi / n_theta
         self.r, self.r_edges = np.exp(self.s), np.exp(self.s_edges)
         self.circle = CircleGrid(n_theta)
+        self.n, self.spacing = n_theta, min(self.dtheta, self.ds)
+
+    domain = CYLINDER
+    dim = 2
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CylinderGrid) and (self.n_theta, self.n_s, self.radii) == (
+            other.n_theta, other.n_s, other.radii)
+
+    def __hash__(self) -> int:
+        return hash((self.n_theta, self.n_s, self.radii))
+
+    def integrate(self, values):
+        """∫∫ ρ dθ ds over the last two axes (:meth:`mass` of each)."""
+        return np.sum(values, axis=(-2, -1)) * self.dtheta * self.ds
+
+    def refined(self, factor: int = 2):
+        raise ValueError(f"{self!r} is not refined: give a finer grid (n_theta, n_s).")
+
+    def resample(self, values, n: int):
+        raise ValueError(f"{self!r} is not resampled: give a finer grid (n_theta, n_s).")
+
+    def interpolate(self, values, points):
+        raise NotImplementedError(f"{self!r} holds cell averages in s: read them (values) or the marginals.")
+
+    def resolution(self, values, tail_tol: float, *, spectrum=None):
+        """The angular spectral tail (summed over s) against ``tail_tol``: None where resolved, else the reason."""
+        C = np.abs(fourier.rfft(values)).sum(axis=0) * self.ds  # Σ_m |ρ̂_{m,k}| Δs ≥ every marginal's tail in θ
+        top = (self.n_theta - 1) // 2
+        width = max(2, top // 16)
+        total = float(np.sum(values)) * (self.dtheta * self.ds)
+        tail = float(np.max(C[top - width + 1: top + 1]) / (total / (2.0 * np.pi) * self.n_theta))
+        if not tail <= tail_tol:
+            return f"the angular spectral tail {tail:.3g} exceeds tail_tol = {tail_tol:g} on {self!r}; raise n_theta"
+        return None
+
+    def coordinates(self):
+        return {"s": (self.s, {"edges": self.s_edges}), "theta": (self.theta, {})}
+
+    @classmethod
+    def from_coordinates(cls, coordinates):
+        s, theta = np.asarray(coordinates["s"]), np.asarray(coordinates["theta"])
+        ds = float(s[1] - s[0])
+        return cls(theta.size, s.size, (float(np.exp(s[0] - ds / 2)), float(np.exp(s[-1] + ds / 2))))
+
+    def coarsened(self, values):
+        raise NotImplementedError(f"{self!r}: no coarsened measure.")
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -221,6 +278,16 @@ def _zonal_heads(model):
         check_usa_beta(z.beta, h.normalized, "the cylinder S¹ × (0, ∞)")
         out.append((float(z.beta), float(z.c), bool(h.normalized)))
     return norm.kind, out
+
+
+def _bound_words(model) -> str:
+    """The words of a guard's stop on the radii's bound: |ṙ| <= Σ|c_h| (SA pre-LN) or 1 (peri-LN); none for USA."""
+    kind, head_list = _zonal_heads(model)
+    if any(not normalized for _, _, normalized in head_list):
+        return ""
+    U = 1.0 if kind == "peri" else sum(abs(c) for _, c, _ in head_list)
+    return (f" (|dr/dt| <= {U:g} here: a law supported in [r_0, r_1] at t0 stays in "
+            f"[r_0 − {U:g}(t − t0), r_1 + {U:g}(t − t0)])")
 
 
 def _multipliers(head_list, size):
@@ -379,9 +446,21 @@ class RadialProblem(Problem):
             bounds.append(g.ds / b)
         return min(bounds) if bounds else np.inf
 
+    #: the guard whose check rejected the step (:class:`_Guard`; set by the "cylinder" representation)
+    guard = None
+
     def reject(self, t, y, reason):
+        """Stop at the last accepted state (t, y) where the guard found mass at the walls or a lost resolution;
+        ``FloatingPointError`` for a non-finite step."""
+        found = None if self.guard is None else self.guard.found
+        if found is not None:
+            raise StopIntegration(t, y, found[1], hint=_HINTS[found[0]])
         raise FloatingPointError(f"the cylinder density became non-finite in the step from t = {t:.6g} ({reason}); "
                                  "reduce `cfl` or `dt`.")
+
+
+_HINTS = {"edge": "Widen `radii` (CylinderGrid), keeping the outer cells empty.",
+          "resolution": "Refine the cylinder grid (n_theta, n_s), or loosen the monitor's neg_tol/tail_tol."}
 
 
 class _Guard(Tracker):
@@ -394,6 +473,7 @@ class _Guard(Tracker):
         self.y_good = None
         self.max_mass_drift = 0.0
         self.mass0 = None
+        self.found = None  # (kind, message, side, mass) of the last refused candidate
 
     def problem(self, t, y):
         """(kind, message, side, mass) of what is wrong with state y, or None."""
@@ -416,30 +496,21 @@ class _Guard(Tracker):
         if negative < -self.monitor.neg_tol * total:
             return ("resolution", f"the density's negative part has mass {negative:.3g} (neg_tol = "
                     f"{self.monitor.neg_tol:g} of the mass): refine n_s or n_theta", None, None)
-        C = np.abs(fourier.rfft(y)).sum(axis=0) * g.ds  # Σ_m |ρ̂_{m,k}| Δs ≥ the tail of every marginal in θ
-        top = (g.n_theta - 1) // 2
-        width = max(2, top // 16)
-        tail = float(np.max(C[top - width + 1: top + 1]) / (total / (2.0 * np.pi) * g.n_theta))
-        if not tail <= self.monitor.tail_tol:
-            return ("resolution", f"the angular spectral tail {tail:.3g} exceeds tail_tol = {self.monitor.tail_tol:g} "
-                    f"on {g!r}; raise n_theta", None, None)
-        return None
+        reason = g.resolution(y, self.monitor.tail_tol)
+        return None if reason is None else ("resolution", reason, None, None)
 
     def initialize(self, t, y):
         self.t_good, self.y_good, self.mass0 = t, y.copy(), self.grid.mass(y)
+        self.found = None
+
+    def check(self, t, y):
+        """The reason a candidate state is refused (the problem's ``reject`` then stops there), or None."""
+        self.found = self.problem(t, y)
+        return None if self.found is None else self.found[1]
 
     def handle(self, t, y, h):
-        found = self.problem(t, y)
-        if found is not None:
-            raise _Stop(t, *found)
         self.t_good, self.y_good = t, np.array(y, copy=True)
         self.max_mass_drift = max(self.max_mass_drift, abs(self.grid.mass(y) - self.mass0))
-
-
-class _Stop(Exception):
-    def __init__(self, t, kind, message, side, mass):
-        super().__init__(message)
-        self.t, self.kind, self.message, self.side, self.mass = t, kind, message, side, mass
 
 
 # --------------------------------------------------------------------------------------------------------------- result
@@ -459,6 +530,10 @@ class RadialSolution:
     nfev, nsteps : int
     mass_drift : float
         max over accepted steps of |mass − mass(0)| (round-off: the scheme is conservative).
+    status, message
+        The :class:`~meanfield.Solution`'s (``solution``): how the run ended.
+    solution : Solution
+        What :func:`meanfield.solve` returned, of which this is a view (frames: densities on the CylinderGrid).
     """
 
     t: np.ndarray
@@ -469,6 +544,15 @@ class RadialSolution:
     nfev: int
     nsteps: int
     mass_drift: float
+    status: Status = Status.SUCCESS
+    message: str = ""
+    solution: object = None
+
+    def raise_for_status(self) -> "RadialSolution":
+        """This solution where the run reached its end; else raise as :meth:`meanfield.Solution.raise_for_status`."""
+        if self.solution is not None and self.status is not Status.SUCCESS:
+            self.solution.raise_for_status()
+        return self
 
     @property
     def mass(self) -> np.ndarray:
@@ -510,6 +594,89 @@ class RadialSolution:
         r"""|∫ e^{iθ} ρ̄(θ) dθ| at each output (1: all directions equal), shape (T,)."""
         z = self.directions @ np.exp(1j * self.grid.theta) * self.grid.dtheta
         return np.abs(z)
+
+
+# ------------------------------------------------------------------------------------------------- representation
+class CylinderRepresentation(Representation):
+    """Pre/peri-LN densities on S¹ × (0, ∞), a :class:`~meanfield.Density` on a :class:`CylinderGrid`, on the one
+    integrator (module docstring): the "cylinder" representation :func:`meanfield.solve` plans for the product domain
+    :data:`~meanfield.domains.products.CYLINDER`. It stops (status RESOLUTION_LOST) where mass reaches the guard cells
+    (the monitor's ``edge_tol``; ``Solution.diagnostics["edge"]`` = (side, mass)), where the angular tail or the
+    negative part passes ``tail_tol``/``neg_tol`` (default ``neg_tol`` :data:`NEG_TOL` unless a monitor is given);
+    ``diagnostics["mass_drift"]`` is the largest |mass − mass(0)| over the accepted steps."""
+
+    name = "cylinder"
+    domain_words = "cylinder S¹ × (0, ∞) (a CylinderGrid)"
+    options = frozenset({"method", "dt", "cfl", "monitor"})
+    accuracy = "spectral in θ, second order in s = log r (docs/MATH.md §10.1)"
+    #: the default CFL number (RK4 is stable to about 0.9 for the spectral part)
+    default_cfl = 0.2
+
+    def refusal(self, model, domain, start=None):
+        why = own_domain_refusal(self, domain)
+        if why is not None:
+            return why
+        try:
+            _zonal_heads(model)
+        except ValueError as e:
+            return str(e)
+        return None
+
+    @staticmethod
+    def monitor(settings) -> ResolutionMonitor:
+        """The monitor given, else the cylinder's: ``neg_tol`` = :data:`meanfield.cylinder.NEG_TOL`."""
+        return settings.monitor if "monitor" in settings.given else ResolutionMonitor(neg_tol=NEG_TOL)
+
+    def _guard(self, model, start, settings):
+        monitor = self.monitor(settings)
+        return _Guard(start.grid, monitor, monitor.edge_tol, _bound_words(model))
+
+    def check(self, settings, model, start, t0, first):
+        """Refuse a method other than "rk4"/"ssprk3", and an initial law with mass at the walls
+        (:class:`~meanfield.cylinder.RadiusRangeError`)."""
+        method = settings.method if first and settings.method is not None else "rk4"
+        if method not in METHODS:
+            raise ValueError(f"`method` must be one of {METHODS} on the cylinder, got {method!r}.")
+        found = self._guard(model, start, settings).problem(t0, np.asarray(start.values))
+        if found is not None and found[0] == "edge":
+            _, message, side, mass = found
+            raise RadiusRangeError(f"`rho0`: {message}", t0, side, mass)
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        grid = start.grid
+        method = settings.method if first and settings.method is not None else "rk4"
+        dt = settings.dt if first else None
+        cfl = self.default_cfl if settings.cfl is None else settings.cfl
+        guard = self._guard(model, start, settings)
+        y0 = np.array(start.values)
+        found = guard.problem(t0, y0)
+        if found is not None:
+            raise ResolutionError(t0, f"`rho0`: {found[1]}", initial=True)
+        problem = RadialProblem(model, grid)
+        problem.guard = guard
+
+        def frame(t, y):
+            return Density(grid, y, check=False)
+
+        outputs = OutputTracker()
+        integ = Integrator(problem, method, dt=dt, cfl=cfl, trackers=[guard, outputs] + hooks.for_part(frame))
+        status, message, hint, t_reached = Status.SUCCESS, "the cylinder density reached the end of the interval", None, t1
+        try:
+            t_reached, y = integ.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached, y = ((outputs.times[-1], outputs.states[-1]) if outputs.times else (t0, y0))
+        diagnostics = {"mass_drift": guard.max_mass_drift}
+        if status is Status.RESOLUTION_LOST and guard.found is not None and guard.found[0] == "edge":
+            diagnostics["edge"] = (guard.found[2], guard.found[3])  # (side, mass) where the law reached the walls
+        return Part(self.name, list(outputs.times), [frame(t, s) for t, s in zip(outputs.times, outputs.states)],
+                    status, message, float(t_reached), frame(t_reached, y), method, "spectral", integ.nfev,
+                    integ.nsteps, hint=hint, diagnostics=diagnostics)
+
+
+register(CylinderRepresentation())
 
 
 # ---------------------------------------------------------------------------------------------------------------- solve
@@ -568,49 +735,29 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     FloatingPointError
         A non-finite state, or peri-LN's |A| = 0.
     """
-    kind, head_list = _zonal_heads(model)
+    kind, _ = _zonal_heads(model)
     grid = CylinderGrid(n_theta, n_s, radii)
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
-    cfl = checks.positive(cfl, "cfl")
     edge_tol = checks.positive(edge_tol, "edge_tol")
-    if dt is not None:
-        dt = checks.positive(dt, "dt")
     monitor = ResolutionMonitor(neg_tol=NEG_TOL) if monitor is None else monitor
-    t0, t1, t_eval = checks.time_span(t_span, t_eval)
-    y0 = _initial(rho0, grid)
-    if any(not normalized for _, _, normalized in head_list):
-        bound = ""
-    else:
-        U = 1.0 if kind == "peri" else sum(abs(c) for _, c, _ in head_list)
-        bound = (f" (|dr/dt| <= {U:g} here: a law supported in [r_0, r_1] at t0 stays in "
-                 f"[r_0 − {U:g}(t − t0), r_1 + {U:g}(t − t0)])")
-    guard = _Guard(grid, monitor, edge_tol, bound)
-    found = guard.problem(t0, y0)
-    if found is not None:
-        kindf, message, side, mass = found
-        if kindf == "edge":
-            raise RadiusRangeError(f"`rho0`: {message}", t0, side, mass)
-        raise ResolutionError(t0, f"`rho0`: {message}", initial=True)
-    outputs = OutputTracker()
-    integ = Integrator(RadialProblem(model, grid), method, dt=dt, cfl=cfl, trackers=[guard, outputs])
-
-    def result(times, states):
-        return RadialSolution(np.array(times), np.array(states).reshape((len(times),) + grid.shape), grid, model,
-                              kind, integ.nfev, integ.nsteps, guard.max_mass_drift)
-
-    try:
-        integ.run(t0, y0, t_eval, t1)
-    except _Stop as stop:
-        times = [t for t in outputs.times if t <= guard.t_good] + [guard.t_good]
-        states = [s for t, s in zip(outputs.times, outputs.states) if t <= guard.t_good] + [guard.y_good]
-        if len(outputs.times) and outputs.times[-1] == guard.t_good:
-            times, states = times[:-1], states[:-1]
-        partial = result(times, states)
-        if stop.kind == "edge":
-            raise RadiusRangeError(stop.message, guard.t_good, stop.side, stop.mass, partial) from None
-        raise ResolutionError(guard.t_good, stop.message, partial) from None
-    return result(outputs.times, outputs.states)
+    if not isinstance(monitor, ResolutionMonitor):
+        raise TypeError(f"`monitor` must be a meanfield.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
+    monitor = replace(monitor, edge_tol=edge_tol)
+    cfl = checks.positive(cfl, "cfl")
+    dt = None if dt is None else checks.positive(dt, "dt")
+    start = Density(grid, _initial(rho0, grid), check=False)
+    sol = solve_product(model, start, t_span, t_eval, Settings(method=method, dt=dt, cfl=cfl, monitor=monitor,
+                                                                given=frozenset({"monitor"})))
+    values = np.array([f.values for f in sol.densities]).reshape((len(sol.t),) + grid.shape)
+    out = RadialSolution(sol.t, values, grid, model, kind, sol.nfev, sol.nsteps, sol.diagnostics["mass_drift"],
+                         sol.status, sol.message, sol)
+    if "edge" in sol.diagnostics:
+        side, mass = sol.diagnostics["edge"]
+        raise RadiusRangeError(sol.message, sol.t_reached, side, mass, out)
+    if sol.status is Status.RESOLUTION_LOST:
+        raise ResolutionError(sol.t_reached, sol.message, out)
+    return out.raise_for_status()
 
 
 def _initial(rho0, grid: CylinderGrid) -> np.ndarray:

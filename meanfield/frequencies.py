@@ -9,6 +9,16 @@ S¹ × ℝ_ω solves
 finite quadrature of g with weights w_j (Σ w_j = 1): one circle density ρ_j(θ, t) per node, advected by
 ω_j + X[ρ̄](θ), ρ̄ = Σ_j w_j ρ_j, the nodes coupled through the field of the marginal only.
 
+The density is a :class:`FrequencyDensity` on a :class:`FrequencyGrid` (the circle grid × the quadrature), of the
+product domain :data:`~meanfield.domains.products.FREQUENCIES`: :func:`meanfield.solve` advances it by the
+"frequencies" representation (:class:`FrequencyRepresentation`) on the one integrator and monitor, and
+:func:`solve` is the documented entry point, a view of that :class:`~meanfield.Solution` (:class:`FrequencySolution`).
+
+With noise D > 0 (``SelfAttention(..., noise=D)``) each node's density also diffuses, ∂_t ρ_j + ∂_θ(ρ_j(ω_j +
+X[ρ̄])) = D∂²_θρ_j: the linear part of its coefficients gains −Dk², integrated exactly with the rotation; about the
+incoherent state the rate of mode k is the noiseless one with −Dk² added (the dispersion relation's λ is shifted by
+Dk² for every ω). Nodes then do not hand over to atoms (atoms cannot diffuse).
+
 Frequency laws (:class:`Lorentzian`, :class:`Gaussian`, :class:`Discrete`) give their quadratures
 (:class:`Quadrature`) and iid samples for particles (:meth:`FrequencyLaw.sample`, an explicit ``rng``). A law
 without a finite quadrature (a density given as a function) is refused: the solver needs nodes.
@@ -88,19 +98,23 @@ import numpy as np
 
 from . import checks, kernels, strategies
 from .density import Density, Frame
-from .domains import CIRCLE, CircleGrid
+from .domains import CIRCLE, CircleGrid, Grid
 from .domains import Measure
+from .domains import SPHERE
+from .domains.products import FREQUENCIES, ROTATIONS
 from .domains.circle import fourier
 from .domains.circle.geometry import angles_to_points
 from .domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
-from .integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, Stages, Status,
+from .integrate import (FiniteTracker, Integrator, OutputTracker, Problem, Stages, Status,
                         StopIntegration, Tracker)
 from .models import heads, rate_scale
-from .monitor import ResolutionError
+from .monitor import ResolutionError, ResolutionMonitor
+from .representations import Part, Representation, Settings, own_domain_refusal, register, solve_product
 from .representations.grid import step_bound
 
 __all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
-           "FrequencySolution", "order_parameter"]
+           "FrequencySolution", "order_parameter", "FrequencyGrid", "FrequencyDensity", "frequency_density",
+           "frequency_solution", "FrequencyRepresentation", "RotationGrid", "RotationRepresentation"]
 
 
 class Quadrature(NamedTuple):
@@ -357,6 +371,149 @@ def frequency_law(law):
                     f"{type(law).__name__}.")
 
 
+# --------------------------------------------------------------------------------------------- the product grid
+class FrequencyGrid(Grid):
+    r"""A circle grid times the nodes of a frequency law's quadrature: a grid of the product domain
+    :data:`~meanfield.domains.products.FREQUENCIES` (values of shape (J, n): one circle density per node ω_j).
+
+    Parameters
+    ----------
+    circle : CircleGrid
+        The grid of every node's density in θ.
+    quadrature : Quadrature
+        The nodes ω_j and weights w_j (module docstring).
+    cauchy_noise : bool
+        For the Lorentzian's pole and bands at β > 0: they then solve the marginal under Cauchy noise −γ|k|
+        (module docstring), which must be asked for.
+    """
+
+    domain = FREQUENCIES
+    dim = 2
+
+    def __init__(self, circle: CircleGrid, quadrature: Quadrature, cauchy_noise: bool = False):
+        if not isinstance(quadrature, Quadrature):
+            raise TypeError(f"`quadrature` must be a Quadrature, got {type(quadrature).__name__}.")
+        if not isinstance(cauchy_noise, (bool, np.bool_)):
+            raise TypeError(f"`cauchy_noise` must be True or False, got {cauchy_noise!r}.")
+        self.circle, self.quadrature, self.cauchy_noise = circle, quadrature, bool(cauchy_noise)
+        self.n, self.spacing = circle.n, circle.spacing
+
+    def __repr__(self) -> str:
+        return f"FrequencyGrid({self.circle!r}, {self.quadrature.nodes.size} {self.quadrature.rule} nodes)"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.quadrature.nodes.size, self.circle.n)
+
+    def integrate(self, values):
+        """∫ ρ̄ dθ = Σ_j w_j ∫ ρ_j dθ: the mass of the marginal."""
+        return self.quadrature.weights @ self.circle.integrate(values)
+
+    def refined(self, factor: int = 2):
+        raise ValueError(f"{self!r} is not refined: start on a finer circle grid.")
+
+    def resample(self, values, n: int):
+        return np.stack([self.circle.resample(v, n) for v in values])
+
+    def interpolate(self, values, points):
+        raise NotImplementedError(f"{self!r}: interpolate a node's density on its circle grid (grid.circle).")
+
+    def resolution(self, values, tail_tol: float, *, spectrum=None):
+        tails = _tails(fourier.coefficients(values), self.n)
+        j = int(np.argmax(tails))
+        return None if tails[j] <= tail_tol else (f"node {j}'s spectral tail {tails[j]:.3g} exceeds tail_tol = "
+                                                  f"{tail_tol:.3g} on {self.circle!r}")
+
+    def coordinates(self):
+        return {"omega": (np.asarray(self.quadrature.nodes), {"weights": self.quadrature.weights}),
+                "theta": (self.circle.angles, {})}
+
+    @classmethod
+    def from_coordinates(cls, coordinates):
+        raise NotImplementedError("a FrequencyGrid is rebuilt from its law's quadrature, not from coordinates.")
+
+    def coarsened(self, values):
+        raise NotImplementedError(f"{self!r}: no coarsened measure.")
+
+
+class FrequencyDensity(Density):
+    r"""The density on S¹ × R_ω at one time: a :class:`~meanfield.Density` on a :class:`FrequencyGrid` (values
+    ρ_j(θ_i) of shape (J, n), NaN rows for nodes carried by atoms), with the state the solver holds.
+
+    Attributes
+    ----------
+    coefficients : ndarray, shape (J, n/2 + 1)
+        ρ̂_{j,k}, k = 0..n/2 (complex for the pole and bands: the continuation in ω; an atom node's from its atoms'
+        moments).
+    as_points : ndarray of bool, shape (J,)
+        Which nodes are atoms (handed over when they collapsed).
+    angles : ndarray, shape (J, n)
+        The atoms' angles (NaN rows for nodes on the grid).
+    masses : ndarray, shape (J, n)
+        The atoms' masses (NaN rows for nodes on the grid).
+    handovers : tuple of (float, tuple of int)
+        When nodes went over to atoms, and which.
+    """
+
+    __slots__ = ("coefficients", "as_points", "angles", "masses", "handovers")
+
+    def __init__(self, grid: FrequencyGrid, coefficients, as_points=None, angles=None, masses=None, handovers=()):
+        C = np.array(coefficients, dtype=complex)
+        J, n = grid.shape
+        as_points = np.zeros(J, dtype=bool) if as_points is None else np.array(as_points, dtype=bool)
+        values = fourier.from_coefficients(C, n)
+        values[as_points] = np.nan
+        super().__init__(grid, values, check=False)
+        self.coefficients, self.as_points = C, as_points
+        self.angles = np.full((J, n), np.nan) if angles is None else np.array(angles, dtype=float)
+        self.masses = np.full((J, n), np.nan) if masses is None else np.array(masses, dtype=float)
+        self.handovers = tuple(handovers)
+
+    def mass(self) -> float:
+        """Σ_j w_j ∫ρ_j dθ (atoms: their masses' sums)."""
+        return float(self.grid.quadrature.weights @ self.node_masses())
+
+    def node_masses(self) -> np.ndarray:
+        """∫ρ_j dθ of every node, shape (J,)."""
+        return 2.0 * np.pi * self.coefficients[:, 0].real
+
+    def marginal(self) -> Density:
+        """ρ̄ = Σ_j w_j ρ_j as a :class:`~meanfield.Density` on the circle (``ValueError`` once a node is atoms)."""
+        if np.any(self.as_points):
+            raise ValueError(f"nodes {np.nonzero(self.as_points)[0].tolist()} are atoms: the marginal is a measure, "
+                             "not a grid density.")
+        cbar = self.grid.quadrature.weights @ self.coefficients
+        return Density(self.grid.circle, fourier.from_coefficients(cbar, self.grid.n), check=False)
+
+    def __repr__(self) -> str:
+        return f"FrequencyDensity({self.grid!r}, mass={self.mass():.6g})"
+
+
+def frequency_density(rho0, law, *, nodes: int = 64, grid: CircleGrid | None = None,
+                      cauchy_noise: bool = False) -> FrequencyDensity:
+    """The initial density on S¹ × R_ω, which :func:`meanfield.solve` advances (the "frequencies" representation).
+
+    Parameters
+    ----------
+    rho0 : Density or array_like, shape (J, n)
+        A density on a :class:`~meanfield.CircleGrid` (the law of θ for every ω) or one density per node (real
+        nodes only), each of mass 1 (:func:`meanfield.solve` checks it after the resolution of each node).
+    law : FrequencyLaw or Quadrature
+        As :func:`solve`'s (``nodes``: J for a law given alone).
+    grid : CircleGrid, optional
+        For per-node values (default CircleGrid(n)).
+    cauchy_noise : bool
+        As :func:`solve`'s.
+    """
+    law = frequency_law(law)
+    quad = law if isinstance(law, Quadrature) else law.default_quadrature(nodes)
+    if not (isinstance(quad.weights, np.ndarray) and quad.nodes.shape == quad.weights.shape
+            and abs(quad.weights.sum() - 1.0) < 1e-12 and np.all(quad.weights > 0)):
+        raise ValueError(f"the quadrature's weights must be positive, sum to 1 and match its {quad.nodes.size} nodes.")
+    circle, values = _initial(rho0, quad, grid)
+    return FrequencyDensity(FrequencyGrid(circle, quad, cauchy_noise), fourier.coefficients(values))
+
+
 def order_parameter(values, grid: CircleGrid) -> np.ndarray:
     """z = ∫ e^{iθ} ρ dθ of nodal values on ``grid`` (last axis), relative to their mass."""
     c = fourier.coefficients(values)
@@ -371,8 +528,6 @@ def _attention_rhs(model, grid):
         raise ValueError(f"natural frequencies are built for attention models (SelfAttention, MultiHeadAttention); "
                          f"got {model!r}, whose feed-forward drift is not.")
     heads(model)  # TypeError for anything but an attention model
-    if model.noise:
-        raise ValueError(f"`model` has noise = {model.noise:g}: natural frequencies with noise are not built.")
     if model.time_dependent:
         raise ValueError(f"`model` {model!r} has time-dependent weights: natural frequencies take constant weights.")
     if model.dim not in (None, 2):
@@ -402,6 +557,9 @@ class FrequencyProblem(Problem):
         decay = -1j * np.multiply.outer(np.asarray(quad.nodes, dtype=complex), k)
         if self.n % 2 == 0:
             decay[:, K] = decay[:, K].real
+        self.noise = float(model.noise)
+        if self.noise:  # DΔρ_j = D∂²_θρ_j: −Dk² on every node's coefficients, integrated exactly with the rotation
+            decay = decay - self.noise * k.astype(float) ** 2
         self.decay_rows = decay
         self._minus_ik = -1j * k
         if self.n % 2 == 0:
@@ -529,7 +687,10 @@ class FrequencyProblem(Problem):
     def handover_refusal(self) -> str | None:
         """Why a node that loses its θ-resolution cannot be handed over to atoms, or None."""
         if not self.handover:
-            return "hand-over is off (handover=False)"
+            return "hand-over is off (handover=False; refine=False in meanfield.solve)"
+        if self.noise:
+            return (f"the model has noise D = {self.noise:g}: atoms are moved by the flow alone, they cannot diffuse "
+                    "(start on a finer circle grid)")
         if not self.quad.real:
             return (f"the {self.quad.rule} rule's nodes are complex: a node is a sub-population's exact pole, whose "
                     "density is no transported measure")
@@ -706,6 +867,9 @@ class FrequencySolution:
         The atoms' masses (fixed from the hand-over on; NaN rows for nodes that stayed on the grid).
     handovers : tuple of (float, tuple of int)
         When nodes were handed over, and which.
+    solution : Solution
+        What :func:`meanfield.solve` returned, of which this is a view (its ``status``, ``message``, ``t_reached``;
+        frames :class:`FrequencyDensity`, and the state where a run stopped after its last output).
     """
 
     t: np.ndarray
@@ -726,6 +890,7 @@ class FrequencySolution:
     angles: np.ndarray
     masses: np.ndarray
     handovers: tuple
+    solution: object = None
 
     @property
     def order(self) -> np.ndarray:
@@ -816,7 +981,8 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     Parameters
     ----------
     model : SelfAttention or MultiHeadAttention
-        The attention on the circle (d = 2), constant weights, no noise; its field is the circle solver's.
+        The attention on the circle (d = 2), constant weights; its field is the circle solver's. With noise D each
+        node's density diffuses (module docstring).
     rho0 : Density or array_like, shape (J, n)
         A density on a :class:`~meanfield.CircleGrid` — the law of θ for every ω (a start independent of the
         frequencies) — or one density per node (real nodes only), each of mass 1.
@@ -855,15 +1021,7 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     -------
     FrequencySolution
     """
-    law = frequency_law(law)
-    quad = law if isinstance(law, Quadrature) else law.default_quadrature(nodes)
-    if not (isinstance(quad.weights, np.ndarray) and quad.nodes.shape == quad.weights.shape
-            and abs(quad.weights.sum() - 1.0) < 1e-12 and np.all(quad.weights > 0)):
-        raise ValueError(f"the quadrature's weights must be positive, sum to 1 and match its {quad.nodes.size} nodes.")
-    t0, t1, t_eval = checks.time_span(t_span, t_eval)
-    if dt is not None:
-        dt = checks.positive(dt, "dt")
-    cfl = checks.positive(cfl, "cfl")
+    _, _, t_eval = checks.time_span(t_span, t_eval)
     tail_tol = checks.positive(tail_tol, "tail_tol")
     omega_tol = checks.real(omega_tol, "omega_tol")
     if not omega_tol > 0:
@@ -871,50 +1029,317 @@ def solve(model, rho0, law, t_span, t_eval=None, *, nodes: int = 64, grid: Circl
     for name, value in (("handover", handover), ("cauchy_noise", cauchy_noise)):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"`{name}` must be True or False, got {value!r}.")
-    grid, values = _initial(rho0, quad, grid)
-    if quad.rule in ("pole", "bands") and not cauchy_noise and not _first_harmonic(model):
-        raise ValueError(
-            f"the Lorentzian's {quad.rule} is exact for first-harmonic fields only (β = 0, the Kuramoto field): for "
-            f"{model!r} the field's harmonics l >= 2 couple the modes k >= 1 to negative ones, whose continuation in "
-            f"ω grows below the real axis, and the {quad.rule} would solve the marginal under Cauchy noise −γ|k| "
-            "instead — the same linear rates about the incoherent state, other nonlinear dynamics (docs/MATH.md §11). "
-            "For natural frequencies at β > 0 use real nodes (Lorentzian(γ).quadrature(J), with omega_tol); "
-            "cauchy_noise=True solves the Cauchy-noise model knowingly.")
-    problem = FrequencyProblem(model, grid, quad, handover=handover)
-    problem.tail_tol = tail_tol
-    y0 = problem.pack(fourier.coefficients(values), np.empty((0, grid.n)))
-    monitor = _Monitor(problem, quad, tail_tol, omega_tol)
-    tails = monitor.tails(y0)
-    if not np.max(tails) <= tail_tol:
-        j = int(np.argmax(tails))
-        raise ResolutionError(t0, f"the initial density of node {j} is not resolved on {grid!r}: its spectral tail "
-                              f"{tails[j]:.3g} exceeds tail_tol = {tail_tol:.3g} (use a larger n)", initial=True)
-    _check_masses(values, grid)
-    outputs = _Outputs(problem)
-    integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl, subdivide=dt is not None,
-                            trackers=[FiniteTracker(), monitor, outputs, InterruptTracker()])
-    status, message, t_reached, last = Status.SUCCESS, "the solver reached the end of the interval", t1, None
-    try:
-        integrator.run(t0, y0, t_eval, t1)
-    except StopIntegration as stop:
-        status, t_reached, last = stop.status, stop.t, stop.y
-        message = f"stopped at t = {stop.t:.6g}: {stop.reason}" + (f". {stop.hint}" if stop.hint else "")
-    if problem.handovers:
-        words = "; ".join(f"nodes {list(js)} handed over to atoms at t = {t:.6g}" for t, js in problem.handovers)
-        message = f"{words} (they stopped being resolved in θ); {message}"
-    if not outputs.times:  # stopped before the first output: the last state it held, in the layout it had then
-        outputs.output(t_reached, y0 if last is None else last)
-    C = np.array(outputs.coefficients)
-    as_points = np.array(outputs.as_points)
+    start = frequency_density(rho0, law, nodes=nodes, grid=grid, cauchy_noise=cauchy_noise)
+    cfl = checks.positive(cfl, "cfl")
+    dt = None if dt is None else checks.positive(dt, "dt")
+    sol = solve_product(model, start, t_span, t_eval, Settings(
+        dt=dt, cfl=cfl, refine=bool(handover), monitor=ResolutionMonitor(tail_tol=tail_tol, omega_tol=omega_tol)))
+    out = frequency_solution(sol, t_eval)
+    return out.raise_for_status() if raise_on_failure else out
+
+
+def frequency_solution(sol, t_eval) -> "FrequencySolution":
+    """The :class:`FrequencySolution` view of a :class:`~meanfield.Solution` of a :class:`FrequencyDensity`: its
+    frames at the output times ``t_eval`` (the state where the run stopped only where it stopped before the
+    first)."""
+    outputs = set(np.asarray(t_eval, dtype=float).tolist())
+    keep = [i for i, t in enumerate(sol.t) if float(t) in outputs] or [len(sol.t) - 1]
+    frames, times = [sol.densities[i] for i in keep], [float(sol.t[i]) for i in keep]
+    first = frames[0]
+    grid, quad = first.grid.circle, first.grid.quadrature
+    C = np.array([f.coefficients for f in frames])
+    as_points = np.array([f.as_points for f in frames])
     vals = fourier.from_coefficients(C, grid.n)
     vals[as_points] = np.nan
     cbar = np.einsum("j,tjk->tk", quad.weights, C)
     marginal = fourier.from_coefficients(cbar, grid.n)
     marginal[np.any(as_points, axis=1)] = np.nan
-    out = FrequencySolution(
-        t=np.array(outputs.times), values=vals, marginal=marginal, z=2.0 * np.pi * np.conj(cbar[:, 1]),
-        mass=2.0 * np.pi * C[..., 0].real, quadrature=quad, grid=grid, status=status, message=message,
-        t_reached=t_reached, nsteps=integrator.nsteps, nfev=integrator.nfev, max_tail=monitor.max_tail,
-        omega_error=monitor.omega_error, as_points=as_points, angles=np.array(outputs.angles),
-        masses=problem.masses.copy(), handovers=tuple(problem.handovers))
-    return out.raise_for_status() if raise_on_failure else out
+    d = sol.diagnostics
+    return FrequencySolution(
+        t=np.array(times), values=vals, marginal=marginal, z=2.0 * np.pi * np.conj(cbar[:, 1]),
+        mass=2.0 * np.pi * C[..., 0].real, quadrature=quad, grid=grid, status=sol.status, message=sol.message,
+        t_reached=sol.t_reached, nsteps=sol.nsteps, nfev=sol.nfev, max_tail=d["max_tail"],
+        omega_error=d["omega_error"], as_points=as_points, angles=np.array([f.angles for f in frames]),
+        masses=sol.densities[-1].masses.copy(), handovers=d["handovers"], solution=sol)
+
+
+# --------------------------------------------------------------------------------------------- representation
+class FrequencyRepresentation(Representation):
+    """One circle density per frequency node, coupled through the marginal (module docstring), a
+    :class:`FrequencyDensity`: the "frequencies" representation :func:`meanfield.solve` plans for the product domain
+    :data:`~meanfield.domains.products.FREQUENCIES`. Options: ``dt``, ``cfl``, ``monitor`` (``tail_tol``,
+    ``omega_tol``), ``refine`` (a node that stops being resolved in θ goes over to atoms; default True, False: the run
+    stops). ``Solution.diagnostics``: ``max_tail``, ``omega_error``, ``handovers`` (as :class:`FrequencySolution`)."""
+
+    name = "frequencies"
+    domain_words = "circle S¹ × R_ω (a FrequencyGrid)"
+    options = frozenset({"dt", "cfl", "monitor", "refine"})
+    accuracy = ("spectral in θ (each node's tail below tail_tol), the ω-quadrature's free-streaming error times the "
+                "amplitude below omega_tol (docs/MATH.md §11)")
+    #: the default CFL factor (:mod:`meanfield.frequencies`, "Time stepping")
+    default_cfl = 0.1
+
+    def refusal(self, model, domain, start=None):
+        why = own_domain_refusal(self, domain)
+        if why is not None:
+            return why
+        if start is not None:
+            try:
+                _attention_rhs(model, start.grid.circle)
+            except ValueError as e:
+                return str(e)
+        return None
+
+    def check(self, settings, model, start, t0, first):
+        """Refuse the Lorentzian's pole and bands where the field is not first-harmonic (unless the grid asks for
+        the Cauchy-noise model), and a start with atoms (a frequency density starts on its grid)."""
+        quad = start.grid.quadrature
+        if quad.rule in ("pole", "bands") and not start.grid.cauchy_noise and not _first_harmonic(model):
+            raise ValueError(
+                f"the Lorentzian's {quad.rule} is exact for first-harmonic fields only (β = 0, the Kuramoto field): "
+                f"for {model!r} the field's harmonics l >= 2 couple the modes k >= 1 to negative ones, whose "
+                f"continuation in ω grows below the real axis, and the {quad.rule} would solve the marginal under "
+                "Cauchy noise −γ|k| instead — the same linear rates about the incoherent state, other nonlinear "
+                "dynamics (docs/MATH.md §11). For natural frequencies at β > 0 use real nodes "
+                "(Lorentzian(γ).quadrature(J), with omega_tol); cauchy_noise=True solves the Cauchy-noise model "
+                "knowingly.")
+        if np.any(start.as_points):
+            raise ValueError("a frequency density starts with every node on its grid, not as atoms.")
+        tails = _tails(start.coefficients, start.grid.n)
+        if not np.max(tails) <= settings.monitor.tail_tol:
+            j = int(np.argmax(tails))
+            raise ResolutionError(t0, f"the initial density of node {j} is not resolved on {start.grid.circle!r}: "
+                                  f"its spectral tail {tails[j]:.3g} exceeds tail_tol = {settings.monitor.tail_tol:.3g} "
+                                  "(use a larger n)", initial=True)
+        _check_masses(start.values, start.grid.circle)
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        grid, quad = start.grid, start.grid.quadrature
+        monitor = settings.monitor
+        handover = True if settings.refine is None else settings.refine
+        problem = FrequencyProblem(model, grid.circle, quad, handover=handover)
+        problem.tail_tol = monitor.tail_tol
+        y0 = problem.pack(start.coefficients, np.empty((0, grid.n)))
+        watch = _Monitor(problem, quad, monitor.tail_tol, monitor.omega_tol)  # the start's tails: check()
+
+        def frame(t, y, state=None):
+            as_points, angles, masses = state if state is not None else (
+                problem.as_points.copy(), _angles(problem, y), problem.masses.copy())
+            return FrequencyDensity(grid, problem.coefficients(y) if state is None else y, as_points, angles, masses,
+                                    tuple(problem.handovers))
+
+        outputs = _Outputs(problem)
+        dt = settings.dt if first else None
+        cfl = self.default_cfl if settings.cfl is None else settings.cfl
+        integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl, subdivide=dt is not None,
+                                trackers=[FiniteTracker(), watch, outputs] + hooks.for_part(frame))
+        status, message, hint, t_reached, last = Status.SUCCESS, "the solver reached the end of the interval", None, \
+            t1, None
+        try:
+            t_reached, last = integrator.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, t_reached, last, hint = stop.status, stop.t, stop.y, stop.hint
+            message = f"stopped at t = {stop.t:.6g}: {stop.reason}" + (f". {stop.hint}" if stop.hint else "")
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached = outputs.times[-1] if outputs.times else t0
+        if problem.handovers:
+            words = "; ".join(f"nodes {list(js)} handed over to atoms at t = {t:.6g}" for t, js in problem.handovers)
+            message = f"{words} (they stopped being resolved in θ); {message}"
+        frames = [frame(t, C, (p, a, problem.masses.copy())) for t, C, p, a in
+                  zip(outputs.times, outputs.coefficients, outputs.as_points, outputs.angles)]
+        final = frame(t_reached, last) if last is not None else (frames[-1] if frames else frame(t0, y0))
+        diagnostics = {"max_tail": watch.max_tail, "omega_error": watch.omega_error,
+                       "handovers": tuple(problem.handovers)}
+        return Part(self.name, list(outputs.times), frames, status, message, float(t_reached), final, "rk4",
+                    "lawson", integrator.nfev, integrator.nsteps, hint=hint, diagnostics=diagnostics)
+
+
+def _angles(problem, y):
+    """The atoms' angles of every node (NaN rows for nodes on the grid), as the outputs record them."""
+    angles = np.full((problem.weights.size, problem.n), np.nan)
+    angles[problem.on_points] = problem.unpack(y)[1]
+    return angles
+
+
+register(FrequencyRepresentation())
+
+
+# --------------------------------------------------------------------------------------------- the Lohe model on S²
+class RotationGrid(Grid):
+    r"""A grid of S² times the nodes of a finite law of skew matrices Ω (the Lohe model: each token turns by its own
+    Ω, ẋ = Ωx + X[μ̄](x)): values of shape (J,) + sphere.shape, one S² density per node Ω_j, coupled through the
+    marginal μ̄ = Σ_j w_j ρ_j. A grid of the product domain :data:`~meanfield.domains.products.ROTATIONS`, advanced by
+    :func:`meanfield.solve` ("rotations": :class:`RotationRepresentation`).
+
+    Parameters
+    ----------
+    sphere : SphereGrid
+        The grid of every node's density.
+    omegas : array_like, shape (J, 3, 3)
+        Skew matrices Ω_j (Ω^T = −Ω, finite).
+    weights : array_like, shape (J,), optional
+        w_j > 0 summing to 1 (default equal).
+    """
+
+    domain = ROTATIONS
+    dim = 3
+
+    def __init__(self, sphere, omegas, weights=None):
+        O = np.array(omegas, dtype=float)
+        if O.ndim != 3 or O.shape[1:] != (3, 3) or not np.all(np.isfinite(O)):
+            raise ValueError(f"`omegas` must be finite 3×3 matrices, shape (J, 3, 3), got shape {O.shape}.")
+        if np.max(np.abs(O + np.swapaxes(O, 1, 2))) > 1e-14 * max(1.0, float(np.max(np.abs(O)))):
+            raise ValueError("`omegas` must be skew (Ω^T = −Ω): a rotation's generator keeps tokens on the sphere.")
+        J = O.shape[0]
+        w = np.full(J, 1.0 / J) if weights is None else np.array(weights, dtype=float)
+        if w.shape != (J,) or not np.all(w > 0) or abs(w.sum() - 1.0) > 1e-12:
+            raise ValueError(f"`weights` must be {J} positive numbers summing to 1, got {weights!r}.")
+        self.sphere, self.omegas, self.weights = sphere, O, w
+        self.n, self.spacing = sphere.n, sphere.spacing
+
+    def __repr__(self) -> str:
+        return f"RotationGrid({self.sphere!r}, {self.weights.size} nodes)"
+
+    @property
+    def shape(self):
+        return (self.weights.size,) + tuple(self.sphere.shape)
+
+    def integrate(self, values):
+        """Σ_j w_j ∫ ρ_j: the marginal's mass."""
+        return float(sum(w * self.sphere.integrate(v) for w, v in zip(self.weights, values)))
+
+    def refined(self, factor: int = 2):
+        raise ValueError(f"{self!r} is not refined: start on a finer sphere grid.")
+
+    def resample(self, values, n: int):
+        raise ValueError(f"{self!r} is not resampled: start on a finer sphere grid.")
+
+    def interpolate(self, values, points):
+        raise NotImplementedError(f"{self!r}: interpolate a node's density on its sphere grid (grid.sphere).")
+
+    def resolution(self, values, tail_tol: float, *, spectrum=None):
+        for j, v in enumerate(values):
+            reason = self.sphere.resolution(v, tail_tol)
+            if reason is not None:
+                return f"node {j}: {reason}"
+        return None
+
+    def coordinates(self):
+        raise NotImplementedError(f"{self!r}: no coordinates file format.")
+
+    @classmethod
+    def from_coordinates(cls, coordinates):
+        raise NotImplementedError("a RotationGrid is rebuilt from its sphere grid and its law of Ω.")
+
+    def coarsened(self, values):
+        raise NotImplementedError(f"{self!r}: no coarsened measure.")
+
+
+class _RotationProblem(Problem):
+    """dρ_j/dt = −div(ρ_j (X[μ̄] + Ω_j x)) for every node, the field X of the marginal summed once per stage by the
+    sphere's quadrature strategy and the transport of each node by the sphere's own right-hand side (the domain's
+    ``continuity`` with that field and the node's rotation as its drift)."""
+
+    def __init__(self, model, grid: RotationGrid):
+        self.grid, self.model = grid, model
+        self._field = kernels.grid_field(model) or model.field
+        self._current = None
+        sphere = grid.sphere
+        frozen = lambda points, weights, queries: self._current(queries)  # noqa: E731 - the marginal's field
+        self.rhs = [SPHERE.continuity(model, sphere, "quadrature", frozen,
+                                      None if not np.any(O) else (lambda q, O=O: q @ O.T)) for O in grid.omegas]
+        self.omega_max = max(float(np.max(np.abs(np.linalg.eigvals(O)))) for O in grid.omegas)
+        self.strain_bound = rate_scale(model)
+        self.speeds = (0.0, 0.0)
+
+    def rate(self, y):
+        g = self.grid
+        marginal = np.tensordot(g.weights, y, axes=1)
+        points, w = g.sphere.points.reshape(-1, 3), (marginal * g.sphere.weights).ravel()
+        self._current = lambda queries: self._field(points, w, queries)
+        out, vmax = np.empty_like(y), 0.0
+        for j, rhs in enumerate(self.rhs):
+            out[j], speed, _ = rhs.rate_and_speeds(y[j])
+            vmax = max(vmax, speed)
+        self.speeds = (max(self.speeds[0], vmax), 0.0)
+        return out
+
+    def probe(self, y):
+        self.rate(y)
+
+    def begin_step(self):
+        self.speeds = (0.0, 0.0)
+
+    def max_step(self):
+        return step_bound(self.grid.spacing, *self.speeds, self.strain_bound, self.omega_max)
+
+    def reject(self, t, y, reason):
+        raise StopIntegration(t, y, reason, hint="Start on a finer sphere grid (larger lmax), or stop earlier.")
+
+
+class _RotationMonitor(Tracker):
+    def __init__(self, grid: RotationGrid, monitor):
+        self.grid, self.monitor = grid, monitor
+
+    def check(self, t, y):
+        for j, v in enumerate(y):
+            reason = self.monitor.check_state(self.grid.sphere, v)
+            if reason is not None:
+                return f"node {j} (Ω_{j}) at t = {t:.6g}: {reason}"
+        return None
+
+
+class RotationRepresentation(Representation):
+    """One S² density per node Ω_j of the Lohe model, coupled through the marginal (:class:`RotationGrid`): the
+    "rotations" representation :func:`meanfield.solve` plans for :data:`~meanfield.domains.products.ROTATIONS`.
+    RK4 (fixed ``dt`` or the CFL step with 1/max|Ω|); the monitor's checks on every node; no refinement."""
+
+    name = "rotations"
+    domain_words = "sphere S² × the skew matrices Ω (a RotationGrid)"
+    options = frozenset({"dt", "cfl", "monitor"})
+    accuracy = "spectral on S² (every node's tail below tail_tol)"
+    default_cfl = 0.1
+
+    def refusal(self, model, domain, start=None):
+        why = own_domain_refusal(self, domain)
+        if why is not None:
+            return why
+        # a layer around attention (its feed-forward, its normalisation) is not this field: the attention itself only
+        if getattr(model, "attention", model) is not model or model.time_dependent or model.noise or \
+                model.dim not in (None, 3):
+            return (f"the Lohe model is built for attention on S² (SelfAttention, MultiHeadAttention in R³), constant "
+                    f"weights, no noise; got {model!r}")
+        return None
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        grid = start.grid
+        problem = _RotationProblem(model, grid)
+
+        def frame(t, y):
+            return Density(grid, y, check=False)
+
+        y0 = np.array(start.values)
+        reason = _RotationMonitor(grid, settings.monitor).check(t0, y0)
+        if reason is not None:
+            raise ResolutionError(t0, f"the initial density is not resolved: {reason}", initial=True)
+        outputs = OutputTracker()
+        dt = settings.dt if first else None
+        cfl = self.default_cfl if settings.cfl is None else settings.cfl
+        integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl,
+                                trackers=[_RotationMonitor(grid, settings.monitor), outputs] + hooks.for_part(frame))
+        status, message, hint, t_reached, y = Status.SUCCESS, "the rotations reached the end of the interval", None, \
+            t1, y0
+        try:
+            t_reached, y = integrator.run(t0, y0, t_eval, t1)
+        except StopIntegration as stop:
+            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+            t_reached, y = (outputs.times[-1], outputs.states[-1]) if outputs.times else (t0, y0)
+        return Part(self.name, list(outputs.times), [frame(t, v) for t, v in zip(outputs.times, outputs.states)],
+                    status, message, float(t_reached), frame(t_reached, y), "rk4", "quadrature", integrator.nfev,
+                    integrator.nsteps, hint=hint)
+
+
+register(RotationRepresentation())

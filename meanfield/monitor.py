@@ -16,7 +16,10 @@ whether the new state is still resolved:
 - finiteness;
 - outflow (a box in R^d): mass leaving the box is recorded (``Solution.outflow``) and warned about only past
   ``outflow_tol`` of the initial mass (the box's own tolerance: a density whose boundary cells hold more than
-  1e-6 of the mass is refused at the start).
+  1e-6 of the mass is refused at the start);
+- the product domains (:mod:`meanfield.domains.products`): on the cylinder S¹ × (0, ∞) the mass in the guard cells
+  at either end of the radii must stay below ``edge_tol``; for natural frequencies the ω-quadrature's
+  free-streaming error times the amplitude below ``omega_tol`` (``np.inf``: not checked).
 
 A failed check either refines the grid (zero-padding, exact for band-limited
 data) or raises :class:`ResolutionError` with the last time at which the
@@ -77,12 +80,19 @@ class ResolutionMonitor:
     neg_tol: float = 1e-8
     energy_rtol: float = 1e-10
     outflow_tol: float = 1e-6
+    #: the cylinder S¹ × (0, ∞): the largest mass in the guard cells at either end of the radii before a run stops
+    edge_tol: float = 1e-10
+    #: natural frequencies: the largest ω-resolution bound (free-streaming error × amplitude, docs/MATH.md §11);
+    #: ``np.inf`` switches the check off
+    omega_tol: float = 1e-6
 
     def __post_init__(self):
-        for name in ("tail_tol", "neg_tol", "energy_rtol", "outflow_tol"):
+        for name in ("tail_tol", "neg_tol", "energy_rtol", "outflow_tol", "edge_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"`{name}` must be a positive finite number, got {v!r}.")
+        if not (isinstance(self.omega_tol, (int, float)) and self.omega_tol > 0):
+            raise ValueError(f"`omega_tol` must be > 0 (np.inf to switch the ω check off), got {self.omega_tol!r}.")
 
     def check_state(self, grid, values, spectrum=None) -> str | None:
         """None if ``values`` is resolved on ``grid``, else the reason (``spectrum``: ``grid.spectrum(values)``,

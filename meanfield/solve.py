@@ -89,7 +89,12 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     mu0 : Density or LagrangianMeasure
         Initial density on a ``CircleGrid``, ``SphereGrid`` or ``EuclideanGrid`` (finite volumes; the model must be
         an R^d one), or a Lagrangian measure (e.g. :func:`meanfield.lagrangian.start_gaussian`, or
-        :func:`meanfield.lagrangian.start` of a density: its nodes), advanced by fixed nodes.
+        :func:`meanfield.lagrangian.start` of a density: its nodes), advanced by fixed nodes. On the product domains
+        (:mod:`meanfield.domains.products`), each advanced by its one representation: a density on a
+        :class:`~meanfield.cylinder.CylinderGrid` (pre/peri-LN tokens on S¹ × (0, ∞), the "cylinder"), or a
+        :class:`~meanfield.frequencies.FrequencyDensity` (:func:`~meanfield.frequencies.frequency_density`: one
+        circle density per node of a frequency law, the "frequencies"; ``refine`` there hands a node that collapses
+        over to atoms).
     t_span : (float, float)
         Start and end times, t1 > t0 (t0 the measure's own time for a LagrangianMeasure).
     t_eval : array_like, optional
@@ -127,7 +132,8 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     rtol, atol : float, optional
         Tolerances of the adaptive methods and of the panels' steps (default 1e-10, 1e-12).
     monitor : ResolutionMonitor, optional
-        Grid: thresholds of the resolution checks.
+        Grid: thresholds of the resolution checks (the cylinder's ``edge_tol``, the frequencies' ``omega_tol``
+        too).
     lagrangian_tol : float, optional
         Panels: the bound on each panel's contribution to the error of the moments (default 1e-14 on the circle,
         1e-10 on S²); they stop rather than let the moments err by more than 1e3 × it.
@@ -245,7 +251,7 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
     options = dict(method=method, dt=dt, cfl=cfl, refine=refine, max_n=max_n, rtol=rtol, atol=atol, monitor=monitor,
                    strategy=strategy, lagrangian_tol=lagrangian_tol, max_points=max_points)
     given = {k: _OPTIONS[k](v) for k, v in options.items() if v is not None}
-    settings = Settings(**given)
+    settings = Settings(**given, given=frozenset(given))
     chain = plan(representation, model, mu0, settings.strategy)
     check_options(chain, given, model, mu0)
     chain[0].check(settings, model, mu0, t0, first=True)

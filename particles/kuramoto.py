@@ -22,7 +22,7 @@ from meanfield.domains import unit_sphere
 from meanfield.integrate import FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Stages
 from meanfield.models import as_model, rate_scale
 
-from .system import initial_points, velocity
+from .system import SplittingStepper, initial_points, velocity
 
 __all__ = ["simulate", "KuramotoTrajectory"]
 
@@ -120,7 +120,9 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     Parameters
     ----------
     model : SelfAttention or MultiHeadAttention
-        The attention in d = 2 (constant weights, no noise).
+        The attention in d = 2 (constant weights). With noise D > 0 each token also diffuses, dθ_i = (ω_i +
+        X(θ_i)) dt + √(2D) dB_i: Strang-split steps (:class:`particles.system.SplittingStepper`), the drift — rotation
+        included, then by RK4, so keep |ω| dt small — and the circle's exact Brownian step, increments from ``rng``.
     x0 : array_like, shape (n, 2) or (batch, n, 2), or tuple
         Unit vectors, or ``(density, n[, batch])`` drawn iid with ``rng`` (:func:`particles.simulate`).
     omega : array_like, shape ([batch,] n) or (n,), or FrequencyLaw
@@ -132,7 +134,8 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
         Largest step (each output interval cut into equal steps); default 0.05 / rate_scale(model), the step of
         :func:`particles.simulate` (the rotation is exact and does not limit it).
     rng : int, Generator or None
-        For drawing ``x0`` and ``omega`` (required where either is drawn).
+        For drawing ``x0`` and ``omega`` (required where either is drawn) and the noise's increments (required with
+        noise).
     weights : array_like, optional
         Token weights (default 1/n).
     strategy : str
@@ -143,13 +146,15 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     KuramotoTrajectory
     """
     model = as_model(model)
-    if model.noise:
-        raise ValueError(f"`model` has noise = {model.noise:g}: tokens with natural frequencies and noise are not "
-                         "built.")
+    noise = float(model.noise)
+    if noise and rng is None:
+        raise ValueError(f"`model` has noise = {noise:g}: give `rng` (a seed or a numpy Generator) for its Brownian "
+                         "increments.")
     if model.time_dependent:
         raise ValueError(f"`model` {model!r} has time-dependent weights: natural frequencies take constant weights.")
     t_eval = checks.output_times(t_eval)
     gen = np.random.default_rng(rng) if rng is not None else None
+    # with noise, the Brownian increments come from the same generator, after x0 and omega are drawn
     drawn = isinstance(x0, tuple) or isinstance(omega, FrequencyLaw)
     if drawn and gen is None:
         raise ValueError("`rng` is required where `x0` or `omega` is drawn (a seed or a numpy Generator), so the draw "
@@ -172,8 +177,12 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     velocity(model, x, weights=w, strategy=strategy)  # the strategy checked once, before any step
     problem = _Rotating(model, w_omega, w, strategy)
     outputs = OutputTracker()
+    stepper = None
+    if noise:  # Strang splitting: the drift (rotation and field) by RK4, the circle's Brownian step exact
+        circle = unit_sphere(2)
+        stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, circle, gen)  # noqa: E731
     integrator = Integrator(problem, "rk4", dt=h, subdivide=True,
-                            trackers=[FiniteTracker(), outputs, InterruptTracker()])
+                            trackers=[FiniteTracker(), outputs, InterruptTracker()], stepper=stepper)
     integrator.run(t_eval[0], x, t_eval)
     return KuramotoTrajectory(t=t_eval.copy(), x=np.stack(outputs.states), omega=w_omega, weights=w,
                               nfev=integrator.nfev, nsteps=integrator.nsteps)

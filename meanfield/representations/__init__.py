@@ -6,14 +6,18 @@
 :class:`NodesRepresentation`  fixed Lagrangian nodes, any model (:mod:`.lagrangian`)
 :func:`plan`, :func:`run_chain`  which chain applies, and the run that hands over along it (:mod:`.chain`)
 :class:`Solution`            the result, whatever representations made it (:mod:`.base`)
+:func:`register`             a representation defined above this layer: the product domains' "cylinder"
+                             (:class:`meanfield.cylinder.CylinderRepresentation`) and "frequencies"
+                             (:class:`meanfield.frequencies.FrequencyRepresentation`), each its domain's only one
 ==========================  ==============================================================================
 """
 
-from .base import Event, Handover, Hooks, Part, Representation, Settings, Solution
-from .chain import REPRESENTATIONS, check_options, plan, run_chain
+from .base import Event, Handover, Hooks, Part, Representation, Settings, Solution, own_domain_refusal
+from .chain import REPRESENTATIONS, check_options, plan, register, run_chain, solve_product
 from .grid import GridProblem, GridRepresentation, HistoryTracker, OutflowTracker, ResolutionTracker
 from .lagrangian import NodesRepresentation, PanelsRepresentation
 
 __all__ = ["Representation", "GridRepresentation", "PanelsRepresentation", "NodesRepresentation", "REPRESENTATIONS",
            "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "plan", "check_options", "run_chain",
-           "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker"]
+           "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker", "register", "own_domain_refusal",
+           "solve_product"]

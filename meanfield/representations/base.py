@@ -23,7 +23,7 @@ from .. import checks
 from ..integrate import InterruptTracker, ProgressTracker, Status, StopIntegration, Tracker
 from ..monitor import IntegrationError, ResolutionError, ResolutionMonitor
 
-__all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event"]
+__all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "own_domain_refusal"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Settings:
     strategy: str = "auto"
     lagrangian_tol: float | None = None
     max_points: int | None = None
+    given: frozenset = frozenset()  # the options the caller gave: a representation chooses its own default for the rest
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Part:
     refinements: list = field(default_factory=list)
     hint: str | None = None
     outflow: float = 0.0
+    diagnostics: dict = field(default_factory=dict)
 
 
 class Event:
@@ -245,7 +247,8 @@ class Solution:
     method, strategy : str
         The time integrator and the field strategy (:mod:`meanfield.strategies`) of the first representation.
     representation : tuple of str
-        The representation that made each frame: "grid", "panels" or "nodes".
+        The representation that made each frame: "grid", "panels" or "nodes" (on the product domains "cylinder" or
+        "frequencies", their only one).
     handovers : tuple of Handover
         Each hand-over: time, from, to, why, and what the new representation can state of its accuracy.
     t_events : tuple of ndarray
@@ -260,6 +263,10 @@ class Solution:
         The mass that left the domain (a box in R^d, whose finite volumes let it out through the edges; 0 on the
         circle and S², which conserve it). Only an outflow above the monitor's ``outflow_tol`` (relative, default
         1e-6) is also warned about (``RuntimeWarning``).
+    diagnostics : dict
+        What a representation measured of its own run, by name (the last part's where several report one): the
+        cylinder's ``mass_drift`` and, where mass reached its walls, ``edge`` = (side, mass); the frequencies'
+        ``max_tail``, ``omega_error`` and ``handovers`` (:mod:`meanfield.representations.product`).
     """
 
     t: np.ndarray
@@ -283,6 +290,7 @@ class Solution:
     t_span: tuple = (float("nan"), float("nan"))
     hint: str | None = None
     outflow: float = 0.0
+    diagnostics: dict = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
@@ -312,7 +320,7 @@ class Solution:
     def handover(self) -> float | None:
         """When a Lagrangian representation took over: the first hand-over from the grid, the start time where the
         chain started Lagrangian, None where the grid held the whole run."""
-        if self.representation and self.representation[0] != "grid":
+        if self.representation and self.representation[0] in ("panels", "nodes"):  # the Lagrangian ones, by name
             return float(self.t_span[0])
         return self.handovers[0].t if self.handovers else None
 
@@ -325,3 +333,11 @@ class Solution:
         if self.status is Status.FAILED:
             raise IntegrationError(self.t_reached, self.message, self)
         return self
+
+
+def own_domain_refusal(rep, domain) -> str | None:
+    """Why ``rep`` — the one representation of a product domain (:mod:`meanfield.domains.products`), naming it as
+    ``domain.representation`` — does not advance densities on ``domain``, or None."""
+    if getattr(domain, "representation", None) != rep.name:
+        return f"it advances densities on the {rep.domain_words} only, not on the {getattr(domain, 'name', domain)}"
+    return None

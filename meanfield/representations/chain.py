@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks
 from ..integrate import Status
 from ..monitor import ResolutionError
 from ..numerics import EXP_MAX
@@ -31,10 +32,18 @@ from .base import Handover, Hooks, Part, Settings, Solution
 from .grid import GridRepresentation
 from .lagrangian import NodesRepresentation, PanelsRepresentation
 
-__all__ = ["REPRESENTATIONS", "plan", "check_options", "run_chain"]
+__all__ = ["REPRESENTATIONS", "register", "plan", "check_options", "run_chain", "solve_product"]
 
 #: Every representation by name.
 REPRESENTATIONS = {r.name: r for r in (GridRepresentation(), PanelsRepresentation(), NodesRepresentation())}
+
+
+def register(representation):
+    """Add ``representation`` to :data:`REPRESENTATIONS` under its name (the product domains' representations register
+    from their modules, :mod:`meanfield.cylinder` and :mod:`meanfield.frequencies`, which lie above this layer);
+    returns it."""
+    REPRESENTATIONS[representation.name] = representation
+    return representation
 
 
 def _offers(rep, model, start) -> tuple[str, ...]:
@@ -47,6 +56,15 @@ def _offers(rep, model, start) -> tuple[str, ...]:
 def plan(representation, model, start, strategy: str = "auto") -> list:
     """The chain for ``representation`` (module table) from ``start``, each member checked to apply."""
     domain = start.domain
+    own = getattr(domain, "representation", None)  # a product domain's one representation (domains/products.py)
+    if own is not None:
+        if representation not in (None, "auto", own, (own,)):
+            raise ValueError(f"`representation` {representation!r}: a density on the {domain.description} is "
+                             f"advanced by the {own} representation alone: pass {own!r} (or 'auto', None).")
+        why = REPRESENTATIONS[own].refusal(model, domain, start)
+        if why is not None:
+            raise ValueError(f"`representation` {representation!r}: the {own} representation does not apply: {why}.")
+        return [REPRESENTATIONS[own]]
     grid, panels, nodes = (REPRESENTATIONS[k] for k in ("grid", "panels", "nodes"))
     panels_apply = panels.refusal(model, domain) is None
     panels_take = strategy in ("auto",) + panels.strategies
@@ -84,6 +102,21 @@ def plan(representation, model, start, strategy: str = "auto") -> list:
             raise ValueError(f"`representation` {representation!r}: the {rep.name} representation does not apply: "
                              f"{why}.")
     return chain
+
+
+def solve_product(model, start, t_span, t_eval, settings: Settings) -> Solution:
+    """What :func:`meanfield.solve` runs for a density on a product domain, ``settings`` already checked: its one
+    representation planned and checked, run on the one integrator into one :class:`Solution` (no progress bar, no
+    users' trackers). The documented entry points :func:`meanfield.cylinder.solve_radial` and
+    :func:`meanfield.frequencies.solve`, which lie beside :mod:`meanfield.solve` in the layers, are views of it;
+    ``KeyboardInterrupt`` where the run was interrupted."""
+    t0, t1, t_eval = checks.time_span(t_span, t_eval)
+    chain = plan(None, model, start)
+    chain[0].check(settings, model, start, t0, first=True)
+    solution = run_chain(chain, model, start, t0, t1, t_eval, settings, Hooks())
+    if solution.status is Status.INTERRUPTED:
+        raise KeyboardInterrupt(solution.message)
+    return solution
 
 
 def check_options(chain, given: dict, model, start) -> None:
@@ -164,4 +197,5 @@ def _assemble(model, parts, handovers, hooks, t_span) -> Solution:
         method=parts[0].method, strategy=parts[0].strategy, representation=tuple(names),
         handovers=tuple(handovers), t_events=tuple(np.array(te) for te in hooks.t_events),
         t_reached=float(last.t_reached), t_span=t_span, hint=last.hint, outflow=sum(p.outflow for p in parts),
+        diagnostics={k: v for p in parts for k, v in p.diagnostics.items()},
     )

@@ -387,8 +387,8 @@ def test_bad_input():
         fq.solve(mf.SelfAttention(1.0), np.full((1, 16), 1 / (2 * np.pi)), fq.Lorentzian(1.0).pole(), (0, 1))
     with pytest.raises(ValueError, match="mass 1; node 0"):
         fq.solve(mf.SelfAttention(1.0), np.full((8, 16), 1.0), quad, (0, 1))
-    with pytest.raises(ValueError, match="noise"):
-        fq.solve(mf.SelfAttention(1.0, noise=0.1), mf.Density.uniform(g), quad, (0, 1))
+    # noise is built (issue 47): each node's density diffuses, DΔρ_j (test_frequencies_noise.py)
+    assert fq.solve(mf.SelfAttention(1.0, noise=0.1), mf.Density.uniform(g), quad, (0, 1)).status is mf.Status.SUCCESS
     with pytest.raises(ValueError, match="must be positive and sum to 1"):
         fq.Discrete([0.0, 1.0], [0.5, 0.6])
     with pytest.raises(ValueError, match="rng"):

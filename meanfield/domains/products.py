@@ -1,0 +1,69 @@
+r"""Product domains: the circle times a coordinate that is not on a sphere (docs/MATH.md §10.1, §11).
+
+=================  =================================  ==============================================================
+domain             grid                               advanced by (:mod:`meanfield.representations.product`)
+=================  =================================  ==============================================================
+``CYLINDER``       :class:`meanfield.cylinder.CylinderGrid`  "cylinder": pre/peri-LN densities of (θ, s = log r) on
+                   (n_θ angles × n_s cells of log r)  S¹ × (0, ∞)
+``FREQUENCIES``    :class:`meanfield.frequencies.FrequencyGrid`  "frequencies": one circle density per node of a
+                   (a circle grid × the ω-quadrature)  frequency law, coupled through the marginal
+=================  =================================  ==============================================================
+
+A product domain knows the one representation that advances its densities (``representation``, the name
+:func:`meanfield.representations.plan` chains alone) and answers the questions :func:`meanfield.solve` asks of every
+initial state's domain (``check_model``, ``energy_beta``); its grids are :class:`~meanfield.domains.Grid`\ s, so an
+initial state is a :class:`~meanfield.Density` on one. The model's refusals (which normalisations, which heads) are
+the representation's, which names what it takes.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ProductDomain", "CYLINDER", "FREQUENCIES", "ROTATIONS"]
+
+
+class ProductDomain:
+    """A product of the circle with a second coordinate, advanced by one representation (module docstring).
+
+    Attributes
+    ----------
+    name : str
+    description : str
+        What its points are, in words (error messages).
+    representation : str
+        The name of the representation that advances its densities.
+    dim : int
+        The ambient dimension of the circle factor's points (2).
+    """
+
+    manifold = "sphere"  # the models that move it: attention on the circle factor
+    conserves_mass = True
+    nodes_follow_grid = False
+    panels = None
+    default_max_n = None
+    dim = 2
+
+    def __init__(self, name: str, description: str, representation: str):
+        self.name, self.description, self.representation = name, description, representation
+
+    def __repr__(self) -> str:
+        return f"<domain {self.name}>"
+
+    def check_model(self, model, where) -> None:
+        """Nothing here: the representation's ``refusal`` names the models it takes (and why not the others)."""
+
+    def energy_beta(self, model) -> None:
+        """None: no interaction energy is monitored on a product domain."""
+        return None
+
+    def grid_strategies(self, model, grid) -> dict:
+        """No field strategies to choose: the representation sums the field its own way."""
+        return {}
+
+
+#: pre/peri-LN tokens x = rθ as (θ, s = log r) ∈ S¹ × ℝ (docs/MATH.md §10.1)
+CYLINDER = ProductDomain("cylinder", "cylinder S¹ × (0, ∞) of directions and radii", "cylinder")
+#: tokens with natural frequencies, (θ, ω) ∈ S¹ × ℝ_ω, ω on the nodes of a quadrature (docs/MATH.md §11)
+FREQUENCIES = ProductDomain("frequencies", "circle S¹ × R_ω of angles and natural frequencies", "frequencies")
+#: tokens on S² each turning by its own skew matrix Ω (the Lohe model), Ω on the nodes of a finite law (docs/MATH.md §11)
+ROTATIONS = ProductDomain("rotations", "sphere S² × the skew matrices Ω of R³ (the Lohe model)", "rotations")
+ROTATIONS.dim = 3

@@ -1,0 +1,176 @@
+"""The product domains through the one ``meanfield.solve`` (issue 47, item 4): pre/peri-LN densities on S¹ × (0, ∞)
+and frequency densities on S¹ × R_ω are initial states of ``solve``, advanced by their representations on the one
+integrator and monitor, returning the one ``Solution`` with its status.
+
+Asserted: ``solve`` gives the numbers of the documented entry points (``solve_radial``, ``frequencies.solve``, now
+views of its Solution) to round-off, with their status and message; the Ott–Antonsen solution to 1e-10 through
+``solve``; a run that stops returns its status (no exception) with what the representation measured; the chain is
+the product domain's one representation, and the others are refused naming why.
+"""
+
+import numpy as np
+import pytest
+
+import meanfield as mf
+from meanfield import exact, frequencies as fq
+from meanfield.cylinder import CylinderGrid, solve_radial
+from meanfield.models import SelfAttention, Transformer
+from tests.helpers import EPS
+
+S0, SIGMA = 2.0, 0.25
+RADII = (np.exp(-0.5), np.exp(4.5))
+
+
+def turning(theta, s):
+    """Von Mises directions whose sin 2θ part depends on the radius (tests/meanfield/test_cylinder.py)."""
+    g = np.exp(-0.5 * ((s - S0) / SIGMA) ** 2) / (SIGMA * np.sqrt(2 * np.pi))
+    return np.exp(2.0 * np.cos(theta - 1.0)) * g * (1.0 + 0.5 * np.sin(2 * theta) * np.tanh((s - S0) / SIGMA))
+
+
+def cylinder_start(grid, f):
+    y = grid.cell_averages(f)
+    return mf.Density(grid, y / grid.mass(y))
+
+
+# ------------------------------------------------------------------ the cylinder
+@pytest.mark.parametrize("kind, beta", [("pre", 2.0), ("peri", 1.0)])  # peri at β = 1: test_cylinder.py says why
+def test_solve_on_a_cylinder_density_is_solve_radial(kind, beta):
+    """The same run by both entry points: solve_radial is a view of solve's Solution, so the states agree to
+    round-off (the one code path: bit for bit here; asserted to 4 EPS of the largest value, a margin for a BLAS
+    that sums in another order), and t, status, message are the Solution's."""
+    model = Transformer(SelfAttention(beta), normalization=kind)
+    grid = CylinderGrid(64, 128, RADII)
+    t = [0.0, 0.5, 1.0]
+    sol = mf.solve(model, cylinder_start(grid, turning), (0.0, 1.0), t)
+    assert sol.status is mf.Status.SUCCESS, sol.message
+    assert sol.representation == ("cylinder",) * 3 and sol.method == "rk4"
+    old = solve_radial(model, turning, (0.0, 1.0), t, n_theta=64, n_s=128, radii=RADII)
+    new = np.array([f.values for f in sol.densities])
+    assert np.max(np.abs(new - old.values)) <= 4 * EPS * np.max(np.abs(old.values))
+    assert old.status is sol.status and old.message == sol.message and np.array_equal(old.t, sol.t)
+    assert np.max(np.abs(sol.mass - 1.0)) <= 1e-13  # conservative scheme: round-off (as test_cylinder.py)
+    assert sol.diagnostics["mass_drift"] == old.mass_drift <= 1e-13
+
+
+def test_a_cylinder_run_that_reaches_the_wall_returns_its_status():
+    """Mass reaching the outer guard cells stops the run: solve returns RESOLUTION_LOST with the side and the mass
+    (``diagnostics["edge"]``) and the frames up to the last state inside; solve_radial raises its RadiusRangeError
+    from that Solution."""
+    def narrow(theta, s):
+        return (1 + 0.5 * np.sin(2 * theta) * np.tanh((s - 2.0) / 0.1)) * np.exp(-0.5 * ((s - 2.0) / 0.1) ** 2)
+
+    model = Transformer(SelfAttention(1.0), normalization="peri")
+    grid = CylinderGrid(16, 240, (np.exp(1.2), np.exp(2.8)))
+    sol = mf.solve(model, cylinder_start(grid, narrow), (0.0, 20.0), [0.0, 1.0, 20.0])
+    assert sol.status is mf.Status.RESOLUTION_LOST and "outer guard cells" in sol.message
+    side, mass = sol.diagnostics["edge"]
+    assert side == "outer" and mass > 1e-10 and sol.t[-1] == sol.t_reached < 20.0
+    with pytest.raises(mf.ResolutionError, match="outer guard cells"):
+        sol.raise_for_status()
+
+
+def test_the_cylinder_is_advanced_by_its_own_representation_alone():
+    """Another representation, a strategy, a post-LN model or a method it has not are refused naming why."""
+    grid = CylinderGrid(16, 48, RADII)
+    rho0 = cylinder_start(grid, turning)
+    pre = Transformer(SelfAttention(1.0), normalization="pre")
+    with pytest.raises(ValueError, match="cylinder representation alone"):
+        mf.solve(pre, rho0, (0, 1), representation="grid")
+    with pytest.raises(ValueError, match="post-LN"):
+        mf.solve(SelfAttention(1.0), rho0, (0, 1))
+    with pytest.raises(ValueError, match="`strategy`"):
+        mf.solve(pre, rho0, (0, 1), strategy="quadrature")
+    with pytest.raises(ValueError, match="`method`"):
+        mf.solve(pre, rho0, (0, 1), method="rk45")
+    with pytest.raises(ValueError, match="does not apply"):  # a circle density is not the cylinder's
+        mf.solve(pre, mf.Density.uniform(mf.CircleGrid(16)), (0, 1), representation="cylinder")
+
+
+# ------------------------------------------------------------------ natural frequencies
+def test_solve_on_a_frequency_density_is_the_ott_antonsen_solution():
+    """β = 0, Lorentzian pole (tests/meanfield/test_frequencies.py's first case) through meanfield.solve: z(t) of the
+    marginal is the closed form to 1e-10, and frequencies.solve gives the same states to round-off (one code path)."""
+    g = mf.CircleGrid(256)
+    a0, T = 0.3 * np.exp(0.4j), 8.0
+    t = np.linspace(0.0, T, 9)
+    model = SelfAttention(0.0)
+    rho0 = mf.Density(g, exact.wrapped_cauchy(g.angles, a0))
+    start = fq.frequency_density(rho0, fq.Lorentzian(0.25))
+    sol = mf.solve(model, start, (0.0, T), t, dt=0.01)
+    assert sol.status is mf.Status.SUCCESS and sol.representation == ("frequencies",) * 9
+    z = np.array([2 * np.pi * np.conj(f.grid.quadrature.weights @ f.coefficients[:, 1]) for f in sol.densities])
+    assert np.max(np.abs(z - exact.lorentzian_ott_antonsen(t, a0, 0.25))) < 1e-10
+    assert np.max(np.abs(sol.mass - 1.0)) < 1e-14
+    old = fq.solve(model, rho0, fq.Lorentzian(0.25), (0.0, T), t, dt=0.01)
+    assert np.max(np.abs(old.z - z)) <= 4 * EPS  # |z| <= 1: the same operations, at most a summation order apart
+    assert old.status is sol.status and old.message == sol.message and np.array_equal(old.t, sol.t)
+
+
+def test_real_nodes_through_solve_hand_over_as_frequencies_solve_does():
+    """Identical frequencies lock into a point: the node is handed over to atoms (``refine``, default on) in
+    meanfield.solve as in frequencies.solve, at the same time, with the same order parameter to round-off; with
+    refine=False the run stops with RESOLUTION_LOST naming the node."""
+    g = mf.CircleGrid(64)
+    rho0 = mf.Density(g, exact.wrapped_cauchy(g.angles, 0.3))
+    law = fq.Discrete([0.0])
+    t = [0.0, 2.0, 6.0]
+    model = SelfAttention(1.0)
+    sol = mf.solve(model, fq.frequency_density(rho0, law), (0.0, 6.0), t)
+    old = fq.solve(model, rho0, law, (0.0, 6.0), t)
+    assert sol.status is old.status is mf.Status.SUCCESS, sol.message
+    assert sol.diagnostics["handovers"] == old.handovers and len(old.handovers) == 1
+    z = np.array([2 * np.pi * np.conj(f.grid.quadrature.weights @ f.coefficients[:, 1]) for f in sol.densities])
+    assert np.max(np.abs(z - old.z)) <= 4 * EPS
+    stopped = mf.solve(model, fq.frequency_density(rho0, law), (0.0, 6.0), t, refine=False)
+    assert stopped.status is mf.Status.RESOLUTION_LOST and "node 0" in stopped.message
+
+
+def test_the_frequency_density_is_advanced_by_its_own_representation_alone():
+    g = mf.CircleGrid(32)
+    start = fq.frequency_density(mf.Density.uniform(g), fq.Gaussian(1.0).quadrature(8))
+    with pytest.raises(ValueError, match="frequencies representation alone"):
+        mf.solve(SelfAttention(1.0), start, (0, 1), representation="nodes")
+    with pytest.raises(ValueError, match="`method` does not apply"):
+        mf.solve(SelfAttention(1.0), start, (0, 1), method="rk4")
+    with pytest.raises(ValueError, match="does not apply"):
+        mf.solve(SelfAttention(1.0), mf.Density.uniform(g), (0, 1), representation="frequencies")
+    with pytest.raises(ValueError, match="first-harmonic"):
+        mf.solve(SelfAttention(1.0), fq.frequency_density(mf.Density.uniform(g), fq.Lorentzian(0.5)), (0, 1))
+
+
+# ------------------------------------------------------------------ the Lohe model on S²
+def test_s2_rotation_densities_with_zero_omegas_are_the_s2_solver():
+    """Every Ω = 0: each node of a RotationGrid is today's S² solution (the grid representation, quadrature
+    strategy, the same RK4 steps), and the marginal's field is the one density's: equal to 4 EPS of the largest
+    value (the same operations; measured 8e-17)."""
+    g = mf.SphereGrid(16)
+    rho = mf.Density.from_function(g, lambda x: np.exp(x[..., 0] + 0.5 * x[..., 2]))
+    model = SelfAttention(1.0)
+    t = [0.0, 0.25, 0.5]
+    sphere = mf.solve(model, rho, (0.0, 0.5), t, dt=0.01, strategy="quadrature", representation="grid")
+    assert sphere.status is mf.Status.SUCCESS and not sphere.refinements
+    start = mf.Density(fq.RotationGrid(g, np.zeros((2, 3, 3)), [0.3, 0.7]), np.stack([rho.values] * 2))
+    sol = mf.solve(model, start, (0.0, 0.5), t, dt=0.01)
+    assert sol.status is mf.Status.SUCCESS and sol.representation == ("rotations",) * 3
+    expected = np.array([d.values for d in sphere.densities])
+    got = np.array([d.values for d in sol.densities])
+    assert np.max(np.abs(got - expected[:, None])) <= 4 * EPS * np.max(expected)
+
+
+def test_one_rotating_node_on_s2_is_the_s2_solution_turned():
+    """One node Ω (a rotation about e_3 at rate 0.8): attention commutes with rotations, so ρ_Ω(x, t) =
+    ρ(e^{−Ωt}x, t) with ρ today's S² solution; equal to 1e-8 (RK4's time error of the rotation at dt = 0.01,
+    O(dt⁴): measured 3e-10; the interpolant of the band-limited solution is exact)."""
+    from scipy.linalg import expm
+
+    g = mf.SphereGrid(16)
+    rho = mf.Density.from_function(g, lambda x: np.exp(x[..., 0] + 0.5 * x[..., 2]))
+    model = SelfAttention(1.0)
+    t = [0.0, 0.25, 0.5]
+    sphere = mf.solve(model, rho, (0.0, 0.5), t, dt=0.01, strategy="quadrature", representation="grid")
+    omega = np.array([[0.0, -0.8, 0.0], [0.8, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    sol = mf.solve(model, mf.Density(fq.RotationGrid(g, omega[None]), rho.values[None]), (0.0, 0.5), t, dt=0.01)
+    assert sol.status is mf.Status.SUCCESS
+    for k, s in enumerate(t):
+        turned = sphere.densities[k](g.points @ expm(omega * s))  # ρ(R^T x) for the rows x of the points
+        assert np.max(np.abs(sol.densities[k].values[0] - turned)) <= 1e-8
