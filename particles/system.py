@@ -476,7 +476,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     if noise and method != "rk4":
         raise ValueError(f"noisy particles are advanced by the splitting scheme with fixed steps: method 'rk4', got "
                          f"{method!r}.")
-    if noise and norm.noise_refusal() is not None:  # Mix-LN's: run the two stretches (post-LN, then pre-LN)
+    if noise and norm.noise_refusal() is not None:  # Mix-LN's tokens change space at t_0
         raise ValueError(f"`model` has noise = {noise:g}: {norm.noise_refusal()}.")
     rng = np.random.default_rng(rng) if noise else rng
     if strategy not in STRATEGIES:
@@ -488,7 +488,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     first = model.at(t_eval[0])  # a callable's first value (its later ones must keep its size: Head.at)
     checks.matrices_act_on(first.dim, d, "the particles live in", at=t_eval[0])
     domain = domain_of(model, d)
-    if norm.unit_until is not None and t_eval[0] < norm.unit_until:  # Mix-LN from its post-LN stretch: the stream is normalised
+    if norm.unit_until is not None and t_eval[0] < norm.unit_until:  # Mix-LN from its post-LN stretch: unit vectors
         x = SPHERE.retract(x)
     if dt is not None:
         if method != "rk4":

@@ -26,6 +26,15 @@ O(h²): N(x + hA) = N(x + h P_x A/(1 + h⟨x, A⟩))). Post-LN's residual stream
 starts before t_0 normalises its tokens first (the output of a post-LN layer is N(·) of something), then runs
 post-LN to t_0 and pre-LN from there with r(t_0) = 1.
 
+Each variant is one class (:class:`PostLN`, :class:`PreLN`, :class:`PeriLN`, :class:`MixLN`, :class:`NGPT`),
+a subclass of :class:`Normalization` registered by name in :data:`VARIANTS` (:func:`register`), which owns
+everything about it: its velocity and layer map, its state space (``radial``), its step scale, its parameters
+(:class:`VariantParameter`, which the study files read: :func:`meanfield.study.schema.normalization_keys`), its
+words for titles, and its answers to the solvers (``density_refusal``, ``cylinder_refusal``, ``scale_average``,
+``equiangular_rates``, ``noise_refusal``, ``unit_until``). Nothing above this module asks a variant's name: a new
+variant is one subclass and one :func:`register` call (tests/particles/test_new_variant.py defines one).
+``Normalization("ngpt", alpha=0.2)`` builds the registered variant of a name.
+
 ``post`` is the model of every density solver of the library (the default, bit for bit the field of the heads).
 The others are refused by the density solvers (:func:`density_refusal`) and run as particles
 (``particles.simulate``, ``particles.discrete_depth``), which read the normalisation here, from
@@ -275,7 +284,9 @@ class Normalization:
         """Why noise is not defined with this variant, or None (particles.simulate and the study ask here)."""
         return None
 
-    def _length(self, A) -> np.ndarray:
+    def length(self, A) -> np.ndarray:
+        """|A| row by row, shape (..., n, 1), for the variants that divide by it: ``FloatingPointError`` naming the
+        first token where A = 0 (no direction to go)."""
         length = np.linalg.norm(A, axis=-1, keepdims=True)
         if np.any(length == 0.0):
             i = np.argwhere(length[..., 0] == 0.0)[0]
@@ -417,10 +428,10 @@ class PeriLN(Normalization):
     radial = True
 
     def velocity(self, x, A):
-        return A / self._length(A)
+        return A / self.length(A)
 
     def layer(self, x, A, h):
-        return x + h * (A / self._length(A))
+        return x + h * (A / self.length(A))
 
     def step_scale(self, inverse_radius, smallest_length):
         return inverse_radius / smallest_length()
@@ -469,7 +480,8 @@ class MixLN(Normalization):
 
     def noise_refusal(self):
         return (f"Mix-LN's tokens (normalization {self.name!r}) change space at t_0 = {self.switch:g} (unit vectors "
-                "diffusing on S^(d-1) before, points of R^d after): noise across the switch is not defined here")
+                "diffusing on S^(d-1) before, points of R^d after): noise across the switch is not defined here; run "
+                "the two stretches (post-LN, then pre-LN)")
 
     def cylinder_refusal(self):
         return "Mix-LN changes its state space at t_0 (post-LN on S¹ before, S¹ × (0, ∞) after): not built"
@@ -484,11 +496,11 @@ class NGPT(Normalization):
     lyapunov = True
 
     def velocity(self, x, A):
-        return self.alpha * project_tangent(_theta(x), A) / self._length(A)
+        return self.alpha * project_tangent(_theta(x), A) / self.length(A)
 
     def layer(self, x, A, h):
         theta = _theta(x)
-        y = theta + (h * self.alpha) * (A / self._length(A) - theta)
+        y = theta + (h * self.alpha) * (A / self.length(A) - theta)
         return y / np.linalg.norm(y, axis=-1, keepdims=True)
 
     def step_scale(self, inverse_radius, smallest_length):

@@ -38,10 +38,10 @@ class Sandwich(Normalization):
     radial = True
 
     def velocity(self, x, A):
-        return self.gain * (A / self._length(A))
+        return self.gain * (A / self.length(A))
 
     def layer(self, x, A, h):
-        return x + (h * self.gain) * (A / self._length(A))
+        return x + (h * self.gain) * (A / self.length(A))
 
     def step_scale(self, inverse_radius, smallest_length):
         return self.gain * inverse_radius / smallest_length()  # θ̇ = g P_θA/(r|A|)
