@@ -70,7 +70,8 @@ class Transformer:
         (a, b), the rates of attention and feed-forward in the sum (default (1, 1)).
     normalization : {"post", "pre", "peri"} or Normalization
         Where the tokens are normalised (:mod:`.normalization`, docs/MATH.md §10): post-LN (default, today's model),
-        pre-LN, peri-LN, or ``Normalization("mix", switch=t0)``, ``Normalization("ngpt", alpha=α)``. Other than
+        pre-LN, peri-LN, or ``Normalization("mix", switch=t0)``, ``Normalization("ngpt", alpha=α)`` (any variant
+        registered in ``meanfield.models.normalization.VARIANTS``, by name where it takes no parameter). Other than
         post-LN: attention alone on the sphere (no feed-forward blocks, not causal, weights (1, 1)).
     """
 
