@@ -254,12 +254,10 @@ def _zonal_heads(model):
                          f"sphere): its density solvers are {solvers}. For pre- or peri-LN give "
                          "Transformer(attention, normalization='pre') (or 'peri').")
     norm = normalization_of(model)
-    if norm.kind not in ("pre", "peri"):
-        why = {"post": "post-LN keeps its tokens on the sphere",
-               "ngpt": "nGPT keeps its tokens on the sphere (its field αP_θA/|A|)",
-               "mix": "Mix-LN changes its state space at t_0 (post-LN on S¹ before, S¹ × (0, ∞) after): not built"}
+    why = norm.cylinder_refusal()
+    if why is not None:
         raise ValueError(f"solve_radial solves pre- and peri-LN on S¹ × (0, ∞) (a radius per token); normalization "
-                         f"{norm!r} is refused: {why[norm.kind]}. Its solvers: {solvers}.")
+                         f"{norm!r} is refused: {why}. Its solvers: {solvers}.")
     out = []
     for i, h in enumerate(heads(model.attention)):
         if not h.exp_kernel or h.causal:
@@ -277,15 +275,15 @@ def _zonal_heads(model):
             raise ValueError(f"head {i} acts on R^{h.dim}: solve_radial is the circle S¹ (d = 2).")
         check_usa_beta(z.beta, h.normalized, "the cylinder S¹ × (0, ∞)")
         out.append((float(z.beta), float(z.c), bool(h.normalized)))
-    return norm.kind, out
+    return norm, out
 
 
 def _bound_words(model) -> str:
     """The words of a guard's stop on the radii's bound: |ṙ| <= Σ|c_h| (SA pre-LN) or 1 (peri-LN); none for USA."""
-    kind, head_list = _zonal_heads(model)
+    norm, head_list = _zonal_heads(model)
     if any(not normalized for _, _, normalized in head_list):
         return ""
-    U = 1.0 if kind == "peri" else sum(abs(c) for _, c, _ in head_list)
+    U = norm.speed_bound(sum(abs(c) for _, c, _ in head_list))  # |ṙ| <= |ẋ|, |A| <= Σ|c_h| (SA)
     return (f" (|dr/dt| <= {U:g} here: a law supported in [r_0, r_1] at t0 stays in "
             f"[r_0 − {U:g}(t − t0), r_1 + {U:g}(t − t0)])")
 
@@ -325,13 +323,11 @@ def velocity(model, directions, s):
     -------
     (ds_dt, dtheta_dt) : ndarrays of shape (len(s), n)
     """
-    kind, head_list = _zonal_heads(model)
+    norm, head_list = _zonal_heads(model)
     rho = np.asarray(directions, dtype=float)
     n = rho.shape[-1]
     a, v = _components(_multipliers(head_list, n), fourier.rfft(rho), n, n)
-    if kind == "peri":
-        A = _length(a, v, n, _scale(_multipliers(head_list, 0)))
-        a, v = a / A, v / A
+    a, v = norm.scale_average((a, v), lambda: _length(a, v, n, _scale(_multipliers(head_list, 0))))
     decay = np.exp(-np.atleast_1d(np.asarray(s, dtype=float)))[:, None]
     return decay * a, decay * v
 
@@ -340,8 +336,8 @@ class _RadialRate:
     """∂_t ρ of the cylinder's continuity equation on a :class:`CylinderGrid` (module docstring), with the speeds
     the CFL step needs."""
 
-    def __init__(self, grid: CylinderGrid, kind: str, head_list):
-        self.grid, self.kind = grid, kind
+    def __init__(self, grid: CylinderGrid, norm, head_list):
+        self.grid, self.norm = grid, norm
         n = grid.n_theta
         self.n, self.M = n, fourier.padded_size(n)
         self.kn = n // 2 + 1
@@ -361,10 +357,9 @@ class _RadialRate:
         """(w on the padded grid, b on the nodes): the θ- and s-speeds without the factor e^{−s}."""
         a_M, v_M = self._field_on(P, self.M)
         a_n, v_n = self._field_on(P, self.n)
-        if self.kind == "peri":
-            scale = _scale(self._heads)
-            v_M = v_M / _length(a_M, v_M, self.M, scale)
-            a_n = a_n / _length(a_n, v_n, self.n, scale)
+        scale = _scale(self._heads)
+        (v_M,) = self.norm.scale_average((v_M,), lambda: _length(a_M, v_M, self.M, scale))
+        (a_n,) = self.norm.scale_average((a_n,), lambda: _length(a_n, v_n, self.n, scale))
         return v_M, a_n
 
     def marginal_coefficients(self, C):
@@ -425,9 +420,9 @@ class RadialProblem(Problem):
     ``max_step`` = r_min × min(Δθ/max|w|, Δs/max|b|) from the speeds measured at the last step's stages."""
 
     def __init__(self, model, grid: CylinderGrid):
-        kind, head_list = _zonal_heads(model)
-        self.kind, self.grid = kind, grid
-        self.rhs = _RadialRate(grid, kind, head_list)
+        norm, head_list = _zonal_heads(model)
+        self.kind, self.grid = norm.name, grid
+        self.rhs = _RadialRate(grid, norm, head_list)
 
     def rate(self, y):
         return self.rhs.rate(y)
@@ -735,7 +730,7 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     FloatingPointError
         A non-finite state, or peri-LN's |A| = 0.
     """
-    kind, _ = _zonal_heads(model)
+    norm, _ = _zonal_heads(model)
     grid = CylinderGrid(n_theta, n_s, radii)
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
@@ -750,7 +745,7 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     sol = solve_product(model, start, t_span, t_eval, Settings(method=method, dt=dt, cfl=cfl, monitor=monitor,
                                                                 given=frozenset({"monitor"})))
     values = np.array([f.values for f in sol.densities]).reshape((len(sol.t),) + grid.shape)
-    out = RadialSolution(sol.t, values, grid, model, kind, sol.nfev, sol.nsteps, sol.diagnostics["mass_drift"],
+    out = RadialSolution(sol.t, values, grid, model, norm.name, sol.nfev, sol.nsteps, sol.diagnostics["mass_drift"],
                          sol.status, sol.message, sol)
     if "edge" in sol.diagnostics:
         side, mass = sol.diagnostics["edge"]

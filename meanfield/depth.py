@@ -14,7 +14,7 @@ normalised; summed, one push with the summed field.
 That is post-LN. A Transformer's ``normalization`` other than post-LN (docs/MATH.md §10;
 :mod:`meanfield.models.normalization`, the one place that states them) sets the layer itself, from the heads'
 average A at the directions θ = x/|x|: pre-LN x ↦ x + hA, peri-LN x ↦ x + h A/|A|, nGPT θ ↦ N(θ + hα(A/|A| − θ)),
-Mix-LN post-LN's layers while t_k < t_0 and pre-LN's from there (the argument ``normalization`` is then "auto"). Each
+Mix-LN post-LN's layers while t_k < t_0 and pre-LN's from there (the argument ``projection`` is then "auto"). Each
 is the explicit Euler step of its flow up to O(h²): first order in h. Hardmax attention (β = ∞,
 :class:`~meanfield.models.Hardmax`) takes the map of Alcalde, Fantuzzi & Zuazua, x ↦ x + γ(u − x) (normalised on the
 sphere) with γ = h <= 1 (docs/MATH.md §11).
@@ -38,6 +38,8 @@ W diag σ'(Ax + b) A), projected: D(P_x u) v = Du v − (⟨v, u⟩ + ⟨x, Du v
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .density import Frame
@@ -47,32 +49,71 @@ from .models import Transformer, as_model
 from .models.normalization import average, normalization_of
 from .models.transformer import SUBSTEPS
 
-__all__ = ["layer_map", "steps", "push", "blocks", "check_depth", "NORMALIZATIONS", "default_normalization"]
-
-NORMALIZATIONS = ("sphere", "rms", "none")
+__all__ = ["layer_map", "steps", "push", "blocks", "check_depth", "PROJECTIONS", "Projection", "default_projection"]
 
 
-def default_normalization(model) -> str:
+@dataclass(frozen=True)
+class Projection:
+    """The projection after a discrete layer (module docstring): y ↦ y/|y| ("sphere"), √d y/|y| ("rms"), y ("none").
+
+    Attributes
+    ----------
+    name : str
+    normalises : bool
+        It divides by |y| (sphere, rms).
+    unit : bool
+        Onto the unit sphere: the sphere models' projection (a tangent field, tangent bases for the Jacobian).
+    density : bool
+        A density follows the layer (its Jacobian is defined): not for "rms", whose image is a sphere inside R^d.
+    """
+
+    name: str
+    normalises: bool
+    unit: bool
+    density: bool
+
+    def __repr__(self) -> str:
+        return repr(self.name)
+
+
+_PROJECTION = {p.name: p for p in (Projection("sphere", True, True, True), Projection("rms", True, False, False),
+                                   Projection("none", False, False, True))}
+#: the projections after a discrete layer, by name (``projection=``; a Transformer's normalisation variant is
+#: :data:`meanfield.models.NORMALIZATIONS`)
+PROJECTIONS = tuple(_PROJECTION)
+
+
+def default_projection(model) -> str:
     """"sphere" for models on S^{d-1} (and causal ones on [0, 1] × S^{d-1}), "none" in R^d."""
     return "sphere" if of_model(as_model(model)).on_sphere else "none"
 
 
-def _check_normalization(model, normalization: str) -> str:
+def renamed(where: str, old: dict) -> None:
+    """``TypeError`` for a keyword ``where`` does not take, in one line naming the new spelling of a renamed one."""
+    if "normalization" in old:
+        raise TypeError(f"{where}: `normalization=` is now `projection=` (the projection after a layer: 'auto' or "
+                        f"one of {PROJECTIONS}); a Transformer's normalisation is Transformer(..., normalization=...).")
+    if old:
+        raise TypeError(f"{where}() got an unexpected keyword argument {next(iter(old))!r}.")
+
+
+def _check_projection(model, name: str) -> Projection:
     norm = normalization_of(model)
     hardmax = getattr(as_model(model), "layer_map", None) is not None  # its own layer (hardmax's AFZ map)
-    if (norm.kind != "post" or hardmax) and normalization != "auto":
-        what = f"normalization {norm!r}" if norm.kind != "post" else "hardmax attention's AFZ map"
-        raise ValueError(f"`normalization` {normalization!r}: the layer of {model!r} is its {what} (docs/MATH.md "
+    if (not norm.heads_field or hardmax) and name != "auto":
+        what = f"normalization {norm!r}" if not norm.heads_field else "hardmax attention's AFZ map"
+        raise ValueError(f"`projection` {name!r}: the layer of {model!r} is its {what} (docs/MATH.md "
                          "§10-11); pass 'auto'.")
-    if normalization == "auto":
-        return default_normalization(model)
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"`normalization` must be 'auto' or one of {NORMALIZATIONS}, got {normalization!r}.")
-    default = default_normalization(model)  # the sphere's projection where the points are unit vectors, else none
-    if normalization != default and not (normalization == "rms" and default == "none"):
-        raise ValueError(f"`normalization` {normalization!r} does not fit {model!r}: tokens on S^(d-1) are normalised "
+    if name == "auto":
+        return _PROJECTION[default_projection(model)]
+    after = _PROJECTION.get(name) if isinstance(name, str) else None
+    if after is None:
+        raise ValueError(f"`projection` must be 'auto' or one of {PROJECTIONS}, got {name!r}.")
+    sphere = of_model(as_model(model)).on_sphere
+    if sphere != after.unit:
+        raise ValueError(f"`projection` {name!r} does not fit {model!r}: tokens on S^(d-1) are projected "
                          "by 'sphere'; R^d models take 'none' (the residual stream) or 'rms'.")
-    return normalization
+    return after
 
 
 def blocks(model, t: float):
@@ -102,7 +143,7 @@ def _tangent_basis(x):
     return q[:, :, 1:d]
 
 
-def layer_map(model, points, weights, h: float, normalization: str = "auto", jacobian: bool = False):
+def layer_map(model, points, weights, h: float, projection: str = "auto", jacobian: bool = False, **old):
     r"""One layer T(x) = N(x + h X[μ](x)) at the points of μ = Σ w_j δ_{x_j} (module docstring).
 
     Parameters
@@ -112,7 +153,9 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
     weights : ndarray, shape (n,)
     h : float
         The layer's depth.
-    normalization : {"auto", "sphere", "rms", "none"}
+    projection : {"auto", "sphere", "rms", "none"}
+        After the layer (:data:`PROJECTIONS`; "auto": the model's, and the only one a normalisation variant or
+        hardmax attention takes, whose layers are their own).
     jacobian : bool
         Also return log |det DT| at the points (tangent spaces on the sphere; not for "rms", whose image is a
         sphere inside R^d: no density there).
@@ -121,15 +164,16 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
     -------
     ndarray, shape (n, d), and with ``jacobian`` the log-determinants, shape (n,)
     """
-    normalization = _check_normalization(model, normalization)
+    renamed("layer_map", old)
+    after = _check_projection(model, projection)
     x = np.asarray(points, dtype=float)
     w = np.asarray(weights, dtype=float)
     norm, m = normalization_of(model), as_model(model)
-    if norm.kind != "post" or getattr(m, "layer_map", None) is not None:
+    if not norm.heads_field or getattr(m, "layer_map", None) is not None:
         if jacobian:
             raise ValueError(f"{model!r}: the Lagrangian measure's push is post-LN's (a density on S^(d-1)); push "
                              "particles through this layer (particles.discrete_depth).")
-        if norm.kind == "post":  # hardmax: AFZ's x ↦ x + γ(u − x), γ = h
+        if norm.heads_field:  # hardmax: AFZ's x ↦ x + γ(u − x), γ = h
             return m.layer_map(x, w, h)
         if norm.time_dependent:
             raise ValueError(f"{model!r}: Mix-LN's layer depends on its depth; take the model of the layer, "
@@ -146,11 +190,11 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
     if not jacobian:
         y = x + h * as_model(model).field(x, w, x)
     else:
-        if normalization == "rms":
+        if not after.density:
             raise ValueError("the RMS layer maps R^d onto a sphere of radius √d: no density follows it (use "
-                             "normalization='none', or a sphere model).")
+                             "projection='none', or a sphere model).")
         u, Du = _average_and_jacobian(model, x, w)
-        if normalization == "sphere":
+        if after.unit:
             xu = np.sum(x * u, axis=1)
             X = u - xu[:, None] * x
             xDu = np.einsum("ni,nij->nj", x, Du)  # ⟨x, Du v⟩ = (xᵀDu) v
@@ -159,10 +203,10 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
             X, DX = u, Du
         y = x + h * X
         J = np.eye(x.shape[1]) + h * DX
-    if normalization == "none":
+    if not after.normalises:
         return (y, np.linalg.slogdet(J)[1]) if jacobian else y
     r = np.linalg.norm(y, axis=1, keepdims=True)
-    if normalization == "rms":
+    if not after.unit:
         return np.sqrt(x.shape[1]) * y / r
     Ty = y / r
     if not jacobian:
@@ -173,20 +217,20 @@ def layer_map(model, points, weights, h: float, normalization: str = "auto", jac
     return Ty, np.linalg.slogdet(np.swapaxes(Ey, 1, 2) @ DT @ Ex)[1]
 
 
-def steps(model, x, weights, h: float, normalization: str, t: float, jacobian: bool = False):
+def steps(model, x, weights, h: float, projection: str, t: float, jacobian: bool = False):
     """The layer starting at t: the pushes of its blocks in turn (module docstring); with ``jacobian`` the summed
     log-determinants."""
     logdet = np.zeros(x.shape[0]) if jacobian else None
     for block, fraction in blocks(model, t):
         if jacobian:
-            x, ld = layer_map(block, x, weights, fraction * h, normalization, jacobian=True)
+            x, ld = layer_map(block, x, weights, fraction * h, projection, jacobian=True)
             logdet = logdet + ld
         else:
-            x = layer_map(block, x, weights, fraction * h, normalization)
+            x = layer_map(block, x, weights, fraction * h, projection)
     return (x, logdet) if jacobian else x
 
 
-def push(model, measure: LagrangianMeasure, depth: float, layers: int, normalization: str = "auto"):
+def push(model, measure: LagrangianMeasure, depth: float, layers: int, projection: str = "auto", **old):
     """The Lagrangian measure through ``layers`` layers of depth ``depth``: one push per layer (per block for a
     split Transformer), the field from the current measure, log ρ by the map's Jacobian (module docstring).
 
@@ -197,18 +241,19 @@ def push(model, measure: LagrangianMeasure, depth: float, layers: int, normaliza
     """
     if not (isinstance(measure, Frame) and measure.lagrangian):  # log ρ carried by the points, pushed with them
         raise TypeError(f"`measure` must be a LagrangianMeasure, got {type(measure).__name__}.")
+    renamed("push", old)
     depth, layers = check_depth(depth, layers)
-    normalization = _check_normalization(model, normalization)
-    if normalization_of(model).kind != "post" or getattr(as_model(model), "layer_map", None) is not None:
+    after = _check_projection(model, projection)
+    if not normalization_of(model).heads_field or getattr(as_model(model), "layer_map", None) is not None:
         raise ValueError(f"{model!r}: the Lagrangian measure's push is post-LN softmax attention's (a density on "
                          "S^(d-1)); push particles through these layers (particles.discrete_depth).")
-    if normalization == "rms":
+    if not after.density:
         raise ValueError("the RMS layer maps R^d onto a sphere of radius √d: no density follows it.")
     chart, frames = measure.domain.chart, [measure]
     x, logrho = chart.to_points(measure.state), np.array(measure.log_density)
     for k in range(layers):
         t = measure.t + k * depth
-        x, logdet = steps(model, x, measure.weights, depth, normalization, t, jacobian=True)
+        x, logdet = steps(model, x, measure.weights, depth, projection, t, jacobian=True)
         logrho = logrho - logdet
         frames.append(LagrangianMeasure(chart.to_state(x), measure.weights, logrho, measure.domain, measure.mesh,
                                         t + depth, check=False))

@@ -200,14 +200,14 @@ def normalized_equiangular(t, n: int, beta: float, normalization="post", r0: flo
     r0 = float(r0)
     if not (np.isfinite(r0) and r0 > 0):
         raise ValueError(f"`r0` must be finite and > 0 (tokens x = rθ, r > 0), got {r0!r}.")
-    if norm.kind in ("post", "ngpt") and r0 != 1.0:
+    if not norm.radial and r0 != 1.0:
         raise ValueError(f"normalization {norm!r} keeps unit tokens: `r0` is 1, got {r0!r}.")
     t = np.asarray(t, dtype=float)
     tt = np.atleast_1d(t)
     if np.any(tt < 0) or not np.all(np.isfinite(tt)):
         raise ValueError("`t` must be finite and >= 0.")
 
-    def rhs(kind):
+    def rhs(variant):
         def f(_, z):
             u, logr = z
             s = np.exp(u)  # 1 − ρ
@@ -215,26 +215,18 @@ def normalized_equiangular(t, n: int, beta: float, normalization="post", r0: flo
             E = np.exp(beta * s)  # e^{β(1−ρ)}: p = E/(E + n − 1), q = 1/(E + n − 1)
             p, q = E / (E + n - 1), 1.0 / (E + n - 1)
             g = 2.0 * q * (1.0 + (n - 1) * rho)  # F/(1 − ρ)
-            if kind == "post":
-                return [-g, 0.0]
-            r = np.exp(logr)
             a = p + (1.0 - p) * rho
-            if kind == "pre":
-                return [-g / r, a / r]
             length = np.sqrt(p * p + 2.0 * p * q * (n - 1) * rho + q * q * (n - 1) * (1.0 + (n - 2) * rho))
-            if kind == "peri":
-                return [-g / (r * length), a / (r * length)]
-            return [-norm.alpha * g / length, 0.0]  # ngpt
+            return variant.equiangular_rates(g, a, length, np.exp(logr))  # the table above, the variant's row
         return f
 
     order = np.argsort(tt)
     times = tt[order]
-    if norm.kind != "mix":
-        pieces, z = [(0.0, norm.kind)], np.array([0.0, np.log(r0)])
-    elif norm.switch > 0:  # post-LN's stream holds unit vectors until t_0, then pre-LN from r = 1
-        pieces, z = [(0.0, "post"), (norm.switch, "pre")], np.array([0.0, 0.0])
-    else:
-        pieces, z = [(0.0, "pre")], np.array([0.0, np.log(r0)])
+    # the stretches of a variant that changes with depth (Mix-LN: post-LN, then pre-LN from t_0), each its variant;
+    # a stream that starts on unit vectors (Mix-LN before t_0) starts at r = 1
+    starts = [0.0] + [float(b) for b in norm.breakpoints(0.0, float(times[-1]))]
+    pieces = [(start, norm.at(start)) for start in starts]
+    z = np.array([0.0, np.log(r0) if norm.at(0.0).radial else 0.0])
     values = np.empty((times.size, 2))
     for k, (start, kind) in enumerate(pieces):
         last = k + 1 == len(pieces)

@@ -75,7 +75,7 @@ def for_grid(model, grid) -> dict[str, str | None]:
     nGPT's field αP_θA/|A| (docs/MATH.md §10): the quadrature sums of domains that sum any field
     (``Domain.quadrature_of_any_field``) and the S² moments (which sum the unprojected average A), every other
     strategy refused with why."""
-    if normalization_of(model).kind == "ngpt":
+    if not normalization_of(model).heads_field:  # nGPT's (density_refusal refuses the radial variants there)
         return _ngpt_grid(model, grid)
     att = attention_of(model)
     return {"quadrature": None} if att is None else grid.domain.grid_strategies(att, grid)
@@ -85,14 +85,14 @@ def _ngpt_grid(model, grid) -> dict[str, str | None]:
     why = density_refusal(model, grids=True)  # hardmax heads under nGPT: refused like any density
     if why is not None:
         raise ValueError(f"{model!r}: {why}.")
-    domain = grid.domain
+    domain, words = grid.domain, model.normalization.words
     offered = domain.grid_strategies(model.attention, grid)
     if not domain.quadrature_of_any_field:
         return {name: (f"the {domain.name}'s right-hand sides sum post-LN's P_θA (its quadrature included), not "
-                       f"nGPT's αP_θA/|A|; nGPT densities run on the circle and S²") for name in offered}
+                       f"{words}'s field of A; {words} densities run on the circle and S²") for name in offered}
     # the moments (S²) sum the unprojected average A itself; the spectral sums give P_θA alone
     return {name: (offered[name] if name in ("moments", "quadrature") else
-                   f"nGPT's αP_θA/|A| needs |A|, the average's length (its normal part included), which the {name} "
+                   f"{words}'s field of A needs |A|, the average's length (its normal part included), which the {name} "
                    "sums do not give") for name in offered}
 
 

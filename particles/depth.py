@@ -21,8 +21,8 @@ from .system import Trajectory, domain_of, initial_points
 __all__ = ["discrete_depth"]
 
 
-def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "auto", weights=None, t0: float = 0.0,
-                   rng=None, progress: bool = False) -> Trajectory:
+def discrete_depth(model, x0, depth: float, layers: int, projection: str = "auto", weights=None, t0: float = 0.0,
+                   rng=None, progress: bool = False, **old) -> Trajectory:
     r"""Push n tokens through ``layers`` layers of depth ``depth`` (:mod:`meanfield.depth`).
 
     Parameters
@@ -37,10 +37,10 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
         h > 0 (hardmax attention: AFZ's γ <= 1).
     layers : int
         K >= 1.
-    normalization : {"auto", "sphere", "rms", "none"}
-        After each layer: x/|x| on the sphere ("auto" there), x/RMS(x) = √d x/|x| or nothing ("auto") in R^d.
-        "auto" for a Transformer normalised otherwise than post-LN and for hardmax attention, whose layers are
-        their own (module docstring).
+    projection : {"auto", "sphere", "rms", "none"}
+        The projection after each layer (``meanfield.depth.PROJECTIONS``; the keyword was ``normalization=``):
+        x/|x| on the sphere ("auto" there), x/RMS(x) = √d x/|x| or nothing ("auto") in R^d. "auto" for a Transformer
+        normalised otherwise than post-LN and for hardmax attention, whose layers are their own (module docstring).
     weights : array_like, shape (n,), optional
         Token weights (1/n by default).
 
@@ -49,6 +49,7 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
     Trajectory
         Positions after each layer, ``t = t0 + k·depth``, k = 0..K (``method`` "layers").
     """
+    layer_maps.renamed("discrete_depth", old)
     model = as_model(model)
     heads(model)
     if model.noise:
@@ -57,7 +58,7 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
     depth, layers = layer_maps.check_depth(depth, layers)
     norm = normalization_of(model)
     x = initial_points(x0, rng, domain_of(model, 3), norm.radial)  # R^d, tokens x = rθ, or unit vectors
-    if norm.time_dependent and t0 < norm.switch:  # Mix-LN's post-LN layers first: the stream is normalised
+    if norm.unit_until is not None and t0 < norm.unit_until:  # Mix-LN's post-LN layers first: the stream is normalised
         x = SPHERE.retract(x)
     if x.ndim != 2:
         raise ValueError(f"`x0` must have shape (n, d), got {x.shape}.")
@@ -68,7 +69,7 @@ def discrete_depth(model, x0, depth: float, layers: int, normalization: str = "a
         raise ValueError(f"`weights` must be finite, non-negative, of shape ({n},).")
     out = [x]
     for k in tqdm(range(layers), disable=not progress, desc="layers"):
-        x = layer_maps.steps(model, x, w, depth, normalization, t0 + k * depth)
+        x = layer_maps.steps(model, x, w, depth, projection, t0 + k * depth)
         if not np.all(np.isfinite(x)):
             raise FloatingPointError(f"the tokens became non-finite in layer {k} (t = {t0 + k * depth:g}).")
         out.append(x)

@@ -430,7 +430,7 @@ class _Plan:
         rng = self.rng if rng is None else rng
         model, h, domain, noise = self.model, self.h, self.domain, self.noise
         problem = ParticleProblem(self.rate, domain, retract=self.path != "fused", model=model,
-                                  unit_before=self.norm.switch if self.norm.time_dependent else None)
+                                  unit_before=self.norm.unit_until)
         stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if self.path == "fused" else None
         if noise:
             stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, domain, rng)  # noqa: E731
@@ -485,10 +485,8 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     if noise and method != "rk4":
         raise ValueError(f"noisy particles are advanced by the splitting scheme with fixed steps: method 'rk4', got "
                          f"{method!r}.")
-    if noise and norm.time_dependent:
-        raise ValueError(f"`model` has noise = {noise:g} and normalization {norm!r}, whose tokens change space at "
-                         f"t_0 = {norm.switch:g} (unit vectors diffusing on S^(d-1) before, points of R^d after): "
-                         "noise across the switch is not defined here; run the two stretches (post-LN, then pre-LN).")
+    if noise and norm.noise_refusal() is not None:  # Mix-LN's tokens change space at t_0
+        raise ValueError(f"`model` has noise = {noise:g}: {norm.noise_refusal()}.")
     rng = np.random.default_rng(rng) if noise else rng
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
@@ -499,7 +497,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     first = model.at(t_eval[0])  # a callable's first value (its later ones must keep its size: Head.at)
     checks.matrices_act_on(first.dim, d, "the particles live in", at=t_eval[0])
     domain = domain_of(model, d)
-    if norm.time_dependent and t_eval[0] < norm.switch:  # Mix-LN from its post-LN stretch: the stream is normalised
+    if norm.unit_until is not None and t_eval[0] < norm.unit_until:  # Mix-LN from its post-LN stretch: unit vectors
         x = SPHERE.retract(x)
     if dt is not None:
         if method != "rk4":
@@ -535,11 +533,11 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     if method == "rk4":
         if dt is not None:
             h, why = dt, "the `dt` given"
-        elif norm.kind != "post":
+        elif not norm.heads_field:
             scale, speedup = _speed_scale(model, t_eval), _variant_scale(first, x, w)
             h = 0.05 / max(scale * speedup, 1e-300)
             why = (f"the default step 0.05 / (rate scale × speed-up): the model's rate scale over the run is "
-                   f"{scale:.3g} (meanfield.models.rate_scale: it grows with β) and normalization {norm.kind!r} "
+                   f"{scale:.3g} (meanfield.models.rate_scale: it grows with β) and normalization {norm.name!r} "
                    f"speeds the directions up by {speedup:.3g} at the start")
         else:
             scales = []
@@ -584,7 +582,7 @@ def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: 
                                         noisy=noisy)
     att = model.attention if model.has_blocks else model
     norm = normalization_of(model)
-    what = f"normalization {norm!r}" if norm.kind != "post" else f"{att!r}"
+    what = f"{att!r}" if norm.heads_field else f"normalization {norm!r}"
     refused = {name: POST_ONLY.format(name=name, what=what) for name in ("spectral", "fused")}
     if not all(h.exp_kernel for h in heads(att)):  # hardmax: no compiled sums (a non-post variant: SA heads)
         return {"quadrature": None, "pairwise": f"no compiled sums for {att!r} (the compiled sums are softmax "
@@ -605,7 +603,7 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
         model = dynamics.at(t, layer_time) if t is not None else dynamics
         if not model.has_blocks:
             return attention_velocity(model, y)
-        if radial or model.normalization.kind != "post":  # x = rθ moved by the normalisation's velocity of A(θ)
+        if radial or not model.normalization.heads_field:  # x = rθ moved by the normalisation's velocity of A(θ)
             return normalized_velocity(model, y)
         a = model.weights[0]  # a X_att + b Σ X_ff (the drift, at the retracted points on spheres)
         out = model.drift(domain.retract(y))
@@ -685,17 +683,18 @@ def velocity(model, x, t: float = 0.0, weights=None, strategy: str = "auto", pre
 
 
 def _variant_scale(model, x, w) -> float:
-    r"""The factor by which a normalisation's rates exceed the heads' at the start (docs/MATH.md §10): θ̇ = P_θA/r
-    (pre), P_θA/(r|A|) (peri), αP_θA/|A| (nGPT), so 1/min r, 1/(min r · min|A|), α/min|A| (at least 1 for the
-    radii: the default step is set at t_0, and the adaptive methods follow radii and |A| as they change)."""
-    norm = model.normalization
+    r"""The factor by which a normalisation's rates exceed the heads' at the start (docs/MATH.md §10): the
+    variant's ``step_scale`` — θ̇ = P_θA/r (pre), P_θA/(r|A|) (peri), αP_θA/|A| (nGPT), so 1/min r,
+    1/(min r · min|A|), α/min|A| (at least 1 for the radii: the default step is set at t_0, and the adaptive
+    methods follow radii and |A| as they change)."""
     r = np.linalg.norm(x, axis=-1)
     inv_r = max(1.0, 1.0 / float(np.min(r)))
-    if norm.kind in ("pre", "post"):
-        return inv_r
-    theta = x / r[..., None]
-    amin = max(float(np.min(np.linalg.norm(average(model.attention, theta, w, theta), axis=-1))), 1e-300)
-    return inv_r / amin if norm.kind == "peri" else norm.alpha / amin
+
+    def smallest_length():
+        theta = x / r[..., None]
+        return max(float(np.min(np.linalg.norm(average(model.attention, theta, w, theta), axis=-1))), 1e-300)
+
+    return model.normalization.step_scale(inv_r, smallest_length)
 
 
 class _Observer(OutputTracker):

@@ -66,6 +66,6 @@ def grid_field(model):
     to ``model.field``) for self-attention on spheres (any Q, K, V, several heads), nGPT's α P_θA/|A| through the
     compiled averages (:class:`NGPTField`, which records min |A|) for a Transformer normalised by nGPT; None (the
     model's own sum, the finite volumes' in R^d) otherwise."""
-    if normalization_of(model).kind == "ngpt":
+    if not normalization_of(model).heads_field:  # on the sphere by a function of A (the grids refuse radial ones)
         return NGPTField(model)
     return partial(field, model) if all(h.exp_kernel for h in heads(model)) else None

@@ -310,7 +310,7 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
     normalisations move tokens by the averages themselves (:func:`average`).
     """
     norm = normalization_of(model)
-    if norm.kind != "post":
+    if not norm.heads_field:
         raise ValueError(f"the projected field P_x^⊥ A is post-LN's; {model!r} has normalization {norm!r}, which "
                          "moves its tokens by the average itself: meanfield.kernels.average.")
     hs = heads(model)
@@ -343,8 +343,9 @@ class NGPTField:
 
     def __init__(self, model):
         self.model, self.normalization = model, normalization_of(model)
-        if self.normalization.kind != "ngpt":
-            raise ValueError(f"NGPTField is nGPT's field; {model!r} has normalization {self.normalization!r}.")
+        if self.normalization.heads_field or self.normalization.radial:
+            raise ValueError(f"NGPTField is the field of a variant on the sphere other than post-LN (nGPT's); {model!r} "
+                             f"has normalization {self.normalization!r}.")
         self.smallest_length = np.inf
 
     def __call__(self, points, weights, queries, precision: str = "double") -> np.ndarray:

@@ -26,6 +26,15 @@ O(h²): N(x + hA) = N(x + h P_x A/(1 + h⟨x, A⟩))). Post-LN's residual stream
 starts before t_0 normalises its tokens first (the output of a post-LN layer is N(·) of something), then runs
 post-LN to t_0 and pre-LN from there with r(t_0) = 1.
 
+Each variant is one class (:class:`PostLN`, :class:`PreLN`, :class:`PeriLN`, :class:`MixLN`, :class:`NGPT`),
+a subclass of :class:`Normalization` registered by name in :data:`VARIANTS` (:func:`register`), which owns
+everything about it: its velocity and layer map, its state space (``radial``), its step scale, its parameters
+(:class:`VariantParameter`, which the study files read: :func:`meanfield.study.schema.normalization_keys`), its
+words for titles, and its answers to the solvers (``density_refusal``, ``cylinder_refusal``, ``scale_average``,
+``equiangular_rates``, ``noise_refusal``, ``unit_until``). Nothing above this module asks a variant's name: a new
+variant is one subclass and one :func:`register` call (tests/particles/test_new_variant.py defines one).
+``Normalization("ngpt", alpha=0.2)`` builds the registered variant of a name.
+
 ``post`` is the model of every density solver of the library (the default, bit for bit the field of the heads).
 The others are refused by the density solvers (:func:`density_refusal`) and run as particles
 (``particles.simulate``, ``particles.discrete_depth``), which read the normalisation here, from
@@ -35,147 +44,487 @@ never the heads' projected field P_θ A, which is post-LN's alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from .. import checks
 from ..domains.sphere.geometry import project_tangent
+from .registry import Parameter
 
-__all__ = ["Normalization", "NORMALIZATIONS", "POST", "as_normalization", "normalization_of", "average", "norms_of",
-           "density_refusal"]
+__all__ = ["Normalization", "NORMALIZATIONS", "VARIANTS", "VariantParameter", "ParameterError", "study_doc", "POST", "as_normalization",
+           "normalization_of", "average", "norms_of", "density_refusal", "register", "unregister", "variant",
+           "PostLN", "PreLN", "PeriLN", "MixLN", "NGPT"]
 
-#: the variants, by name (docs/MATH.md §10)
-NORMALIZATIONS = ("post", "pre", "peri", "mix", "ngpt")
+#: Every registered variant by name, in the order of registration (:func:`register`): the one table that lists them
+VARIANTS: dict[str, type] = {}
+
+
+class _Names(Sequence):
+    """The registered variants' names, read from :data:`VARIANTS` whenever asked (a variant registered later is
+    one at once); equal to the tuple of the same names, printed as that tuple."""
+
+    def __getitem__(self, i):
+        return tuple(VARIANTS)[i]
+
+    def __len__(self) -> int:
+        return len(VARIANTS)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (tuple, _Names)) and tuple(self) == tuple(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(tuple(VARIANTS))
+
+
+#: the variants, by name (docs/MATH.md §10; the names of :data:`VARIANTS`, whatever is registered)
+NORMALIZATIONS = _Names()
+
+#: the study reference's words for the built-in variants ([model] normalization); a variant registered later adds
+#: its name and ``doc``
+STUDY_DOC = ("where the tokens are normalised (meanfield.models.Normalization, docs/MATH.md §10; self-attention on the "
+             "sphere, non-causal, attention alone): post (post-LN, tokens on S^{d-1}; every density solver's model); pre "
+             "(ẋ = A), peri (ẋ = A/|A|) and mix (post-LN before [model] switch, pre-LN after) carry a radius, tokens "
+             "x = rθ started at r = 1; ngpt (θ̇ = αP_θA/|A|, needs [model] alpha; its [grid] density on the circle "
+             "and S² is solved by the sums that give A, the Lagrangian representations refuse it). pre, peri, mix: "
+             "particles only (a [grid] density is refused with the solvers' reason)")
+
+
+
+def study_doc() -> str:
+    """[model] normalization's words in the study reference: :data:`STUDY_DOC`, then each variant registered after
+    the built-ins by its name and ``doc``."""
+    extra = list(VARIANTS.values())[len(_BUILT_IN):]
+    return STUDY_DOC + "".join(f"; {v.name}: {v.doc or v.words}" for v in extra)
+
+
+_RUN = "run its particles (particles.simulate, particles.discrete_depth)"
 
 
 @dataclass(frozen=True)
+class VariantParameter(Parameter):
+    """A parameter of a normalisation variant (its study-file key too): a :class:`~.registry.Parameter` (``default``
+    None: required) with ``needs``, the words of the error where it is missing ("its α > 0")."""
+
+    needs: str = ""
+
+
+class ParameterError(ValueError):
+    """A variant's parameter given where it does not belong, missing, or out of its range: ``parameter`` names it
+    (a study names its key by it)."""
+
+    def __init__(self, message: str, parameter: str):
+        super().__init__(message)
+        self.parameter = parameter
+
+
+def _checked(p: Parameter, value):
+    """``value`` for the variant parameter ``p`` by its rules (a finite real; ``positive``, ``minimum``), or the
+    error naming it and the value."""
+    if p.type == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"`{p.name}` must be a bool, got {value!r}.")
+        return bool(value)
+    x = checks.real(value, p.name)
+    if not np.isfinite(x) or (p.positive and not x > 0) or (p.minimum is not None and not x >= p.minimum):
+        rule = " and > 0" if p.positive else f" and >= {p.minimum:g}" if p.minimum is not None else ""
+        raise ParameterError(f"`{p.name}` ({p.doc}) must be finite{rule}, got {value!r}.", p.name)
+    return x
+
+
+def _rebuild(name, values):
+    return Normalization(name, **values)
+
+
 class Normalization:
-    r"""Where the tokens are normalised (module docstring; docs/MATH.md §10).
+    r"""Where the tokens are normalised (module docstring; docs/MATH.md §10): the base of the variants, each one
+    class registered by name (:func:`register`), which owns every fact about it.
+
+    ``Normalization("pre")``, ``Normalization("ngpt", alpha=0.2)`` build the registered variant of that name (its
+    parameters checked by their :class:`VariantParameter` rules; ``None`` is "not given"); equal when of one variant
+    with equal parameters; immutable.
 
     Parameters
     ----------
-    kind : {"post", "pre", "peri", "mix", "ngpt"}
-        post-LN (the default: today's model, tokens on S^{d-1}); pre-LN (ẋ = A, the residual stream unnormalised);
-        peri-LN (ẋ = A/|A|); Mix-LN (post-LN for depth t < ``switch``, pre-LN after); nGPT (θ̇ = α P_θ A/|A|).
-    alpha : float, optional
-        nGPT's α > 0 (its "eigen learning rate": the speed of the direction); only for "ngpt", where it is required.
-    switch : float, optional
-        Mix-LN's depth t_0 where post-LN hands over to pre-LN; only for "mix", where it is required.
+    kind : str
+        The variant's name: one of :data:`NORMALIZATIONS` ("post", "pre", "peri", "mix", "ngpt" built in).
+    **parameters
+        The variant's own (nGPT's ``alpha``, Mix-LN's ``switch``), required where they have no default.
 
-    Attributes
-    ----------
+    Attributes (of each variant's class)
+    ------------------------------------
+    name : str
+        Its name (``kind``, its study value).
+    words : str
+        For titles ("pre-LN").
+    doc : str
+        One line for the study reference (variants registered after the built-ins).
+    parameters : tuple of VariantParameter
     radial : bool
-        The tokens carry a radius (pre, peri, mix: points of R^d \ {0}); else they are unit vectors.
+        Its state space: the tokens carry a radius (points x = rθ of R^d \ {0}), else unit vectors on S^{d-1}.
+    heads_field : bool
+        It moves the tokens by the heads' field P_θA itself (post-LN, every solver's model); the others by their own
+        :meth:`velocity` of the average A.
+    lyapunov : bool
+        Its flow moves the attention's energy E_β monotonically, in the direction of V = cI's c (post-LN, nGPT).
     time_dependent : bool
-        Mix-LN: its variant depends on the depth (:meth:`at`), with a breakpoint at t_0.
+        Its variant depends on the depth (:meth:`at`), with breakpoints (:meth:`breakpoints`).
     """
 
-    kind: str = "post"
-    alpha: float | None = None
-    switch: float | None = None
+    name: ClassVar[str] = ""
+    words: ClassVar[str] = ""
+    doc: ClassVar[str] = ""
+    parameters: ClassVar[tuple] = ()
+    radial: ClassVar[bool] = False
+    heads_field: ClassVar[bool] = False
+    lyapunov: ClassVar[bool] = False
+    time_dependent: ClassVar[bool] = False
 
-    def __post_init__(self):
-        if not isinstance(self.kind, str) or self.kind not in NORMALIZATIONS:
-            raise ValueError(f"`normalization` must be one of {NORMALIZATIONS}, got {self.kind!r}.")
-        if self.kind == "ngpt":
-            if self.alpha is None:
-                raise ValueError("normalization 'ngpt' needs its α > 0: Normalization('ngpt', alpha=...).")
-            alpha = checks.real(self.alpha, "alpha")
-            if not (np.isfinite(alpha) and alpha > 0):
-                raise ValueError(f"`alpha` (nGPT's speed of the direction) must be finite and > 0, got {self.alpha!r}.")
-            object.__setattr__(self, "alpha", alpha)
-        elif self.alpha is not None:
-            raise ValueError(f"`alpha` belongs to nGPT; normalization {self.kind!r} takes none, got {self.alpha!r}.")
-        if self.kind == "mix":
-            if self.switch is None:
-                raise ValueError("normalization 'mix' needs the depth t_0 where post-LN hands over to pre-LN: "
-                                 "Normalization('mix', switch=t0).")
-            switch = checks.real(self.switch, "switch")
-            if not np.isfinite(switch):
-                raise ValueError(f"`switch` (Mix-LN's t_0) must be finite, got {self.switch!r}.")
-            object.__setattr__(self, "switch", switch)
-        elif self.switch is not None:
-            raise ValueError(f"`switch` belongs to Mix-LN; normalization {self.kind!r} takes none, got "
-                             f"{self.switch!r}.")
+    def __new__(cls, kind=None, **parameters):
+        if cls is Normalization:
+            cls = variant("post" if kind is None else kind)
+        return object.__new__(cls)
 
-    # ------------------------------------------------------------------ structure
+    def __init__(self, kind=None, **parameters):
+        if kind is not None and kind != self.name:
+            raise ValueError(f"{type(self).__name__} is normalization {self.name!r}, got kind {kind!r}.")
+        own = {p.name: p for p in self.parameters}
+        for key, value in parameters.items():
+            if key in own or value is None:
+                continue
+            owners = [v for v in VARIANTS.values() if key in {p.name for p in v.parameters}]
+            if owners:
+                raise ParameterError(f"`{key}` belongs to {owners[0].words} (normalization {owners[0].name!r}); "
+                                     f"normalization {self.name!r} takes none, got {value!r}.", key)
+            raise TypeError(f"normalization {self.name!r} takes no parameter `{key}` (it takes "
+                            f"{', '.join(own) or 'none'}).")
+        for p in self.parameters:
+            value = parameters.get(p.name)
+            if value is None:
+                if p.default is None:
+                    raise ParameterError(f"normalization {self.name!r} needs {p.needs or f'`{p.name}`'}: `{p.name}` "
+                                         f"is missing (Normalization({self.name!r}, {p.name}=...)).", p.name)
+                value = p.default
+            object.__setattr__(self, p.name, _checked(p, value))
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for p in cls.parameters:
+            if not isinstance(p, Parameter):
+                raise TypeError(f"{cls.__name__}.parameters must hold Parameters, got {p!r}.")
+
+    # ------------------------------------------------------------------ a value
     @property
-    def radial(self) -> bool:
-        return self.kind in ("pre", "peri", "mix")
+    def kind(self) -> str:
+        """The variant's name (its ``name``)."""
+        return self.name
 
-    @property
-    def time_dependent(self) -> bool:
-        return self.kind == "mix"
+    def values(self) -> dict:
+        """The variant's parameters by name."""
+        return {p.name: getattr(self, p.name) for p in self.parameters}
 
+    def __getattr__(self, key):
+        # another variant's parameter reads None here (``Normalization("pre").alpha``), as on the one class before
+        if not key.startswith("_") and any(key in {p.name for p in v.parameters} for v in VARIANTS.values()):
+            return None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"a Normalization is immutable: cannot set {key!r}.")
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.values() == self.values()
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(self.values().items())))
+
+    def __reduce__(self):
+        return _rebuild, (self.name, self.values())
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v:g}" if isinstance(v, float) else f", {k}={v!r}" for k, v in self.values().items())
+        return f"Normalization({self.name!r}{extra})"
+
+    # ------------------------------------------------------------------ depth
     def at(self, t: float) -> "Normalization":
-        """The variant at depth t: Mix-LN's post-LN before t_0 and pre-LN from t_0 on; every other is itself."""
-        if self.kind != "mix":
-            return self
-        return POST if float(t) < self.switch else PRE
+        """The variant at depth t (Mix-LN's post-LN before t_0, pre-LN after); every constant one is itself."""
+        return self
 
     def breakpoints(self, t0: float, t1: float) -> np.ndarray:
-        """Mix-LN's t_0 where it lies inside (t0, t1) (the velocity jumps there); nothing for the others."""
-        if self.kind == "mix" and t0 < self.switch < t1:
-            return np.array([self.switch])
+        """The depths inside (t0, t1) where the velocity jumps (Mix-LN's t_0); none for the constant variants."""
         return np.empty(0)
+
+    @property
+    def unit_until(self) -> float | None:
+        """The depth before which a radial variant's stream holds unit vectors (Mix-LN's t_0: a run started before
+        it normalises its tokens first), None where there is none."""
+        return None
 
     # ------------------------------------------------------------------ the dynamics of the tokens
     def velocity(self, x, A) -> np.ndarray:
-        r"""ẋ for tokens x (..., n, d) (unit vectors for post and nGPT) and the average A (..., n, d) computed at
-        their directions θ = x/|x| (module docstring's table). Mix-LN: give the variant of the time, :meth:`at`.
-
-        Raises ``FloatingPointError`` where peri-LN or nGPT divides by |A| = 0 (a token whose average vanishes has
-        no direction to go).
-        """
-        kind = self._constant_kind()
-        if kind == "pre":
-            return np.array(A, dtype=float, copy=True)
-        if kind == "peri":
-            return A / self._length(A)
-        theta = x / np.linalg.norm(x, axis=-1, keepdims=True)
-        if kind == "post":
-            return project_tangent(theta, A)
-        return self.alpha * project_tangent(theta, A) / self._length(A)  # ngpt
+        r"""ẋ for tokens x (..., n, d) (unit vectors where not ``radial``) and the average A (..., n, d) computed at
+        their directions θ = x/|x| (module docstring's table). ``FloatingPointError`` where it divides by |A| = 0."""
+        raise NotImplementedError(f"{type(self).__name__} states no velocity")
 
     def layer(self, x, A, h: float) -> np.ndarray:
-        r"""One layer of depth h at tokens x with the average A at their directions (module docstring's table):
-        post N(x + h P_θ A), pre x + hA, peri x + h A/|A|, nGPT N(θ + hα(A/|A| − θ))."""
-        kind = self._constant_kind()
-        if kind == "pre":
-            return x + h * A
-        if kind == "peri":
-            return x + h * (A / self._length(A))
-        theta = x / np.linalg.norm(x, axis=-1, keepdims=True)
-        y = theta + h * project_tangent(theta, A) if kind == "post" else \
-            theta + (h * self.alpha) * (A / self._length(A) - theta)
-        return y / np.linalg.norm(y, axis=-1, keepdims=True)
+        """One layer of depth h at tokens x with the average A at their directions (module docstring's table)."""
+        raise NotImplementedError(f"{type(self).__name__} states no layer map")
 
-    def _constant_kind(self) -> str:
-        if self.kind == "mix":
-            raise ValueError("Mix-LN's variant depends on the depth: take that of a time, normalization.at(t).")
-        return self.kind
+    def step_scale(self, inverse_radius: float, smallest_length) -> float:
+        r"""The factor by which the directions' speed exceeds the heads' at the start (the particles' default step and
+        the grids' strain cap divide by it): ``inverse_radius`` max(1, 1/min r), ``smallest_length()`` min |A| over
+        the tokens (computed only where asked). θ̇ = P_θA/r (pre; post has r = 1): 1/min r."""
+        return inverse_radius
 
-    def _length(self, A) -> np.ndarray:
+    def noise_refusal(self) -> str | None:
+        """Why noise is not defined with this variant, or None (particles.simulate and the study ask here)."""
+        return None
+
+    def length(self, A) -> np.ndarray:
+        """|A| row by row, shape (..., n, 1), for the variants that divide by it: ``FloatingPointError`` naming the
+        first token where A = 0 (no direction to go)."""
         length = np.linalg.norm(A, axis=-1, keepdims=True)
         if np.any(length == 0.0):
             i = np.argwhere(length[..., 0] == 0.0)[0]
-            raise FloatingPointError(f"normalization {self.kind!r} divides the average A by |A|, but A = 0 at token "
+            raise FloatingPointError(f"normalization {self.name!r} divides the average A by |A|, but A = 0 at token "
                                      f"{tuple(int(k) for k in i)}: its direction A/|A| is undefined there.")
         return length
 
-    def __repr__(self) -> str:
-        if self.kind == "ngpt":
-            extra = f", alpha={self.alpha:g}"
-        elif self.kind == "mix":
-            extra = f", switch={self.switch:g}"
-        else:
-            extra = ""
-        return f"Normalization({self.kind!r}{extra})"
+    # ------------------------------------------------------------------ what the solvers ask
+    def density_refusal(self, grids: bool = False) -> str | None:
+        """Why the density solvers cannot take this variant (:func:`density_refusal`, which adds the heads'
+        reasons), or None: a radial variant's law lives on S^(d-1) × (0, ∞); a variant on the sphere other than
+        post-LN moves by a function of the whole average A, which only the grids' quadrature sums give (``grids``:
+        the question of a grid on the circle or S²)."""
+        if self.heads_field:
+            return None
+        if self.radial:
+            radial = ("; on the circle (d = 2), pre- and peri-LN densities of (direction, log r) are "
+                      "meanfield.solve_radial's" if self.cylinder_refusal() is None else "")
+            return (f"normalization {self!r} carries the radius: its tokens x = rθ have a law on S^(d-1) × (0, ∞) "
+                    "(direction × radius; the direction turns at speed 1/r), which the sphere's density solvers do "
+                    f"not represent — they solve laws on S^(d-1) moved by post-LN's P_θA{radial}; or {_RUN}")
+        if grids:
+            return None
+        return (f"normalization {self!r} stays on the sphere, but its field is a function of the whole average A: "
+                "the fast sums (spectral, moments) give P_θA alone and the Lagrangian measure would need its "
+                f"divergence; its densities are the grids' on the circle and S² (representation='grid', strategy "
+                f"'quadrature'), or {_RUN}")
+
+    def scale_average(self, components: tuple, length) -> tuple:
+        """For a radial variant moving its tokens by ẋ = f(|A|) A: each of ``components`` (parts of A) times f(|A|),
+        ``length()`` giving |A| where f needs it (pre-LN f = 1, peri-LN 1/|A|): what the cylinder S¹ × (0, ∞) asks
+        (meanfield.solve_radial)."""
+        raise NotImplementedError(f"{self!r} does not move its tokens by a multiple f(|A|)A of the average")
+
+    def speed_bound(self, average_bound: float) -> float:
+        """A bound on |ẋ| where |A| <= ``average_bound`` (pre-LN: itself; peri-LN: 1), for ``scale_average``'s
+        variants."""
+        raise NotImplementedError(f"{self!r} does not move its tokens by a multiple f(|A|)A of the average")
+
+    def cylinder_refusal(self) -> str | None:
+        """Why the cylinder's densities (meanfield.solve_radial, S¹ × (0, ∞)) cannot take this variant, or None: they
+        solve the radial variants whose velocity is f(|A|)A (:meth:`scale_average`)."""
+        if not self.radial:
+            return f"{self.words} keeps its tokens on the sphere"
+        if type(self).scale_average is Normalization.scale_average:
+            return f"{self.words} does not move its tokens by a multiple f(|A|)A of the average: not built"
+        return None
+
+    def equiangular_rates(self, g: float, a: float, length: float, r: float) -> list:
+        r"""[d log(1 − ρ)/dt, d log r/dt] of n equiangular tokens (:func:`meanfield.exact.normalized_equiangular`):
+        g = F/(1 − ρ), a = ⟨θ_i, A_i⟩, |A_i| = ``length``, r the radius. With θ̇ = c P_θA and ṙ: [−gc, ṙ/r]."""
+        raise NotImplementedError(f"{self!r} states no equiangular reduction")
+
+
+def register(cls: type) -> type:
+    """Add a variant class to :data:`VARIANTS` under its ``name`` (a decorator; ``ValueError`` for a name taken by
+    another class, a parameter that shadows another variant's of another type)."""
+    if not (isinstance(cls, type) and issubclass(cls, Normalization)) or cls is Normalization:
+        raise TypeError(f"a variant is a subclass of Normalization, got {cls!r}.")
+    if not isinstance(cls.name, str) or not cls.name:
+        raise ValueError(f"{cls.__name__}.name must be a non-empty string, got {cls.name!r}.")
+    known = VARIANTS.get(cls.name)
+    if known is not None and known is not cls:
+        raise ValueError(f"normalization {cls.name!r} is registered already (by {known.__name__}).")
+    VARIANTS[cls.name] = cls
+    return cls
+
+
+def unregister(name: str) -> type:
+    """Remove the variant ``name`` from :data:`VARIANTS` (a test's own variant, once it is done); returns its class."""
+    try:
+        return VARIANTS.pop(name)
+    except KeyError:
+        raise ValueError(f"no normalization {name!r} is registered ({NORMALIZATIONS}).") from None
+
+
+def variant(name) -> type:
+    """The class of the variant called ``name``; ``ValueError`` listing the registered ones."""
+    if not isinstance(name, str):
+        raise TypeError(f"`normalization` must be one of {NORMALIZATIONS} or a Normalization, got "
+                        f"{type(name).__name__}.")
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"`normalization` must be one of {NORMALIZATIONS}, got {name!r}.") from None
+
+
+def _theta(x) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+@register
+class PostLN(Normalization):
+    """post-LN: θ̇ = P_θA, tokens on S^{d-1}; the layer N(x + h P_x A) (GLPR §2.1). Every solver's model."""
+
+    name, words = "post", "post-LN"
+    heads_field = lyapunov = True
+
+    def velocity(self, x, A):
+        return project_tangent(_theta(x), A)
+
+    def layer(self, x, A, h):
+        theta = _theta(x)
+        y = theta + h * project_tangent(theta, A)
+        return y / np.linalg.norm(y, axis=-1, keepdims=True)
+
+    def equiangular_rates(self, g, a, length, r):
+        return [-g, 0.0]
+
+
+@register
+class PreLN(Normalization):
+    """pre-LN: ẋ = A (ṙ = ⟨θ, A⟩, θ̇ = P_θA/r); the layer x + hA."""
+
+    name, words = "pre", "pre-LN"
+    radial = True
+
+    def velocity(self, x, A):
+        return np.array(A, dtype=float, copy=True)
+
+    def layer(self, x, A, h):
+        return x + h * A
+
+    def scale_average(self, components, length):
+        return tuple(components)
+
+    def speed_bound(self, average_bound):
+        return average_bound
+
+    def equiangular_rates(self, g, a, length, r):
+        return [-g / r, a / r]
+
+
+@register
+class PeriLN(Normalization):
+    """peri-LN: ẋ = A/|A| (ṙ = ⟨θ, A⟩/|A|, θ̇ = P_θA/(r|A|)); the layer x + h A/|A|."""
+
+    name, words = "peri", "peri-LN"
+    radial = True
+
+    def velocity(self, x, A):
+        return A / self.length(A)
+
+    def layer(self, x, A, h):
+        return x + h * (A / self.length(A))
+
+    def step_scale(self, inverse_radius, smallest_length):
+        return inverse_radius / smallest_length()
+
+    def scale_average(self, components, length):
+        L = length()
+        return tuple(c / L for c in components)
+
+    def speed_bound(self, average_bound):
+        return 1.0
+
+    def equiangular_rates(self, g, a, length, r):
+        return [-g / (r * length), a / (r * length)]
+
+
+ALPHA = VariantParameter("alpha", "float", None, "nGPT's α > 0, the speed of the direction", positive=True,
+                         needs="its α > 0")
+SWITCH = VariantParameter("switch", "float", None, "the depth t_0 where post-LN hands over to pre-LN",
+                          needs="the depth t_0 where post-LN hands over to pre-LN")
+
+
+@register
+class MixLN(Normalization):
+    """Mix-LN: post-LN for depth t < ``switch`` = t_0, pre-LN from there (r = 1 until t_0)."""
+
+    name, words = "mix", "Mix-LN"
+    parameters = (SWITCH,)
+    radial = time_dependent = True
+
+    def at(self, t):
+        return POST if float(t) < self.switch else PRE
+
+    def breakpoints(self, t0, t1):
+        if t0 < self.switch < t1:
+            return np.array([self.switch])
+        return np.empty(0)
+
+    @property
+    def unit_until(self):
+        return self.switch
+
+    def velocity(self, x, A):
+        raise ValueError("Mix-LN's variant depends on the depth: take that of a time, normalization.at(t).")
+
+    layer = velocity
+
+    def noise_refusal(self):
+        return (f"Mix-LN's tokens (normalization {self.name!r}) change space at t_0 = {self.switch:g} (unit vectors "
+                "diffusing on S^(d-1) before, points of R^d after): noise across the switch is not defined here; run "
+                "the two stretches (post-LN, then pre-LN)")
+
+    def cylinder_refusal(self):
+        return "Mix-LN changes its state space at t_0 (post-LN on S¹ before, S¹ × (0, ∞) after): not built"
+
+
+@register
+class NGPT(Normalization):
+    """nGPT: θ̇ = α P_θA/|A| (α > 0), tokens on S^{d-1}; the layer N(θ + hα(A/|A| − θ))."""
+
+    name, words = "ngpt", "nGPT"
+    parameters = (ALPHA,)
+    lyapunov = True
+
+    def velocity(self, x, A):
+        return self.alpha * project_tangent(_theta(x), A) / self.length(A)
+
+    def layer(self, x, A, h):
+        theta = _theta(x)
+        y = theta + (h * self.alpha) * (A / self.length(A) - theta)
+        return y / np.linalg.norm(y, axis=-1, keepdims=True)
+
+    def step_scale(self, inverse_radius, smallest_length):
+        return self.alpha / smallest_length()
+
+    def density_refusal(self, grids=False):
+        if grids:
+            return None
+        return (f"normalization {self!r} stays on the sphere, but its field αP_θA/|A| divides by |A|, the length of "
+                "the average (its normal part included): the fast sums (spectral, moments) give P_θA alone and the "
+                "Lagrangian measure would need div(A/|A|); its densities are the grids' on the circle and S² "
+                f"(representation='grid', strategy 'quadrature'), or {_RUN}")
+
+    def cylinder_refusal(self):
+        return "nGPT keeps its tokens on the sphere (its field αP_θA/|A|)"
+
+    def equiangular_rates(self, g, a, length, r):
+        return [-self.alpha * g / length, 0.0]
 
 
 POST = Normalization("post")
 PRE = Normalization("pre")
+#: the variants registered by this module, which :data:`STUDY_DOC` describes
+_BUILT_IN = tuple(VARIANTS)
 
 
 def as_normalization(value) -> Normalization:
@@ -234,18 +583,9 @@ def density_refusal(model, grids: bool = False) -> str | None:
     :attr:`meanfield.domains.Domain.quadrature_of_any_field`) it is taken, otherwise refused (the Lagrangian
     measure would need div(A/|A|), which no sum here gives)."""
     norm = getattr(model, "stretch_of", None) or normalization_of(model)  # Mix-LN's post-LN stretch is Mix-LN's
-    run = "run its particles (particles.simulate, particles.discrete_depth)"
-    if norm.radial:
-        radial = ("; on the circle (d = 2), pre- and peri-LN densities of (direction, log r) are "
-                  "meanfield.solve_radial's" if norm.kind in ("pre", "peri") else "")
-        return (f"normalization {norm!r} carries the radius: its tokens x = rθ have a law on S^(d-1) × (0, ∞) "
-                "(direction × radius; the direction turns at speed 1/r), which the sphere's density solvers do not "
-                f"represent — they solve laws on S^(d-1) moved by post-LN's P_θA{radial}; or {run}")
-    if norm.kind == "ngpt" and not grids:
-        return (f"normalization {norm!r} stays on the sphere, but its field αP_θA/|A| divides by |A|, the length of "
-                "the average (its normal part included): the fast sums (spectral, moments) give P_θA alone and the "
-                "Lagrangian measure would need div(A/|A|); its densities are the grids' on the circle and S² "
-                f"(representation='grid', strategy 'quadrature'), or {run}")
+    why = norm.density_refusal(grids)
+    if why is not None:
+        return why
     from .base import heads
 
     try:

@@ -70,7 +70,8 @@ class Transformer:
         (a, b), the rates of attention and feed-forward in the sum (default (1, 1)).
     normalization : {"post", "pre", "peri"} or Normalization
         Where the tokens are normalised (:mod:`.normalization`, docs/MATH.md §10): post-LN (default, today's model),
-        pre-LN, peri-LN, or ``Normalization("mix", switch=t0)``, ``Normalization("ngpt", alpha=α)``. Other than
+        pre-LN, peri-LN, or ``Normalization("mix", switch=t0)``, ``Normalization("ngpt", alpha=α)`` (any variant
+        registered in ``meanfield.models.normalization.VARIANTS``, by name where it takes no parameter). Other than
         post-LN: attention alone on the sphere (no feed-forward blocks, not causal, weights (1, 1)).
     """
 
@@ -130,7 +131,7 @@ class Transformer:
             raise ValueError(f"splitting={self.splitting!r} alternates attention and feed-forward: give both.")
         norm = as_normalization(self.normalization)
         object.__setattr__(self, "normalization", norm)
-        if norm.kind != "post":
+        if not norm.heads_field:
             if self.attention is None or self.attention.manifold != "sphere":
                 raise ValueError(f"normalization {norm!r} normalises attention on the sphere's tokens: give a "
                                  f"SelfAttention (non-causal) or heads of them, got {self.attention!r}.")
@@ -177,11 +178,11 @@ class Transformer:
         - feed-forward blocks beside attention: 0 (E_β is recorded, but the drift W σ(Ax + b) moves it either way).
         """
         z = getattr(self.attention, "zonal", None)
-        if z is None or self.time_dependent or self.normalization.kind not in ("post", "ngpt"):
+        if z is None or self.time_dependent or not self.normalization.lyapunov:
             return None
         if self.feedforward:
             return type(z)(z.beta, 0.0)
-        return type(z)(z.beta, z.c * (self.weights[0] if self.normalization.kind == "post" else 1.0))
+        return type(z)(z.beta, z.c * (self.weights[0] if self.normalization.heads_field else 1.0))
 
     # ------------------------------------------------------------------ time: the blocks' weights and the splitting
     @property
@@ -277,7 +278,7 @@ class Transformer:
         return self.weights[1] * out
 
     def _post_only(self, what: str) -> None:
-        if self.normalization.kind != "post":
+        if not self.normalization.heads_field:
             raise ValueError(f"{what} is post-LN's (a field on S^(d-1) of unit tokens); normalization "
                              f"{self.normalization!r} moves tokens x = rθ by Normalization.velocity(x, A): run its "
                              "particles (particles.simulate).")
@@ -287,7 +288,7 @@ class Transformer:
         normalization 'ngpt' (the queries unit vectors); pre/peri/mix-LN move tokens with a radius: no field on the
         sphere (``ValueError``)."""
         self._constant()
-        if self.normalization.kind == "ngpt":
+        if not (self.normalization.heads_field or self.normalization.radial):  # nGPT's: a function of A on S^(d-1)
             points, queries = check_on_sphere(points, "points"), check_on_sphere(queries, "queries")
             weights = check_weights(weights, points)
             self.check_dim(points.shape[-1])
@@ -303,7 +304,7 @@ class Transformer:
         """The velocity of unit tokens ``queries`` from the attention's average ``A`` there (before any projection;
         docs/MATH.md §10): P_θA (post-LN), α P_θA/|A| (nGPT). The density solvers that sum A themselves (the S²
         moments) hand it over here; pre/peri/mix-LN move tokens with a radius (``ValueError``)."""
-        if self.normalization.kind not in ("post", "ngpt"):
+        if self.normalization.radial:
             self._post_only("the velocity of unit tokens")
         return self.normalization.velocity(queries, A)
 
@@ -371,9 +372,8 @@ class Transformer:
                                                                   for n in getattr(p, "time_fields", ()))
                           if isinstance(v, Layers)], default=1)
         inside = []
-        if self.normalization.kind != "post":
-            inside.append({"pre": "pre-LN", "peri": "peri-LN", "mix": "Mix-LN", "ngpt": "nGPT"}.get(
-                self.normalization.kind, self.normalization.kind))
+        if not self.normalization.heads_field:
+            inside.append(self.normalization.words or self.normalization.name)
         blocks = []
         if self.attention is not None:
             describe = getattr(self.attention, "describe", None)
@@ -395,7 +395,7 @@ class Transformer:
         extra = "" if self.splitting == "sum" else f", splitting={self.splitting!r}"
         if self.weights != (1.0, 1.0):
             extra += f", weights={self.weights}"
-        if self.normalization.kind != "post":
+        if not self.normalization.heads_field:
             extra += f", normalization={self.normalization!r}"
         return f"Transformer({' + '.join(parts)}{extra})"
 
@@ -411,7 +411,7 @@ def add(x, y):
                              "give it once, MultiHeadAttention(heads, noise=D).")
         return MultiHeadAttention(hx + hy)
     for m in (x, y):
-        if isinstance(m, Transformer) and m.normalization.kind != "post":
+        if isinstance(m, Transformer) and not m.normalization.heads_field:
             raise ValueError(f"adding to a Transformer with normalization {m.normalization!r}: add the heads first, "
                              "then normalise (Transformer(heads, normalization=...)).")
     if isinstance(x, Transformer) and x.splitting != "sum" or isinstance(y, Transformer) and y.splitting != "sum":

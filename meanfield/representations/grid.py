@@ -49,7 +49,7 @@ def continuity(domain, model, grid, strategy):
     fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0;
     nGPT's α P_θA/|A| (docs/MATH.md §10) as the whole model's field, by the sums that give the average A itself
     (the quadrature sums, the S² moments: what :func:`meanfield.strategies.for_grid` offers it)."""
-    if not getattr(model, "has_blocks", False) or model.normalization.kind == "ngpt":
+    if not getattr(model, "has_blocks", False) or not model.normalization.heads_field:
         return domain.continuity(model, grid, strategy, kernels.grid_field(model))
     a, b = model.weights
     blocks = model.feedforward if b else ()
@@ -160,13 +160,14 @@ class GridProblem(Problem):
 
     def _strain_bound(self, model) -> float:
         """rate_scale(model), the a priori bound on the strain that caps the step (domains with ``strain_capped``).
-        nGPT's α P_θA/|A| has none for every state (|A| may be small): its cap is α rate_scale(attention)/min |A|,
-        min |A| over the nodes of the latest field evaluation (:class:`meanfield.kernels.NGPTField`; the particles'
-        default step is divided the same way), read by :meth:`max_step`; here the attention's scale."""
+        A variant other than post-LN (nGPT's α P_θA/|A|) has none for every state (|A| may be small): its cap is
+        rate_scale(attention) times its ``step_scale`` at min |A| over the nodes of the latest field evaluation
+        (:class:`meanfield.kernels.NGPTField`; nGPT's α/min |A|, the particles' default step divided the same way),
+        read by :meth:`max_step`; here the attention's scale."""
         if not self.domain.strain_capped:
             return 0.0
-        if normalization_of(model).kind == "ngpt":
-            return model.normalization.alpha * rate_scale(model.attention)
+        if not normalization_of(model).heads_field:
+            return rate_scale(model.attention)
         return rate_scale(model)
 
     def _use(self, grid):
@@ -220,7 +221,8 @@ class GridProblem(Problem):
         self.speeds = (0.0, 0.0)
 
     def max_step(self):
-        cap = self.strain_bound if self._lengths is None else self.strain_bound / self._lengths.smallest_length
+        cap = self.strain_bound if self._lengths is None else self.strain_bound * normalization_of(
+            self.model).step_scale(1.0, lambda: self._lengths.smallest_length)
         return step_bound(self.grid.spacing, *self.speeds, cap)
 
     def reject(self, t, y, reason):

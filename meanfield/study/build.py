@@ -46,6 +46,7 @@ from ..models.bounds import rate_scale_over
 from ..models.normalization import Normalization, density_refusal
 from ..monitor import ResolutionMonitor
 from .config import WEIGHT_ARRAYS, StudyError, layer_weights
+from .schema import normalization_keys
 
 __all__ = ["build_model", "normalization", "build_grid", "build_monitor", "solve_options", "solver_error",
            "SOLVER_KEYS", "particle_step", "token_dimension", "initial_density", "initial_particles"]
@@ -96,8 +97,9 @@ def build_model(cfg):
     try:
         heads = [head() for _ in range(m["heads"])]
         attention = heads[0] if len(heads) == 1 else MultiHeadAttention(tuple(heads), noise=noise or 0.0)
-        if m.get("normalization", "post") != "post":  # post-LN stays the bare attention (bit for bit today's model)
-            return Transformer(attention, normalization=normalization(cfg))
+        norm = normalization(cfg)
+        if not norm.heads_field:  # post-LN stays the bare attention (bit for bit today's model)
+            return Transformer(attention, normalization=norm)
         if "W" not in arrays:
             return attention
         block = FeedForward(_layered(arrays, "W"), _layered(arrays, "A"), _layered(arrays, "b") if "b" in arrays
@@ -109,10 +111,12 @@ def build_model(cfg):
 
 
 def normalization(cfg) -> Normalization:
-    """The :class:`~meanfield.models.Normalization` of [model] normalization, alpha (nGPT) and switch (Mix-LN)."""
+    """The :class:`~meanfield.models.Normalization` of [model] normalization and its variant's parameters (nGPT's
+    alpha, Mix-LN's switch, ...: :func:`meanfield.study.schema.normalization_keys`)."""
     m = cfg["model"]
+    given = {key: m.get(key) for key in normalization_keys() if key != "normalization"}
     try:
-        return Normalization(m.get("normalization", "post"), alpha=m.get("alpha"), switch=m.get("switch"))
+        return Normalization(m.get("normalization", "post"), **given)
     except (ValueError, TypeError) as exc:
         raise StudyError(f"[model] normalization: {exc}") from None
 

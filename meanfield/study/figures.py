@@ -51,6 +51,7 @@ from ..domains.base import SUPERSCRIPT
 from ..density import Density
 from ..models import registry
 from ..models.sphere import matrix_words, number_words
+from ..models.normalization import VARIANTS
 from ..domains.plotting import ENERGY_LABEL, LAYOUTS, SCRIPTED, density_colormap, density_label, density_norm, \
     for_norm, log_ticks, snapshot_frames
 
@@ -1252,7 +1253,10 @@ def plot_clusters(ds, ax=None):
     ax.set_xlabel("t")
     _mark_layers(ax, ds)
     delta = _delta(ds)
-    directions = _study(ds).get("model", {}).get("normalization", "post") != "post"  # θ = x/|x| (MATH.md §10)
+    # attention on the directions θ = x/|x| (MATH.md §10): every variant but post-LN's bare heads (and one since
+    # unregistered)
+    norm = VARIANTS.get(_study(ds).get("model", {}).get("normalization", "post"))
+    directions = not getattr(norm, "heads_field", False)
     pair = r"\langle \theta_i, \theta_j\rangle" if directions else r"\langle x_i, x_j\rangle"
     ax.set_ylabel(rf"fraction of pairs with ${pair} \geq 1 - \delta$"
                   + (f"\n(δ = {delta:g})" if delta is not None else ""), fontsize=SCRIPTED)

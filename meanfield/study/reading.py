@@ -20,7 +20,9 @@ from pathlib import Path
 
 from .. import domains
 from ..models import registry
-from .schema import DEFAULT_INITIAL, GRID_LAWS, MAX_DPI, MODEL_KEYS, REQUIRED, SCHEMA, Key, StudyError
+from ..models.normalization import Normalization, ParameterError, variant
+from .schema import DEFAULT_INITIAL, GRID_LAWS, MAX_DPI, MODEL_KEYS, REQUIRED, SCHEMA, Key, StudyError, \
+    normalization_keys
 from .weights import layer_weights
 
 __all__ = ["read", "read_raw", "validate", "to_json", "MAX_FRAMES"]
@@ -181,7 +183,7 @@ def _check_model(m: dict, dom, d: int) -> None:
     m["kind"] = kind.name
     own = {p.name: p for p in kind.parameters}
     for key in SCHEMA["model"]:
-        if key in MODEL_KEYS or key == "kind":
+        if key in MODEL_KEYS or key == "kind" or key in normalization_keys():
             continue
         if key in own:
             p = own[key]
@@ -212,32 +214,32 @@ def _check_model(m: dict, dom, d: int) -> None:
 
 
 def _check_normalization(m: dict, kind, d: int) -> None:
-    """[model] normalization, alpha and switch (meanfield.models.Normalization's rules, named by key and value):
-    alpha belongs to 'ngpt' and switch to 'mix', each required there; a variant other than 'post' normalises
-    non-causal self-attention on the sphere, alone (no feed-forward block); Mix-LN takes no noise (its tokens change
-    space at t_0: particles.simulate refuses it)."""
-    norm = m["normalization"]
-    for key, owner, what in (("alpha", "ngpt", "nGPT's α > 0, the speed of the direction"),
-                             ("switch", "mix", "Mix-LN's depth t_0 where post-LN hands over to pre-LN")):
-        if norm == owner and m[key] is None:
-            raise StudyError(f"[model] {key}: missing (normalization = {owner!r} needs {what})")
-        if norm != owner and m[key] is not None:
-            raise StudyError(f"[model] {key}: belongs to normalization = {owner!r} ({what}); normalization = "
-                             f"{norm!r} takes none, got {m[key]:g}")
-    if norm == "post":
+    """[model] normalization and its variant's parameters, by the variant's own rules (its class in
+    meanfield.models.normalization checks them — each parameter belongs to its variant and is required there where it
+    has no default —, named here by key and value); a variant other than post-LN normalises non-causal self-attention
+    on the sphere, alone (no feed-forward block), and takes noise where it defines it (its ``noise_refusal``: Mix-LN's
+    tokens change space at t_0, which particles.simulate refuses too)."""
+    name = m["normalization"]
+    given = {key: m[key] for key in normalization_keys() if key != "normalization"}
+    try:
+        norm = Normalization(name, **given)
+    except ParameterError as exc:
+        raise StudyError(f"[model] {exc.parameter}: {exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise StudyError(f"[model] normalization: {exc}") from None
+    if norm.heads_field:
         return
     if not domains.SPHERE.moved_by(kind):  # the variants normalise tokens on the unit sphere
-        raise StudyError(f"[model] normalization: {norm!r} normalises the tokens of self-attention on the sphere; "
+        raise StudyError(f"[model] normalization: {name!r} normalises the tokens of self-attention on the sphere; "
                          f"kind {kind.name!r} moves points of R^d (use normalization = 'post')")
     if m.get("causal"):
-        raise StudyError(f"[model] normalization: {norm!r} takes non-causal heads, got [model] causal = true")
+        raise StudyError(f"[model] normalization: {name!r} takes non-causal heads, got [model] causal = true")
     if m["weights"] is not None and "W" in layer_weights(m["weights"], d):
-        raise StudyError(f"[model] normalization: {norm!r} with a feed-forward block ([model] weights holds W, A) "
+        raise StudyError(f"[model] normalization: {name!r} with a feed-forward block ([model] weights holds W, A) "
                          "is not implemented (docs/MATH.md §10 states the variants for the attention block)")
-    if norm == "mix" and m.get("noise"):
-        raise StudyError(f"[model] noise: normalization = 'mix' changes the tokens' space at t_0 = {m['switch']:g} "
-                         f"(unit vectors before, points of R^d after): noise across it is not defined, got "
-                         f"noise = {m['noise']:g}")
+    why = norm.noise_refusal()
+    if why is not None and m.get("noise"):
+        raise StudyError(f"[model] noise: {why}, got noise = {m['noise']:g}")
 
 
 def validate(raw: dict, base: str | Path | None = None, name: str | None = None) -> dict:
@@ -326,7 +328,7 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[model] weights: cannot read {str(p)!r} (no such file)")
         m["weights"] = str(p.resolve())
     _check_model(m, tokens, token_d)
-    if has_stationary and m["normalization"] != "post":
+    if has_stationary and not variant(m["normalization"]).heads_field:
         raise StudyError(f"[model] normalization: a [stationary] study lists the stationary states of post-LN "
                          f"densities; normalization = {m['normalization']!r} has none here (run its particles without "
                          "[stationary])")

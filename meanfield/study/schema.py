@@ -18,9 +18,9 @@ from typing import Any
 from .. import domains
 from ..models import ACTIVATIONS, SPLITTINGS, registry
 from ..models.feedforward import DEFAULT_ACTIVATION
-from ..models.normalization import NORMALIZATIONS
+from ..models import normalization as variants
 
-__all__ = ["StudyError", "SCHEMA", "Key", "REQUIRED", "MODEL_KEYS", "show_default", "DOMAINS", "INITIAL_KINDS",
+__all__ = ["StudyError", "SCHEMA", "Key", "REQUIRED", "MODEL_KEYS", "normalization_keys", "show_default", "DOMAINS", "INITIAL_KINDS",
            "DEFAULT_INITIAL", "GRID_LAWS", "METHODS", "PARTICLE_METHODS", "FIGURE_FORMATS", "DEFAULT_DPI",
            "MIN_DPI", "MAX_DPI"]
 
@@ -203,17 +203,6 @@ MODEL_KEYS = {
                       choices=tuple(ACTIVATIONS)),
     "splitting": Key("str", "sum", "attention and feed-forward per layer: 'sum' (their continuous-depth limit), "
                      "'lie' (GLPR (2.8)) or 'strang'", choices=SPLITTINGS),
-    "normalization": Key("str", "post", "where the tokens are normalised (meanfield.models.Normalization, docs/MATH.md "
-                         "§10; self-attention on the sphere, non-causal, attention alone): post (post-LN, tokens on "
-                         "S^{d-1}; every density solver's model); pre (ẋ = A), peri (ẋ = A/|A|) and mix (post-LN "
-                         "before [model] switch, pre-LN after) carry a radius, tokens x = rθ started at r = 1; ngpt "
-                         "(θ̇ = αP_θA/|A|, needs [model] alpha; its [grid] density on the circle and S² is solved by "
-                         "the sums that give A, the Lagrangian representations refuse it). pre, peri, mix: particles "
-                         "only (a [grid] density is refused with the solvers' reason)", choices=NORMALIZATIONS),
-    "alpha": Key("float", None, "normalization = 'ngpt': nGPT's α > 0, the speed of the direction (required there, "
-                 "refused elsewhere)", positive=True),
-    "switch": Key("float", None, "normalization = 'mix': the depth t_0 where post-LN hands over to pre-LN (required "
-                  "there, refused elsewhere)"),
 }
 
 
@@ -251,10 +240,27 @@ def _model_keys() -> dict[str, Key]:
         out[name] = Key(types.pop(), None, doc,  # the loosest range here; the chosen kind's own at validation
                         minimum=None if None in minima else min(minima),
                         positive=all(p.positive for _, p in owners))
-    clash = set(out) & set(MODEL_KEYS)
+    norm = normalization_keys()
+    clash = set(out) & (set(MODEL_KEYS) | set(norm))
     if clash:
         raise TypeError(f"a model kind's parameter shadows the [model] key(s) {', '.join(sorted(clash))}.")
-    return out | MODEL_KEYS
+    return out | MODEL_KEYS | norm
+
+
+def normalization_keys() -> dict[str, Key]:
+    """[model] normalization and its variants' parameters (by name), from the variants' table
+    (:data:`meanfield.models.normalization.VARIANTS`, so that a variant registered later is a study value at once):
+    each parameter belongs to its variant, required there where it has no default, refused elsewhere."""
+    out = {"normalization": Key("str", "post", variants.study_doc(), choices=tuple(variants.VARIANTS))}
+    owned = sorted(((p, v) for v in variants.VARIANTS.values() for p in v.parameters), key=lambda pv: pv[0].name)
+    for p, v in owned:
+        if p.name in out:
+            raise TypeError(f"the normalisation variants' parameter {p.name!r} is given twice (by {v.name!r}); "
+                            "rename one.")
+        there = "required there" if p.default is None else f"default {show_default(p.default)} there"
+        out[p.name] = Key(p.type, None, f"normalization = {v.name!r}: {p.doc} ({there}, refused elsewhere)",
+                          minimum=p.minimum, positive=p.positive)
+    return out
 
 
 class _Schema(Mapping):

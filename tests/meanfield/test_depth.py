@@ -71,7 +71,7 @@ def test_first_order_in_the_plane_without_normalisation(rng):
     ref = particles.simulate(model, x0, [0, 1.0], method="dop853", rtol=1e-12, atol=1e-13).x[-1]
     err = [np.max(np.abs(particles.discrete_depth(model, x0, 1 / K, K).x[-1] - ref)) for K in (20, 40, 80)]
     assert np.all(np.abs(np.log2(np.array(err[:-1]) / np.array(err[1:])) - 1) <= 0.1), err
-    rms = particles.discrete_depth(model, x0, 0.1, 3, normalization="rms").x
+    rms = particles.discrete_depth(model, x0, 0.1, 3, projection="rms").x
     assert np.allclose(np.linalg.norm(rms[1:], axis=-1), np.sqrt(2), rtol=0, atol=1e-14)
 
 
@@ -165,10 +165,14 @@ def test_schedule_layers_are_the_layers_weights(rng):
 
 def test_bad_input(rng):
     x0 = particles.uniform_sphere(5, 3, rng=rng)
-    with pytest.raises(ValueError, match="normalization"):
-        particles.discrete_depth(SelfAttention(1.0), x0, 0.1, 2, normalization="rms")
-    with pytest.raises(ValueError, match="normalization"):
-        particles.discrete_depth(SelfAttention(1.0), x0, 0.1, 2, normalization="layer")
+    with pytest.raises(ValueError, match="projection"):
+        particles.discrete_depth(SelfAttention(1.0), x0, 0.1, 2, projection="rms")
+    with pytest.raises(ValueError, match="projection"):
+        particles.discrete_depth(SelfAttention(1.0), x0, 0.1, 2, projection="layer")
+    for run in (lambda: particles.discrete_depth(SelfAttention(1.0), x0, 0.1, 2, normalization="sphere"),
+                lambda: depth.layer_map(SelfAttention(1.0), x0, np.full(5, 0.2), 0.1, normalization="sphere")):
+        with pytest.raises(TypeError, match=r"`normalization=` is now `projection=`"):  # the old keyword, renamed
+            run()
     with pytest.raises(ValueError, match="depth"):
         particles.discrete_depth(SelfAttention(1.0), x0, 0.0, 2)
     with pytest.raises(ValueError, match="layers"):

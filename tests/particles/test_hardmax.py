@@ -162,7 +162,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"`gamma`.*\(0, 1\]"):
         pt.discrete_depth(hm, X, 1.5, 2)
     with pytest.raises(ValueError, match="pass 'auto'"):
-        pt.discrete_depth(hm, X, 0.5, 2, normalization="none")
+        pt.discrete_depth(hm, X, 0.5, 2, projection="none")
     with pytest.raises(ValueError, match="`manifold` must be one of"):
         Hardmax(manifold="torus")
     with pytest.raises(ValueError, match="`tie_tol`"):
