@@ -110,7 +110,7 @@ def test_the_layers_above_read_the_models_domain():
     assert domains.of_model(sa, 2) is CIRCLE and domains.of_model(sa) is SPHERE
     assert domains.of_model(causal).has_positions and not domains.of_model(sa).has_positions
     assert domains.of_model(sm) is EUCLIDEAN and not EUCLIDEAN.on_sphere
-    assert [depth.default_normalization(m) for m in (sa, causal, sm)] == ["sphere", "sphere", "none"]
+    assert [depth.default_projection(m) for m in (sa, causal, sm)] == ["sphere", "sphere", "none"]
     assert kernels.single_precision_refusal(sa) is None and "double" in kernels.single_precision_refusal(sm)
     with pytest.raises(ValueError, match="R\\^d models"):
         gaussian.solve_gaussian(sa, [1.0, 0.0], np.eye(2), [0.0, 1.0])
