@@ -39,7 +39,7 @@ def main(argv=None):
     model = mf.SelfAttention(4.0)
     g = mf.CircleGrid(n)
     rng = np.random.default_rng(0)
-    rho = mf.Density.from_function(g, mf.domains.CIRCLE.uniform_noise(0.2, 4, rng)).normalized()
+    rho = mf.Density.from_function(g, mf.domains.CIRCLE.uniform_noise(0.2, 4, rng)).unit_mass()
     quad = fq.Gaussian(0.5).quadrature(J)
 
     problem = fq.FrequencyProblem(model, g, quad)

@@ -51,7 +51,7 @@ def main(argv=None):
     print("| work | noisy | noiseless | ratio |\n|---|---|---|---|")
     for L in (63, 127):
         g = mf.SphereGrid(L)
-        y = mf.Density.from_function(g, SPHERE.uniform_noise(0.3, 6, np.random.default_rng(0))).normalized().values
+        y = mf.Density.from_function(g, SPHERE.uniform_noise(0.3, 6, np.random.default_rng(0))).unit_mass().values
         t_noisy = median(step(mf.SelfAttention(4.0, noise=0.05), g, y), args.repeat)
         t_plain = median(step(mf.SelfAttention(4.0), g, y), args.repeat)
         print(f"| S² SA β=4 RK4 step, L = {L} | {1e3 * t_noisy:.2f} ms | {1e3 * t_plain:.2f} ms | "

@@ -21,7 +21,7 @@ from meanfield.laws import uniform_noise
 
 def chain():
     grid = mf.SphereGrid(32)
-    mu0 = mf.Density(grid, uniform_noise(grid, 0.05, 6, rng=0)(grid.points)).normalized()
+    mu0 = mf.Density(grid, uniform_noise(grid, 0.05, 6, rng=0)(grid.points)).unit_mass()
     t0 = time.perf_counter()
     sol = mf.solve(mf.SelfAttention(4.0), mu0, (0, 20), t_eval=np.linspace(0, 20, 21))
     wall = time.perf_counter() - t0

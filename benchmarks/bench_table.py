@@ -403,7 +403,7 @@ def row_circle(repeat):
 # ------------------------------------------------------------------ new capabilities against the nearest step
 def _s2_density(L):
     g = mf.SphereGrid(L)
-    return g, mf.Density.from_function(g, lambda x: np.exp(2.0 * x[..., 2] + x[..., 0] * x[..., 1])).normalized()
+    return g, mf.Density.from_function(g, lambda x: np.exp(2.0 * x[..., 2] + x[..., 0] * x[..., 1])).unit_mass()
 
 
 def row_noise(repeat):

@@ -46,11 +46,11 @@ def circle_cells():
     from validation.wasserstein import _circle_w1, _circle_w1_cells, _sorted, prepare
 
     d = mf.Density.from_function(mf.CircleGrid(128), lambda x: np.exp(3 * x[..., 0]) + 0.5 * np.exp(5 * x[..., 1]))
-    q = prepare(d.normalized())
+    q = prepare(d.unit_mass())
     rng = np.random.default_rng(0)
     print("circle W1, density (2^20 cells) vs N points: N, cells path, merged anchor (medians of 7), ratio, rel. diff")
     for n in (40, 300, 3162, 10**4):
-        x = pt.sample(d.normalized(), n, rng=rng)
+        x = pt.sample(d.unit_mass(), n, rng=rng)
         theta, w = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi), rng.dirichlet(np.ones(n))
         t, ws = _sorted(theta, w)
         fast = lambda: _circle_w1_cells(*q.cell_sums, t, ws)  # noqa: E731
@@ -90,7 +90,7 @@ import json, resource, sys, time
 import numpy as np
 import meanfield as mf, particles as pt
 from validation import distance
-a = mf.Density.from_function(mf.SphereGrid(128), lambda x: np.exp(3 * x[..., 2]) + np.exp(2 * x[..., 0])).normalized()
+a = mf.Density.from_function(mf.SphereGrid(128), lambda x: np.exp(3 * x[..., 2]) + np.exp(2 * x[..., 0])).unit_mass()
 y = pt.sample(a, 2000, rng=1)
 limit = json.loads(sys.argv[1])
 t = time.perf_counter()

@@ -183,9 +183,13 @@ class Density:
         """The dimension d of the ambient R^d of the grid's points."""
         return self.grid.dim
 
-    def normalized(self) -> "Density":
-        """The same density scaled to mass 1."""
+    def unit_mass(self) -> "Density":
+        """The same density scaled to mass 1 (ρ / ∫ρ)."""
         return Density(self.grid, self.values / self.mass(), t=self.t)
+
+    def normalized(self):
+        """Renamed: "normalized" is SA/USA's word (``SelfAttention(normalized=)``); rescaling is :meth:`unit_mass`."""
+        raise AttributeError("Density.normalized() is now Density.unit_mass() (rescaling to mass 1).")
 
     def as_measure(self) -> Measure:
         """The grid measure Σ_j ρ_j w_j δ_{x_j}, carrying its domain; unpacks as ``points, weights``.

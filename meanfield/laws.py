@@ -50,7 +50,7 @@ def uniform_noise(domain, amplitude: float, modes: int, rng=None, *, twist: floa
 
     with A = ``amplitude`` and m = ``modes``; A < 1 keeps the circle's f positive, the sphere's is positive
     for every A >= 0. Normalise it on a grid with
-    ``Density.from_function(grid, f).normalized()``.
+    ``Density.from_function(grid, f).unit_mass()``.
 
     Parameters
     ----------

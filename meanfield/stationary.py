@@ -49,7 +49,7 @@ from scipy.optimize import brentq
 
 from . import checks
 from .density import Density
-from .domains.gegenbauer import bessel_ratio, degree, log_sphere_area, multipliers, normalized_multipliers, orthonormal
+from .domains.gegenbauer import bessel_ratio, degree, log_sphere_area, multipliers, scaled_multipliers, orthonormal
 from .domains.zonal import zonal_refusal
 
 __all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_beta", "transition_beta", "bifurcation",
@@ -194,7 +194,7 @@ class _Kernel:
     A zonal state is μ = f σ with f = e^{h}/Z and h fixed by the moments ĝ_l = ∫ p̄_l dμ, l = 1..K (ĝ_0 = 1):
     U = Σ_{l>=1} (e^{−β}m_l/β) ĝ_l p̄_l (the scaled (1/β)(K_β*μ − its mean)), and h = (c e^β/D) U (USA),
     (c/(βD)) log(1 + βU/m̃_0) (SA; (c/D) U/m̃_0 at β = 0), m̃_l = e^{−β}m_l the normalised multipliers
-    (:func:`meanfield.domains.gegenbauer.normalized_multipliers`), K the degree past which they are below round-off.
+    (:func:`meanfield.domains.gegenbauer.scaled_multipliers`), K the degree past which they are below round-off.
     The map G(ĝ, D)_l = ∫ p̄_l e^{h} dσ / ∫ e^{h} dσ is evaluated by Gauss–Legendre quadrature in the polar angle over
     the interval where the law of the polar angle is within e^{−60} of its maximum (the rest holds < 1e-24 of the
     mass), with nodes doubled until the moments change by less than 1e-13 of their scales ∫|p̄_l| dμ; its Jacobian is the covariance
@@ -207,7 +207,7 @@ class _Kernel:
         self.order = int(order)
         self.K = max(2 * self.order, degree(self.d, self.beta))
         self.active = symmetry_class(self.d, self.order, self.K)  # the degrees the branch's states may hold
-        m = normalized_multipliers(self.d, self.K, self.beta)
+        m = scaled_multipliers(self.d, self.K, self.beta)
         self.m0 = m[0]
         self.n = np.zeros(self.K + 1)
         if self.beta == 0.0:

@@ -191,7 +191,7 @@ def _seed(density, amplitude: float) -> Density:
     grows at σ_1 below D_c."""
     u = density.domain.polar_cosine(density.grid.points)
     values = np.asarray(density.values, dtype=float)
-    return Density(density.grid, values * (1.0 + amplitude * u.reshape(values.shape))).normalized()
+    return Density(density.grid, values * (1.0 + amplitude * u.reshape(values.shape))).unit_mass()
 
 
 def hysteresis(model, start: Density, noises, t_settle: float, *, threshold: float = 0.05, seed: float = 1e-2, settled: float = 1e-7,

@@ -45,7 +45,7 @@ from scipy.linalg import eigh_tridiagonal
 from scipy.special import gammaln, hyp0f1, ive
 
 __all__ = ["log_sphere_area", "sphere_area", "harmonic_dimension", "recurrence", "orthonormal", "gauss",
-           "bessel_ratio", "normalized_multipliers", "multipliers", "degree", "ZonalBasis"]
+           "bessel_ratio", "scaled_multipliers", "multipliers", "degree", "ZonalBasis"]
 
 
 def log_sphere_area(k: int) -> float:
@@ -186,7 +186,7 @@ def bessel_ratio(nu: float, beta: float) -> float:
     return float(r)
 
 
-def normalized_multipliers(d: int, L: int, beta: float) -> np.ndarray:
+def scaled_multipliers(d: int, L: int, beta: float) -> np.ndarray:
     r"""e^{−β} m_l = e^{−β} λ_l/|S^{d−1}| for l = 0..L (module docstring): 1 at l = 0 and β = 0, in (0, 1] for
     every β; λ_l ρ_0 with ρ_0 = 1/|S^{d−1}| the uniform law, which is what the linear rates read."""
     out = np.zeros(L + 1)
@@ -205,7 +205,7 @@ def multipliers(d: int, L: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
     D = |S^{d−1}| δ_{l0} and N = (|S^{d−1}|/d) δ_{l1} (the limit of λ_1/β). d = 2 and 3 give the circle's
     2π e^{−β}I_l and S²'s 4π e^{−β}i_l."""
     area = sphere_area(d - 1)
-    D = area * normalized_multipliers(d, L, beta)
+    D = area * scaled_multipliers(d, L, beta)
     N = np.zeros(L + 1)
     if beta == 0.0:
         if L >= 1:
@@ -222,7 +222,7 @@ def degree(d: int, beta: float, tol: float = 1e-17) -> int:
     of its first two derivatives. K >= 1."""
     K = 8
     while True:
-        m = normalized_multipliers(d, K + 64, beta)
+        m = scaled_multipliers(d, K + 64, beta)
         l = np.arange(m.size, dtype=float)
         with np.errstate(divide="ignore"):
             logt = np.log(m / m[0]) + _log_harmonic_dimension(d, l) + 2.0 * np.log1p(l * (l + d - 2.0))
@@ -306,3 +306,9 @@ class ZonalBasis:
 
     def __repr__(self) -> str:
         return f"ZonalBasis(d={self.d}, M={self.M})"
+
+
+def __getattr__(name):
+    if name == "normalized_multipliers":  # the old spelling, in one line naming the new one
+        raise AttributeError("gegenbauer.normalized_multipliers is now gegenbauer.scaled_multipliers (e^{−β}λ_l).")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -275,7 +275,7 @@ def initial_density(cfg, grid) -> Density | None:
         if kind == "file":  # a bad file is named by _from_file; a law that is no density, here with its path
             values = _from_file(grid, ini["path"])
             try:
-                return Density(grid, values).normalized()
+                return Density(grid, values).unit_mass()
             except (ValueError, TypeError) as exc:
                 raise StudyError(f"[initial] path: {ini['path']!r}: {exc}") from None
         if kind == "uniform-noise":
@@ -288,7 +288,7 @@ def initial_density(cfg, grid) -> Density | None:
             f = laws.poisson(grid, ini["a"])
         else:
             return gaussian_density(grid, np.array(ini["mean"]), _covariance(ini["cov"], cfg["dimension"]))
-        return Density.from_function(grid, f).normalized()
+        return Density.from_function(grid, f).unit_mass()
     except StudyError:  # already one line naming its key
         raise
     except (ValueError, TypeError) as exc:

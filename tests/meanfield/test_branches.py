@@ -86,7 +86,7 @@ def test_k_cluster_states_are_unstable_and_long_time_solves_leave_them():
     bump = 1e-4 * (grid.points[..., 0] + grid.points[..., 1])
     for state, stays in ((one, True), (two, False)):
         rho = state.density(grid).values
-        start = mf.Density(grid, rho * (1 + bump)).normalized()
+        start = mf.Density(grid, rho * (1 + bump)).unit_mass()
         end = mf.solve(model, start, (0, 80), method="rk45").densities[-1]
         r1 = abs(grid.integrate(end.values * np.exp(1j * grid.angles)))
         assert (abs(r1 - one.r) < 1e-6) if stays else (abs(r1 - one.r) < 1e-3 and abs(two.r) > 0.1)

@@ -235,7 +235,7 @@ def test_nonlinear_run_conserves_every_node_mass():
     """SA β = 1, 16 Gauss–Hermite nodes, a perturbed start that clusters: every node's mass stays 1 to round-off
     and the marginal is the weighted sum of the nodes."""
     g = mf.CircleGrid(256)
-    rho0 = mf.Density.from_function(g, mf.domains.CIRCLE.uniform_noise(0.5, 3, np.random.default_rng(2))).normalized()
+    rho0 = mf.Density.from_function(g, mf.domains.CIRCLE.uniform_noise(0.5, 3, np.random.default_rng(2))).unit_mass()
     sol = fq.solve(mf.SelfAttention(1.0), rho0, fq.Gaussian(0.3), (0.0, 3.0), np.linspace(0, 3, 4), nodes=16,
                    omega_tol=np.inf)  # the nodes as a system of their own: the ω check would stop it at t = 1.25
     assert sol.status is mf.Status.SUCCESS, sol.message

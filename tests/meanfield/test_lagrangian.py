@@ -256,7 +256,7 @@ def test_sphere_cell_averages_keep_the_mass_and_bin_each_node_in_its_own_cell():
 def test_zero_density_points_carry_no_mass():
     grid = mf.EuclideanGrid(((-3, 3),), (60,))
     values = np.where(np.abs(grid.points[..., 0]) < 1.5, 1.0, 0.0)
-    mu0 = mf.Density(grid, values).normalized()
+    mu0 = mf.Density(grid, values).unit_mass()
     f = start(mu0)
     assert np.all(f.weights[values == 0] == 0) and np.all(np.isneginf(f.log_density[values == 0]))
     f1 = mf.solve(Softmax(), mu0, (0, 0.5), representation="lagrangian").densities[-1]

@@ -158,7 +158,7 @@ def test_long_time_solve_converges_to_the_stationary_state(domain, grid, T):
     (aligned on its mean), order parameter and profile to 1e-8; at D = 2 D_c it returns to the uniform law
     (at the rate σ_1 = −D_c k², l(l+1), to 1e-8 by t = 60)."""
     g = grid()
-    rho0 = mf.Density.from_function(g, domain.uniform_noise(0.05, 4, np.random.default_rng(1))).normalized()
+    rho0 = mf.Density.from_function(g, domain.uniform_noise(0.05, 4, np.random.default_rng(1))).unit_mass()
     Dc = st.critical_noise(mf.SelfAttention(2.0), domain)
     model = mf.SelfAttention(2.0, noise=0.8 * Dc)
     sol = mf.solve(model, rho0, (0, T), method="rk45", refine=False)
@@ -188,8 +188,8 @@ def test_hysteresis_in_the_discontinuous_window():
     g = mf.CircleGrid(64)
     settle = st.stability(model, upper[0], g)
     assert settle.stable and st.stability(model, None, g).stable
-    near_uniform = mf.Density.from_function(g, CIRCLE.uniform_noise(0.01, 4, np.random.default_rng(2))).normalized()
-    clustered = mf.Density(g, upper[0](g.points) * (1 + 0.01 * g.points[..., 1])).normalized()
+    near_uniform = mf.Density.from_function(g, CIRCLE.uniform_noise(0.01, 4, np.random.default_rng(2))).unit_mass()
+    clustered = mf.Density(g, upper[0](g.points) * (1 + 0.01 * g.points[..., 1])).unit_mass()
     T = 30.0  # σ_1 = −0.029: e^{σ_1 T} = 0.42; the clustered state settles faster (growth −0.22), in T/3
     u = mf.solve(model, near_uniform, (0, T), method="rk45").densities[-1]
     c = mf.solve(model, clustered, (0, T / 3)).densities[-1]
@@ -203,7 +203,7 @@ def test_usa_free_energy_decreases_and_is_monitored():
     the grid solution (the monitor checks it at every step; here it is recomputed from the frames)."""
     g = mf.CircleGrid(128)
     D = 0.5 * st.critical_noise(mf.SelfAttention(3.0, normalized=False), CIRCLE)
-    rho0 = mf.Density.from_function(g, CIRCLE.uniform_noise(0.1, 5, np.random.default_rng(3))).normalized()
+    rho0 = mf.Density.from_function(g, CIRCLE.uniform_noise(0.1, 5, np.random.default_rng(3))).unit_mass()
     sol = mf.solve(mf.SelfAttention(3.0, normalized=False, noise=D), rho0, (0, 20), t_eval=np.linspace(0, 20, 41))
     F = [-d.energy(3.0) + D * g.integrate(d.values * np.log(d.values)) for d in sol.densities]
     assert sol.success and np.all(np.diff(F) < 0)

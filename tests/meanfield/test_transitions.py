@@ -104,7 +104,7 @@ def test_hysteresis_refuses_bad_input():
     grid = CircleGrid(32)
     model = SelfAttention(2.0, V=np.eye(2), normalized=False)
     clustered = st.stationary_state(model, "circle", noise=0.5, r_guess=0.9).density(grid)
-    uniform = clustered.__class__(grid, np.ones(grid.shape)).normalized()
+    uniform = clustered.__class__(grid, np.ones(grid.shape)).unit_mass()
     assert order_parameter(uniform) < 1e-14
     with pytest.raises(ValueError, match="noises"):
         hysteresis(model, clustered, [0.6, 0.5], 10.0)

@@ -9,7 +9,7 @@ import meanfield as mf
 from meanfield import stationary
 import particles
 from meanfield.domains import CircleGrid, SphereGrid, ZonalGrid, zonal_domain
-from meanfield.domains.gegenbauer import ZonalBasis, gauss, multipliers, normalized_multipliers, orthonormal
+from meanfield.domains.gegenbauer import ZonalBasis, gauss, multipliers, scaled_multipliers, orthonormal
 from meanfield.domains.zonal_sphere import ZonalQuadrature, ZonalSpectral
 from meanfield.domains.zonal_sphere.grid import MAX_DIMENSION, uniform_polar_cdf
 
@@ -79,8 +79,8 @@ def test_multipliers_of_the_circle_and_s2_and_every_dimension():
         nu = d / 2 - 1
         direct = np.exp(special.gammaln(d / 2) + nu * np.log(2 / 7.0)) * special.ive(nu + l, 7.0)
         ok = direct > 1e-250
-        assert np.allclose(normalized_multipliers(d, 29, 7.0)[ok], direct[ok], rtol=1e-12)
-    m = normalized_multipliers(1000, 5, 1e-3)
+        assert np.allclose(scaled_multipliers(d, 29, 7.0)[ok], direct[ok], rtol=1e-12)
+    m = scaled_multipliers(1000, 5, 1e-3)
     assert m[0] == pytest.approx(np.exp(-1e-3) * (1 + 1e-6 / (4 * 500)), rel=1e-14) and np.all(np.isfinite(m))
 
 

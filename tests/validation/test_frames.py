@@ -117,7 +117,7 @@ def test_solution_and_trajectory_expose_their_states_as_frames():
 
 def test_a_density_carries_its_time_through_rescaling_and_resampling():
     rho = mf.Density(mf.CircleGrid(16), np.full(16, 2.0), t=0.25)
-    assert rho.t == 0.25 and rho.normalized().t == 0.25 and rho.resampled(mf.CircleGrid(32)).t == 0.25
+    assert rho.t == 0.25 and rho.unit_mass().t == 0.25 and rho.resampled(mf.CircleGrid(32)).t == 0.25
     assert mf.Density.uniform(mf.CircleGrid(16)).t is None
 
 

@@ -77,7 +77,7 @@ def test_a_density_against_points_by_its_cells_is_pots_circle_w1(rng, cells):
     cells, weighted points, a Dirac, points on cell midpoints and at 0."""
     from validation.wasserstein import _circle_w1, _circle_w1_cells, _sorted, prepare
 
-    d = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]) + np.exp(6 * x[..., 1])).normalized()
+    d = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(4 * x[..., 0]) + np.exp(6 * x[..., 1])).unit_mass()
     quantised = prepare(d, cells=cells)
     mass = quantised.weights.copy()
     mass[: cells // 5] = 0.0  # an empty arc
@@ -266,7 +266,7 @@ def test_batched_point_sets_give_one_distance_per_set():
 # ------------------------------------------------------------------ any size: distance, its bound and its method
 def sphere_density(lmax):
     """A smooth two-bump density on SphereGrid(lmax)."""
-    return mf.Density.from_function(mf.SphereGrid(lmax), lambda x: np.exp(3 * x[..., 2]) + np.exp(2 * x[..., 0])).normalized()
+    return mf.Density.from_function(mf.SphereGrid(lmax), lambda x: np.exp(3 * x[..., 2]) + np.exp(2 * x[..., 0])).unit_mass()
 
 
 def clustered_frame(lmax, t=1.0):
@@ -308,7 +308,7 @@ def test_circle_and_line_are_exact_at_any_size(rng):
     z = rng.normal(size=(2, 20000, 1))
     assert W.distance(z[0], z[1], 1, max_entries=1).method == "quantiles"
     rho = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(np.cos(np.arctan2(x[..., 1], x[..., 0]))))
-    assert W.distance(rho, rho.normalized(), 1).bound == 2 * W.circle_density_resolution()
+    assert W.distance(rho, rho.unit_mass(), 1).bound == 2 * W.circle_density_resolution()
     assert W.distance(rho, on_circle(th[0]), 1, cells=1024).bound == W.circle_density_resolution(1024)
 
 
@@ -346,7 +346,7 @@ def test_lagrangian_frames_are_measures(rng):
     C, uniform = geodesic(frame.points, x), np.ones(60)
     assert w1(frame, x) == pytest.approx(lp_ot(C, frame.weights, uniform), rel=1e-9)  # a linear program, not POT
     assert w2(x, frame) == pytest.approx(lp_ot(C**2, frame.weights, uniform) ** 0.5, rel=1e-9)
-    circle = mf.lagrangian.start(mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(x[..., 0])).normalized())
+    circle = mf.lagrangian.start(mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(x[..., 0])).unit_mass())
     ta = np.arctan2(circle.points[:, 1], circle.points[:, 0]) % (2 * np.pi)  # circle_lp's angles: in [0, 2π)
     tb = rng.uniform(0, 2 * np.pi, 100)
     # the library's circle CDF formula against the linear program with the geodesic cost
@@ -406,7 +406,7 @@ def test_the_issue_cases_within_30_s_and_4_gib(case, tmp_path):
         solve = f"""
 import numpy as np, meanfield as mf
 g = mf.SphereGrid(100)
-d = mf.Density.from_function(g, mf.laws.uniform_noise(g, 0.05, 6, rng=np.random.default_rng(0))).normalized()
+d = mf.Density.from_function(g, mf.laws.uniform_noise(g, 0.05, 6, rng=np.random.default_rng(0))).unit_mass()
 sol = mf.solve(mf.SelfAttention(beta=4.0), mf.lagrangian.start(d), (0, 40), method="dop853", rtol=1e-8,
                representation="nodes")
 f = sol.densities[-1]
@@ -418,7 +418,7 @@ np.savez({str(frame)!r}, state=f.state, weights=f.weights, log_density=f.log_den
 import json, resource, time, numpy as np, meanfield as mf, particles as pt
 from validation.wasserstein import distance
 if {case!r} == "grid":
-    a = mf.Density.from_function(mf.SphereGrid(128), lambda x: np.exp(3 * x[..., 2]) + np.exp(2 * x[..., 0])).normalized()
+    a = mf.Density.from_function(mf.SphereGrid(128), lambda x: np.exp(3 * x[..., 2]) + np.exp(2 * x[..., 0])).unit_mass()
     y = pt.sample(a, 2000, rng=1)
 else:
     z = np.load({str(frame)!r})

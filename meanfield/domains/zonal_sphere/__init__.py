@@ -29,12 +29,12 @@ from ..base import SUPERSCRIPT, Domain, PointSums, register, unit_sphere
 from ..zonal import ZONAL_RULE, energy_beta
 from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
     sampling as _sampling
-from ..gegenbauer import ZonalBasis, degree, gauss, multipliers, normalized_multipliers, orthonormal, sphere_area
+from ..gegenbauer import ZonalBasis, degree, gauss, multipliers, scaled_multipliers, orthonormal, sphere_area
 from .continuity import ZonalQuadrature, ZonalSpectral
 from .grid import MAX_DIMENSION, ZonalGrid, axis, check_dimension, polar_angles
 
 __all__ = ["ZONAL", "ZonalSphere", "zonal_domain", "ZonalGrid", "ZonalBasis", "ZonalSpectral", "ZonalQuadrature",
-           "MAX_DIMENSION", "axis", "polar_angles", "multipliers", "normalized_multipliers", "degree", "gauss",
+           "MAX_DIMENSION", "axis", "polar_angles", "multipliers", "scaled_multipliers", "degree", "gauss",
            "orthonormal", "sphere_area"]
 
 #: Cells of [0, π] a zonal density's polar angle is quantised into for the distances (``validation``).

@@ -16,7 +16,7 @@ S¹ and S²), the rate of c̄_0 is exactly zero (p̄_0′ = 0: the mass is conse
 an analysed product is taken. The fixed steps run their stages on the coefficients (``coefficient_stages``), the
 noise's DΔ as their exact integrating factor.
 
-- :class:`ZonalSpectral`: φ, φ′, φ″ from the multipliers (e^{−β}-scaled, :func:`.basis.normalized_multipliers`) up
+- :class:`ZonalSpectral`: φ, φ′, φ″ from the multipliers (e^{−β}-scaled, :func:`.basis.scaled_multipliers`) up
   to the degree past which they are below round-off (:func:`.basis.degree`), or L.
 - :class:`ZonalQuadrature` (the reference it is tested against): φ and φ′ by the Gauss rule of the grid's own
   rings against the ring kernel — the average of e^{β⟨x,y⟩} over the ring of y,
@@ -33,7 +33,7 @@ import numpy as np
 from scipy.special import hyp0f1
 
 from ...numerics import check_usa_beta
-from ..gegenbauer import degree, gauss, normalized_multipliers, orthonormal
+from ..gegenbauer import degree, gauss, scaled_multipliers, orthonormal
 
 __all__ = ["ZonalSpectral", "ZonalQuadrature", "dealiased_nodes"]
 
@@ -131,7 +131,7 @@ class ZonalSpectral(_ZonalRate):
         super().__init__(grid, beta, c, normalized)
         K = min(self.L, degree(self.d, self.beta))
         self.K = K
-        m = normalized_multipliers(self.d, K, self.beta)  # e^{−β} λ_l / |S|
+        m = scaled_multipliers(self.d, K, self.beta)  # e^{−β} λ_l / |S|
         self.m = m
         self.n = np.zeros(K + 1)  # e^{−β} λ_l / (β|S|), the β → 0 limit 1/d at l = 1
         if self.beta == 0.0:

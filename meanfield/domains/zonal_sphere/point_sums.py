@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...numerics import EXP_MAX
-from ..gegenbauer import degree, harmonic_dimension, normalized_multipliers, orthonormal
+from ..gegenbauer import degree, harmonic_dimension, scaled_multipliers, orthonormal
 
 __all__ = ["ring_degree", "ring_moments", "ring_field", "ring_field_and_divergence", "ring_excess_energy",
            "excess_from_moments", "mean_excess"]
@@ -42,7 +42,7 @@ def ring_moments(points, weights, K: int, d: int) -> np.ndarray:
 
 
 def _multipliers(d, K, beta):
-    m = normalized_multipliers(d, K, beta)
+    m = scaled_multipliers(d, K, beta)
     n = np.zeros(K + 1)
     if beta == 0.0:
         if K >= 1:
@@ -115,7 +115,7 @@ def mean_excess(d: int, beta: float) -> float:
             if term < 1e-18 * total:
                 break
         return float(np.exp(-beta) * total / beta)
-    return float((normalized_multipliers(d, 0, beta)[0] - np.exp(-beta)) / beta)
+    return float((scaled_multipliers(d, 0, beta)[0] - np.exp(-beta)) / beta)
 
 
 def excess_from_moments(g, d: int, beta: float) -> float:
