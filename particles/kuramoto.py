@@ -9,9 +9,10 @@ heavy tail puts some at |ω| ~ γN) turns exactly and never limits the step; the
 points' retractions (the 0-homogeneous extension of :func:`particles.simulate`), and the state is retracted onto
 the circle after each step. With ω = 0 this is :func:`particles.simulate`'s system, advanced by RK4.
 
-:func:`lohe` is the same on S^{d-1} for any d (the Lohe model; docs/MATH.md §11 is its circle): each token turns by its own skew
-matrix, ẋ_i = Ω_i x_i + X[μ^n](x_i), Ω_i given per token or drawn from a finite law (nodes and probabilities, the
-particles of :class:`meanfield.frequencies.RotationGrid`'s densities); on the circle Ω = ωJ is a frequency ω.
+:func:`lohe` is the same on S^{d-1} for any d (the Lohe model; docs/MATH.md §11 is its circle): each token turns
+by its own skew matrix, ẋ_i = Ω_i x_i + X[μ^n](x_i), Ω_i given per token or drawn from a finite law (nodes and
+probabilities, the particles of :class:`meanfield.frequencies.RotationGrid`'s densities); on the circle Ω = ωJ is a
+frequency ω.
 """
 
 from __future__ import annotations
