@@ -7,7 +7,8 @@ velocity               the tokens' velocity, the right-hand side simulate integr
 with_positions         tokens in their array order as rows (s, x), for causal attention
 discrete_depth         the same tokens through discrete layers x ↦ N(x + h X[μ](x)) (GLPR §2.1), each
                        normalisation's layer, hardmax attention's AFZ map (MATH.md §10–11)
-kuramoto               tokens with natural frequencies on S¹, θ̇_i = ω_i + X[μ](θ_i) (``kuramoto.simulate``)
+kuramoto               tokens with natural frequencies on S¹, θ̇_i = ω_i + X[μ](θ_i) (``kuramoto.simulate``); the
+                       Lohe model on S^{d-1}, ẋ_i = Ω_i x_i + X[μ](x_i), Ω_i skew (``kuramoto.lohe``)
 fused                  batches of small systems advanced by compiled RK4 sequences
 sampling               uniform, orthogonal and density-distributed initial points
 clusters               clustering statistics of GLPR §6.3
