@@ -56,8 +56,9 @@ dealiased nodes and at the rings from the rings' marginal by the ring-kernel qua
 tabulated once). Time: classical RK4 with a fixed step dt = cfl × r_min × min(Δθ_min / max|α sin θ|, Δs / max|a|)
 measured on ρ0 (or ``dt``), Δθ_min the smallest gap of the rings' polar angles.
 
-What is not built: registration as a representation of :func:`meanfield.solve` (this is a function,
-:func:`solve_zonal_radial`, with its own RK4 loop), USA heads, several heads, noise. A run stops with
+Several heads sum their averages; a USA head (no division by φ) has A = c e^β (scaled sums). What is not built:
+registration as a representation of :func:`meanfield.solve` (this is a function, :func:`solve_zonal_radial`, with
+its own RK4 loop), noise. A run stops with
 ``ValueError`` where mass reaches the two outer cells of s at either end (the zero-flux walls would hold it).
 """
 
@@ -72,6 +73,9 @@ from . import checks
 from .domains.gegenbauer import gauss, orthonormal
 from .domains.zonal_sphere.continuity import dealiased_nodes
 from .domains.zonal_sphere.grid import ZonalGrid
+from .models import heads
+from .models.normalization import normalization_of
+from .numerics import check_usa_beta
 
 __all__ = ["ZonalCylinderGrid", "ZonalRadialSolution", "solve_zonal_radial", "zonal_field", "GUARD_CELLS"]
 
@@ -143,39 +147,73 @@ def _ring_kernels(d: int, beta: float, u, v):
     return k, du, dbeta
 
 
-class _Field:
-    """(α, a) at given nodes from the rings' marginal f̄ (ring values, σ̄ density), one SA head."""
+def _zonal_heads(model, d: int):
+    """(normalisation, [(β, c, normalized)]) of a pre/peri-LN Transformer with zonal self-attention heads acting on
+    R^d, or ``ValueError`` naming what is refused."""
+    if not getattr(model, "has_blocks", False):
+        raise ValueError(f"`model` {model!r} is post-LN (tokens on the sphere: meanfield.solve on the zonal domain). "
+                         "For pre- or peri-LN give Transformer(SelfAttention(beta), normalization='pre') (or "
+                         "'peri').")
+    norm = normalization_of(model)
+    why = norm.cylinder_refusal()
+    if why is not None:
+        raise ValueError(f"solve_zonal_radial solves the radial normalisations ẋ = f(|A|)A; normalization {norm!r} "
+                         f"is refused: {why}. Run particles (particles.simulate).")
+    out = []
+    for i, h in enumerate(heads(model.attention)):
+        z = h.zonal
+        if not h.exp_kernel or h.causal or h.noise or z is None:
+            raise ValueError(f"head {i} ({h!r}) is not a noiseless, non-causal zonal self-attention head (Q = qI, "
+                             "K = kI, V = cI): run particles (particles.simulate).")
+        if h.dim not in (None, d):
+            raise ValueError(f"head {i} acts on R^{h.dim}, not on R^{d} (`d` = {d}).")
+        check_usa_beta(z.beta, h.normalized, f"the zonal S^{d - 1} × (0, ∞)")
+        out.append((float(z.beta), float(z.c), bool(h.normalized)))
+    return norm, out
 
-    def __init__(self, d, beta, c, normalization, nodes, rings, ring_weights):
-        self.c, self.peri = float(c), normalization == "peri"
-        k, du, db = _ring_kernels(d, float(beta), nodes, rings)
-        self.K, self.Du, self.Db = k * ring_weights, du * ring_weights, db * ring_weights
+
+class _Field:
+    """(α, a) at given nodes from the rings' marginal f̄ (ring values, σ̄ density), summed over the heads, then
+    scaled by the normalisation (pre-LN as is, peri-LN over |A| = √(α²(1 − u²) + a²))."""
+
+    def __init__(self, d, norm, head_list, nodes, rings, ring_weights):
+        self.norm = norm
+        self.heads = []
+        for beta, c, normalized in head_list:
+            k, du, db = _ring_kernels(d, beta, nodes, rings)
+            scale = c if normalized else c * np.exp(beta)  # USA: the unscaled sums, no division by φ
+            self.heads.append((normalized, scale, k * ring_weights, du * ring_weights, db * ring_weights))
         self.sin2 = 1.0 - np.asarray(nodes) ** 2
+        self.bound = sum(abs(scale) for _, scale, *_ in self.heads)  # the largest |A| any law gives
 
     def __call__(self, marginal):
-        phi = self.K @ marginal
-        alpha = self.c * (self.Du @ marginal) / phi
-        a = self.c * (self.Db @ marginal) / phi
-        if self.peri:
-            A = np.sqrt(alpha * alpha * self.sin2 + a * a)
-            if not np.all(A > 1e-12 * abs(self.c)):
-                raise FloatingPointError("peri-LN divides A by |A|, but |A| vanishes at a node (e.g. the uniform "
-                                         "law): its direction is undefined there.")
-            alpha, a = alpha / A, a / A
-        return alpha, a
+        alpha = a = 0.0
+        for normalized, scale, K, Du, Db in self.heads:
+            phi = (K @ marginal) if normalized else 1.0
+            alpha = alpha + scale * (Du @ marginal) / phi
+            a = a + scale * (Db @ marginal) / phi
+        return self.norm.scale_average((alpha, a), lambda: self._length(alpha, a))
+
+    def _length(self, alpha, a):
+        A = np.sqrt(alpha * alpha * self.sin2 + a * a)
+        if not np.all(A > 1e-12 * self.bound):
+            raise FloatingPointError("the normalisation divides A by |A|, but |A| vanishes at a node (e.g. the "
+                                     "uniform law at β = 0): its direction is undefined there.")
+        return A
 
 
-def zonal_field(d: int, beta: float, marginal, u, *, c: float = 1.0, normalization: str = "pre"):
-    r"""(α(u), a(u)) of the module docstring — A(θ) = α(u)(e − uθ) + a(u)θ — at polar cosines ``u`` for the zonal
-    law of directions whose σ̄-density has the values ``marginal`` at the Gauss rings of ZonalGrid(d, len − 1)."""
+def zonal_field(model, d: int, marginal, u):
+    r"""(α(u), a(u)) of the module docstring — A(θ) = α(u)(e − uθ) + a(u)θ, then scaled by the model's normalisation
+    (peri-LN: over |A|) — at polar cosines ``u``, for the zonal law of directions whose σ̄-density has the values
+    ``marginal`` at the Gauss rings of ZonalGrid(d, len(marginal) − 1)."""
+    norm, head_list = _zonal_heads(model, d)
     marginal = np.asarray(marginal, dtype=float)
     basis = ZonalGrid(d, marginal.size - 1).basis
-    return _Field(d, beta, c, normalization, np.atleast_1d(np.asarray(u, float)), basis.u, basis.mean_weights)(
-        marginal)
+    return _Field(d, norm, head_list, np.atleast_1d(np.asarray(u, float)), basis.u, basis.mean_weights)(marginal)
 
 
 class _Rate:
-    def __init__(self, grid: ZonalCylinderGrid, beta, c, normalization):
+    def __init__(self, grid: ZonalCylinderGrid, norm, head_list):
         d, L = grid.d, grid.lmax
         self.grid = grid
         Md = dealiased_nodes(L)
@@ -183,8 +221,8 @@ class _Rate:
         P, P1 = orthonormal(d, L, self.ud, derivatives=1, normalized=True)
         self.P = P  # coefficients → values at the dealiased nodes
         self.G = (P1 * (wd * (1.0 - self.ud ** 2))[:, None]).T  # flux at the dealiased nodes → ∂_t c̄
-        self.field_d = _Field(d, beta, c, normalization, self.ud, grid.u, grid.w)
-        self.field_r = _Field(d, beta, c, normalization, grid.u, grid.u, grid.w)
+        self.field_d = _Field(d, norm, head_list, self.ud, grid.u, grid.w)
+        self.field_r = _Field(d, norm, head_list, grid.u, grid.u, grid.w)
         self.decay = np.exp(-grid.s)[:, None]
         self.face_decay = np.exp(-grid.s_edges[1:-1])[:, None]
         self.sin_d = np.sqrt(1.0 - self.ud ** 2)
@@ -271,18 +309,18 @@ class ZonalRadialSolution:
         return np.interp(s, self.grid.s_edges, F)
 
 
-def solve_zonal_radial(d: int, beta: float, rho0, t_end: float, t_eval=None, *, c: float = 1.0,
-                       normalization: str = "pre", lmax: int = 32, n_s: int = 128, radii=(0.25, 8.0),
+def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: int = 32, n_s: int = 128, radii=(0.25, 8.0),
                        cfl: float = 0.2, dt: float | None = None, edge_tol: float = 1e-10) -> ZonalRadialSolution:
-    r"""The density of pre/peri-LN tokens x = rθ under one SA head (Q = K = I, V = cI, inverse temperature β) whose
-    law is zonal about e (module docstring), on the rings × cells of s.
+    r"""The density of pre/peri-LN tokens x = rθ whose law is zonal about e (module docstring), on the rings × cells
+    of s.
 
     Parameters
     ----------
+    model : Transformer
+        ``Transformer(attention, normalization="pre" | "peri")`` with zonal self-attention heads (Q = qI, K = kI,
+        V = cI; SA or USA; several heads sum their averages), no noise, non-causal.
     d : int
         S^{d-1} ⊂ R^d, d >= 2.
-    beta : float
-        β >= 0.
     rho0 : callable
         ``rho0(u, s)``: the initial density w.r.t. dσ̄(u) ds (broadcasting), normalised here to mass 1.
     t_end : float
@@ -290,9 +328,6 @@ def solve_zonal_radial(d: int, beta: float, rho0, t_end: float, t_eval=None, *, 
     t_eval : array_like, optional
         Increasing output times in [0, t_end] (the last step before each is shortened to land on it). Default
         (0, t_end).
-    c : float
-        V = cI.
-    normalization : {"pre", "peri"}
     lmax, n_s, radii
         :class:`ZonalCylinderGrid`.
     cfl, dt
@@ -304,18 +339,14 @@ def solve_zonal_radial(d: int, beta: float, rho0, t_end: float, t_eval=None, *, 
     -------
     ZonalRadialSolution
     """
-    if normalization not in ("pre", "peri"):
-        raise ValueError(f"`normalization` must be 'pre' or 'peri', got {normalization!r}.")
-    beta = checks.real(beta, "beta")
-    if not beta >= 0:
-        raise ValueError(f"`beta` must be >= 0, got {beta}.")
+    norm, head_list = _zonal_heads(model, d)
     t_end = checks.positive(t_end, "t_end")
     grid = ZonalCylinderGrid(d, lmax, n_s, radii)
     y = np.array(grid.cell_averages(rho0), dtype=float)
     if not np.all(np.isfinite(y)) or np.any(y < 0):
         raise ValueError("`rho0` must be finite and >= 0 on the grid.")
     y /= grid.mass(y)
-    rate = _Rate(grid, beta, c, normalization)
+    rate = _Rate(grid, norm, head_list)
     if dt is None:
         wmax, bmax = rate.speeds(y)
         gaps = np.min(np.diff(np.concatenate([[0.0], grid.theta, [np.pi]])))
