@@ -309,7 +309,8 @@ class ZonalRadialSolution:
         return np.interp(s, self.grid.s_edges, F)
 
 
-def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: int = 32, n_s: int = 128, radii=(0.25, 8.0),
+def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: int = 32, n_s: int = 128,
+                       radii=(0.25, 8.0),
                        cfl: float = 0.2, dt: float | None = None, edge_tol: float = 1e-10) -> ZonalRadialSolution:
     r"""The density of pre/peri-LN tokens x = rθ whose law is zonal about e (module docstring), on the rings × cells
     of s.
@@ -333,7 +334,8 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
     cfl, dt
         The RK4 step (module docstring), or a fixed ``dt``.
     edge_tol : float
-        Mass (at the start or after any step) in the GUARD_CELLS outer cells of s at either end above which the run stops (``ValueError``).
+        Mass (at the start or after any step) in the GUARD_CELLS outer cells of s at either end above which the run
+        stops (``ValueError``).
 
     Returns
     -------

@@ -255,4 +255,5 @@ def test_bad_input_is_refused(kwargs, words):
 
 def test_mass_at_the_walls_stops_the_run():
     with pytest.raises(ValueError, match="guard cells"):
-        solve_zonal_radial(pre(1.0), 3, lambda u, s: gauss_s(s, 0.0, 0.5), 1.0, lmax=8, n_s=32, radii=(np.exp(-1), 10.0))
+        solve_zonal_radial(pre(1.0), 3, lambda u, s: gauss_s(s, 0.0, 0.5), 1.0, lmax=8, n_s=32,
+                           radii=(np.exp(-1), 10.0))
