@@ -53,8 +53,8 @@ by the Gauss rule of ⌈3(lmax + 1)/2⌉ nodes (dealiased), its l = 0 rate exact
 ring, as the cylinder: the centred face value F_{m+½}(u_j) = e^{−s_{m+½}} a(u_j)(ρ_m + ρ_{m+1})/2, zero flux through
 the outer faces. Both parts conserve the mass Σ_j w̄_j Σ_m ρ_{mj} Δs to round-off. The field α, a is formed at the
 dealiased nodes and at the rings from the rings' marginal by the ring-kernel quadrature (O(lmax²) kernel values,
-tabulated once). Time: classical RK4 with a fixed step dt = cfl × r_min × min(Δθ_min / max|α sin θ|, Δs / max|a|)
-measured on ρ0 (or ``dt``), Δθ_min the smallest gap of the rings' polar angles.
+tabulated once). Time: classical RK4 with the step dt = cfl × r_min × min(Δθ_min / max|α sin θ|, Δs / max|a|)
+measured before every step (or a fixed ``dt``), Δθ_min the smallest gap of the rings' polar angles (and of the poles).
 
 Several heads sum their averages; a USA head (no division by φ) has A = c e^β (scaled sums). What is not built:
 registration as a representation of :func:`meanfield.solve` (this is a function, :func:`solve_zonal_radial`, with
@@ -262,6 +262,7 @@ class ZonalRadialSolution:
     values : ndarray (T, n_s, lmax + 1)
     grid : ZonalCylinderGrid
     dt : float
+        The smallest step taken (inf where no step was taken).
     mass : ndarray (T,)
     """
 
@@ -349,14 +350,19 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
         raise ValueError("`rho0` must be finite and >= 0 on the grid.")
     y /= grid.mass(y)
     rate = _Rate(grid, norm, head_list)
-    if dt is None:
+    cfl = checks.positive(cfl, "cfl")
+    fixed = None if dt is None else checks.positive(dt, "dt")
+    gap = float(np.min(np.diff(np.concatenate([[0.0], grid.theta, [np.pi]]))))
+
+    def step_size(y):
+        """``dt`` where given, else cfl × r_min × min(Δθ_min/max|α sin θ|, Δs/max|a|) at the state y."""
+        if fixed is not None:
+            return fixed
         wmax, bmax = rate.speeds(y)
-        gaps = np.min(np.diff(np.concatenate([[0.0], grid.theta, [np.pi]])))
-        bounds = [b for b in ((gaps / wmax) if wmax > 0 else np.inf, (grid.ds / bmax) if bmax > 0 else np.inf)]
-        dt = float(cfl * grid.radii[0] * min(bounds))
-        dt = min(dt, t_end / 4)
-    else:
-        dt = checks.positive(dt, "dt")
+        bounds = [gap / wmax if wmax > 0 else np.inf, grid.ds / bmax if bmax > 0 else np.inf, t_end / 4]
+        return float(cfl * grid.radii[0] * min(bounds)) if wmax > 0 or bmax > 0 else t_end / 4
+
+    dt_min = np.inf
     t_eval = np.array([0.0, t_end] if t_eval is None else t_eval, dtype=float)
     if np.any(np.diff(t_eval) < 0) or t_eval[0] < 0 or t_eval[-1] > t_end:
         raise ValueError(f"`t_eval` must increase within [0, t_end = {t_end:g}], got {t_eval}.")
@@ -366,6 +372,8 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
     t = 0.0
     for te in t_eval:
         while t < te - 1e-14 * max(1.0, te):
+            dt = step_size(y)
+            dt_min = min(dt_min, dt)
             h = min(dt, te - t)
             k1 = rate(y)
             k2 = rate(y + 0.5 * h * k1)
@@ -380,7 +388,7 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
         out_t.append(t)
         out_y.append(y.copy())
         out_m.append(grid.mass(y))
-    return ZonalRadialSolution(np.array(out_t), np.array(out_y), grid, dt, np.array(out_m))
+    return ZonalRadialSolution(np.array(out_t), np.array(out_y), grid, float(dt_min), np.array(out_m))
 
 
 def _check_walls(t, y, grid, cell, edge_tol):

@@ -245,6 +245,8 @@ def test_particles_approach_the_density_at_rate_half_d16():
     ({"model": pre(1.0, Q=np.eye(4))}, "R\\^4"),
     ({"radii": (2.0, 1.0)}, "radii"),
     ({"t_eval": [0.0, 2.0]}, "t_eval"),
+    ({"cfl": 0.0}, "cfl"),
+    ({"dt": -1.0}, "dt"),
 ])
 def test_bad_input_is_refused(kwargs, words):
     args = {"model": pre(1.0), "d": 3, "rho0": turning, "t_end": 1.0, "lmax": 8, "n_s": 16, "radii": RADII}
