@@ -1,0 +1,401 @@
+r"""Pre- and peri-LN densities on the zonal S^{d-1} × (0, ∞): polar cosine × radius, any d >= 2 (docs/MATH.md §10).
+
+The mathematics
+---------------
+Pre/peri-LN tokens are x = rθ, r > 0, θ ∈ S^{d-1}, and attention reads the directions: for one SA head with
+Q = qI, K = kI, V = cI (β the effective βqk) and ρ̄ the law of the directions,
+
+    A(θ) = c N(θ)/φ(θ),   φ(θ) = ∫ e^{β⟨θ, y⟩} ρ̄(dy),   N(θ) = ∫ y e^{β⟨θ, y⟩} ρ̄(dy).
+
+Extend φ to x ∈ R^d, Φ(x) = ∫ e^{β⟨x, y⟩} ρ̄(dy): then N(θ) = ∇Φ(θ)/β. Its part along θ is
+⟨θ, ∇Φ(θ)⟩/β = ∫ ⟨θ, y⟩ e^{β⟨θ, y⟩} ρ̄(dy) = ∂_β φ(θ) (the derivative of φ in β at fixed θ); its tangential part is
+the sphere's gradient ∇_S φ/β. Where ρ̄ is zonal about the axis e (invariant under the rotations fixing e; e = e_d,
+e_1 for d = 2 as :mod:`meanfield.domains.zonal_sphere`), φ is a function φ(u) of the polar cosine u = ⟨θ, e⟩ alone,
+∇_S φ = φ′(u)(e − uθ), and so
+
+    A(θ) = α(u) (e − uθ) + a(u) θ = α(u) e + γ(u) θ,    α = c φ′(u)/(β φ(u)),   a = c ∂_βφ(u)/φ(u),   γ = a − uα.
+
+The zonal sums are those of the zonal sphere: for ρ̄ = f̄(v) dσ̄(v) (σ̄ the normalised surface measure),
+φ(u) = ∫ k(u, v) f̄(v) dσ̄(v) with the ring kernel k(u, v) = e^{βuv} ₀F₁(; (d − 1)/2; β²(1 − u²)(1 − v²)/4) (the
+average of e^{β⟨θ, y⟩} over the ring of y; :class:`~meanfield.domains.zonal_sphere.ZonalQuadrature`), so
+φ′ = ∫ ∂_u k f̄ dσ̄ and ∂_βφ = ∫ ∂_β k f̄ dσ̄ with
+
+    ∂_β k = e^{βuv} [uv ₀F₁(b; z) + (β/2)(1 − u²)(1 − v²) ₀F₁(b + 1; z)/b],    b = (d − 1)/2,  z = β²(1−u²)(1−v²)/4.
+
+The motion. Pre-LN ẋ = A: ṙ = ⟨θ, A⟩ = a(u), θ̇ = P_θ A/r = α(u)(e − uθ)/r, so the polar cosine moves by
+u̇ = ⟨e, θ̇⟩ = α(u)(1 − u²)/r and, in s = log r, ṡ = a(u) e^{−s}. Peri-LN ẋ = A/|A| divides both by
+|A| = √(α²(1 − u²) + a²) (|e − uθ|² = 1 − u²). The zonal law stays zonal (the field commutes with the rotations
+fixing e), and the density ρ(u, s, t) of (u, s) with respect to dσ̄(u) ds — dσ̄(u) = (1 − u²)^{(d−3)/2} du / B_d,
+B_d = ∫_{−1}^{1} (1 − u²)^{(d−3)/2} du — solves
+
+    ∂_t ρ + (1 − u²)^{−(d−3)/2} ∂_u((1 − u²)^{(d−3)/2} ρ e^{−s} α(u)(1 − u²)) + ∂_s(ρ e^{−s} a(u)) = 0
+
+(peri-LN: α, a over |A|), the field depending on ρ only through the marginal f̄(u) = ∫ ρ(u, s) ds. (Its weak
+form: for a test function p(u)q(s), d/dt ∫∫ pq ρ dσ̄ ds = ∫∫ (p′ q u̇ + p q′ ṡ) ρ dσ̄ ds.) Check at d = 2: u = cos θ,
+dσ̄ = dθ/2π on the circle, so ρ = 2π ρ_cyl(θ, s) for the density ρ_cyl of :mod:`meanfield.cylinder` w.r.t. dθ ds;
+e − uθ = −sin θ θ^⊥ gives v = ⟨θ^⊥, A⟩ = −α sin θ and u̇ = −sin θ θ̇ = −sin θ v/r = α sin²θ/r; with the weight
+(1 − u²)^{−1/2} = 1/sin θ and ∂_u = −(1/sin θ)∂_θ the u-divergence is
+sin θ ∂_u(ρ u̇/sin θ) = sin θ ∂_u(−ρ θ̇) = ∂_θ(ρ θ̇), the cylinder's θ-flux, and the s-fluxes are the same
+(a = ⟨θ, A⟩ in both). For the uniform law of directions α = 0 and a = c I_{d/2}(β)/I_{d/2−1}(β) (A is radial by
+symmetry, not zero): every radius moves by ṙ = a, r(t) = r(0) + at, an exact solution the tests use.
+tests/meanfield/test_zonal_cylinder.py checks this numerically: at d = 2 the two solvers agree to the angular
+discretisation error, which converges under refinement.
+
+Discretisation
+--------------
+lmax + 1 rings at the Gauss nodes u_j of σ̄ (a :class:`~meanfield.domains.zonal_sphere.ZonalGrid`) × n_s cells of s
+on [log r_min, log r_max]; values ρ_{m j} (cell m of s, ring j), shape (n_s, lmax + 1). In u the weak (flux) form
+of the zonal sphere, per cell of s: on the σ̄-orthonormal coefficients c̄_{l,m},
+
+    ∂_t c̄_{l,m} ⊃ e^{−s_m} ∫ p̄_l′(u) (1 − u²) ρ_m(u) α(u) dσ̄(u),
+
+by the Gauss rule of ⌈3(lmax + 1)/2⌉ nodes (dealiased), its l = 0 rate exactly zero; in s finite volumes at each
+ring, as the cylinder: the centred face value F_{m+½}(u_j) = e^{−s_{m+½}} a(u_j)(ρ_m + ρ_{m+1})/2, zero flux through
+the outer faces. Both parts conserve the mass Σ_j w̄_j Σ_m ρ_{mj} Δs to round-off. The field α, a is formed at the
+dealiased nodes and at the rings from the rings' marginal by the ring-kernel quadrature (O(lmax²) kernel values,
+tabulated once). Time: classical RK4 with the step dt = cfl × r_min × min(Δθ_min / max|α sin θ|, Δs / max|a|)
+measured before every step (or a fixed ``dt``), Δθ_min the smallest gap of the rings' polar angles (and of the poles).
+
+Several heads sum their averages; a USA head (no division by φ) has A = c e^β (scaled sums). What is not built:
+registration as a representation of :func:`meanfield.solve` (this is a function, :func:`solve_zonal_radial`, with
+its own RK4 loop), noise. A run stops with
+``ValueError`` where mass reaches the two outer cells of s at either end (the zero-flux walls would hold it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import hyp0f1
+
+from . import checks
+from .domains.gegenbauer import gauss, orthonormal
+from .domains.zonal_sphere.continuity import dealiased_nodes
+from .domains.zonal_sphere.grid import ZonalGrid
+from .models import heads
+from .models.normalization import normalization_of
+from .numerics import check_usa_beta
+
+__all__ = ["ZonalCylinderGrid", "ZonalRadialSolution", "solve_zonal_radial", "zonal_field", "GUARD_CELLS"]
+
+#: cells at each end of the s-interval whose mass stops a run
+GUARD_CELLS = 2
+
+
+class ZonalCylinderGrid:
+    """lmax + 1 rings of S^{d-1} (Gauss nodes of σ̄) × n_s cells of s = log r on [log r_min, log r_max].
+
+    Attributes
+    ----------
+    d, lmax, n_s : int
+    zonal : ZonalGrid
+    u, w : ndarray (lmax + 1,)
+        The rings' polar cosines (decreasing) and σ̄-weights (summing to 1).
+    s_edges, s : ndarray
+        Cell edges (n_s + 1) and centres (n_s) of s.
+    ds : float
+    """
+
+    def __init__(self, d: int, lmax: int, n_s: int, radii):
+        self.zonal = ZonalGrid(d, lmax)
+        self.d, self.lmax = self.zonal.d, self.zonal.lmax
+        self.n_s = checks.count(n_s, "n_s", 2 * GUARD_CELLS + 2)
+        r_min, r_max = (float(r) for r in radii)
+        if not (np.isfinite(r_min) and np.isfinite(r_max)) or r_min <= 0 or r_max <= r_min:
+            raise ValueError(f"`radii` must be (r_min, r_max) with 0 < r_min < r_max < ∞, got {radii!r}.")
+        self.radii = (r_min, r_max)
+        self.u, self.w = self.zonal.basis.u, self.zonal.basis.mean_weights
+        self.theta = self.zonal.theta
+        self.s_edges = np.linspace(np.log(r_min), np.log(r_max), self.n_s + 1)
+        self.s = 0.5 * (self.s_edges[1:] + self.s_edges[:-1])
+        self.ds = float(self.s_edges[1] - self.s_edges[0])
+
+    @property
+    def shape(self):
+        return (self.n_s, self.lmax + 1)
+
+    def mass(self, values) -> float:
+        """Σ_m Σ_j w̄_j ρ_{mj} Δs."""
+        return float(np.sum(np.asarray(values) @ self.w) * self.ds)
+
+    def cell_averages(self, f, order: int = 4) -> np.ndarray:
+        """(1/Δs)∫_cell f(u_j, s) ds by Gauss–Legendre with ``order`` nodes per cell."""
+        x, wq = np.polynomial.legendre.leggauss(order)
+        out = np.zeros(self.shape)
+        for xi, wi in zip(x, wq):
+            s = (self.s + 0.5 * self.ds * xi)[:, None]
+            out += 0.5 * wi * np.broadcast_to(np.asarray(f(self.u[None, :], s), dtype=float), self.shape)
+        return out
+
+    def __repr__(self):
+        return (f"ZonalCylinderGrid(d={self.d}, lmax={self.lmax}, n_s={self.n_s}, "
+                f"radii=({self.radii[0]:g}, {self.radii[1]:g}))")
+
+
+def _ring_kernels(d: int, beta: float, u, v):
+    """e^{−β}-scaled (k, ∂_u k/β, ∂_β k) of the ring kernel (module docstring) at nodes u (rows) × rings v."""
+    u, v = np.asarray(u)[:, None], np.asarray(v)[None, :]
+    su2, sv2 = 1.0 - u * u, 1.0 - v * v
+    b = 0.5 * (d - 1)
+    z = 0.25 * beta * beta * su2 * sv2
+    scale = np.exp(beta * (u * v - 1.0))
+    F0, F1 = hyp0f1(b, z), hyp0f1(b + 1.0, z) / b
+    k = scale * F0
+    du = scale * (v * F0 - 0.5 * beta * u * sv2 * F1)
+    dbeta = scale * (u * v * F0 + 0.5 * beta * su2 * sv2 * F1)
+    return k, du, dbeta
+
+
+def _zonal_heads(model, d: int):
+    """(normalisation, [(β, c, normalized)]) of a pre/peri-LN Transformer with zonal self-attention heads acting on
+    R^d, or ``ValueError`` naming what is refused."""
+    if not getattr(model, "has_blocks", False):
+        raise ValueError(f"`model` {model!r} is post-LN (tokens on the sphere: meanfield.solve on the zonal domain). "
+                         "For pre- or peri-LN give Transformer(SelfAttention(beta), normalization='pre') (or "
+                         "'peri').")
+    norm = normalization_of(model)
+    why = norm.cylinder_refusal()
+    if why is not None:
+        raise ValueError(f"solve_zonal_radial solves the radial normalisations ẋ = f(|A|)A; normalization {norm!r} "
+                         f"is refused: {why}. Run particles (particles.simulate).")
+    out = []
+    for i, h in enumerate(heads(model.attention)):
+        z = h.zonal
+        if not h.exp_kernel or h.causal or h.noise or z is None:
+            raise ValueError(f"head {i} ({h!r}) is not a noiseless, non-causal zonal self-attention head (Q = qI, "
+                             "K = kI, V = cI): run particles (particles.simulate).")
+        if h.dim not in (None, d):
+            raise ValueError(f"head {i} acts on R^{h.dim}, not on R^{d} (`d` = {d}).")
+        check_usa_beta(z.beta, h.normalized, f"the zonal S^{d - 1} × (0, ∞)")
+        out.append((float(z.beta), float(z.c), bool(h.normalized)))
+    return norm, out
+
+
+class _Field:
+    """(α, a) at given nodes from the rings' marginal f̄ (ring values, σ̄ density), summed over the heads, then
+    scaled by the normalisation (pre-LN as is, peri-LN over |A| = √(α²(1 − u²) + a²))."""
+
+    def __init__(self, d, norm, head_list, nodes, rings, ring_weights):
+        self.norm = norm
+        self.heads = []
+        for beta, c, normalized in head_list:
+            k, du, db = _ring_kernels(d, beta, nodes, rings)
+            scale = c if normalized else c * np.exp(beta)  # USA: the unscaled sums, no division by φ
+            self.heads.append((normalized, scale, k * ring_weights, du * ring_weights, db * ring_weights))
+        self.sin2 = 1.0 - np.asarray(nodes) ** 2
+        self.bound = sum(abs(scale) for _, scale, *_ in self.heads)  # the largest |A| any law gives
+
+    def __call__(self, marginal):
+        alpha = a = 0.0
+        for normalized, scale, K, Du, Db in self.heads:
+            phi = (K @ marginal) if normalized else 1.0
+            alpha = alpha + scale * (Du @ marginal) / phi
+            a = a + scale * (Db @ marginal) / phi
+        return self.norm.scale_average((alpha, a), lambda: self._length(alpha, a))
+
+    def _length(self, alpha, a):
+        A = np.sqrt(alpha * alpha * self.sin2 + a * a)
+        if not np.all(A > 1e-12 * self.bound):
+            raise FloatingPointError("the normalisation divides A by |A|, but |A| vanishes at a node (e.g. the "
+                                     "uniform law at β = 0): its direction is undefined there.")
+        return A
+
+
+def zonal_field(model, d: int, marginal, u):
+    r"""(α(u), a(u)) of the module docstring — A(θ) = α(u)(e − uθ) + a(u)θ, then scaled by the model's normalisation
+    (peri-LN: over |A|) — at polar cosines ``u``, for the zonal law of directions whose σ̄-density has the values
+    ``marginal`` at the Gauss rings of ZonalGrid(d, len(marginal) − 1)."""
+    norm, head_list = _zonal_heads(model, d)
+    marginal = np.asarray(marginal, dtype=float)
+    basis = ZonalGrid(d, marginal.size - 1).basis
+    return _Field(d, norm, head_list, np.atleast_1d(np.asarray(u, float)), basis.u, basis.mean_weights)(marginal)
+
+
+class _Rate:
+    def __init__(self, grid: ZonalCylinderGrid, norm, head_list):
+        d, L = grid.d, grid.lmax
+        self.grid = grid
+        Md = dealiased_nodes(L)
+        self.ud, wd = gauss(d, Md)
+        P, P1 = orthonormal(d, L, self.ud, derivatives=1, normalized=True)
+        self.P = P  # coefficients → values at the dealiased nodes
+        self.G = (P1 * (wd * (1.0 - self.ud ** 2))[:, None]).T  # flux at the dealiased nodes → ∂_t c̄
+        self.field_d = _Field(d, norm, head_list, self.ud, grid.u, grid.w)
+        self.field_r = _Field(d, norm, head_list, grid.u, grid.u, grid.w)
+        self.decay = np.exp(-grid.s)[:, None]
+        self.face_decay = np.exp(-grid.s_edges[1:-1])[:, None]
+        self.sin_d = np.sqrt(1.0 - self.ud ** 2)
+
+    def marginal(self, y):
+        return y.sum(axis=0) * self.grid.ds
+
+    def __call__(self, y):
+        g = self.grid
+        m = self.marginal(y)
+        alpha_d, _ = self.field_d(m)
+        _, a_r = self.field_r(m)
+        C = g.zonal.coefficients(y)  # (n_s, L + 1)
+        rho_d = C @ self.P.T  # (n_s, Md)
+        rate_c = (rho_d * alpha_d) @ self.G.T
+        rate_c[:, 0] = 0.0
+        out = g.zonal.from_coefficients(rate_c) * self.decay
+        flux = self.face_decay * a_r * (0.5 * (y[:-1] + y[1:]))
+        out[:-1] -= flux / g.ds
+        out[1:] += flux / g.ds
+        return out
+
+    def speeds(self, y):
+        """(max |θ̇| r, max |ṙ|): the polar angle's and the radius's speeds without the factor 1/r."""
+        m = self.marginal(y)
+        alpha_d, a_d = self.field_d(m)
+        return float(np.max(np.abs(alpha_d) * self.sin_d)), float(np.max(np.abs(a_d)))
+
+
+@dataclass(frozen=True)
+class ZonalRadialSolution:
+    r"""ρ(u_j, s, t) on a :class:`ZonalCylinderGrid` (cell averages in s, density w.r.t. dσ̄(u) ds).
+
+    Attributes
+    ----------
+    t : ndarray (T,)
+    values : ndarray (T, n_s, lmax + 1)
+    grid : ZonalCylinderGrid
+    dt : float
+        The smallest step taken (inf where no step was taken).
+    mass : ndarray (T,)
+    """
+
+    t: np.ndarray
+    values: np.ndarray
+    grid: ZonalCylinderGrid
+    dt: float
+    mass: np.ndarray
+
+    @property
+    def polar_marginal(self) -> np.ndarray:
+        """f̄(u_j, t) = ∫ ρ ds, the σ̄-density of the directions at the rings, shape (T, lmax + 1)."""
+        return self.values.sum(axis=1) * self.grid.ds
+
+    @property
+    def log_radius_density(self) -> np.ndarray:
+        """g(s_m, t) = ∫ ρ dσ̄, cell averages w.r.t. ds, shape (T, n_s)."""
+        return self.values @ self.grid.w
+
+    def polar_marginal_at(self, u, k: int = -1) -> np.ndarray:
+        """The σ̄-density of the directions at polar cosines ``u`` (the rings' polynomial interpolant)."""
+        return self.grid.zonal.basis.evaluate(self.grid.zonal.coefficients(self.polar_marginal[k]), u)
+
+    def polar_angle_cdf(self, theta, k: int = -1) -> np.ndarray:
+        r"""P(polar angle <= θ) at increasing θ ∈ [0, π] from 0: the density f̄(cos θ) sin^{d−2}θ / B_d integrated
+        by Gauss–Legendre on each interval of ``theta`` (8 nodes; exact for the polynomial interpolant to the
+        rule's order)."""
+        theta = np.asarray(theta, dtype=float)
+        x, wq = np.polynomial.legendre.leggauss(8)
+        a, b = theta[:-1, None], theta[1:, None]
+        th = 0.5 * (a + b) + 0.5 * (b - a) * x
+        dens = self.polar_marginal_at(np.cos(th), k) * np.sin(th) ** (self.grid.d - 2)
+        parts = (dens * wq).sum(axis=1) * 0.5 * (b - a)[:, 0]
+        # B_d = ∫_0^π sin^{d−2}: by the same rule on 64 panels
+        tt = np.linspace(0.0, np.pi, 65)
+        ta, tb = tt[:-1, None], tt[1:, None]
+        tq = 0.5 * (ta + tb) + 0.5 * (tb - ta) * x
+        B = float(((np.sin(tq) ** (self.grid.d - 2)) * wq).sum() * 0.5 * (tt[1] - tt[0]))
+        return np.concatenate([[0.0], np.cumsum(parts)]) / B
+
+    def log_radius_cdf(self, s, k: int = -1) -> np.ndarray:
+        """P(log r <= s): piecewise linear between the cell edges (the cell averages' CDF)."""
+        g = self.log_radius_density[k]
+        F = np.concatenate([[0.0], np.cumsum(g) * self.grid.ds])
+        return np.interp(s, self.grid.s_edges, F)
+
+
+def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: int = 32, n_s: int = 128,
+                       radii=(0.25, 8.0),
+                       cfl: float = 0.2, dt: float | None = None, edge_tol: float = 1e-10) -> ZonalRadialSolution:
+    r"""The density of pre/peri-LN tokens x = rθ whose law is zonal about e (module docstring), on the rings × cells
+    of s.
+
+    Parameters
+    ----------
+    model : Transformer
+        ``Transformer(attention, normalization="pre" | "peri")`` with zonal self-attention heads (Q = qI, K = kI,
+        V = cI; SA or USA; several heads sum their averages), no noise, non-causal.
+    d : int
+        S^{d-1} ⊂ R^d, d >= 2.
+    rho0 : callable
+        ``rho0(u, s)``: the initial density w.r.t. dσ̄(u) ds (broadcasting), normalised here to mass 1.
+    t_end : float
+        The final time (from 0).
+    t_eval : array_like, optional
+        Increasing output times in [0, t_end] (the last step before each is shortened to land on it). Default
+        (0, t_end).
+    lmax, n_s, radii
+        :class:`ZonalCylinderGrid`.
+    cfl, dt
+        The RK4 step (module docstring), or a fixed ``dt``.
+    edge_tol : float
+        Mass (at the start or after any step) in the GUARD_CELLS outer cells of s at either end above which the run
+        stops (``ValueError``).
+
+    Returns
+    -------
+    ZonalRadialSolution
+    """
+    norm, head_list = _zonal_heads(model, d)
+    t_end = checks.positive(t_end, "t_end")
+    grid = ZonalCylinderGrid(d, lmax, n_s, radii)
+    y = np.array(grid.cell_averages(rho0), dtype=float)
+    if not np.all(np.isfinite(y)) or np.any(y < 0):
+        raise ValueError("`rho0` must be finite and >= 0 on the grid.")
+    y /= grid.mass(y)
+    rate = _Rate(grid, norm, head_list)
+    cfl = checks.positive(cfl, "cfl")
+    fixed = None if dt is None else checks.positive(dt, "dt")
+    gap = float(np.min(np.diff(np.concatenate([[0.0], grid.theta, [np.pi]]))))
+
+    def step_size(y):
+        """``dt`` where given, else cfl × r_min × min(Δθ_min/max|α sin θ|, Δs/max|a|) at the state y."""
+        if fixed is not None:
+            return fixed
+        wmax, bmax = rate.speeds(y)
+        bounds = [gap / wmax if wmax > 0 else np.inf, grid.ds / bmax if bmax > 0 else np.inf, t_end / 4]
+        return float(cfl * grid.radii[0] * min(bounds)) if wmax > 0 or bmax > 0 else t_end / 4
+
+    dt_min = np.inf
+    t_eval = np.array([0.0, t_end] if t_eval is None else t_eval, dtype=float)
+    if np.any(np.diff(t_eval) < 0) or t_eval[0] < 0 or t_eval[-1] > t_end:
+        raise ValueError(f"`t_eval` must increase within [0, t_end = {t_end:g}], got {t_eval}.")
+    cell = grid.ds * grid.w
+    _check_walls(0.0, y, grid, cell, edge_tol)
+    out_t, out_y, out_m = [], [], []
+    t = 0.0
+    for te in t_eval:
+        while t < te - 1e-14 * max(1.0, te):
+            dt = step_size(y)
+            dt_min = min(dt_min, dt)
+            h = min(dt, te - t)
+            k1 = rate(y)
+            k2 = rate(y + 0.5 * h * k1)
+            k3 = rate(y + 0.5 * h * k2)
+            k4 = rate(y + h * k3)
+            y = y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+            t += h
+            if not np.all(np.isfinite(y)):
+                raise FloatingPointError(f"the zonal cylinder density became non-finite at t = {t:.6g}; "
+                                         "reduce `cfl` or `dt`.")
+            _check_walls(t, y, grid, cell, edge_tol)
+        out_t.append(t)
+        out_y.append(y.copy())
+        out_m.append(grid.mass(y))
+    return ZonalRadialSolution(np.array(out_t), np.array(out_y), grid, float(dt_min), np.array(out_m))
+
+
+def _check_walls(t, y, grid, cell, edge_tol):
+    """``ValueError`` where the mass in the GUARD_CELLS outer cells of either end exceeds ``edge_tol``."""
+    for side, rows in (("inner", y[:GUARD_CELLS]), ("outer", y[-GUARD_CELLS:])):
+        mass = float(np.sum(np.abs(rows) @ cell))
+        if not mass <= edge_tol:
+            raise ValueError(f"at t = {t:.6g} the law puts mass {mass:.3g} in the {side} guard cells of `radii` = "
+                             f"{grid.radii} (edge_tol = {edge_tol:g}): the radii leave the interval, where the "
+                             "zero-flux walls would hold them; widen `radii`.")
