@@ -125,6 +125,12 @@ class CylinderGrid(Grid):
     ds, dtheta : float
     """
 
+    @property
+    def points(self):
+        """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""
+        return self.domain.no_points(self)
+
+
     def __init__(self, n_theta: int, n_s: int, radii):
         n_theta = checks.count(n_theta, "n_theta", 8)
         if n_theta % 2:
@@ -651,7 +657,7 @@ class CylinderRepresentation(Representation):
         problem.guard = guard
 
         def frame(t, y):
-            return Density(grid, y, check=False)
+            return Density(grid, y, check=False, t=t)
 
         outputs = OutputTracker()
         integ = Integrator(problem, method, dt=dt, cfl=cfl, trackers=[guard, outputs] + hooks.for_part(frame))

@@ -108,6 +108,7 @@ from .domains.circle.point_sums import circle_degree, fourier_moments, series_mu
 from .integrate import (FiniteTracker, Integrator, OutputTracker, Problem, Stages, Status,
                         StopIntegration, Tracker)
 from .models import heads, rate_scale
+from .models.normalization import density_refusal
 from .monitor import ResolutionError, ResolutionMonitor
 from .representations import Part, Representation, Settings, own_domain_refusal, register, solve_product
 from .representations.grid import step_bound
@@ -387,6 +388,12 @@ class FrequencyGrid(Grid):
         (module docstring), which must be asked for.
     """
 
+    @property
+    def points(self):
+        """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""
+        return self.domain.no_points(self)
+
+
     domain = FREQUENCIES
     dim = 2
 
@@ -457,13 +464,14 @@ class FrequencyDensity(Density):
 
     __slots__ = ("coefficients", "as_points", "angles", "masses", "handovers")
 
-    def __init__(self, grid: FrequencyGrid, coefficients, as_points=None, angles=None, masses=None, handovers=()):
+    def __init__(self, grid: FrequencyGrid, coefficients, as_points=None, angles=None, masses=None, handovers=(),
+                 *, t=None):
         C = np.array(coefficients, dtype=complex)
         J, n = grid.shape
         as_points = np.zeros(J, dtype=bool) if as_points is None else np.array(as_points, dtype=bool)
         values = fourier.from_coefficients(C, n)
         values[as_points] = np.nan
-        super().__init__(grid, values, check=False)
+        super().__init__(grid, values, check=False, t=t)
         self.coefficients, self.as_points = C, as_points
         self.angles = np.full((J, n), np.nan) if angles is None else np.array(angles, dtype=float)
         self.masses = np.full((J, n), np.nan) if masses is None else np.array(masses, dtype=float)
@@ -1126,7 +1134,7 @@ class FrequencyRepresentation(Representation):
             as_points, angles, masses = state if state is not None else (
                 problem.as_points.copy(), _angles(problem, y), problem.masses.copy())
             return FrequencyDensity(grid, problem.coefficients(y) if state is None else y, as_points, angles, masses,
-                                    tuple(problem.handovers))
+                                    tuple(problem.handovers), t=t)
 
         outputs = _Outputs(problem)
         dt = settings.dt if first else None
@@ -1181,6 +1189,12 @@ class RotationGrid(Grid):
     weights : array_like, shape (J,), optional
         w_j > 0 summing to 1 (default equal).
     """
+
+    @property
+    def points(self):
+        """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""
+        return self.domain.no_points(self)
+
 
     domain = ROTATIONS
     dim = 3
@@ -1307,17 +1321,18 @@ class RotationRepresentation(Representation):
             return why
         # a layer around attention (its feed-forward, its normalisation) is not this field: the attention itself only
         if getattr(model, "attention", model) is not model or model.time_dependent or model.noise or \
-                model.dim not in (None, 3):
-            return (f"the Lohe model is built for attention on S² (SelfAttention, MultiHeadAttention in R³), constant "
-                    f"weights, no noise; got {model!r}")
-        return None
+                model.dim not in (None, 3) or not SPHERE.moved_by(model) or \
+                any(getattr(h, "causal", False) for h in heads(model)):
+            return (f"the Lohe model is built for non-causal attention on S² (SelfAttention, MultiHeadAttention in "
+                    f"R³), constant weights, no noise; got {model!r}")
+        return density_refusal(model, grids=True)  # hardmax attention: no density solver (its reason)
 
     def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
         grid = start.grid
         problem = _RotationProblem(model, grid)
 
         def frame(t, y):
-            return Density(grid, y, check=False)
+            return Density(grid, y, check=False, t=t)
 
         y0 = np.array(start.values)
         reason = _RotationMonitor(grid, settings.monitor).check(t0, y0)

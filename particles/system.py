@@ -149,12 +149,16 @@ class Trajectory:
         (:class:`particles.Snapshot`, a :class:`meanfield.density.Frame` as a solution's densities are) — the one
         way to read a state of the trajectory."""
         times = self.t[self.t.size - self.x.shape[0]:]  # the outputs x holds (the last alone with ``observe``)
+        if self.x[(k,) + batch].ndim != 2:
+            raise ValueError(f"`batch`: the trajectory holds a batch of shape {self.x.shape[1:-2]}; a frame is one "
+                             f"measure: pass a batch index, frame(k, i), got {batch!r}.")
         return Snapshot(self.x[(k,) + batch], self.weights[batch], self.domain, t=times[k])
 
     def measure(self, k: int, *batch) -> Measure:
-        """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain:
-        ``frame(k, *batch).as_measure()``."""
-        return self.frame(k, *batch).as_measure()
+        """The empirical measure at output ``k`` (and batch index ``batch``), carrying its domain: that of
+        ``frame(k, *batch)``, and without a batch index the batch of measures (a Measure's points may be batched; a
+        frame is one measure)."""
+        return Measure(self.x[(k,) + batch], self.weights[batch], self.domain)
 
 
 def domain_of(model, d: int):
@@ -485,8 +489,9 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     if noise and method != "rk4":
         raise ValueError(f"noisy particles are advanced by the splitting scheme with fixed steps: method 'rk4', got "
                          f"{method!r}.")
-    if noise and norm.noise_refusal() is not None:  # Mix-LN's tokens change space at t_0
-        raise ValueError(f"`model` has noise = {noise:g}: {norm.noise_refusal()}.")
+    why = norm.noise_refusal() if noise else None
+    if why is not None:  # Mix-LN's tokens change space at t_0
+        raise ValueError(f"`model` has noise = {noise:g}: {why}.")
     rng = np.random.default_rng(rng) if noise else rng
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")

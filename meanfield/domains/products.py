@@ -1,12 +1,14 @@
-r"""Product domains: the circle times a coordinate that is not on a sphere (docs/MATH.md §10.1, §11).
+r"""Product domains: a circle or S² times a coordinate that is not on a sphere (docs/MATH.md §10.1, §11).
 
 =================  =================================  ==============================================================
-domain             grid                               advanced by (:mod:`meanfield.representations.product`)
+domain             grid                               advanced by (its representation, registered from its module)
 =================  =================================  ==============================================================
 ``CYLINDER``       :class:`meanfield.cylinder.CylinderGrid`  "cylinder": pre/peri-LN densities of (θ, s = log r) on
                    (n_θ angles × n_s cells of log r)  S¹ × (0, ∞)
 ``FREQUENCIES``    :class:`meanfield.frequencies.FrequencyGrid`  "frequencies": one circle density per node of a
                    (a circle grid × the ω-quadrature)  frequency law, coupled through the marginal
+``ROTATIONS``      :class:`meanfield.frequencies.RotationGrid`  "rotations": one S² density per skew matrix Ω of a
+                   (an S² grid × a finite law of Ω)   finite law (the Lohe model), coupled through the marginal
 =================  =================================  ==============================================================
 
 A product domain knows the one representation that advances its densities (``representation``, the name
@@ -40,10 +42,30 @@ class ProductDomain:
     nodes_follow_grid = False
     panels = None
     default_max_n = None
-    dim = 2
 
-    def __init__(self, name: str, description: str, representation: str):
-        self.name, self.description, self.representation = name, description, representation
+    def __init__(self, name: str, description: str, representation: str, dim: int = 2):
+        self.name, self.description, self.representation, self.dim = name, description, representation, dim
+
+    def _not_yet(self, what: str):
+        raise NotImplementedError(f"{what} of a density on the {self.description} is not built: its frames have no "
+                                  "point set in one ambient R^d yet; read the solution's marginals (the product "
+                                  "solvers' own results: direction and radius marginals, the θ-marginal of the nodes)")
+
+    def mean(self, points, weights):
+        """Refused (:meth:`_not_yet`): no first moment in one ambient space is defined here yet."""
+        self._not_yet("the first moment")
+
+    def energy(self, *args, **kwargs):
+        """Refused (:meth:`_not_yet`)."""
+        self._not_yet("the interaction energy")
+
+    def plot(self, *args, **kwargs):
+        """Refused (:meth:`_not_yet`)."""
+        self._not_yet("a plot")
+
+    def no_points(self, grid):
+        """What a product grid's ``points`` says (:meth:`_not_yet`): the frames' W1, sampling and energy need them."""
+        self._not_yet(f"the point set of {grid!r} (W1, sampling, energy)")
 
     def __repr__(self) -> str:
         return f"<domain {self.name}>"
@@ -65,5 +87,4 @@ CYLINDER = ProductDomain("cylinder", "cylinder S¹ × (0, ∞) of directions and
 #: tokens with natural frequencies, (θ, ω) ∈ S¹ × ℝ_ω, ω on the nodes of a quadrature (docs/MATH.md §11)
 FREQUENCIES = ProductDomain("frequencies", "circle S¹ × R_ω of angles and natural frequencies", "frequencies")
 #: tokens on S² each turning by its own skew matrix Ω (the Lohe model), Ω on the nodes of a finite law (docs/MATH.md §11)
-ROTATIONS = ProductDomain("rotations", "sphere S² × the skew matrices Ω of R³ (the Lohe model)", "rotations")
-ROTATIONS.dim = 3
+ROTATIONS = ProductDomain("rotations", "sphere S² × the skew matrices Ω of R³ (the Lohe model)", "rotations", dim=3)

@@ -122,14 +122,23 @@ class ParameterError(ValueError):
         self.parameter = parameter
 
 
+class ParameterTypeError(ParameterError, TypeError):
+    """A variant's parameter of the wrong type (a TypeError too, as the argument checks raise)."""
+
+
 def _checked(p: Parameter, value):
     """``value`` for the variant parameter ``p`` by its rules (a finite real; ``positive``, ``minimum``), or the
     error naming it and the value."""
     if p.type == "bool":
         if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"`{p.name}` must be a bool, got {value!r}.")
+            raise ParameterTypeError(f"`{p.name}` must be a bool, got {value!r}.", p.name)
         return bool(value)
-    x = checks.real(value, p.name)
+    try:
+        x = checks.real(value, p.name)
+    except TypeError as exc:
+        raise ParameterTypeError(str(exc), p.name) from None
+    except ValueError as exc:
+        raise ParameterError(str(exc), p.name) from None
     if not np.isfinite(x) or (p.positive and not x > 0) or (p.minimum is not None and not x >= p.minimum):
         rule = " and > 0" if p.positive else f" and >= {p.minimum:g}" if p.minimum is not None else ""
         raise ParameterError(f"`{p.name}` ({p.doc}) must be finite{rule}, got {value!r}.", p.name)
@@ -277,7 +286,13 @@ class Normalization:
     def step_scale(self, inverse_radius: float, smallest_length) -> float:
         r"""The factor by which the directions' speed exceeds the heads' at the start (the particles' default step and
         the grids' strain cap divide by it): ``inverse_radius`` max(1, 1/min r), ``smallest_length()`` min |A| over
-        the tokens (computed only where asked). θ̇ = P_θA/r (pre; post has r = 1): 1/min r."""
+        the tokens (computed only where asked). No default: a variant that does not state its own would be stepped
+        at another variant's speed."""
+        raise NotImplementedError(f"{type(self).__name__} states no step scale (the factor by which its directions' "
+                                  "speed exceeds the heads')")
+
+    def _radius_scale(self, inverse_radius: float, smallest_length) -> float:
+        """θ̇ = P_θA/r (pre-LN; post-LN has r = 1): the step scale 1/min r."""
         return inverse_radius
 
     def noise_refusal(self) -> str | None:
@@ -343,7 +358,8 @@ class Normalization:
 
 def register(cls: type) -> type:
     """Add a variant class to :data:`VARIANTS` under its ``name`` (a decorator; ``ValueError`` for a name taken by
-    another class, a parameter that shadows another variant's of another type)."""
+    another class, or a parameter name another registered variant has: study files name parameters by their key
+    alone, so each belongs to one variant)."""
     if not (isinstance(cls, type) and issubclass(cls, Normalization)) or cls is Normalization:
         raise TypeError(f"a variant is a subclass of Normalization, got {cls!r}.")
     if not isinstance(cls.name, str) or not cls.name:
@@ -351,6 +367,11 @@ def register(cls: type) -> type:
     known = VARIANTS.get(cls.name)
     if known is not None and known is not cls:
         raise ValueError(f"normalization {cls.name!r} is registered already (by {known.__name__}).")
+    for other in VARIANTS.values():
+        shared = {p.name for p in cls.parameters} & {p.name for p in other.parameters}
+        if other is not cls and other.name != cls.name and shared:
+            raise ValueError(f"normalization {cls.name!r}: its parameter {sorted(shared)[0]!r} is {other.name!r}'s "
+                             "already (study files name a parameter by its key alone); give it another name.")
     VARIANTS[cls.name] = cls
     return cls
 
@@ -384,6 +405,7 @@ class PostLN(Normalization):
 
     name, words = "post", "post-LN"
     heads_field = lyapunov = True
+    step_scale = Normalization._radius_scale
 
     def velocity(self, x, A):
         return project_tangent(_theta(x), A)
@@ -403,6 +425,7 @@ class PreLN(Normalization):
 
     name, words = "pre", "pre-LN"
     radial = True
+    step_scale = Normalization._radius_scale
 
     def velocity(self, x, A):
         return np.array(A, dtype=float, copy=True)
@@ -460,6 +483,7 @@ class MixLN(Normalization):
     name, words = "mix", "Mix-LN"
     parameters = (SWITCH,)
     radial = time_dependent = True
+    step_scale = Normalization._radius_scale  # post-LN's, then pre-LN's: 1/min r either way
 
     def at(self, t):
         return POST if float(t) < self.switch else PRE

@@ -187,7 +187,10 @@ class Representation(abc.ABC):
     Attributes
     ----------
     name : str
-        "grid", "panels" or "nodes".
+        "grid", "panels" or "nodes"; the product domains' "cylinder", "frequencies", "rotations" (registered from
+        their modules, :func:`meanfield.representations.chain.register`).
+    domain_words : str
+        The domain it advances, in words (its refusals name it).
     options : frozenset of str
         The :func:`meanfield.solve` keywords it reads.
     accuracy : str
@@ -266,7 +269,8 @@ class Solution:
     diagnostics : dict
         What a representation measured of its own run, by name (the last part's where several report one): the
         cylinder's ``mass_drift`` and, where mass reached its walls, ``edge`` = (side, mass); the frequencies'
-        ``max_tail``, ``omega_error`` and ``handovers`` (:mod:`meanfield.representations.product`).
+        ``max_tail``, ``omega_error`` and ``handovers`` (the product domains' representations, registered from
+        :mod:`meanfield.cylinder` and :mod:`meanfield.frequencies`).
     """
 
     t: np.ndarray

@@ -174,3 +174,34 @@ def test_one_rotating_node_on_s2_is_the_s2_solution_turned():
     for k, s in enumerate(t):
         turned = sphere.densities[k](g.points @ expm(omega * s))  # ρ(R^T x) for the rows x of the points
         assert np.max(np.abs(sol.densities[k].values[0] - turned)) <= 1e-8
+
+
+# ------------------------------------------------------------------ refusals and frames (review of issue 47)
+@pytest.mark.parametrize("model, words", [(SelfAttention(1.0, causal=True), "non-causal"),
+                                          ("hardmax", "hardmax"),
+                                          ("softmax", "non-causal attention on S²")])
+def test_the_lohe_densities_refuse_what_they_do_not_solve(model, words):
+    """Causal attention (the tokens' positions are not part of a RotationGrid), hardmax (no density solver) and an
+    R^d model are refused, naming why — a causal head ran to SUCCESS with another density before."""
+    from meanfield.models import Hardmax, Softmax
+
+    model = {"hardmax": Hardmax(), "softmax": Softmax()}.get(model, model) if isinstance(model, str) else model
+    g = mf.SphereGrid(8)
+    rho = mf.Density.from_function(g, lambda x: 1.0 + 0.3 * x[..., 2]).unit_mass()
+    start = mf.Density(fq.RotationGrid(g, np.zeros((2, 3, 3)), [0.5, 0.5]), np.stack([rho.values] * 2))
+    with pytest.raises(ValueError, match=words):
+        mf.solve(model, start, (0.0, 0.1), dt=0.01)
+
+
+def test_product_frames_carry_their_time_and_refuse_a_point_set():
+    """Solution.frame(k) of a product domain is at t[k] (the Frame protocol); W1, sampling and energy need a point
+    set in one ambient R^d, which a product density does not have yet: refused, naming it, not an AttributeError."""
+    g = mf.SphereGrid(16)
+    rho = mf.Density.from_function(g, lambda x: 1.0 + 0.3 * x[..., 2]).unit_mass()
+    start = mf.Density(fq.RotationGrid(g, np.zeros((1, 3, 3))), rho.values[None])
+    sol = mf.solve(SelfAttention(1.0), start, (0.0, 0.1), [0.0, 0.05, 0.1], dt=0.01)
+    assert sol.status is mf.Status.SUCCESS
+    assert [sol.frame(k).t for k in range(3)] == list(sol.t) == [0.0, 0.05, 0.1]
+    for call in (lambda f: f.as_measure(), lambda f: f.mean(), lambda f: f.energy(1.0)):
+        with pytest.raises(NotImplementedError, match="product|not built"):
+            call(sol.frame(-1))

@@ -219,3 +219,34 @@ def test_a_study_names_the_variants_keys(sandwich, model, words):
         read(s)
     for w in words:
         assert w in str(err.value), (w, str(err.value))
+
+
+def test_a_variant_states_its_own_step_scale_and_parameter_names():
+    """No variant is stepped at another's speed: a variant without ``step_scale`` is refused where the step is set
+    (NotImplementedError naming it), not given pre-LN's 1/min r; and a parameter name is one variant's (study files
+    name it by its key alone): registering another variant with nGPT's ``alpha`` fails naming both."""
+
+    class Quiet(Normalization):
+        name, words, doc = "quiet", "quiet-LN", "a test's variant with no step scale"
+        radial = True
+
+        def velocity(self, x, A):
+            return np.array(A, dtype=float, copy=True)
+
+    with pytest.raises(NotImplementedError, match="Quiet states no step scale"):
+        Quiet().step_scale(1.0, lambda: 1.0)
+
+    class Shadow(Normalization):
+        name, words, doc = "shadow", "shadow-LN", "a test's variant reusing nGPT's parameter"
+        parameters = variants.NGPT.parameters
+
+    with pytest.raises(ValueError, match="'alpha' is 'ngpt'"):
+        variants.register(Shadow)
+    assert "shadow" not in NORMALIZATIONS
+
+
+def test_a_variant_parameter_of_the_wrong_type_names_its_key():
+    """The study names the key of a bad value: the error carries the parameter (ParameterError), a TypeError too."""
+    with pytest.raises(variants.ParameterError) as info:
+        Normalization("ngpt", alpha="fast")
+    assert info.value.parameter == "alpha" and isinstance(info.value, TypeError)

@@ -234,3 +234,17 @@ def test_simulate_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(mon
     pt.simulate(model, x0, [0.0, 0.1])
     pt.simulate(model, x0, [0.0, 0.1], progress=False)
     assert [shown for shown, _ in tqdm_bars] == [False, True, False]
+
+
+def test_a_batched_trajectory_gives_measures_and_frames_by_batch_index():
+    """Trajectory.measure(k) without a batch index is the batch of measures (as before frames); frame(k) is one
+    measure, so a batch needs its index (the error says so); frame(k, i).as_measure() is measure(k, i)."""
+    import meanfield as mf
+
+    x0 = np.stack([pt.uniform_sphere(6, 3, rng=s) for s in (0, 1)])
+    tr = pt.simulate(mf.SelfAttention(1.0), x0, [0.0, 0.1], dt=0.05)
+    assert tr.measure(-1).points.shape == (2, 6, 3)
+    with pytest.raises(ValueError, match="batch index"):
+        tr.frame(-1)
+    a, b = tr.frame(-1, 1).as_measure(), tr.measure(-1, 1)
+    assert np.array_equal(a.points, b.points) and np.array_equal(a.weights, b.weights)
