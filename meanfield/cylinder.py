@@ -62,7 +62,7 @@ from .models import heads
 from .models.normalization import normalization_of
 from .monitor import ResolutionError, ResolutionMonitor
 from .numerics import check_usa_beta
-from .representations import Part, Representation, Settings, own_domain_refusal, register, solve_product
+from .representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
 
 __all__ = ["CylinderGrid", "RadialProblem", "RadialSolution", "RadiusRangeError", "solve_radial", "radial_multipliers",
            "velocity", "METHODS", "NEG_TOL", "GUARD_CELLS", "CylinderRepresentation"]
@@ -661,14 +661,9 @@ class CylinderRepresentation(Representation):
 
         outputs = OutputTracker()
         integ = Integrator(problem, method, dt=dt, cfl=cfl, trackers=[guard, outputs] + hooks.for_part(frame))
-        status, message, hint, t_reached = Status.SUCCESS, "the cylinder density reached the end of the interval", None, t1
-        try:
-            t_reached, y = integ.run(t0, y0, t_eval, t1)
-        except StopIntegration as stop:
-            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
-        except KeyboardInterrupt:
-            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
-            t_reached, y = ((outputs.times[-1], outputs.states[-1]) if outputs.times else (t0, y0))
+        status, message, hint, t_reached, y = run_to_end(
+            integ, t0, y0, t_eval, t1, "the cylinder density reached the end of the interval",
+            lambda: (outputs.times[-1], outputs.states[-1]) if outputs.times else None)
         diagnostics = {"mass_drift": guard.max_mass_drift}
         if status is Status.RESOLUTION_LOST and guard.found is not None and guard.found[0] == "edge":
             diagnostics["edge"] = (guard.found[2], guard.found[3])  # (side, mass) where the law reached the walls

@@ -110,7 +110,7 @@ from .integrate import (FiniteTracker, Integrator, OutputTracker, Problem, Stage
 from .models import heads, rate_scale
 from .models.normalization import density_refusal
 from .monitor import ResolutionError, ResolutionMonitor
-from .representations import Part, Representation, Settings, own_domain_refusal, register, solve_product
+from .representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
 from .representations.grid import step_bound
 
 __all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
@@ -1343,15 +1343,9 @@ class RotationRepresentation(Representation):
         cfl = self.default_cfl if settings.cfl is None else settings.cfl
         integrator = Integrator(problem, "rk4", dt=dt, cfl=cfl,
                                 trackers=[_RotationMonitor(grid, settings.monitor), outputs] + hooks.for_part(frame))
-        status, message, hint, t_reached, y = Status.SUCCESS, "the rotations reached the end of the interval", None, \
-            t1, y0
-        try:
-            t_reached, y = integrator.run(t0, y0, t_eval, t1)
-        except StopIntegration as stop:
-            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
-        except KeyboardInterrupt:
-            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
-            t_reached, y = (outputs.times[-1], outputs.states[-1]) if outputs.times else (t0, y0)
+        status, message, hint, t_reached, y = run_to_end(
+            integrator, t0, y0, t_eval, t1, "the rotations reached the end of the interval",
+            lambda: (outputs.times[-1], outputs.states[-1]) if outputs.times else None)
         return Part(self.name, list(outputs.times), [frame(t, v) for t, v in zip(outputs.times, outputs.states)],
                     status, message, float(t_reached), frame(t_reached, y), "rk4", "quadrature", integrator.nfev,
                     integrator.nsteps, hint=hint)

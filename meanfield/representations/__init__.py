@@ -12,7 +12,8 @@
 ==========================  ==============================================================================
 """
 
-from .base import Event, Handover, Hooks, Part, Representation, Settings, Solution, own_domain_refusal
+from .base import (Ending, Event, Handover, Hooks, Part, Representation, Settings, Solution, own_domain_refusal,
+                   run_to_end)
 from .chain import REPRESENTATIONS, check_options, plan, register, run_chain, solve_product
 from .grid import GridProblem, GridRepresentation, HistoryTracker, OutflowTracker, ResolutionTracker
 from .lagrangian import NodesRepresentation, PanelsRepresentation
@@ -20,4 +21,4 @@ from .lagrangian import NodesRepresentation, PanelsRepresentation
 __all__ = ["Representation", "GridRepresentation", "PanelsRepresentation", "NodesRepresentation", "REPRESENTATIONS",
            "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "plan", "check_options", "run_chain",
            "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker", "register", "own_domain_refusal",
-           "solve_product"]
+           "solve_product", "Ending", "run_to_end"]

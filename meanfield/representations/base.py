@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,7 +24,8 @@ from .. import checks
 from ..integrate import InterruptTracker, ProgressTracker, Status, StopIntegration, Tracker
 from ..monitor import IntegrationError, ResolutionError, ResolutionMonitor
 
-__all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "own_domain_refusal"]
+__all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "own_domain_refusal",
+           "Ending", "run_to_end"]
 
 
 @dataclass(frozen=True)
@@ -345,3 +347,27 @@ def own_domain_refusal(rep, domain) -> str | None:
     if getattr(domain, "representation", None) != rep.name:
         return f"it advances densities on the {rep.domain_words} only, not on the {getattr(domain, 'name', domain)}"
     return None
+
+
+class Ending(NamedTuple):
+    """How a representation's integration ended (:func:`run_to_end`): what its :class:`Part` states."""
+
+    status: Status
+    message: str
+    hint: str | None
+    t: float
+    y: object
+
+
+def run_to_end(integrator, t0: float, y0, t_eval, t1: float, done: str, last_output) -> Ending:
+    """Run ``integrator`` from (t0, y0) through the outputs ``t_eval`` to t1, and say how it ended: SUCCESS with the
+    words ``done`` and the final state; a ``StopIntegration``'s status, reason, hint, time and state; or INTERRUPTED
+    (Ctrl-C) at ``last_output()``, the last (t, y) output the representation holds, or None for the start."""
+    try:
+        t, y = integrator.run(t0, y0, t_eval, t1)
+        return Ending(Status.SUCCESS, done, None, t, y)
+    except StopIntegration as stop:
+        return Ending(stop.status, stop.reason, stop.hint, stop.t, stop.y)
+    except KeyboardInterrupt:
+        t, y = last_output() or (t0, y0)
+        return Ending(Status.INTERRUPTED, "interrupted (Ctrl-C)", None, t, y)

@@ -30,13 +30,13 @@ import numpy as np
 from .. import checks, kernels, strategies
 from ..density import Density
 from ..domains.zonal import energy_from_excess
-from ..integrate import Integrator, Problem, Stages, Status, StopIntegration, Tracker
+from ..integrate import Integrator, Problem, Stages, StopIntegration, Tracker
 from ..integrate.steppers import ADAPTIVE, integrating_factor_refusal
 from ..models import normalization_of, rate_scale
 from ..models.schedule import piecewise_constant
 from ..monitor import ResolutionError, ResolutionMonitor
 from ..numerics import EXP_MAX
-from .base import Hooks, Part, Representation, Settings
+from .base import Hooks, Part, Representation, Settings, run_to_end
 
 __all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker",
            "step_bound"]
@@ -439,14 +439,9 @@ class GridRepresentation(Representation):
         integrator = Integrator(problem, method, dt=dt, cfl=cfl, rtol=settings.rtol, atol=settings.atol,
                                 trackers=trackers)
         y0 = np.array(start.values)
-        status, message, hint, t_reached = Status.SUCCESS, "the grid reached the end of the interval", None, t1
-        try:
-            t_reached, y = integrator.run(t0, y0, t_eval, t1)
-        except StopIntegration as stop:
-            status, message, hint, t_reached, y = stop.status, stop.reason, stop.hint, stop.t, stop.y
-        except KeyboardInterrupt:
-            status, message = Status.INTERRUPTED, "interrupted (Ctrl-C)"
-            t_reached, y = (history.out_t[-1], history.out_d[-1].values) if history.out_t else (t0, y0)
+        status, message, hint, t_reached, y = run_to_end(
+            integrator, t0, y0, t_eval, t1, "the grid reached the end of the interval",
+            lambda: (history.out_t[-1], history.out_d[-1].values) if history.out_t else None)
         return Part("grid", list(history.out_t), list(history.out_d), status, message, float(t_reached), problem.frame(t_reached, y),
                     method, problem.strategy, integrator.nfev, integrator.nsteps, history.t_steps,
                     history.mass_steps, history.energy_steps, problem.refinements, hint,
