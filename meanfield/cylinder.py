@@ -58,10 +58,8 @@ from .domains import CircleGrid, Grid
 from .domains.circle import fourier
 from .domains.products import CYLINDER
 from .integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
-from .models import heads
-from .models.normalization import normalization_of
+from .models.normalization import radial_zonal_heads
 from .monitor import ResolutionError, ResolutionMonitor
-from .numerics import check_usa_beta
 from .representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
 
 __all__ = ["CylinderGrid", "RadialProblem", "RadialSolution", "RadiusRangeError", "solve_radial", "radial_multipliers",
@@ -252,36 +250,9 @@ def _small_beta_ratio(k, beta):
 
 
 def _zonal_heads(model):
-    """[(β_eff, c, normalized)] of a pre/peri-LN Transformer's heads, or ``ValueError`` naming what is refused."""
-    solvers = ("meanfield.solve (post-LN on the circle, S², zonal S^(d-1)); particles.simulate for every "
-               "normalisation")
-    if not getattr(model, "has_blocks", False):  # attention alone
-        raise ValueError(f"`model` {model!r} is post-LN (a head without a Transformer's normalisation: tokens on the "
-                         f"sphere): its density solvers are {solvers}. For pre- or peri-LN give "
-                         "Transformer(attention, normalization='pre') (or 'peri').")
-    norm = normalization_of(model)
-    why = norm.cylinder_refusal()
-    if why is not None:
-        raise ValueError(f"solve_radial solves pre- and peri-LN on S¹ × (0, ∞) (a radius per token); normalization "
-                         f"{norm!r} is refused: {why}. Its solvers: {solvers}.")
-    out = []
-    for i, h in enumerate(heads(model.attention)):
-        if not h.exp_kernel or h.causal:
-            raise ValueError(f"head {i} ({h!r}) is not a non-causal SelfAttention: solve_radial takes zonal "
-                             "self-attention heads; run particles (particles.simulate).")
-        if h.noise:
-            raise ValueError(f"head {i} has noise D = {h.noise:g}: the noisy pre/peri-LN density (a diffusion of "
-                             "x in R²) is not built; run particles (particles.simulate).")
-        z = h.zonal
-        if z is None:
-            raise ValueError(f"head {i} ({h!r}) is not zonal: solve_radial needs Q = qI, K = kI (qk >= 0) and "
-                             "V = cI, constant in time (the field's Fourier multipliers); run particles "
-                             "(particles.simulate) for other matrices.")
-        if h.dim not in (None, 2):
-            raise ValueError(f"head {i} acts on R^{h.dim}: solve_radial is the circle S¹ (d = 2).")
-        check_usa_beta(z.beta, h.normalized, "the cylinder S¹ × (0, ∞)")
-        out.append((float(z.beta), float(z.c), bool(h.normalized)))
-    return norm, out
+    """(normalisation, [(β_eff, c, normalized)]) of a pre/peri-LN Transformer's heads on the circle, or ``ValueError``
+    naming what is refused (:func:`meanfield.models.normalization.radial_zonal_heads`)."""
+    return radial_zonal_heads(model, 2, "solve_radial", "the cylinder S¹ × (0, ∞)")
 
 
 def _bound_words(model) -> str:

@@ -73,9 +73,7 @@ from . import checks
 from .domains.gegenbauer import gauss, orthonormal
 from .domains.zonal_sphere.continuity import dealiased_nodes
 from .domains.zonal_sphere.grid import ZonalGrid
-from .models import heads
-from .models.normalization import normalization_of
-from .numerics import check_usa_beta
+from .models.normalization import radial_zonal_heads
 
 __all__ = ["ZonalCylinderGrid", "ZonalRadialSolution", "solve_zonal_radial", "zonal_field", "GUARD_CELLS"]
 
@@ -149,27 +147,8 @@ def _ring_kernels(d: int, beta: float, u, v):
 
 def _zonal_heads(model, d: int):
     """(normalisation, [(β, c, normalized)]) of a pre/peri-LN Transformer with zonal self-attention heads acting on
-    R^d, or ``ValueError`` naming what is refused."""
-    if not getattr(model, "has_blocks", False):
-        raise ValueError(f"`model` {model!r} is post-LN (tokens on the sphere: meanfield.solve on the zonal domain). "
-                         "For pre- or peri-LN give Transformer(SelfAttention(beta), normalization='pre') (or "
-                         "'peri').")
-    norm = normalization_of(model)
-    why = norm.cylinder_refusal()
-    if why is not None:
-        raise ValueError(f"solve_zonal_radial solves the radial normalisations ẋ = f(|A|)A; normalization {norm!r} "
-                         f"is refused: {why}. Run particles (particles.simulate).")
-    out = []
-    for i, h in enumerate(heads(model.attention)):
-        z = h.zonal
-        if not h.exp_kernel or h.causal or h.noise or z is None:
-            raise ValueError(f"head {i} ({h!r}) is not a noiseless, non-causal zonal self-attention head (Q = qI, "
-                             "K = kI, V = cI): run particles (particles.simulate).")
-        if h.dim not in (None, d):
-            raise ValueError(f"head {i} acts on R^{h.dim}, not on R^{d} (`d` = {d}).")
-        check_usa_beta(z.beta, h.normalized, f"the zonal S^{d - 1} × (0, ∞)")
-        out.append((float(z.beta), float(z.c), bool(h.normalized)))
-    return norm, out
+    R^d, or ``ValueError`` naming what is refused (:func:`meanfield.models.normalization.radial_zonal_heads`)."""
+    return radial_zonal_heads(model, d, "solve_zonal_radial", f"the zonal S^{d - 1} × (0, ∞)")
 
 
 class _Field:

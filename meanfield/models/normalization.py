@@ -52,10 +52,11 @@ import numpy as np
 
 from .. import checks
 from ..domains.sphere.geometry import project_tangent
+from ..numerics import check_usa_beta
 from .registry import Parameter
 
 __all__ = ["Normalization", "NORMALIZATIONS", "VARIANTS", "VariantParameter", "ParameterError", "study_doc", "POST", "as_normalization",
-           "normalization_of", "average", "norms_of", "density_refusal", "register", "unregister", "variant",
+           "normalization_of", "average", "norms_of", "density_refusal", "radial_zonal_heads", "register", "unregister", "variant",
            "PostLN", "PreLN", "PeriLN", "MixLN", "NGPT"]
 
 #: Every registered variant by name, in the order of registration (:func:`register`): the one table that lists them
@@ -622,3 +623,41 @@ def density_refusal(model, grids: bool = False) -> str | None:
                 "continuity equation with it is not the limit of the softmax ones (MATH.md §11); run particles "
                 "(particles.simulate, particles.discrete_depth)")
     return None
+
+
+def radial_zonal_heads(model, d: int, solver: str, space: str) -> tuple:
+    """(its normalisation, [(β, c, normalized)] per head) of a Transformer whose variant moves its tokens by
+    f(|A|)A (:meth:`Normalization.cylinder_refusal`) with zonal self-attention heads on R^d — what the densities on
+    S^(d-1) × (0, ∞) solve (``solve_radial`` on the circle, d = 2; ``solve_zonal_radial`` on the zonal S^(d-1)) —
+    or ``ValueError`` naming what ``solver`` (on ``space``, in words) refuses and where it runs instead."""
+    from .base import heads
+
+    solvers = ("meanfield.solve (post-LN on the circle, S², zonal S^(d-1)); particles.simulate for every "
+               "normalisation")
+    if not getattr(model, "has_blocks", False):  # attention alone
+        raise ValueError(f"`model` {model!r} is post-LN (a head without a Transformer's normalisation: tokens on the "
+                         f"sphere): its density solvers are {solvers}. For pre- or peri-LN give "
+                         "Transformer(attention, normalization='pre') (or 'peri').")
+    norm = normalization_of(model)
+    why = norm.cylinder_refusal()
+    if why is not None:
+        raise ValueError(f"{solver} solves pre- and peri-LN on {space} (a radius per token); normalization {norm!r} "
+                         f"is refused: {why}. Its solvers: {solvers}.")
+    out = []
+    for i, h in enumerate(heads(model.attention)):
+        if not h.exp_kernel or h.causal:
+            raise ValueError(f"head {i} ({h!r}) is not a non-causal SelfAttention: {solver} takes zonal "
+                             "self-attention heads; run particles (particles.simulate).")
+        if h.noise:
+            raise ValueError(f"head {i} has noise D = {h.noise:g}: the noisy pre/peri-LN density (a diffusion of "
+                             f"x in R^{d}) is not built; run particles (particles.simulate).")
+        z = h.zonal
+        if z is None:
+            raise ValueError(f"head {i} ({h!r}) is not zonal: {solver} needs Q = qI, K = kI (qk >= 0) and V = cI, "
+                             "constant in time (the field's zonal multipliers); run particles (particles.simulate) "
+                             "for other matrices.")
+        if h.dim not in (None, d):
+            raise ValueError(f"head {i} acts on R^{h.dim}: {solver} solves {space}, d = {d}.")
+        check_usa_beta(z.beta, h.normalized, space)
+        out.append((float(z.beta), float(z.c), bool(h.normalized)))
+    return norm, out
