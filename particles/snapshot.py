@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from meanfield.domains import Measure, infer
-from meanfield.domains.zonal import energy_from_excess
-from meanfield.lagrangian import excess_energy
+from meanfield.domains import infer
+from meanfield.lagrangian import PointFrame
 
 __all__ = ["Snapshot"]
 
 
-class Snapshot:
+class Snapshot(PointFrame):
     """Σ_i w_i δ_{x_i} on a domain at time t: a particle system's frame.
 
     Parameters
@@ -62,32 +61,6 @@ class Snapshot:
         self.points, self.weights = points, weights
         self.domain = infer(points) if domain is None else domain
         self.t = None if t is None else float(t)
-
-    @property
-    def dim(self) -> int:
-        """The dimension d of the ambient R^d of the points."""
-        return self.points.shape[-1]
-
-    def as_measure(self) -> Measure:
-        """Σ_i w_i δ_{x_i} carrying its domain; unpacks as ``points, weights``."""
-        return Measure(self.points, self.weights, self.domain)
-
-    def mass(self) -> float:
-        """Σ_i w_i (1 for a particle system's weights)."""
-        return float(np.sum(self.weights))
-
-    def mean(self) -> np.ndarray:
-        """∫ x dμ = Σ_i w_i x_i ∈ R^d, in the ambient R^d of the domain (as :meth:`meanfield.Density.mean`)."""
-        return self.domain.mean(self.points, self.weights)
-
-    def excess_energy(self, beta: float) -> float:
-        """e^{-β}(E_β − m²/2β), finite for every β (:func:`meanfield.lagrangian.excess_energy`, the sums of every
-        point frame)."""
-        return excess_energy(self.points, self.weights, self.domain, beta)
-
-    def energy(self, beta: float) -> float:
-        """E_β = (1/2β) Σ_ij w_i w_j e^{β⟨x_i, x_j⟩} (½|Σ w_i x_i|² at β = 0; GLPR §3.2)."""
-        return energy_from_excess(self.excess_energy(beta), self.mass(), float(beta))
 
     def __len__(self) -> int:
         return self.weights.size

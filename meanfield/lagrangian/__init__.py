@@ -17,10 +17,10 @@ measure they carry and the log-density is carried exactly along them.
 """
 
 from .clusters import Cluster, ClusterHistory, cluster_history, clusters
-from .measure import LagrangianMeasure, excess_energy
+from .measure import LagrangianMeasure, PointFrame, excess_energy
 from .panels import PanelProblem, PanelTransport, panels_refusal, transport_panels
 from .transport import LagrangianProblem, Transport, start, start_gaussian, transport
 
-__all__ = ["LagrangianMeasure", "excess_energy", "LagrangianProblem", "PanelProblem", "Transport", "start", "start_gaussian",
+__all__ = ["LagrangianMeasure", "PointFrame", "excess_energy", "LagrangianProblem", "PanelProblem", "Transport", "start", "start_gaussian",
            "transport", "transport_panels", "panels_refusal", "PanelTransport", "clusters", "cluster_history",
            "Cluster", "ClusterHistory"]

@@ -38,7 +38,41 @@ def excess_energy(points, weights, domain, beta: float) -> float:
                                                                       float(beta))
 
 
-class LagrangianMeasure:
+class PointFrame:
+    """What a frame of weighted points answers from its ``points``, ``weights`` and ``domain`` alone — a Lagrangian
+    measure, a particle snapshot (``particles.Snapshot``): the measure, its mass, first moment and energy."""
+
+    __slots__ = ()
+
+    @property
+    def dim(self) -> int:
+        """The dimension d of the ambient R^d of the points."""
+        return self.points.shape[-1]
+
+    def as_measure(self) -> Measure:
+        """Σ_i w_i δ_{x_i} carrying its domain (``validation.wasserstein`` takes it as it is)."""
+        return Measure(self.points, self.weights, self.domain)
+
+    def mass(self) -> float:
+        """Σ_i w_i (a Lagrangian measure's is fixed in time, the mass of the initial grid measure)."""
+        return float(np.sum(self.weights))
+
+    def mean(self) -> np.ndarray:
+        """∫ x dμ = Σ_i w_i x_i ∈ R^d, in the ambient R^d of the domain (as :meth:`meanfield.Density.mean`)."""
+        return self.domain.mean(self.points, self.weights)
+
+    def excess_energy(self, beta: float) -> float:
+        """e^{-β}(E_β − m²/2β), finite for every β (½|∫x dμ|² at β = 0): :func:`excess_energy`."""
+        return excess_energy(self.points, self.weights, self.domain, beta)
+
+    def energy(self, beta: float) -> float:
+        """E_β = (1/2β) Σ_ij w_i w_j e^{β⟨x_i, x_j⟩} (½|Σ w_i x_i|² at β = 0; GLPR §3.2)."""
+        from ..domains.zonal import energy_from_excess
+
+        return energy_from_excess(self.excess_energy(beta), self.mass(), float(beta))
+
+
+class LagrangianMeasure(PointFrame):
     """Σ_i w_i δ_{X_i} with log ρ at the points: a frame of the Lagrangian solution.
 
     Parameters
@@ -110,38 +144,10 @@ class LagrangianMeasure:
         return self.domain.chart.to_points(self.state)
 
     @property
-    def dim(self) -> int:
-        """The dimension d of the ambient R^d of the points."""
-        return self.points.shape[-1]
-
-    @property
     def density(self) -> np.ndarray:
         """ρ(X_i(t), t) = exp(log ρ_0(x_i) − ℓ_i(t)) (may overflow to inf past 1e308; use ``log_density``)."""
         with np.errstate(over="ignore"):
             return np.exp(self.log_density)
-
-    def as_measure(self) -> Measure:
-        """Σ_i w_i δ_{X_i} carrying its domain (``validation.wasserstein`` takes it as it is)."""
-        return Measure(self.points, self.weights, self.domain)
-
-    def mass(self) -> float:
-        """Σ_i w_i: fixed in time, the mass of the initial grid measure."""
-        return float(np.sum(self.weights))
-
-    def mean(self) -> np.ndarray:
-        """∫ x dμ = Σ_i w_i X_i ∈ R^d, in the ambient R^d of the domain (as :meth:`meanfield.Density.mean`)."""
-        return self.domain.mean(self.points, self.weights)
-
-    def excess_energy(self, beta: float) -> float:
-        """e^{-β}(E_β − m²/2β), finite for every β (½|∫x dμ|² at β = 0): by the domain's spectral sums where it has
-        them (the circle's O(nL) Fourier moments, S²'s O(nL²) harmonic moments), else pairwise."""
-        return excess_energy(self.points, self.weights, self.domain, beta)
-
-    def energy(self, beta: float) -> float:
-        """E_β = (1/2β) Σ_ij w_i w_j e^{β⟨X_i, X_j⟩} (½|Σ w_i X_i|² at β = 0; GLPR §3.2)."""
-        from ..domains.zonal import energy_from_excess
-
-        return energy_from_excess(self.excess_energy(beta), self.mass(), float(beta))
 
     # ------------------------------------------------------------------ as a density
     def log_density_at(self, queries) -> np.ndarray:
