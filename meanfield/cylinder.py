@@ -54,9 +54,9 @@ from scipy.special import ive
 
 from . import checks
 from .density import Density
-from .domains import CircleGrid, Grid
+from .domains import CircleGrid
 from .domains.circle import fourier
-from .domains.products import CYLINDER
+from .domains.products import CYLINDER, ProductGrid
 from .integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
 from .models.normalization import radial_zonal_heads
 from .monitor import ResolutionError, ResolutionMonitor
@@ -98,7 +98,7 @@ class RadiusRangeError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------- grid
-class CylinderGrid(Grid):
+class CylinderGrid(ProductGrid):
     r"""n_θ equispaced angles × n_s cells of s = log r on [log r_min, log r_max]: a grid of the product domain
     :data:`~meanfield.domains.products.CYLINDER` (a :class:`~meanfield.Density` on it is an initial state of
     :func:`meanfield.solve`, advanced by the "cylinder" representation).
@@ -122,11 +122,6 @@ class CylinderGrid(Grid):
         e^s at the centres and edges.
     ds, dtheta : float
     """
-
-    @property
-    def points(self):
-        """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""
-        return self.domain.no_points(self)
 
 
     def __init__(self, n_theta: int, n_s: int, radii):
@@ -154,6 +149,7 @@ class CylinderGrid(Grid):
         self.n, self.spacing = n_theta, min(self.dtheta, self.ds)
 
     domain = CYLINDER
+    finer = "give a finer grid (n_theta, n_s)"
     dim = 2
 
     def __eq__(self, other) -> bool:
@@ -166,12 +162,6 @@ class CylinderGrid(Grid):
     def integrate(self, values):
         """∫∫ ρ dθ ds over the last two axes (:meth:`mass` of each)."""
         return np.sum(values, axis=(-2, -1)) * self.dtheta * self.ds
-
-    def refined(self, factor: int = 2):
-        raise ValueError(f"{self!r} is not refined: give a finer grid (n_theta, n_s).")
-
-    def resample(self, values, n: int):
-        raise ValueError(f"{self!r} is not resampled: give a finer grid (n_theta, n_s).")
 
     def interpolate(self, values, points):
         raise NotImplementedError(f"{self!r} holds cell averages in s: read them (values) or the marginals.")
@@ -196,8 +186,6 @@ class CylinderGrid(Grid):
         ds = float(s[1] - s[0])
         return cls(theta.size, s.size, (float(np.exp(s[0] - ds / 2)), float(np.exp(s[-1] + ds / 2))))
 
-    def coarsened(self, values):
-        raise NotImplementedError(f"{self!r}: no coarsened measure.")
 
     @property
     def shape(self) -> tuple[int, int]:

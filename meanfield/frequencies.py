@@ -98,10 +98,10 @@ import numpy as np
 
 from . import checks, kernels, strategies
 from .density import Density, Frame
-from .domains import CIRCLE, CircleGrid, Grid
+from .domains import CIRCLE, CircleGrid
 from .domains import Measure
 from .domains import SPHERE
-from .domains.products import FREQUENCIES, ROTATIONS
+from .domains.products import FREQUENCIES, ROTATIONS, ProductGrid
 from .domains.circle import fourier
 from .domains.circle.geometry import angles_to_points
 from .domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
@@ -373,7 +373,7 @@ def frequency_law(law):
 
 
 # --------------------------------------------------------------------------------------------- the product grid
-class FrequencyGrid(Grid):
+class FrequencyGrid(ProductGrid):
     r"""A circle grid times the nodes of a frequency law's quadrature: a grid of the product domain
     :data:`~meanfield.domains.products.FREQUENCIES` (values of shape (J, n): one circle density per node ω_j).
 
@@ -388,13 +388,9 @@ class FrequencyGrid(Grid):
         (module docstring), which must be asked for.
     """
 
-    @property
-    def points(self):
-        """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""
-        return self.domain.no_points(self)
-
 
     domain = FREQUENCIES
+    finer = "start on a finer circle grid"
     dim = 2
 
     def __init__(self, circle: CircleGrid, quadrature: Quadrature, cauchy_noise: bool = False):
@@ -416,9 +412,6 @@ class FrequencyGrid(Grid):
         """∫ ρ̄ dθ = Σ_j w_j ∫ ρ_j dθ: the mass of the marginal."""
         return self.quadrature.weights @ self.circle.integrate(values)
 
-    def refined(self, factor: int = 2):
-        raise ValueError(f"{self!r} is not refined: start on a finer circle grid.")
-
     def resample(self, values, n: int):
         return np.stack([self.circle.resample(v, n) for v in values])
 
@@ -439,8 +432,6 @@ class FrequencyGrid(Grid):
     def from_coordinates(cls, coordinates):
         raise NotImplementedError("a FrequencyGrid is rebuilt from its law's quadrature, not from coordinates.")
 
-    def coarsened(self, values):
-        raise NotImplementedError(f"{self!r}: no coarsened measure.")
 
 
 class FrequencyDensity(Density):
@@ -1174,7 +1165,7 @@ register(FrequencyRepresentation())
 
 
 # --------------------------------------------------------------------------------------------- the Lohe model on S²
-class RotationGrid(Grid):
+class RotationGrid(ProductGrid):
     r"""A grid of S² times the nodes of a finite law of skew matrices Ω (the Lohe model: each token turns by its own
     Ω, ẋ = Ωx + X[μ̄](x)): values of shape (J,) + sphere.shape, one S² density per node Ω_j, coupled through the
     marginal μ̄ = Σ_j w_j ρ_j. A grid of the product domain :data:`~meanfield.domains.products.ROTATIONS`, advanced by
@@ -1190,13 +1181,9 @@ class RotationGrid(Grid):
         w_j > 0 summing to 1 (default equal).
     """
 
-    @property
-    def points(self):
-        """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""
-        return self.domain.no_points(self)
-
 
     domain = ROTATIONS
+    finer = "start on a finer sphere grid"
     dim = 3
 
     def __init__(self, sphere, omegas, weights=None):
@@ -1223,12 +1210,6 @@ class RotationGrid(Grid):
         """Σ_j w_j ∫ ρ_j: the marginal's mass."""
         return float(sum(w * self.sphere.integrate(v) for w, v in zip(self.weights, values)))
 
-    def refined(self, factor: int = 2):
-        raise ValueError(f"{self!r} is not refined: start on a finer sphere grid.")
-
-    def resample(self, values, n: int):
-        raise ValueError(f"{self!r} is not resampled: start on a finer sphere grid.")
-
     def interpolate(self, values, points):
         raise NotImplementedError(f"{self!r}: interpolate a node's density on its sphere grid (grid.sphere).")
 
@@ -1246,8 +1227,6 @@ class RotationGrid(Grid):
     def from_coordinates(cls, coordinates):
         raise NotImplementedError("a RotationGrid is rebuilt from its sphere grid and its law of Ω.")
 
-    def coarsened(self, values):
-        raise NotImplementedError(f"{self!r}: no coarsened measure.")
 
 
 class _RotationProblem(Problem):

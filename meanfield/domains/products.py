@@ -20,7 +20,9 @@ the representation's, which names what it takes.
 
 from __future__ import annotations
 
-__all__ = ["ProductDomain", "CYLINDER", "FREQUENCIES", "ROTATIONS"]
+from .base import Grid
+
+__all__ = ["ProductDomain", "ProductGrid", "CYLINDER", "FREQUENCIES", "ROTATIONS"]
 
 
 class ProductDomain:
@@ -81,6 +83,28 @@ class ProductDomain:
         """No field strategies to choose: the representation sums the field its own way."""
         return {}
 
+
+
+class ProductGrid(Grid):
+    """What the grids of a product domain refuse alike (``finer``: where a finer grid comes from, in words): no point
+    set in one ambient R^d yet (their domain says so), no refinement or resampling during a run, no coarsened
+    measure. Their subclasses hold the rest (``domain``, shape, mass, resolution)."""
+
+    finer = "give a finer grid"
+
+    @property
+    def points(self):
+        """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""
+        return self.domain.no_points(self)
+
+    def refined(self, factor: int = 2):
+        raise ValueError(f"{self!r} is not refined: {self.finer}.")
+
+    def resample(self, values, n: int):
+        raise ValueError(f"{self!r} is not resampled: {self.finer}.")
+
+    def coarsened(self, values):
+        raise NotImplementedError(f"{self!r}: no coarsened measure.")
 
 #: pre/peri-LN tokens x = rθ as (θ, s = log r) ∈ S¹ × ℝ (docs/MATH.md §10.1)
 CYLINDER = ProductDomain("cylinder", "cylinder S¹ × (0, ∞) of directions and radii", "cylinder")
