@@ -12,14 +12,14 @@ import numpy as np
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact, gaussian as G
+from meanfield.analysis import exact, gaussian as G
 from meanfield.models import L2, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax
 import validation
 from validation.meanfield_limit import meanfield_limit
 from validation.stability import stability
 
 try:
-    from meanfield import kernels  # new layout
+    from meanfield import kernels
 except ImportError:
     from particles import kernels  # old layout
 import inspect

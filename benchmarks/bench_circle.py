@@ -11,7 +11,7 @@
    sum) for the same RHS, for scale.
 
 The right-hand sides are those ``solve`` builds (``_anchors.grid_rhs``: the grid
-problem's ``continuity`` for the strategy ``meanfield.strategies`` resolves).
+problem's ``continuity`` for the strategy ``meanfield.kernels.strategies`` resolves).
 
 Run:  python benchmarks/bench_circle.py
 """

@@ -1,7 +1,7 @@
 """Pre-LN density step on S¹ × (0, ∞) against independent circle steps (issue 37, performance).
 
-One RK4 step of the cylinder density (``meanfield.cylinder``: n_θ = 256 angles × 128 cells of log r, SA, β = 4,
-pre-LN; the right-hand side :class:`meanfield.cylinder.RadialProblem` advances, stepped by the library's
+One RK4 step of the cylinder density (``meanfield.solvers.cylinder``: n_θ = 256 angles × 128 cells of log r, SA, β = 4,
+pre-LN; the right-hand side :class:`meanfield.solvers.cylinder.RadialProblem` advances, stepped by the library's
 ``meanfield.integrate.rk4`` as the Integrator's fixed steps are) against 128 RK4 steps of the circle solver at
 n = 256 (post-LN, the same SA β = 4: the step ``solve`` takes, ``_anchors.problem_step``), one per radius. Both
 sides do the same FFT work per radius (the 3/2-padded product and the spectral derivative); the cylinder computes
@@ -22,9 +22,9 @@ import numpy as np  # noqa: E402
 import meanfield as mf  # noqa: E402
 from _anchors import problem_step  # noqa: E402
 from _timing import interleaved  # noqa: E402
-from meanfield.cylinder import CylinderGrid, RadialProblem  # noqa: E402
-from meanfield.integrate import rk4  # noqa: E402
-from meanfield.models import SelfAttention, Transformer  # noqa: E402
+from meanfield.solvers.cylinder import CylinderGrid, RadialProblem
+from meanfield.integrate import rk4
+from meanfield.models import SelfAttention, Transformer
 
 N_THETA, N_S, BETA, H = 256, 128, 4.0, 1e-3
 

@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 import meanfield as mf
-from meanfield import gaussian as G
+from meanfield.analysis import gaussian as G
 from meanfield.domains.euclidean import FiniteVolume
 from meanfield.integrate import ssprk3
 from meanfield.models import L2, Softmax

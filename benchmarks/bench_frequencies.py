@@ -1,6 +1,6 @@
 """A step of the density with natural frequencies against the circle steps it replaces (issue 38, docs/MATH.md §12).
 
-One RK4 step (as ``meanfield.frequencies.solve`` takes it: Lawson's integrating factor on the node coefficients,
+One RK4 step (as ``meanfield.solvers.frequencies.solve`` takes it: Lawson's integrating factor on the node coefficients,
 ``FrequencyProblem.stages``) of 64 Gauss–Hermite frequency nodes × n = 256 (SA, β = 4, σ = 0.5), against 64
 independent RK4 steps of the library's circle solver at n = 256 (``GridProblem`` as ``solve`` takes it, the spectral
 right-hand side, a FixedStepper step each). Both from resolved perturbed-uniform states, the same step h. Medians of
@@ -23,10 +23,10 @@ import numpy as np  # noqa: E402
 
 import meanfield as mf  # noqa: E402
 from _timing import interleaved  # noqa: E402
-from meanfield import frequencies as fq  # noqa: E402
-from meanfield.domains.circle import fourier  # noqa: E402
-from meanfield.integrate import FixedStepper  # noqa: E402
-from meanfield.representations import GridProblem  # noqa: E402
+from meanfield.solvers import frequencies as fq
+from meanfield.domains.circle import fourier
+from meanfield.integrate import FixedStepper
+from meanfield.representations import GridProblem
 
 
 def main(argv=None):

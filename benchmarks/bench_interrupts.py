@@ -18,7 +18,7 @@
      fraction and E_β of the systems at each output, n² pairs each),
    - a density on S² at lmax 256 (``meanfield run``: SA β = 4, RK4, refinement capped at 256),
    - with ``--cases`` also ``pairwise`` (a Python driver running ``particles.simulate(..., strategy="pairwise")`` at
-     n = 10⁵ under ``meanfield.interrupts.deferred()`` as the command line does: one field evaluation is 10¹⁰
+     n = 10⁵ under ``meanfield.core.interrupts.deferred()`` as the command line does: one field evaluation is 10¹⁰
      pairs) and ``moments`` (the S² density at lmax 256 of a model with Q ≠ I: the moments path).
    Each interrupted run's results file must load and say "interrupted".
 

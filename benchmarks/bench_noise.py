@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import meanfield as mf  # noqa: E402
 import particles as pt  # noqa: E402
-from meanfield import stationary as st  # noqa: E402
-from meanfield.domains import SPHERE  # noqa: E402
-from meanfield.integrate.steppers import FixedStepper  # noqa: E402
-from meanfield.representations import GridProblem  # noqa: E402
+from meanfield.analysis import stationary as st
+from meanfield.domains import SPHERE
+from meanfield.integrate.steppers import FixedStepper
+from meanfield.representations import GridProblem
 
 
 def median(f, repeat):

@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import particles as pt  # noqa: E402
-from meanfield.models import Normalization, SelfAttention, Transformer  # noqa: E402
+from meanfield.models import Normalization, SelfAttention, Transformer
 
 from _timing import interleaved  # noqa: E402
 

@@ -23,7 +23,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import meanfield as mf  # noqa: E402
-from meanfield.domains.sphere import SphereSpectral  # noqa: E402
+from meanfield.domains.sphere import SphereSpectral
 from _anchors import rk4_step, solver_step  # noqa: E402
 from _timing import median  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Transition diagrams (meanfield.transitions): 40 β × the full single-cluster branch, USA, V = I, on S¹, S² and the
+"""Transition diagrams (meanfield.solvers.transitions): 40 β × the full single-cluster branch, USA, V = I, on S¹, S² and the
 zonal S^127, side by side with the same diagram by a fine continuation (400 r, the fold read as its largest D: what
 one does without located folds), medians of ``--repeat`` interleaved runs (issue 38: < 60 s on S¹ and S²).
 
@@ -15,10 +15,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from meanfield import stationary as st  # noqa: E402
-from meanfield.domains import zonal_domain  # noqa: E402
-from meanfield.models import SelfAttention  # noqa: E402
-from meanfield.transitions import transition_diagram  # noqa: E402
+from meanfield.analysis import stationary as st
+from meanfield.domains import zonal_domain
+from meanfield.models import SelfAttention
+from meanfield.solvers.transitions import transition_diagram
 
 from _timing import interleaved  # noqa: E402
 

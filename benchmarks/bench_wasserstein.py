@@ -26,7 +26,7 @@ import numpy as np
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact
+from meanfield.analysis import exact
 from validation import w1, w2
 from _timing import best, interleaved
 

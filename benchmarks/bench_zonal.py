@@ -23,10 +23,10 @@ from scipy.special import hyp0f1
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import meanfield as mf  # noqa: E402
-from meanfield import stationary as st  # noqa: E402
-from meanfield.domains import ZonalGrid, zonal_domain  # noqa: E402
-from meanfield.domains.gegenbauer import gauss, orthonormal  # noqa: E402
-from meanfield.domains.zonal_sphere.continuity import dealiased_nodes  # noqa: E402
+from meanfield.analysis import stationary as st
+from meanfield.domains import ZonalGrid, zonal_domain
+from meanfield.domains.gegenbauer import gauss, orthonormal
+from meanfield.domains.zonal_sphere.continuity import dealiased_nodes
 
 from _anchors import problem_step, rk4_step  # noqa: E402
 from _timing import interleaved, median  # noqa: E402

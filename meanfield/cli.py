@@ -216,11 +216,11 @@ def main(argv=None) -> int:
     matplotlib.use("Agg")
     from contextlib import nullcontext
 
-    from . import checks, interrupts
+    from .core import checks, interrupts
     from .study import StudyError, StudyInterrupted
 
     try:
-        # Ctrl-C and SIGTERM honoured at safe points (meanfield.interrupts); --quiet: no "auto" progress bars
+        # Ctrl-C and SIGTERM honoured at safe points (meanfield.core.interrupts); --quiet: no "auto" progress bars
         with interrupts.deferred(), checks.quiet() if args.quiet else nullcontext():
             if args.command == "check":
                 code = _check(args)
@@ -345,7 +345,7 @@ def _study_command(args) -> int:
 
 def _plot(args) -> int:
     """``meanfield plot``: the figures of a results file written again beside it (format, dpi, animation)."""
-    from .io import load
+    from .core.io import load
     from .study import StudyError
     from .study.figures import write_figures
 
@@ -483,7 +483,7 @@ def _one_title(fig):
 
 
 def _demo(args) -> int:
-    from .io import beside, save
+    from .core.io import beside, save
     from .study import read, run_config
     from .study.build import build_grid, build_model
     from .study.figures import plot_overview

@@ -103,7 +103,7 @@ def poisson(domain, a):
 
     normalised against arc length and surface area. They are the images of the uniform law under the Möbius
     maps, and at β = 0 the dynamics stay in the family (Ott–Antonsen on the circle, the Möbius-invariant
-    family on S²; MATH.md §3, :mod:`meanfield.exact`).
+    family on S²; MATH.md §3, :mod:`meanfield.analysis.exact`).
 
     Parameters
     ----------

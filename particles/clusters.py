@@ -14,7 +14,7 @@ time) axes — and return one number per system, shape (...).
   ⟨x_i, x_j⟩ >= 1 − δ (a single cluster at tolerance δ), ``inf`` if never;
 - :func:`in_hemisphere` — whether the points lie in an open hemisphere (0 is not
   in their convex hull), the hypothesis of GLPR Theorem 6.3; for iid uniform
-  points its probability is Wendel's (:func:`meanfield.exact.wendel`).
+  points its probability is Wendel's (:func:`meanfield.analysis.exact.wendel`).
 
 Of one weighted point set (a measure Σ w_i δ_{x_i}: a Lagrangian frame, thousands
 of points, many collapsed onto one another):
@@ -120,7 +120,7 @@ def pair_fraction(x, delta: float) -> np.ndarray:
     n = 32, d = 128 about 10 µs per system on one thread, as fast as reading it from memory here (~3 GB/s) and
     3.3× the strict-order loop it replaces (the dots' last bits may differ). Systems of more than 2048 points are
     counted a row per task (the same counts), so that one large system uses every thread and a deferred Ctrl-C
-    (:mod:`meanfield.interrupts`) stops it between rounds of rows."""
+    (:mod:`meanfield.core.interrupts`) stops it between rounds of rows."""
     delta = _delta(delta)
     x = np.asarray(x, dtype=float)
     if x.ndim < 2 or x.shape[-2] < 2:
@@ -189,7 +189,7 @@ def in_hemisphere(x) -> np.ndarray:
 
     (scipy's ``linprog``, HiGHS), whose value is positive exactly when such a v exists — the hypothesis of GLPR
     Theorem 6.3, under which the tokens collapse to one point. For n iid uniform points on S^{d-1} the probability
-    is Wendel's, :func:`meanfield.exact.wendel` (GLPR Theorem 6.7).
+    is Wendel's, :func:`meanfield.analysis.exact.wendel` (GLPR Theorem 6.7).
 
     Tolerances: a True is certified, not read off the LP's value: the direction v it returns (or, first, the
     points' mean, which often suffices) must give every computed ⟨v, x_i⟩ > :data:`CERTIFICATE_MARGIN` (1e-11,

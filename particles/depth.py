@@ -1,4 +1,4 @@
-r"""Particles through discrete layers: x ↦ N(x + h X[μ^n](x)) per layer (GLPR §2.1–2.2; :mod:`meanfield.depth`).
+r"""Particles through discrete layers: x ↦ N(x + h X[μ^n](x)) per layer (GLPR §2.1–2.2; :mod:`meanfield.solvers.depth`).
 
 The continuous-depth flow (:func:`particles.simulate`) is the limit h → 0 of this map, at first order in h with
 the constant of docs/MATH.md §8.3. A Transformer's normalisation other than post-LN has its own layer (pre-LN
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
-from meanfield import checks, depth as layer_maps
+from meanfield.core import checks
+from meanfield.solvers import depth as layer_maps
 from meanfield.models import as_model, heads
 from meanfield.models.normalization import normalization_of
 from meanfield.domains import SPHERE
@@ -23,7 +24,7 @@ __all__ = ["discrete_depth"]
 
 def discrete_depth(model, x0, depth: float, layers: int, projection: str = "auto", weights=None, t0: float = 0.0,
                    rng=None, progress: bool = False, **old) -> Trajectory:
-    r"""Push n tokens through ``layers`` layers of depth ``depth`` (:mod:`meanfield.depth`).
+    r"""Push n tokens through ``layers`` layers of depth ``depth`` (:mod:`meanfield.solvers.depth`).
 
     Parameters
     ----------
@@ -38,7 +39,7 @@ def discrete_depth(model, x0, depth: float, layers: int, projection: str = "auto
     layers : int
         K >= 1.
     projection : {"auto", "sphere", "rms", "none"}
-        The projection after each layer (``meanfield.depth.PROJECTIONS``; the keyword was ``normalization=``):
+        The projection after each layer (``meanfield.solvers.depth.PROJECTIONS``; the keyword was ``normalization=``):
         x/|x| on the sphere ("auto" there), x/RMS(x) = √d x/|x| or nothing ("auto") in R^d. "auto" for a Transformer
         normalised otherwise than post-LN and for hardmax attention, whose layers are their own (module docstring).
     weights : array_like, shape (n,), optional

@@ -33,7 +33,7 @@ from meanfield.kernels.fastexp import FASTMATH, vexp
 from meanfield.kernels.pairwise import UNDERFLOW
 from meanfield.kernels.threads import run_tasks
 from meanfield.models.base import identity_multiple
-from meanfield.numerics import EXP_MAX
+from meanfield.core.numerics import EXP_MAX
 
 __all__ = ["rk4_small_systems", "ZONAL_FROM", "BLAS_SINGLE_THREAD"]
 

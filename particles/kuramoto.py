@@ -11,7 +11,7 @@ the circle after each step. With ω = 0 this is :func:`particles.simulate`'s sys
 
 :func:`lohe` is the same on S^{d-1} for any d (the Lohe model; docs/MATH.md §11 is its circle): each token turns
 by its own skew matrix, ẋ_i = Ω_i x_i + X[μ^n](x_i), Ω_i given per token or drawn from a finite law (nodes and
-probabilities, the particles of :class:`meanfield.frequencies.RotationGrid`'s densities); on the circle Ω = ωJ is a
+probabilities, the particles of :class:`meanfield.solvers.frequencies.RotationGrid`'s densities); on the circle Ω = ωJ is a
 frequency ω.
 """
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meanfield import checks
-from meanfield.frequencies import FrequencyLaw, frequency_law
+from meanfield.core import checks
+from meanfield.solvers.frequencies import FrequencyLaw, frequency_law
 from meanfield.domains import unit_sphere
 from meanfield.integrate import FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Stages
 from meanfield.models import as_model, rate_scale
@@ -131,7 +131,7 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     x0 : array_like, shape (n, 2) or (batch, n, 2), or tuple
         Unit vectors, or ``(density, n[, batch])`` drawn iid with ``rng`` (:func:`particles.simulate`).
     omega : array_like, shape ([batch,] n) or (n,), or FrequencyLaw
-        The frequencies, one per token; a law (:class:`meanfield.frequencies.Lorentzian`, ``Gaussian``,
+        The frequencies, one per token; a law (:class:`meanfield.solvers.frequencies.Lorentzian`, ``Gaussian``,
         ``Discrete``) is sampled iid with ``rng`` after ``x0`` (independent of the angles).
     t_eval : array_like, shape (T,)
         Increasing output times; ``t_eval[0]`` is the initial time.
@@ -286,7 +286,7 @@ def lohe(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, weights
         Unit vectors, or ``(density, n[, batch])`` drawn iid with ``rng`` (:func:`particles.simulate`).
     omega : array_like, shape ([batch,] n, d, d) or (n, d, d), or tuple
         Skew matrices Ω_i (Ω^T = −Ω), one per token; or a finite law ``(nodes, probabilities)``, nodes of shape
-        (J, d, d) — e.g. ``(grid.omegas, grid.weights)`` of a :class:`meanfield.frequencies.RotationGrid` — each
+        (J, d, d) — e.g. ``(grid.omegas, grid.weights)`` of a :class:`meanfield.solvers.frequencies.RotationGrid` — each
         token's node drawn iid with ``rng`` after ``x0`` (independent of the positions).
     t_eval : array_like, shape (T,)
         Increasing output times; ``t_eval[0]`` is the initial time.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from meanfield import checks
+from meanfield.core import checks
 from meanfield.density import Density, Frame
 from meanfield.domains.circle import cdf as circle_cdf
 

@@ -6,7 +6,7 @@ For particles x_1..x_n on S^{d-1} (or in R^d) with weights w_i (default 1/n),
 
 with X from :mod:`meanfield.models` (SA, USA, any Q, K, V, multi-head; the R^d
 variants), the same field the density solver uses, summed by one of the
-strategies of :mod:`meanfield.strategies`.
+strategies of :mod:`meanfield.kernels.strategies`.
 
 Time stepping (:class:`meanfield.integrate.Integrator`) keeps the particles on
 the sphere: the field is extended to R^d \ {0} as F(y) = X(y/|y|), which is
@@ -57,11 +57,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meanfield import checks, kernels, strategies
+from meanfield.core import checks
+from meanfield import kernels
+from meanfield.kernels import strategies
 from meanfield.density import Frame
 from meanfield.domains import EUCLIDEAN, SPHERE, Measure, for_manifold, unit_sphere
-from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker,
-                                 Stepper, equal_steps, step_count)
+from meanfield.integrate import (
+    FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, ProgressTracker, Stepper, equal_steps,
+    step_count,
+)
 from meanfield.integrate.steppers import rk4
 from meanfield.integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from meanfield.kernels.pairwise import UNROLL_MAX
@@ -94,7 +98,7 @@ class Trajectory:
     nfev, nsteps : int
         Field evaluations and steps (accepted steps for adaptive methods).
     method, strategy : str
-        Integrator and field strategy (:mod:`meanfield.strategies`).
+        Integrator and field strategy (:mod:`meanfield.kernels.strategies`).
     field_error_bound : float
         Largest bound on the truncation error of the spectral field over the
         run (0.0 for the pairwise and quadrature paths, exact up to round-off).
@@ -291,14 +295,14 @@ def simulate(
         A tqdm progress bar over simulated time. Default None: on where standard error is a terminal
         (``sys.stderr.isatty()``); elsewhere (pipes, batch jobs' logs, tests) a progress line after 30 s and every
         60 s after it (:class:`~meanfield.integrate.ProgressTracker`; the fused path is seen at the output times),
-        none within :func:`meanfield.checks.quiet`. False: nothing.
+        none within :func:`meanfield.core.checks.quiet`. False: nothing.
     rtol, atol : float
         Tolerances of the adaptive methods.
     weights : array_like, shape (n,) or x0.shape[:-1], optional
         Particle weights (default 1/n each), e.g. a Gauss–Hermite rule; the
         empirical measure is Σ w_i δ_{x_i}.
     strategy : {"auto", "quadrature", "pairwise", "spectral", "fused"}
-        Field strategy (:mod:`meanfield.strategies`, which resolves "auto"): the model's own sum
+        Field strategy (:mod:`meanfield.kernels.strategies`, which resolves "auto"): the model's own sum
         ``model.field`` (the reference); the fused pairwise kernel (on spheres,
         and compiled rows for the R^d models, Sinkhorn's potentials
         included); (Q = qI, K = kI,
@@ -578,7 +582,7 @@ def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: 
                         noisy: bool = False) -> dict[str, str | None]:
     """The field strategies for the particles of ``model`` (name → None where it applies, else why not; best first).
 
-    Post-LN attention with a finite β: :func:`meanfield.strategies.for_particles`. The other normalisations
+    Post-LN attention with a finite β: :func:`meanfield.kernels.strategies.for_particles`. The other normalisations
     (docs/MATH.md §10) sum the heads' average A at the directions θ: the same list for their attention on the sphere
     of the directions, with the spectral sums and the fused RK4 — which compute P_θA — refused; hardmax attention
     (MATH.md §11) has its own sums only ("quadrature")."""

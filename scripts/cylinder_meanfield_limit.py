@@ -1,7 +1,7 @@
 """The mean-field limit of pre- and peri-LN on S¹ × (0, ∞): N particles against the density (docs/MATH.md §10.1).
 
 ρ_0(θ, s) = f(θ) g(s), s = log r: f the von Mises law of concentration 2 about θ = 1, g the normal law N(2, 0.25²)
-(radii about e² ≈ 7.4). The density is solved by :func:`meanfield.cylinder.solve_radial` (SA, β = 1, Q = K = V = I;
+(radii about e² ≈ 7.4). The density is solved by :func:`meanfield.solvers.cylinder.solve_radial` (SA, β = 1, Q = K = V = I;
 n_θ = 128, n_s = 256 cells on s ∈ [−0.5, 4.5]); N tokens x = rθ drawn iid from ρ_0 follow the same model as
 particles (:func:`particles.simulate`, RK4, dt = 0.02: its error ~1e-8, far below W1). At each output time two
 exact one-dimensional distances are measured:
@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 import particles as pt
-from meanfield.cylinder import solve_radial
+from meanfield.solvers.cylinder import solve_radial
 from meanfield.models import SelfAttention, Transformer
 from validation import w1
 from validation.meanfield_limit import fit_exponent

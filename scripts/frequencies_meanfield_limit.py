@@ -4,7 +4,7 @@
 The Kuramoto field (β = 0, Q = K = V = I), Lorentzian frequencies of half-width γ = 0.2 (below γ_c = 1/2: the
 incoherent state is unstable), every token's angle drawn from the wrapped Cauchy law f_{a0}, a0 = 0.3, independently
 of its frequency. The density is solved with the Lorentzian's pole quadrature (exact for a start independent of ω
-and a first-harmonic field: ``meanfield.frequencies``; at β > 0 it would be the Cauchy-noise model), n = 256; the
+and a first-harmonic field: ``meanfield.solvers.frequencies``; at β > 0 it would be the Cauchy-noise model), n = 256; the
 tokens are drawn iid (angles exactly from f_{a0}, ω from g) and moved by
 ``particles.kuramoto.simulate`` (dt = 0.02). At each output time, W_1 between the tokens' empirical law of θ and the
 density's marginal (exact on the circle, ``validation.distance``) and |r_N − r| are fitted as C N^α over
@@ -22,7 +22,8 @@ import time
 import numpy as np
 
 import meanfield as mf
-from meanfield import exact, frequencies as fq
+from meanfield.analysis import exact
+from meanfield.solvers import frequencies as fq
 from particles import kuramoto
 from validation.meanfield_limit import fit_exponent
 from validation.wasserstein import distance

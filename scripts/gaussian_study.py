@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.gaussian import solve_gaussian
+from meanfield.analysis.gaussian import solve_gaussian
 from meanfield.models import Softmax
 
 

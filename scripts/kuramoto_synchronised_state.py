@@ -1,7 +1,7 @@
 """The Kuramoto synchronised state with Lorentzian frequencies, from the density on S¹ × R_ω (docs/MATH.md §11).
 
 At β = 0 (θ̇ = ω + c Im(z e^{−iθ})) and a Lorentzian law of width γ < c/2, Ott–Antonsen gives r(t) → r_∞ =
-√(1 − 2γ/c). Two ways to put ω on nodes, both run by ``meanfield.frequencies.solve`` from the same wrapped Cauchy
+√(1 − 2γ/c). Two ways to put ω on nodes, both run by ``meanfield.solvers.frequencies.solve`` from the same wrapped Cauchy
 start (a_0 = 0.1, the same law of θ for every ω):
 
 - **bands** (``Lorentzian(γ).bands(J)``): each node the exact pole of a band of frequencies (width δ = γ/2); the
@@ -24,7 +24,8 @@ import time
 import numpy as np
 
 import meanfield as mf
-from meanfield import exact, frequencies as fq
+from meanfield.analysis import exact
+from meanfield.solvers import frequencies as fq
 
 
 def run(rule: str, J: int, T: float, gamma: float = 0.2, c: float = 1.0, a0: float = 0.1):

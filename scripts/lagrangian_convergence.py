@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import meanfield as mf
-from meanfield import exact
+from meanfield.analysis import exact
 from meanfield.lagrangian import cluster_history, transport_panels
 
 

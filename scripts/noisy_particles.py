@@ -4,7 +4,7 @@
    for steps h = 0.2 … 0.025, computed exactly through the Markov chain of their relative angle (no Monte Carlo),
    against h/64; the order fitted.
 2. The invariant law's order parameter: SA β = 2 on the circle at D = 0.8 D_c, N = 10³ … 10⁵ particles drawn from
-   the stationary density (:func:`meanfield.stationary.stationary_state`) and run to T; the RMS deviation of
+   the stationary density (:func:`meanfield.analysis.stationary.stationary_state`) and run to T; the RMS deviation of
    r_N(t) = |mean of the positions| from the stationary r over the frames and repeats, and its rate in N with the
    95% interval (:func:`validation.meanfield_limit.fit_exponent`).
 3. The mean-field limit with noise: W1 between N noisy particles and the noisy density (SA β = 1, D = 0.2) at
@@ -20,7 +20,7 @@ import numpy as np
 
 import meanfield as mf
 import particles as pt
-from meanfield import stationary as st
+from meanfield.analysis import stationary as st
 from meanfield.domains import CIRCLE
 from validation.meanfield_limit import fit_exponent, meanfield_limit
 

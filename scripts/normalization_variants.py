@@ -8,7 +8,7 @@ directions θ = x/|x|. Each is integrated by :func:`particles.simulate` (RK4, dt
 time the fraction of ordered pairs i ≠ j with ⟨θ_i, θ_j⟩ > 1 − δ (δ = 10⁻³: > 0.999) is measured on the directions
 (:func:`particles.clusters.pair_fraction`; the mean over the repeats is drawn, with its range as a band).
 
-The equiangular reduction of MATH.md §10 (:func:`meanfield.exact.normalized_equiangular`) gives the asymptotic
+The equiangular reduction of MATH.md §10 (:func:`meanfield.analysis.exact.normalized_equiangular`) gives the asymptotic
 rates written in the caption: 1 − ρ ~ e^{−2t} (post-LN), ~ t^{−2} (pre- and peri-LN: the radius grows like t and
 slows its own direction), ~ e^{−2αt} (nGPT). The same runs are a study each: examples/normalization_variants.toml
 with [model] normalization = "post", "pre", "peri" or "ngpt" (alpha).

@@ -19,7 +19,7 @@ import numpy as np
 import meanfield as mf
 from meanfield.domains.circle import points_to_angles
 from meanfield.models import Softmax
-from meanfield.monitor import ResolutionMonitor
+from meanfield.integrate.monitor import ResolutionMonitor
 from validation.stability import stability
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 import meanfield as mf
-from meanfield import exact
+from meanfield.analysis import exact
 from meanfield.domains.circle import points_to_angles
 
 
@@ -41,7 +41,7 @@ def smooth_positive_sphere(L: int, seed: int) -> np.ndarray:
 def rhs(domain, model, grid, strategy: str = "auto", field=None):
     """The domain's continuity right-hand side of ``model`` on ``grid`` for ``strategy`` ("auto" resolved as solve
     resolves it)."""
-    from meanfield import strategies
+    from meanfield.kernels import strategies
 
     return domain.continuity(model, grid, strategies.resolve(strategy, domain.grid_strategies(model, grid), repr(grid)),
                              field)

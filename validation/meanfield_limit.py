@@ -16,7 +16,8 @@ import numpy as np
 from scipy import stats
 
 import particles
-from meanfield import Density, solve
+from meanfield import Density
+from meanfield.solvers import solve
 from meanfield.density import Frame
 
 from .wasserstein import discretisation, prepare, wasserstein

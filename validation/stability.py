@@ -57,11 +57,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate
 
-from meanfield import solve
+from meanfield.solvers import solve
 from meanfield.density import Frame
 from meanfield.models import EUCLIDEAN_MODELS, head_constants, heads, lipschitz_constants
 from meanfield.models.schedule import piecewise_constant
-from meanfield.solve import Solution
+from meanfield.solvers.solve import Solution
 
 from .wasserstein import wasserstein
 

@@ -93,7 +93,8 @@ from math import isqrt
 import numba as nb
 import numpy as np
 
-from meanfield import checks, domains
+from meanfield.core import checks
+from meanfield import domains
 from meanfield.density import Density, Frame
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
 from meanfield.domains.circle import fourier

@@ -17,8 +17,8 @@ points a model moves (``model.manifold``; ``of_model(model)`` the same for a mod
 (the circle for d = 2). Every domain knows ``dim``, the d of its ambient R^d; an object that stands for its family in
 every d (``SPHERE``, ``EUCLIDEAN``, ``SEQUENCE``, ``ZONAL``) has None there and ``of_dim(d)`` its member in R^d (the
 unit spheres are one family: ``sphere_of_dim(d)``, the circle for d = 2). May import:
-numpy, scipy, numba, pyshtools/ducc0, :mod:`meanfield.numerics`,
-:mod:`meanfield.checks`, :mod:`meanfield.strategies`; nothing above.
+numpy, scipy, numba, pyshtools/ducc0, :mod:`meanfield.core.numerics`,
+:mod:`meanfield.core.checks`, :mod:`meanfield.kernels.strategies`; nothing above.
 """
 
 from .base import Domain, Grid, Measure, for_manifold, get, infer, of_model, sphere_of_dim, unit_sphere

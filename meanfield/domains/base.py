@@ -22,7 +22,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 
 __all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer", "unit_sphere",
            "for_manifold", "of_model", "sphere_of_dim"]
@@ -395,7 +395,7 @@ class Domain(abc.ABC):
         """``({name: (perturbations, read)}, rotation)``: the blocks in which a linearisation about a state symmetric
         about the domain's axis splits (in the coordinates of ``grid.laplacian()``: each block's unit perturbations and
         the function reading the block's entries of a column), and the block holding the rotations (None where no
-        block does); for :func:`meanfield.stationary.stability`."""
+        block does); for :func:`meanfield.analysis.stationary.stability`."""
         raise ValueError(f"the {self.name} has no zonal states to linearise about.")
 
     def mean(self, points, weights) -> np.ndarray:
@@ -432,7 +432,7 @@ class Domain(abc.ABC):
 
     @abc.abstractmethod
     def grid_strategies(self, model, grid) -> dict[str, str | None]:
-        """The strategies (:mod:`meanfield.strategies`) of the continuity right-hand side of ``model`` on ``grid``,
+        """The strategies (:mod:`meanfield.kernels.strategies`) of the continuity right-hand side of ``model`` on ``grid``,
         best first: each name maps to None where it applies, else to why not. ``strategies.resolve`` picks one."""
 
     @abc.abstractmethod

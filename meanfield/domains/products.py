@@ -3,11 +3,11 @@ r"""Product domains: a circle or S² times a coordinate that is not on a sphere 
 =================  =================================  ==============================================================
 domain             grid                               advanced by (its representation, registered from its module)
 =================  =================================  ==============================================================
-``CYLINDER``       :class:`meanfield.cylinder.CylinderGrid`  "cylinder": pre/peri-LN densities of (θ, s = log r) on
+``CYLINDER``       :class:`meanfield.solvers.cylinder.CylinderGrid`  "cylinder": pre/peri-LN densities of (θ, s = log r) on
                    (n_θ angles × n_s cells of log r)  S¹ × (0, ∞)
-``FREQUENCIES``    :class:`meanfield.frequencies.FrequencyGrid`  "frequencies": one circle density per node of a
+``FREQUENCIES``    :class:`meanfield.solvers.frequencies.FrequencyGrid`  "frequencies": one circle density per node of a
                    (a circle grid × the ω-quadrature)  frequency law, coupled through the marginal
-``ROTATIONS``      :class:`meanfield.frequencies.RotationGrid`  "rotations": one S² density per skew matrix Ω of a
+``ROTATIONS``      :class:`meanfield.solvers.frequencies.RotationGrid`  "rotations": one S² density per skew matrix Ω of a
                    (an S² grid × a finite law of Ω)   finite law (the Lohe model), coupled through the marginal
 =================  =================================  ==============================================================
 

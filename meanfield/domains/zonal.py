@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import EXP_MAX
+from ..core.numerics import EXP_MAX
 
 __all__ = ["zonal_strategies", "zonal_refusal", "energy_beta", "energy_from_excess"]
 

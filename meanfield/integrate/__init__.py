@@ -11,9 +11,11 @@ May import numpy, scipy and tqdm only.
 """
 
 from .integrator import Integrator, Problem, StopIntegration
-from .steppers import (ADAPTIVE, FIXED, INTEGRATING_FACTOR, METHODS, STEPPERS, AdaptiveStepper, FixedStepper,
-                       LawsonStepper, RecordingStepper, Stages, Stepper, equal_steps, integrating_factor_refusal, lawson_rk4,
-                       rk4, ssprk3, step_count, strang_ssprk3)
+from .steppers import (
+    ADAPTIVE, FIXED, INTEGRATING_FACTOR, METHODS, STEPPERS, AdaptiveStepper, FixedStepper, LawsonStepper,
+    RecordingStepper, Stages, Stepper, equal_steps, integrating_factor_refusal, lawson_rk4, rk4, ssprk3, step_count,
+    strang_ssprk3,
+)
 from .trackers import FiniteTracker, InterruptTracker, OutputTracker, ProgressTracker, Status, Tracker
 
 __all__ = ["Integrator", "Problem", "StopIntegration", "Stages", "Stepper", "FixedStepper", "AdaptiveStepper", "LawsonStepper", "RecordingStepper", "STEPPERS", "INTEGRATING_FACTOR", "integrating_factor_refusal",

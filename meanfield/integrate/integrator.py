@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .steppers import (ADAPTIVE, FIXED, METHODS, AdaptiveStepper, FixedStepper, LawsonStepper, Stepper,
-                       integrating_factor_refusal)
+from .steppers import (
+    ADAPTIVE, FIXED, METHODS, AdaptiveStepper, FixedStepper, LawsonStepper, Stepper, integrating_factor_refusal,
+)
 from .trackers import Status, Tracker
 
 __all__ = ["Problem", "Integrator", "StopIntegration"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import interrupts
+from ..core import interrupts
 
 __all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTracker", "InterruptTracker",
            "PROGRESS_FIRST", "PROGRESS_EVERY", "PROGRESS_LOGGER", "progress_line", "duration", "LONG_RUN_STEPS",
@@ -136,7 +136,7 @@ class ProgressTracker(Tracker):
     With ``keep_open`` one bar serves several integrations in a row (the representations of a chain): it counts
     simulated time across them and is closed by :meth:`close`.
 
-    Lines (``meanfield.checks.progress_lines`` says where: "auto" progress with standard error no terminal, not
+    Lines (``meanfield.core.checks.progress_lines`` says where: "auto" progress with standard error no terminal, not
     within ``quiet()``): the first ``first`` seconds after the start (default :data:`PROGRESS_FIRST`), then every
     ``every`` seconds (:data:`PROGRESS_EVERY`), checked after each accepted step (one clock read), e.g.
     ``solve: t = 12.5 of 100 (12 %), 1.0 min elapsed, about 7.0 min left`` — the time left extrapolated from the
@@ -220,7 +220,7 @@ class FiniteTracker(Tracker):
 class InterruptTracker(Tracker):
     """SIGTERM raises ``KeyboardInterrupt`` while the integration runs: it ends as Ctrl-C does.
 
-    Within :func:`meanfield.interrupts.deferred` (the command line) the signals
+    Within :func:`meanfield.core.interrupts.deferred` (the command line) the signals
     only set a flag; this tracker honours it after every accepted step, so the
     interrupt never lands inside a compiled kernel.
 

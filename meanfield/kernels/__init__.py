@@ -17,7 +17,7 @@ and the particles both use this layer (the particles through
 ``particles`` to be fast. The spectral sums of point sets belong to their domains
 (``Domain.point_sums``: ``meanfield.domains.circle.point_sums``, ``meanfield.domains.sphere.point_sums``);
 the circle's are re-exported here. May import numba, the domain layer, the models and
-:mod:`meanfield.numerics`.
+:mod:`meanfield.core.numerics`.
 """
 
 from functools import partial

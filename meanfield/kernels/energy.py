@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..numerics import EXP_MAX
+from ..core.numerics import EXP_MAX
 from .fastexp import FASTMATH, vexp
 from .pairwise import pairwise_sums
 from .threads import run_tasks

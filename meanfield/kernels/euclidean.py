@@ -47,7 +47,7 @@ from ..models.base import heads
 from ..models.euclidean import sinkhorn_log_weights, sinkhorn_marginal_error
 from .fastexp import FASTMATH, vexp
 from .layout import aligned
-from .pairwise import UNROLL_MAX  # the same unrolling limit as the pairwise kernels
+from .pairwise import UNROLL_MAX
 from .threads import run_tasks
 
 __all__ = ["euclidean_field", "compiled_models", "ROWS", "log_normalisers", "sinkhorn_potentials"]

@@ -1,6 +1,6 @@
 r"""Fused pairwise sums of the attention kernel: Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), compiled.
 
-The ``pairwise`` strategy (:mod:`meanfield.strategies`), an optimisation of
+The ``pairwise`` strategy (:mod:`meanfield.kernels.strategies`), an optimisation of
 :meth:`meanfield.models.SelfAttention.field` tested against it: one pass per
 query (numba, threads over queries and batch members, SIMD over j, no n×n array
 in memory). Each row is shifted by an upper bound s_i of its exponents
@@ -24,7 +24,7 @@ import numpy as np
 from ..domains.sphere.geometry import project_tangent
 from ..models.base import heads
 from ..models.normalization import normalization_of
-from ..numerics import EXP_MAX
+from ..core.numerics import EXP_MAX
 from .fastexp import FASTMATH, vexp, vexp32
 from .layout import aligned
 from .threads import run_tasks

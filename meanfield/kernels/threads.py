@@ -17,9 +17,9 @@ number of threads and the chunking. The thread count is numba's
 
 Interrupts: a compiled call cannot be stopped, and one pairwise sum over n = 10⁵
 points (10¹⁰ pairs) lasts 10–20 s on two cores. Where a deferred Ctrl-C can arrive
-(:func:`meanfield.interrupts.armed`: the command line) the tasks therefore run in
+(:func:`meanfield.core.interrupts.armed`: the command line) the tasks therefore run in
 rounds of about :data:`ROUND_SECONDS`, sized by the time the previous round took,
-with :func:`meanfield.interrupts.check` between two rounds: the signal is honoured
+with :func:`meanfield.core.interrupts.check` between two rounds: the signal is honoured
 within a round, never inside the kernel, and — the chunking being free — the
 results are the same bits as in one round.
 """
@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from .. import interrupts
+from ..core import interrupts
 
 __all__ = ["run_tasks", "ROUND_SECONDS"]
 
@@ -70,8 +70,8 @@ def run_tasks(kernel, ntasks: int, *args, nthreads: int | None = None, costs=Non
         The tasks' relative costs (the rows of a causal sum grow along the sequence): chunks of equal total
         cost instead of equal counts. The results do not depend on it.
 
-    Within :func:`meanfield.interrupts.deferred` (:func:`meanfield.interrupts.armed`) the tasks run in rounds of
-    about :data:`ROUND_SECONDS` with :func:`meanfield.interrupts.check` between two: a deferred Ctrl-C raises
+    Within :func:`meanfield.core.interrupts.deferred` (:func:`meanfield.core.interrupts.armed`) the tasks run in rounds of
+    about :data:`ROUND_SECONDS` with :func:`meanfield.core.interrupts.check` between two: a deferred Ctrl-C raises
     ``KeyboardInterrupt`` there (the outputs are then partly written: the caller drops them).
     """
     nthreads = max(1, numba.get_num_threads() if nthreads is None else int(nthreads))

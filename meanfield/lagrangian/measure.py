@@ -14,7 +14,7 @@ import numpy as np
 
 from ..domains import Measure
 from ..kernels import energy as pairwise_energy
-from ..numerics import EXP_MAX
+from ..core.numerics import EXP_MAX
 
 __all__ = ["LagrangianMeasure", "excess_energy"]
 

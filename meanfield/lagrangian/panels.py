@@ -37,8 +37,9 @@ import numpy as np
 from ..domains.panels import condition
 from ..domains.zonal import zonal_refusal
 from ..models.normalization import density_refusal
-from ..integrate import (Integrator, InterruptTracker, Problem, ProgressTracker, RecordingStepper, Status,
-                         StopIntegration, Tracker)
+from ..integrate import (
+    Integrator, InterruptTracker, Problem, ProgressTracker, RecordingStepper, Status, StopIntegration, Tracker,
+)
 from .measure import LagrangianMeasure
 
 __all__ = ["PanelTransport", "PanelProblem", "transport_panels", "panels_refusal", "NOISE_REFUSAL"]

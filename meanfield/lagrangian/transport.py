@@ -5,7 +5,7 @@ The state is (chart coordinates of the n points, ℓ_i) and its rate
     dX_i/dt = X[μ_t](X_i),   dℓ_i/dt = div X[μ_t](X_i),   μ_t = Σ_j w_j δ_{X_j(t)}
 
 (docs/MATH.md §6): one field-and-divergence evaluation at the points per stage.
-Strategies (:mod:`meanfield.strategies`): ``spectral`` where the domain has spectral sums of
+Strategies (:mod:`meanfield.kernels.strategies`): ``spectral`` where the domain has spectral sums of
 point sets and the model is zonal (``Domain.point_sums``: the circle's O(nL) Fourier sums, S²'s
 O(nL²) harmonic sums; L set by β alone, not by how sharp the clusters are), ``quadrature``
 elsewhere (``model.field_and_divergence``, NumPy row chunks, O(n²)).
@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import strategies
+from ..kernels import strategies
 from ..domains import EUCLIDEAN
-from ..gaussian import gauss_hermite, gaussian_pdf
+from ..analysis.gaussian import gauss_hermite, gaussian_pdf
 from ..models import attention_of
-from ..integrate import (FiniteTracker, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration,
-                         Tracker)
+from ..integrate import (
+    FiniteTracker, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration, Tracker,
+)
 from .measure import LagrangianMeasure
 
 __all__ = ["LagrangianProblem", "transport", "start", "start_gaussian", "Transport", "field_and_divergence"]
@@ -91,7 +92,7 @@ def start_gaussian(mean, cov, order: int | None = None) -> LagrangianMeasure:
 
 def field_and_divergence(model, domain, d: int, weights, strategy: str):
     """``(f, strategy)``: ``f(points) -> (X, div X)`` for the measure Σ w_j δ_{points_j} in R^d, by the strategy
-    :func:`meanfield.strategies.resolve` picks for the Lagrangian measure."""
+    :func:`meanfield.kernels.strategies.resolve` picks for the Lagrangian measure."""
     strategy = strategies.resolve(strategy, strategies.for_nodes(model, domain, d),
                                   f"the Lagrangian measure on the {domain.name}")
     if strategy == "spectral":

@@ -18,7 +18,7 @@ stability estimates). Every kind is registered once in :mod:`.registry`, which t
 read. What a kind offers beyond its field it states itself, and the layers above ask that, never which class or
 kind they hold (:class:`~.base.Head`): ``gaussian_closure`` (or its ``gaussian_refusal``), ``compiled_rows``,
 ``exp_kernel``, ``translation_kernel``, ``tilt_matrix``, ``layer_map``, ``has_blocks``; its title words are its
-``ModelKind``'s ``words``. May import the domain layer's geometry, :mod:`meanfield.checks` and :mod:`meanfield.numerics`.
+``ModelKind``'s ``words``. May import the domain layer's geometry, :mod:`meanfield.core.checks` and :mod:`meanfield.core.numerics`.
 """
 
 from . import registry

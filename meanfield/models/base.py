@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from .schedule import Layers, breakpoints, is_time_dependent
 
 __all__ = ["Head", "Zonal", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments",
@@ -59,13 +59,13 @@ class Head:
     #: ``feedforward``, ``weights``, ``normalization``, ``drift``); False for attention alone.
     has_blocks = False
     #: Its own discrete layer, a method ``layer_map(points, weights, gamma)`` (hardmax's AFZ map), or None: the layer
-    #: is the step of its flow (:func:`meanfield.depth.layer_map`).
+    #: is the step of its flow (:func:`meanfield.solvers.depth.layer_map`).
     layer_map = None
     #: Why this head has no Gaussian closure (:meth:`gaussian_closure`), or None where it has one.
     gaussian_refusal = None
 
     def gaussian_closure(self, mean, cov) -> tuple[np.ndarray, np.ndarray]:
-        """(M, c) with Γ(x) = M x + c on the Gaussian N(mean, cov) (:mod:`meanfield.gaussian`): ``TypeError`` saying
+        """(M, c) with Γ(x) = M x + c on the Gaussian N(mean, cov) (:mod:`meanfield.analysis.gaussian`): ``TypeError`` saying
         why for a kind without a closure (its :attr:`gaussian_refusal`)."""
         why = self.gaussian_refusal or (f"no Gaussian closure for {type(self).__name__}: the closures are those of "
                                         "softmax, L2 and Sinkhorn attention and their multi-head sums.")

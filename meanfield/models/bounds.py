@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..numerics import EXP_MAX
+from ..core.numerics import EXP_MAX
 from .base import heads
 
 __all__ = ["head_norms", "rate_scale", "rate_scale_over", "lipschitz_constants", "head_constants", "HeadConstants", "exp_or_inf", "norm2",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from .base import Head, check_weights, log_kernel_excess, row_chunks, softmax_jacobian
 from .bounds import SIGMOID_CURVATURE, HeadConstants, exp_or_inf, norm2
 from .registry import NOISE, ModelKind, Parameter, register
@@ -152,7 +152,7 @@ class Softmax(EuclideanAttention):
         self._check_scalar("beta", checks.beta)
 
     def gaussian_closure(self, mean, cov):
-        """The tilt e^{β⟨Ax,y⟩} N(α, Σ) ∝ N(α + βΣAx, Σ): Γ(x) = V(α + βΣAx) (:mod:`meanfield.gaussian`)."""
+        """The tilt e^{β⟨Ax,y⟩} N(α, Σ) ∝ N(α + βΣAx, Σ): Γ(x) = V(α + βΣAx) (:mod:`meanfield.analysis.gaussian`)."""
         d = np.size(mean)
         V = self.matrices(d)[2]
         return self.beta * V @ cov @ self.A(d), V @ mean
@@ -209,7 +209,7 @@ class L2(EuclideanAttention):
         object.__setattr__(self, "tau", checks.positive(self.tau, "tau"))
 
     def gaussian_closure(self, mean, cov):
-        """Σ̃ = (Σ⁻¹ + KᵀK/τ)⁻¹, Γ(x) = VΣ̃(Σ⁻¹α + Ax/τ) (:mod:`meanfield.gaussian`)."""
+        """Σ̃ = (Σ⁻¹ + KᵀK/τ)⁻¹, Γ(x) = VΣ̃(Σ⁻¹α + Ax/τ) (:mod:`meanfield.analysis.gaussian`)."""
         Q, K, V = self.matrices(np.size(mean))
         St = np.linalg.inv(np.linalg.inv(cov) + K.T @ K / self.tau)
         return V @ St @ (K.T @ Q) / self.tau, V @ St @ np.linalg.solve(cov, mean)
@@ -323,7 +323,7 @@ class Sinkhorn(EuclideanAttention):
 
     def gaussian_closure(self, mean, cov):
         """Cost −⟨Ax, y⟩/τ: Ã = Σ^{1/2}(A/τ)Σ^{1/2}, C̃ = 2Ã(I + (I + 4ÃᵀÃ)^{1/2})⁻¹, C = Σ^{1/2}C̃Σ^{1/2},
-        Γ(x) = V(α + CΣ⁻¹(x − α)) (:mod:`meanfield.gaussian`)."""
+        Γ(x) = V(α + CΣ⁻¹(x − α)) (:mod:`meanfield.analysis.gaussian`)."""
         from scipy.linalg import sqrtm
 
         d = np.size(mean)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from ..domains.sphere.geometry import check_on_sphere, project_tangent
 from .base import Head, check_weights, row_chunks
 from .bounds import HeadConstants, norm2

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from .base import Head
 
 __all__ = ["MultiHeadAttention"]

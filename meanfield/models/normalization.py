@@ -50,9 +50,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from ..domains.sphere.geometry import project_tangent
-from ..numerics import check_usa_beta
+from ..core.numerics import check_usa_beta
 from .registry import Parameter
 
 __all__ = ["Normalization", "NORMALIZATIONS", "VARIANTS", "VariantParameter", "ParameterError", "study_doc", "POST", "as_normalization",
@@ -352,7 +352,7 @@ class Normalization:
         return None
 
     def equiangular_rates(self, g: float, a: float, length: float, r: float) -> list:
-        r"""[d log(1 − ρ)/dt, d log r/dt] of n equiangular tokens (:func:`meanfield.exact.normalized_equiangular`):
+        r"""[d log(1 − ρ)/dt, d log r/dt] of n equiangular tokens (:func:`meanfield.analysis.exact.normalized_equiangular`):
         g = F/(1 − ρ), a = ⟨θ_i, A_i⟩, |A_i| = ``length``, r the radius. With θ̇ = c P_θA and ṙ: [−gc, ṙ/r]."""
         raise NotImplementedError(f"{self!r} states no equiangular reduction")
 

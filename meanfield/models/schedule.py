@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 
 __all__ = ["Layers", "layers", "is_time_dependent", "evaluate", "breakpoints", "piecewise_constant"]
 

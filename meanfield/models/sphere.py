@@ -26,11 +26,12 @@ from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from ..domains.sphere.geometry import check_on_sphere, project_tangent, surface_divergence
-from ..numerics import EXP_MAX
-from .base import (Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian,
-                   tilted_moments)
+from ..core.numerics import EXP_MAX
+from .base import (
+    Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian, tilted_moments,
+)
 from .bounds import HeadConstants, exp_or_inf, head_norms
 from .registry import NOISE, ModelKind, Parameter, register
 from .schedule import Layers, is_time_dependent

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from ..domains.sphere.geometry import check_on_sphere
 from .base import Head, check_weights
 from .feedforward import FeedForward
@@ -341,7 +341,7 @@ class Transformer:
 
     def gaussian_closure(self, mean, cov) -> tuple[np.ndarray, np.ndarray]:
         """a Γ_att + b Σ_j W_j(A_j x + b_j): (M, c) of the attention's closure and of affine blocks (activation
-        'identity'); ``TypeError`` for another activation (no closure: :mod:`meanfield.gaussian`)."""
+        'identity'); ``TypeError`` for another activation (no closure: :mod:`meanfield.analysis.gaussian`)."""
         d = np.size(mean)
         a, b = self.weights
         M, c = self.attention.gaussian_closure(mean, cov) if self.attention is not None and a else (0.0, 0.0)

@@ -7,13 +7,14 @@
 :func:`plan`, :func:`run_chain`  which chain applies, and the run that hands over along it (:mod:`.chain`)
 :class:`Solution`            the result, whatever representations made it (:mod:`.base`)
 :func:`register`             a representation defined above this layer: the product domains' "cylinder"
-                             (:class:`meanfield.cylinder.CylinderRepresentation`) and "frequencies"
-                             (:class:`meanfield.frequencies.FrequencyRepresentation`), each its domain's only one
+                             (:class:`meanfield.solvers.cylinder.CylinderRepresentation`) and "frequencies"
+                             (:class:`meanfield.solvers.frequencies.FrequencyRepresentation`), each its domain's only one
 ==========================  ==============================================================================
 """
 
-from .base import (Ending, Event, Handover, Hooks, Part, Representation, Settings, Solution, own_domain_refusal,
-                   run_to_end)
+from .base import (
+    Ending, Event, Handover, Hooks, Part, Representation, Settings, Solution, own_domain_refusal, run_to_end,
+)
 from .chain import REPRESENTATIONS, check_options, plan, register, run_chain, solve_product
 from .grid import GridProblem, GridRepresentation, HistoryTracker, OutflowTracker, ResolutionTracker
 from .lagrangian import NodesRepresentation, PanelsRepresentation

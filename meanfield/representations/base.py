@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from ..integrate import InterruptTracker, ProgressTracker, Status, StopIntegration, Tracker
-from ..monitor import IntegrationError, ResolutionError, ResolutionMonitor
+from ..integrate.monitor import IntegrationError, ResolutionError, ResolutionMonitor
 
 __all__ = ["Representation", "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "own_domain_refusal",
            "Ending", "run_to_end"]
@@ -165,7 +165,7 @@ class Hooks:
         self.events = [e if isinstance(e, Event) else Event(e) for e in events]
         self.t_events = [[] for _ in self.events]
         self.g, self.t_g, self.started = [], None, False
-        # None: on where standard error is a terminal (meanfield.checks.progress)
+        # None: on where standard error is a terminal (meanfield.core.checks.progress)
         self.progress = ProgressTracker(total, enabled=checks.progress(progress), keep_open=True)
 
     def hooks(self, name: str) -> list:
@@ -250,7 +250,7 @@ class Solution:
     message : str
         How the run ended, with every hand-over.
     method, strategy : str
-        The time integrator and the field strategy (:mod:`meanfield.strategies`) of the first representation.
+        The time integrator and the field strategy (:mod:`meanfield.kernels.strategies`) of the first representation.
     representation : tuple of str
         The representation that made each frame: "grid", "panels" or "nodes" (on the product domains "cylinder" or
         "frequencies", their only one).
@@ -272,7 +272,7 @@ class Solution:
         What a representation measured of its own run, by name (the last part's where several report one): the
         cylinder's ``mass_drift`` and, where mass reached its walls, ``edge`` = (side, mass); the frequencies'
         ``max_tail``, ``omega_error`` and ``handovers`` (the product domains' representations, registered from
-        :mod:`meanfield.cylinder` and :mod:`meanfield.frequencies`).
+        :mod:`meanfield.solvers.cylinder` and :mod:`meanfield.solvers.frequencies`).
     """
 
     t: np.ndarray
@@ -326,13 +326,13 @@ class Solution:
     def handover(self) -> float | None:
         """When a Lagrangian representation took over: the first hand-over from the grid, the start time where the
         chain started Lagrangian, None where the grid held the whole run."""
-        if self.representation and self.representation[0] in ("panels", "nodes"):  # the Lagrangian ones, by name
+        if self.frames and self.frames[0].lagrangian:  # the chain started Lagrangian (a frame says what it is)
             return float(self.t_span[0])
         return self.handovers[0].t if self.handovers else None
 
     def raise_for_status(self) -> "Solution":
         """This solution where the run reached its end (or a terminal event); else raise
-        :class:`~meanfield.monitor.ResolutionError` (resolution lost) or :class:`~meanfield.monitor.IntegrationError`
+        :class:`~meanfield.integrate.monitor.ResolutionError` (resolution lost) or :class:`~meanfield.integrate.monitor.IntegrationError`
         (failed), each carrying it. Interrupted runs raise in :func:`meanfield.solve` already."""
         if self.status is Status.RESOLUTION_LOST:
             raise ResolutionError(self.t_reached, self.message, self, hint=self.hint)

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 from ..integrate import Status
-from ..monitor import ResolutionError
-from ..numerics import EXP_MAX
+from ..integrate.monitor import ResolutionError
+from ..core.numerics import EXP_MAX
 from .base import Handover, Hooks, Part, Settings, Solution
 from .grid import GridRepresentation
 from .lagrangian import NodesRepresentation, PanelsRepresentation
@@ -40,7 +40,7 @@ REPRESENTATIONS = {r.name: r for r in (GridRepresentation(), PanelsRepresentatio
 
 def register(representation):
     """Add ``representation`` to :data:`REPRESENTATIONS` under its name (the product domains' representations register
-    from their modules, :mod:`meanfield.cylinder` and :mod:`meanfield.frequencies`, which lie above this layer);
+    from their modules, :mod:`meanfield.solvers.cylinder` and :mod:`meanfield.solvers.frequencies`, which lie above this layer);
     returns it."""
     REPRESENTATIONS[representation.name] = representation
     return representation
@@ -107,8 +107,8 @@ def plan(representation, model, start, strategy: str = "auto") -> list:
 def solve_product(model, start, t_span, t_eval, settings: Settings) -> Solution:
     """What :func:`meanfield.solve` runs for a density on a product domain, ``settings`` already checked: its one
     representation planned and checked, run on the one integrator into one :class:`Solution` (no progress bar, no
-    users' trackers). The documented entry points :func:`meanfield.cylinder.solve_radial` and
-    :func:`meanfield.frequencies.solve`, which lie beside :mod:`meanfield.solve` in the layers, are views of it;
+    users' trackers). The documented entry points :func:`meanfield.solvers.cylinder.solve_radial` and
+    :func:`meanfield.solvers.frequencies.solve`, which lie beside :mod:`meanfield.solve` in the layers, are views of it;
     ``KeyboardInterrupt`` where the run was interrupted."""
     t0, t1, t_eval = checks.time_span(t_span, t_eval)
     chain = plan(None, model, start)

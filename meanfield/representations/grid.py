@@ -27,15 +27,17 @@ import warnings
 
 import numpy as np
 
-from .. import checks, kernels, strategies
+from ..core import checks
+from .. import kernels
+from ..kernels import strategies
 from ..density import Density
 from ..domains.zonal import energy_from_excess
 from ..integrate import Integrator, Problem, Stages, StopIntegration, Tracker
 from ..integrate.steppers import ADAPTIVE, integrating_factor_refusal
 from ..models import normalization_of, rate_scale
 from ..models.schedule import piecewise_constant
-from ..monitor import ResolutionError, ResolutionMonitor
-from ..numerics import EXP_MAX
+from ..integrate.monitor import ResolutionError, ResolutionMonitor
+from ..core.numerics import EXP_MAX
 from .base import Hooks, Part, Representation, Settings, run_to_end
 
 __all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker",
@@ -48,7 +50,7 @@ def continuity(domain, model, grid, strategy):
     own; a :class:`~meanfield.models.Transformer`'s a X_att + b Σ X_ff as the attention's right-hand side with the
     fixed drift (b/a) Σ X_ff, times a (exact: −div(ρX) is linear in X), or the drift b Σ X_ff alone where a = 0;
     nGPT's α P_θA/|A| (docs/MATH.md §10) as the whole model's field, by the sums that give the average A itself
-    (the quadrature sums, the S² moments: what :func:`meanfield.strategies.for_grid` offers it)."""
+    (the quadrature sums, the S² moments: what :func:`meanfield.kernels.strategies.for_grid` offers it)."""
     if not getattr(model, "has_blocks", False) or not model.normalization.heads_field:
         return domain.continuity(model, grid, strategy, kernels.grid_field(model))
     a, b = model.weights
@@ -104,7 +106,7 @@ class GridProblem(Problem):
     Parameters
     ----------
     model, grid, strategy
-        The model, the grid, the strategy requested (resolved by :func:`meanfield.strategies.resolve` on every grid
+        The model, the grid, the strategy requested (resolved by :func:`meanfield.kernels.strategies.resolve` on every grid
         the run uses; the grid's domain builds the right-hand side).
     refine : bool
         Refine (double the resolution by zero-padding, exact for band-limited

@@ -11,7 +11,7 @@ This is the application layer: it imports ``meanfield``, ``particles`` and
 (docs/DESIGN.md; checked by import-linter in the tests).
 """
 
-from ..io import load, save
+from ..core.io import load, save
 from .config import SCHEMA, StudyError, read
 from .runner import StudyInterrupted, run, run_config
 from .sweep import sweep

@@ -19,9 +19,9 @@ uniform-noise     :func:`meanfield.laws.uniform_noise`: circle 1 + Σ_{k=1}^{m} 
 von-mises-fisher  Σ_j w_j C_d(κ_j) e^{κ_j⟨x, c_j⟩}, C_d(κ) = κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ))
                   (Mardia & Jupp, *Directional Statistics*, (9.3.4)); C_d(0) = 1/|S^{d-1}|.
 poisson           :func:`meanfield.laws.poisson`, the Poisson kernel: wrapped Cauchy f_a on the circle,
-                  the Möbius family p_a/|S^{d-1}| on the sphere (MATH.md §3, :mod:`meanfield.exact`);
+                  the Möbius family p_a/|S^{d-1}| on the sphere (MATH.md §3, :mod:`meanfield.analysis.exact`);
                   sampled exactly without a grid (:func:`meanfield.laws.sample_poisson`).
-gaussian          N(mean, cov) in R^d (cell values, :func:`meanfield.gaussian.gaussian_density`).
+gaussian          N(mean, cov) in R^d (cell values, :func:`meanfield.analysis.gaussian.gaussian_density`).
 file              values on the study grid from an ``.npz`` (array ``values``) or the last density
                   of a results file.
 """
@@ -39,12 +39,12 @@ import particles
 from .. import domains, laws
 from ..density import Density
 from ..domains.sequence import turn
-from ..gaussian import gaussian_density
-from ..io import load
+from ..analysis.gaussian import gaussian_density
+from ..core.io import load
 from ..models import FeedForward, MultiHeadAttention, Transformer, layers, registry
 from ..models.bounds import rate_scale_over
 from ..models.normalization import Normalization, density_refusal
-from ..monitor import ResolutionMonitor
+from ..integrate.monitor import ResolutionMonitor
 from .config import WEIGHT_ARRAYS, StudyError, layer_weights
 from .schema import normalization_keys
 
@@ -153,7 +153,7 @@ SOLVER_KEYS = ("method", "dt", "refine", "max_n", "rtol", "atol", "lagrangian_to
 
 
 def solve_options(cfg) -> dict:
-    """The keyword arguments of :func:`meanfield.solve` (and :func:`meanfield.solve.prepare`) that the [time] table
+    """The keyword arguments of :func:`meanfield.solve` (and :func:`meanfield.solvers.solve.prepare`) that the [time] table
     asks: ``representation`` ('nodes' where [time] lagrangian_nodes = 'grid': the grid's nodes as fixed
     characteristics), ``monitor`` (:func:`build_monitor`) and every :data:`SOLVER_KEYS` given (solve's own defaults
     where the study says nothing). ``meanfield check`` and ``meanfield run`` both hand these to solve."""

@@ -16,19 +16,8 @@ from .overrides import override, parse_over, resolve_key
 from .reading import read, read_raw, to_json, validate
 from .reference import reference_markdown
 from .schema import (
-    DEFAULT_DPI,
-    DEFAULT_INITIAL,
-    DOMAINS,
-    FIGURE_FORMATS,
-    GRID_LAWS,
-    INITIAL_KINDS,
-    MAX_DPI,
-    METHODS,
-    MIN_DPI,
-    PARTICLE_METHODS,
-    SCHEMA,
-    Key,
-    StudyError,
+    DEFAULT_DPI, DEFAULT_INITIAL, DOMAINS, FIGURE_FORMATS, GRID_LAWS, INITIAL_KINDS, MAX_DPI, METHODS, MIN_DPI,
+    PARTICLE_METHODS, SCHEMA, Key, StudyError,
 )
 from .weights import WEIGHT_ARRAYS, layer_weights
 

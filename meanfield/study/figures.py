@@ -46,14 +46,17 @@ from pathlib import Path
 import numpy as np
 from particles import clusters
 
-from .. import domains, interrupts
+from .. import domains
+from ..core import interrupts
 from ..domains.base import SUPERSCRIPT
 from ..density import Density
 from ..models import registry
 from ..models.sphere import matrix_words, number_words
 from ..models.normalization import VARIANTS
-from ..domains.plotting import ENERGY_LABEL, LAYOUTS, SCRIPTED, density_colormap, density_label, density_norm, \
-    for_norm, log_ticks, snapshot_frames
+from ..domains.plotting import (
+    ENERGY_LABEL, LAYOUTS, SCRIPTED, density_colormap, density_label, density_norm, for_norm, log_ticks,
+    snapshot_frames,
+)
 
 __all__ = ["plot_density", "plot_snapshots", "plot_energy", "plot_lagrangian", "plot_wasserstein", "plot_rate",
            "plot_clusters", "plot_radius", "density_pair_fraction", "plot_sweep", "plot_overview", "animate", "plot_bifurcation",

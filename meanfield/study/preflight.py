@@ -1,7 +1,7 @@
 """Checks before the work: what the run will refuse, and what a study will write and hold in memory, against what
 the machine has.
 
-:func:`solver` asks :func:`meanfield.solve.prepare` — the checks and the plan that :func:`meanfield.solve` runs
+:func:`solver` asks :func:`meanfield.solvers.solve.prepare` — the checks and the plan that :func:`meanfield.solve` runs
 before any work — about the study's density with the options the run will give it, so ``meanfield check`` refuses
 exactly the studies whose solve would refuse them (tests/study/test_check_means_run.py generates studies over the
 schema and asserts it).
@@ -24,7 +24,7 @@ result at the output path (``meanfield check`` says so; ``meanfield run`` refuse
 :func:`run_times` (``meanfield check``; ``check(..., timing=True)``) says how long the run will step: the density's
 steps where [time] dt fixes them, and each [particles] n's RK4 steps (dt, or the default step of the model's rate
 scale), each with the seconds a step takes, measured on a few of the run's own first steps
-(:func:`meanfield.solve.run_estimate`, :func:`particles.system.run_estimate`), not guessed.
+(:func:`meanfield.solvers.solve.run_estimate`, :func:`particles.system.run_estimate`), not guessed.
 
 The estimates are upper bounds where the run can only shrink them (the grid
 is sized at its refinement cap, files uncompressed).
@@ -45,11 +45,11 @@ from validation.wasserstein import EXACT_OT_MAX, OT_BYTES_PER_ENTRY
 from .. import domains
 from ..domains.sphere.moments import moment_degree
 from ..domains.sphere.transforms import dealiased_degree
-from ..io import REPLACEABLE, check_output, status_of
-from ..monitor import ResolutionMonitor
+from ..core.io import REPLACEABLE, check_output, status_of
+from ..integrate.monitor import ResolutionMonitor
 from ..integrate.trackers import RunEstimate
-from ..solve import Prepared, prepare
-from ..solve import run_estimate as solve_estimate
+from ..solvers.solve import Prepared, prepare
+from ..solvers.solve import run_estimate as solve_estimate
 from . import build, stationary
 from .config import StudyError
 
@@ -194,7 +194,7 @@ def existing(path, overwrite: bool = False) -> str:
 
 def solver(cfg: dict, model=None, grid=None, mu0=None) -> Prepared | None:
     """What :func:`meanfield.solve` will run for the study's density, asked of solve itself: its
-    :func:`~meanfield.solve.prepare` (the checks and the plan ``solve`` runs first) of the study's model, initial
+    :func:`~meanfield.solvers.solve.prepare` (the checks and the plan ``solve`` runs first) of the study's model, initial
     density and [time] options (:func:`meanfield.study.build.solve_options`, which the run hands to ``solve``), so
     that a study ``meanfield check`` accepts is one whose solve starts. None where the study solves no density
     (particles only, or a [stationary] study). ``model``, ``grid``, ``mu0``: built here where not given.
@@ -296,7 +296,7 @@ def _estimate_stationary(cfg: dict, est: Estimate, T: int) -> None:
 
 
 def output(path, overwrite: bool, where: str) -> Path:
-    """:func:`meanfield.io.check_output` as a study check: a path that cannot be written, or holds a complete
+    """:func:`meanfield.core.io.check_output` as a study check: a path that cannot be written, or holds a complete
     result and ``overwrite`` is false, is a :class:`StudyError` prefixed by ``where`` (the key or option)."""
     try:
         return check_output(path, overwrite)
@@ -324,7 +324,7 @@ def available_memory() -> float:
 def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | None = None,
               budget: float = 0.05, notes: list | None = None) -> list[tuple[str, RunEstimate]]:
     """What the study's runs will step, each as (what, :class:`~meanfield.integrate.trackers.RunEstimate`): the
-    density's solve (:func:`meanfield.solve.run_estimate` of its :func:`solver`: the count where [time] dt fixes the
+    density's solve (:func:`meanfield.solvers.solve.run_estimate` of its :func:`solver`: the count where [time] dt fixes the
     step, else the steps follow the solution) and the particles of each [particles] n
     (:func:`particles.system.run_estimate` of the run's own initial particles, step and noise stream: their RK4
     steps, or None for an adaptive method), each with the seconds of a step measured on a few first steps (about

@@ -21,8 +21,9 @@ from pathlib import Path
 from .. import domains
 from ..models import registry
 from ..models.normalization import Normalization, ParameterError, variant
-from .schema import DEFAULT_INITIAL, GRID_LAWS, MAX_DPI, MODEL_KEYS, REQUIRED, SCHEMA, Key, StudyError, \
-    normalization_keys
+from .schema import (
+    DEFAULT_INITIAL, GRID_LAWS, MAX_DPI, MODEL_KEYS, REQUIRED, SCHEMA, Key, StudyError, normalization_keys,
+)
 from .weights import layer_weights
 
 __all__ = ["read", "read_raw", "validate", "to_json", "MAX_FRAMES"]

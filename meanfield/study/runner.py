@@ -42,14 +42,15 @@ from validation.meanfield_limit import fit_exponent
 from validation.wasserstein import ExactOTTooLarge, discretisation, distance
 from validation.wasserstein import prepare as prepare_measure
 
-from .. import domains, interrupts, lagrangian
+from .. import domains, lagrangian
+from ..core import interrupts
 from ..lagrangian import LagrangianMeasure
-from ..io import beside, prepare, save
+from ..core.io import beside, prepare, save
 from ..kernels import energy as kernel_energy
 from ..models.normalization import normalization_of
-from ..monitor import ResolutionError
-from ..numerics import EXP_MAX
-from ..solve import Interrupted, Status, solve
+from ..integrate.monitor import ResolutionError
+from ..core.numerics import EXP_MAX
+from ..solvers.solve import Interrupted, Status, solve
 from . import build, config, preflight, stationary
 from .figures import write_figures
 
@@ -74,7 +75,7 @@ def show_progress(progress: bool | None) -> bool:
 def _inner(requested: bool | None, bars: bool) -> bool | None:
     """What the study passes to ``solve`` and ``particles.simulate``: True under bars; None where the study's
     progress was left to "auto" and there are none (no terminal), so that their periodic progress lines reach a
-    batch job's log (:func:`meanfield.checks.progress_lines`, silenced by ``quiet()``); False where it was refused."""
+    batch job's log (:func:`meanfield.core.checks.progress_lines`, silenced by ``quiet()``); False where it was refused."""
     return True if bars else (None if requested is None else False)
 
 
@@ -255,7 +256,7 @@ def _directions(x) -> np.ndarray:
 def _statistics(model, x, delta):
     """Pair fractions (of the directions θ = x/|x|), energies and, where the tokens carry a radius, the radius
     statistics (:func:`_radius_statistics`) of the systems x (R, T, N, d), one repeat at a time: a deferred Ctrl-C
-    (:mod:`meanfield.interrupts`) is honoured between repeats, never inside a compiled kernel."""
+    (:mod:`meanfield.core.interrupts`) is honoured between repeats, never inside a compiled kernel."""
     fractions = np.empty(x.shape[:2])
     energies = np.empty(x.shape[:2]) if _has_particle_energy(model) else None
     radial = _radial(model)
@@ -569,7 +570,7 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
         all before any work.
     StudyInterrupted
         Ctrl-C or SIGTERM: what was computed is written first, and carried by the
-        exception. The signals are deferred to safe points (:mod:`meanfield.interrupts`).
+        exception. The signals are deferred to safe points (:mod:`meanfield.core.interrupts`).
     """
     cfg = config.read(study)
     path = cfg["output"]["path"] if output is None else output

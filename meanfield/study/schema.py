@@ -133,7 +133,7 @@ _SECTIONS: dict[str, dict[str, Key]] = {
                                 "masses agree to a few 1e-4 at 5·10³–4·10⁴ nodes, without a clean order, for runs through separatrices on "
                                 "S², where panels refine without end)", choices=("panels", "grid")),
         "tail_tol": Key("float", None, "resolution monitor: largest spectral tail of a resolved density (circle, "
-                        "sphere; default 1e-10, meanfield.monitor.ResolutionMonitor)", positive=True),
+                        "sphere; default 1e-10, meanfield.integrate.monitor.ResolutionMonitor)", positive=True),
         "neg_tol": Key("float", None, "resolution monitor: most negative value, relative to the mean (default 1e-8)",
                        positive=True),
         "energy_rtol": Key("float", None, "resolution monitor: relative round-off allowed in the monotone energy "
@@ -170,7 +170,7 @@ _SECTIONS: dict[str, dict[str, Key]] = {
         "average": Key("float", 0.5, "the particles' order parameter is averaged over this last fraction of the "
                        "output times", positive=True),
         "betas": Key("floats", [], "a transition diagram over these β (increasing): D_c(β) and the single-cluster "
-                     "fold D_f(β) of the model's kind (SA/USA, V = cI) with β_* (meanfield.transitions; variables "
+                     "fold D_f(β) of the model's kind (SA/USA, V = cI) with β_* (meanfield.solvers.transitions; variables "
                      "diagram_critical, diagram_fold on 'beta')", positive=True),
     },
     "output": {

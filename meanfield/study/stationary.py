@@ -7,7 +7,7 @@ Variables of the results (:func:`run`):
 variable               dimensions             meaning
 =====================  =====================  ============================================================
 ``branch_r``           branch                 order parameter r = |∫x dρ| along the branch (increasing)
-``branch_noise``       branch                 D(r) on the branch (:func:`meanfield.stationary.branch`)
+``branch_noise``       branch                 D(r) on the branch (:func:`meanfield.analysis.stationary.branch`)
 ``branch_growth``      branch                 largest growth rate of the linearised equation (< 0: stable)
 ``state_r``            noise, state           order parameters of the clustered states at each D (NaN: none)
 ``state_growth``       noise, state           their growth rates
@@ -37,7 +37,9 @@ from tqdm.auto import tqdm
 
 import particles
 
-from .. import domains, interrupts, stationary as st
+from .. import domains
+from ..core import interrupts
+from ..analysis import stationary as st
 from . import build, config
 
 log = logging.getLogger("meanfield.study")
@@ -66,7 +68,7 @@ def prepare(cfg, model, grid):
     """What a [stationary] study asks before any work, :func:`run` and ``meanfield check`` alike
     (:func:`meanfield.study.preflight.check`): the grid stability is checked on (the study's, else a small one of its
     domain in its dimension) and that the model has stationary states there — a zonal model on a domain with zonal
-    functions, asked of :func:`meanfield.stationary.critical_noise`, which refuses what the branch would. Returns
+    functions, asked of :func:`meanfield.analysis.stationary.critical_noise`, which refuses what the branch would. Returns
     that grid.
 
     Raises
@@ -155,7 +157,7 @@ def run(cfg, model, grid, progress: bool):
 
 def _bifurcations(model, domain, lowest: float):
     """(degrees, D_l): the degrees l = 1, 2, … (at most :data:`MAX_DEGREE`) whose branch leaves the uniform law at
-    a D_l >= ``lowest`` (:func:`meanfield.stationary.critical_noise`; D_l falls with l), and those D_l."""
+    a D_l >= ``lowest`` (:func:`meanfield.analysis.stationary.critical_noise`; D_l falls with l), and those D_l."""
     degrees, points = [], []
     with np.errstate(all="ignore"):
         for degree in range(1, MAX_DEGREE + 1):
@@ -168,8 +170,8 @@ def _bifurcations(model, domain, lowest: float):
 
 
 def _diagram(sc, model, domain):
-    """(data, coords, attrs) of the transition diagram over [stationary] betas (:mod:`meanfield.transitions`)."""
-    from .. import transitions
+    """(data, coords, attrs) of the transition diagram over [stationary] betas (:mod:`meanfield.solvers.transitions`)."""
+    from ..solvers import transitions
 
     z = model.zonal
     betas = np.array(sc["betas"], dtype=float)
@@ -189,11 +191,12 @@ def _diagram(sc, model, domain):
 
 
 def diagram_of(ds):
-    """The :class:`meanfield.transitions.TransitionDiagram` stored in a [stationary] study's results (None where it
+    """The :class:`meanfield.solvers.transitions.TransitionDiagram` stored in a [stationary] study's results (None where it
     computed none)."""
     if "diagram_critical" not in ds:
         return None
-    from .. import domains, transitions
+    from .. import domains
+    from ..solvers import transitions
 
     study = json.loads(ds.attrs["study"]) if "study" in ds.attrs else {}
     m = study.get("model", {})

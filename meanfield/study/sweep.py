@@ -25,8 +25,8 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .. import interrupts
-from ..io import prepare
+from ..core import interrupts
+from ..core.io import prepare
 from . import config, preflight
 from .build import build_model
 from .runner import StudyInterrupted, run_config, show_progress, versions, write_results
@@ -230,7 +230,7 @@ def _run_tasks(cfgs, results, scheduler, workers, progress) -> bool:
     """Run the tasks into ``results`` (in place); True if interrupted (the finished tasks are kept).
 
     Serial: a task interrupted half-way keeps its partial result. Distributed: the main process polls
-    for a deferred Ctrl-C (:mod:`meanfield.interrupts`) every half second while it waits; leaving the
+    for a deferred Ctrl-C (:mod:`meanfield.core.interrupts`) every half second while it waits; leaving the
     cluster's context then stops the worker processes with their running tasks.
     """
     if scheduler == "serial":

@@ -6,7 +6,7 @@ import pytest
 from scipy.special import iv
 
 import meanfield as mf
-from meanfield import stationary as st
+from meanfield.analysis import stationary as st
 from meanfield.domains import CIRCLE, SPHERE, zonal_domain
 from tests.helpers import EPS
 

@@ -1,7 +1,7 @@
 """Causal (masked) attention on [0, 1] × S^{d-1} (CACP; docs/MATH.md §8.4).
 
 Asserted: the first token of causal SA with V = cI never moves (to round-off, any Q, K, S² and S^7); the second
-against the closed form of its angle (:func:`meanfield.exact.causal_pair`) to 1e-10 for several β, S² and S^7; the
+against the closed form of its angle (:func:`meanfield.analysis.exact.causal_pair`) to 1e-10 for several β, S² and S^7; the
 compiled causal sums (half the pairs) equal to the model's masked sum, whatever the thread count; on the
 [0, 1] × S¹ grid, the rows up to s unchanged bit for bit when the law beyond s changes, the first row (which sees
 only itself) equal to the ordinary circle equation of its own density, a law constant in s evolving as the circle
@@ -18,7 +18,7 @@ import particles
 from meanfield import kernels
 from meanfield.density import Density
 from meanfield.domains.sequence import SEQUENCE, SequenceGrid, with_positions
-from meanfield.exact import causal_pair
+from meanfield.analysis.exact import causal_pair
 from meanfield.kernels.threads import run_tasks
 from meanfield.models import FeedForward, MultiHeadAttention, SelfAttention
 from tests.helpers import EPS

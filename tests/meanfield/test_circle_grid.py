@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import exact
+from meanfield.analysis import exact
 from meanfield.domains.circle import angles_to_points
 from tests.helpers import EPS
 

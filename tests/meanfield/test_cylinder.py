@@ -1,4 +1,4 @@
-"""Pre- and peri-LN densities on S¹ × (0, ∞) (meanfield.cylinder; docs/MATH.md §10.1).
+"""Pre- and peri-LN densities on S¹ × (0, ∞) (meanfield.solvers.cylinder; docs/MATH.md §10.1).
 
 Asserted: the density's speeds are the particles' (particles.velocity at tokens x = rθ over the grid measure of the
 directions, pre and peri, SA and USA, several heads, Q = qI, K = kI, V = cI); the mass is conserved to 1e-13; a law
@@ -15,9 +15,9 @@ import pytest
 from scipy.special import ive
 
 import particles as pt
-from meanfield.cylinder import CylinderGrid, RadiusRangeError, solve_radial, velocity
+from meanfield.solvers.cylinder import CylinderGrid, RadiusRangeError, solve_radial, velocity
 from meanfield.models import MultiHeadAttention, Normalization, SelfAttention, Transformer
-from meanfield.monitor import ResolutionError, ResolutionMonitor
+from meanfield.integrate.monitor import ResolutionError, ResolutionMonitor
 
 S0, SIGMA = 2.0, 0.25  # s = log r ~ N(S0, SIGMA²) for the smooth laws below
 RADII = (np.exp(-0.5), np.exp(4.5))

@@ -13,7 +13,7 @@ from scipy.integrate import solve_ivp
 
 import meanfield as mf
 import particles
-from meanfield import depth
+from meanfield.solvers import depth
 from meanfield.lagrangian import start
 from meanfield.models import FeedForward, SelfAttention, Softmax, Transformer, layers
 from tests.helpers import EPS

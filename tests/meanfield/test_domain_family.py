@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import depth, domains, gaussian, kernels
+from meanfield.solvers import depth
+from meanfield import domains, kernels
+from meanfield.analysis import gaussian
 from meanfield.domains import CIRCLE, EUCLIDEAN, SEQUENCE, SPHERE, ZONAL, sphere_of_dim, zonal_domain
 from meanfield.domains.sphere.plotting import sphere_map
 from meanfield.models import Softmax, registry

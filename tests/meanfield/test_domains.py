@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import domains, gaussian
+from meanfield import domains
+from meanfield.analysis import gaussian
 from meanfield.domains import CIRCLE, EUCLIDEAN, SEQUENCE, SPHERE, Measure
 from meanfield.domains.circle import fourier
 from meanfield.models import Softmax

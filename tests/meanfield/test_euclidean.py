@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import particles as pt
-from meanfield import gaussian as G
+from meanfield.analysis import gaussian as G
 from meanfield.models import L2, Masked, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax
 
 M0 = np.array([0.3, -0.2])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import gaussian as G
+from meanfield.analysis import gaussian as G
 from meanfield.domains.euclidean import FiniteVolume
 from meanfield.models import L2, Softmax
 from meanfield.integrate import ssprk3

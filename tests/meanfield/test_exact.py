@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
-from meanfield import exact
+from meanfield.analysis import exact
 
 
 def test_wrapped_cauchy_moments():

@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp
 
 import meanfield as mf
 import particles
-from meanfield import gaussian
+from meanfield.analysis import gaussian
 from meanfield.lagrangian import start as lagrangian_start, start_gaussian
 from meanfield.models import ACTIVATIONS, FeedForward, SelfAttention, Softmax, Transformer, layers
 from tests.helpers import EPS

@@ -7,7 +7,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import meanfield as mf
-from meanfield import exact, frequencies as fq, stationary
+from meanfield.analysis import exact, stationary
+from meanfield.solvers import frequencies as fq
 from tests.helpers import EPS
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import exact, frequencies as fq
+from meanfield.analysis import exact
+from meanfield.solvers import frequencies as fq
 from meanfield.domains.circle import fourier
 
 

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from meanfield.integrate import (FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Status,
-                                 StopIntegration, Tracker, equal_steps)
+from meanfield.integrate import (
+    FiniteTracker, Integrator, InterruptTracker, OutputTracker, Problem, Status, StopIntegration, Tracker,
+    equal_steps,
+)
 from meanfield.integrate.steppers import FixedStepper
 from validation import observed_order
 from tests.helpers import EPS

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import exact, gaussian
+from meanfield.analysis import exact, gaussian
 from meanfield.domains.circle.point_sums import circle_spectral_divergence
 from meanfield.integrate import Status
 from meanfield.lagrangian import LagrangianMeasure, cluster_history, clusters, start, start_gaussian, transport_panels

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import exact, laws
+from meanfield.analysis import exact
+from meanfield import laws
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
 from tests.helpers import EPS
 

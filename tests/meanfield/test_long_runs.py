@@ -11,7 +11,7 @@ import pytest
 
 import meanfield as mf
 import particles as pt
-from meanfield import checks
+from meanfield.core import checks
 from meanfield.integrate import ProgressTracker, Status, trackers
 from meanfield.integrate.trackers import LONG_RUN_STEPS, LongRunWarning, RunEstimate, duration, time_steps
 from particles.system import run_estimate
@@ -192,7 +192,7 @@ def test_solve_warns_where_a_fixed_dt_makes_more_steps_than_the_limit():
 
 
 def test_solve_run_estimate_counts_the_fixed_steps_it_takes():
-    from meanfield.solve import prepare, run_estimate as solve_estimate
+    from meanfield.solvers.solve import prepare, run_estimate as solve_estimate
 
     p = prepare(mf.SelfAttention(1.0), smooth_density(64), (0.0, 0.5), t_eval=[0.0, 0.12, 0.5], dt=0.05)
     est = solve_estimate(p)

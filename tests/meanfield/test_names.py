@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import depth
+from meanfield.solvers import depth
 from meanfield.domains import gegenbauer
 from meanfield.models import NORMALIZATIONS
 from tests.helpers import EPS

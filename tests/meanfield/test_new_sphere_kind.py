@@ -8,7 +8,7 @@ On the circle with Q = K = V = I, y = e^{iφ} and z₂ = ∫ e^{2iφ} dμ, the f
 doubled angle ψ = 2θ, ψ̇ = g Im(z₂ e^{−iψ}), the Kuramoto model of identical oscillators (MATH.md §2.1 has it at
 β = 0 for θ itself). Its Ott–Antonsen manifold gives an exact solution: if ρ₀(θ) = f_{a₀}(2θ), f_a the wrapped
 Cauchy (Poisson) density with first moment a, then ρ(t, θ) = f_{a(t)}(2θ) with ȧ = (g/2) a(1 − |a|²) — for g = 1
-the ODE of :func:`meanfield.exact.ott_antonsen`. The uniform law (M = I/2, P_x M x = 0) is stationary.
+the ODE of :func:`meanfield.analysis.exact.ott_antonsen`. The uniform law (M = I/2, P_x M x = 0) is stationary.
 
 No library file mentions the kind: the particles (:func:`particles.simulate`), the circle's density solver
 (:func:`meanfield.solve`, strategy "quadrature") and a study file reach it through the registry and the model's
@@ -25,7 +25,8 @@ from scipy.integrate import solve_ivp
 
 import meanfield as mf
 import particles
-from meanfield import exact, study
+from meanfield.analysis import exact
+from meanfield import study
 from meanfield.models import registry
 from meanfield.models.base import Head, check_weights
 from meanfield.models.bounds import HeadConstants, norm2

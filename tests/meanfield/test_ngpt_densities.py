@@ -11,7 +11,8 @@ import pytest
 from scipy.special import eval_legendre, iv
 
 import meanfield as mf
-from meanfield import exact, kernels
+from meanfield.analysis import exact
+from meanfield import kernels
 from meanfield.domains import zonal_domain
 from meanfield.models import Normalization, SelfAttention, Transformer
 

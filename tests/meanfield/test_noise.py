@@ -12,7 +12,7 @@ from scipy.stats import gamma
 
 import meanfield as mf
 import particles as pt
-from meanfield import gaussian as G, stationary as st
+from meanfield.analysis import gaussian as G, stationary as st
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
 from meanfield.models import Softmax
 from tests.helpers import EPS

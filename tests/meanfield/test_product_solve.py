@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import exact, frequencies as fq
-from meanfield.cylinder import CylinderGrid, solve_radial
+from meanfield.analysis import exact
+from meanfield.solvers import frequencies as fq
+from meanfield.solvers.cylinder import CylinderGrid, solve_radial
 from meanfield.models import SelfAttention, Transformer
 from tests.helpers import EPS
 

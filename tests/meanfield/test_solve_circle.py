@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield import exact
+from meanfield.analysis import exact
 from meanfield.domains import CIRCLE
 from tests.helpers import cauchy_density, l1_error, smooth_density, rhs
 from validation import observed_order
@@ -288,7 +288,7 @@ def test_solve_rejects_wrong_model_or_density():
 def test_a_refused_initial_density_is_the_errors_solution():
     """ResolutionError.solution always holds at least the initial state (README: ``sol = e.solution``)."""
     import meanfield as mf
-    from meanfield.monitor import ResolutionError
+    from meanfield.integrate.monitor import ResolutionError
 
     grid = mf.CircleGrid(16)
     th = grid.angles
@@ -338,11 +338,11 @@ def test_events_locate_the_exact_crossing_and_trackers_see_every_step():
 # ------------------------------------------------------------------ progress: auto by default
 def test_progress_defaults_to_on_exactly_where_stderr_is_a_terminal(monkeypatch, tqdm_bars):
     """solve(progress=None), the default, resolves to sys.stderr.isatty(): off under pytest (standard error is
-    captured, not a terminal), on where isatty says so; False and meanfield.checks.quiet() (the command's --quiet)
+    captured, not a terminal), on where isatty says so; False and meanfield.core.checks.quiet() (the command's --quiet)
     turn it off there, True turns it on anywhere."""
     import sys
 
-    from meanfield import checks
+    from meanfield.core import checks
 
     def shown():  # whether each bar made so far is displayed
         return [on for on, _ in tqdm_bars]

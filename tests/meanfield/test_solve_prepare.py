@@ -1,4 +1,4 @@
-"""``meanfield.solve.prepare``: everything ``solve`` refuses, refused before any work (issue 39, item 1).
+"""``meanfield.solvers.solve.prepare``: everything ``solve`` refuses, refused before any work (issue 39, item 1).
 
 ``meanfield check`` asks ``prepare`` what ``meanfield run``'s solve will ask; these tests hold ``prepare`` to that
 from the Python side: what it refuses, ``solve`` refuses with the same message and without evaluating the
@@ -12,7 +12,7 @@ import pytest
 
 import meanfield as mf
 from meanfield.representations.grid import GridProblem
-from meanfield.solve import Prepared, prepare
+from meanfield.solvers.solve import Prepared, prepare
 
 NOISY = mf.SelfAttention(1.0, noise=0.1)
 

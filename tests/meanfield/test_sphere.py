@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import special_ortho_group
 
 import meanfield as mf
-from meanfield import exact
+from meanfield.analysis import exact
 from meanfield.domains import SPHERE
 from tests.helpers import smooth_positive_sphere, rhs
 from validation import observed_order

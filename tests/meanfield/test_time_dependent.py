@@ -13,7 +13,7 @@ from scipy.integrate import quad, solve_ivp
 
 import meanfield as mf
 import particles
-from meanfield import gaussian
+from meanfield.analysis import gaussian
 from meanfield.lagrangian import start_gaussian
 from meanfield.models import L2, SelfAttention, Softmax, layers
 from tests.helpers import smooth_density

@@ -1,4 +1,4 @@
-"""Transition diagrams and hysteresis loops (meanfield.transitions; docs/MATH.md §8).
+"""Transition diagrams and hysteresis loops (meanfield.solvers.transitions; docs/MATH.md §8).
 
 The diagram's D_c(β) is checked against the closed form of the first degree's critical noise (σ_1 = 0), its folds
 against the fold condition dD/dr = 0 on a fine continuation, its β_* against the Bessel-ratio root; the hysteresis
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from scipy.special import iv
 
-from meanfield import stationary as st
+from meanfield.analysis import stationary as st
 from meanfield.domains.circle import CircleGrid
 from meanfield.domains.zonal_sphere import ZonalGrid
 from meanfield.models import SelfAttention
-from meanfield.monitor import ResolutionMonitor
-from meanfield.transitions import hysteresis, order_parameter, transition_diagram
+from meanfield.integrate.monitor import ResolutionMonitor
+from meanfield.solvers.transitions import hysteresis, order_parameter, transition_diagram
 
 
 def _closed_form_critical(beta, d, c=1.0):

@@ -1,9 +1,9 @@
-"""Pre- and peri-LN densities on the zonal S^{d-1} × (0, ∞) (meanfield.zonal_cylinder; docs/MATH.md §10).
+"""Pre- and peri-LN densities on the zonal S^{d-1} × (0, ∞) (meanfield.solvers.zonal_cylinder; docs/MATH.md §10).
 
 Asserted: the average A(θ) = α(u)(e − uθ) + a(u)θ of the module's derivation equals A computed by a spectrally
 accurate quadrature over S² of the definition (d = 3), and for the uniform law is radial with a = I_{d/2}/I_{d/2−1};
 the mass is conserved to round-off; at d = 2 the solver agrees with the circle's cylinder solver
-(meanfield.cylinder) to the angular discretisation error, which converges spectrally under refinement (pre and
+(meanfield.solvers.cylinder) to the angular discretisation error, which converges spectrally under refinement (pre and
 peri); a law whose directions are uniform keeps them uniform to round-off and its log-radius law converges at second
 order in Δs to the exact solution r ↦ r + at; iid pre-LN particles in d = 16 drawn from the same law approach the
 density (moments within their sampling error; slow: W1 of the polar angle's and of log r's laws decreasing at the
@@ -16,7 +16,7 @@ from scipy.special import ive
 
 from meanfield.domains.zonal_sphere.grid import ZonalGrid
 from meanfield.models import MultiHeadAttention, Normalization, SelfAttention, Transformer
-from meanfield.zonal_cylinder import solve_zonal_radial, zonal_field
+from meanfield.solvers.zonal_cylinder import solve_zonal_radial, zonal_field
 from tests.helpers import EPS
 
 S0, SIGMA = 2.0, 0.25  # s = log r ~ N(S0, SIGMA²)
@@ -103,7 +103,7 @@ def test_d2_is_the_circle_cylinder(normalization):
     same s-cells and the same fixed step the log-radius law and the directions' marginal (σ̄-density 2πρ̄) of both
     solvers agree to the zonal solver's angular error, which decreases spectrally in lmax (the circle's reference
     on 128 angles is resolved to round-off)."""
-    from meanfield.cylinder import solve_radial
+    from meanfield.solvers.cylinder import solve_radial
 
     T, n_s, dt = 0.5, 128, 0.005
     ref = solve_radial(Transformer(SelfAttention(1.5), normalization=normalization),

@@ -6,7 +6,7 @@ import pytest
 from scipy import integrate, special, stats
 
 import meanfield as mf
-from meanfield import stationary
+from meanfield.analysis import stationary
 import particles
 from meanfield.domains import CircleGrid, SphereGrid, ZonalGrid, zonal_domain
 from meanfield.domains.gegenbauer import ZonalBasis, gauss, multipliers, scaled_multipliers, orthonormal

@@ -8,7 +8,7 @@ import pytest
 
 import meanfield as mf
 import particles as pt
-from meanfield.exact import wendel
+from meanfield.analysis.exact import wendel
 from particles import clusters
 
 

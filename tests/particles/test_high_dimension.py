@@ -6,7 +6,7 @@ import pytest
 
 import meanfield as mf
 import particles as pt
-from meanfield.exact import equiangular
+from meanfield.analysis.exact import equiangular
 from particles import clusters, fused, span
 
 

@@ -6,7 +6,8 @@ from scipy.integrate import solve_ivp
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact, frequencies as fq
+from meanfield.analysis import exact
+from meanfield.solvers import frequencies as fq
 from particles import kuramoto
 from tests.helpers import EPS
 

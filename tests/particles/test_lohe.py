@@ -1,6 +1,6 @@
 """The Lohe model's particles on S^{d-1}: ẋ_i = Ω_i x_i + X[μ^n](x_i), each token turning by its own skew matrix
 (particles.kuramoto.lohe; issue 47 item 4), against particles.simulate, the exact rotation, the circle's frequencies
-and the S² frequency densities (meanfield.frequencies.RotationGrid through meanfield.solve).
+and the S² frequency densities (meanfield.solvers.frequencies.RotationGrid through meanfield.solve).
 
 Asserted: every Ω = 0 is particles.simulate to round-off; one common Ω turns the Ω = 0 run by e^{Ωt} (attention with
 Q = K = V = I is rotation-equivariant, X[Rμ](Rx) = R X[μ](x)) to RK4's error, which falls at fourth order; on the
@@ -14,7 +14,7 @@ from scipy.linalg import expm
 
 import meanfield as mf
 import particles as pt
-from meanfield import frequencies as fq
+from meanfield.solvers import frequencies as fq
 from particles import kuramoto
 from tests.helpers import EPS
 

@@ -19,7 +19,7 @@ import pytest
 
 import meanfield as mf
 import particles as pt
-from meanfield import cylinder
+from meanfield.solvers import cylinder
 from meanfield.models import NORMALIZATIONS, Normalization, SelfAttention, Transformer
 from meanfield.models import normalization as variants
 from meanfield.study import StudyError, build, read, run

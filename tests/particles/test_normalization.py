@@ -13,7 +13,8 @@ import pytest
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact, kernels
+from meanfield.analysis import exact
+from meanfield import kernels
 from meanfield.models import Normalization, SelfAttention, Transformer
 
 ALPHA = 0.2

@@ -6,7 +6,7 @@ from scipy import stats
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact
+from meanfield.analysis import exact
 from particles import clusters, sampling
 
 
@@ -90,7 +90,7 @@ def test_cluster_input_checks():
 
 
 def test_sample_from_a_euclidean_density():
-    from meanfield import gaussian as G
+    from meanfield.analysis import gaussian as G
 
     g = mf.EuclideanGrid([(-4, 4), (-3, 3)], (64, 48))
     d = G.gaussian_density(g, [0.5, -0.2], [[0.4, 0.1], [0.1, 0.3]])

@@ -7,7 +7,8 @@ from scipy.stats import special_ortho_group
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact, kernels
+from meanfield.analysis import exact
+from meanfield import kernels
 from validation import observed_order
 
 

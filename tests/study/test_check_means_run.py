@@ -2,7 +2,7 @@
 
 Two studies passed ``check`` and were refused by ``run`` after seconds of work: [time] representation = "lagrangian"
 and [time] method = "dop853", each with noise (the Lagrangian nodes carry no diffusion; DOP853 has no
-integrating-factor form for the noise's DΔ). ``check`` now asks :func:`meanfield.solve.prepare`, the checks and plan
+integrating-factor form for the noise's DΔ). ``check`` now asks :func:`meanfield.solvers.solve.prepare`, the checks and plan
 that ``solve`` runs first (:func:`meanfield.study.preflight.solver`).
 
 The property: studies generated over the schema — every domain, every model kind (the registry's study kinds, of the
@@ -31,12 +31,12 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
 
-import meanfield.stationary  # noqa: E402
-from meanfield import domains  # noqa: E402
-from meanfield.integrate import Integrator  # noqa: E402
-from meanfield.models import registry  # noqa: E402
-from meanfield.study import StudyError, build, config, preflight, read, run, runner  # noqa: E402
-from meanfield.study import stationary as study_stationary  # noqa: E402
+import meanfield.analysis.stationary
+from meanfield import domains
+from meanfield.integrate import Integrator
+from meanfield.models import registry
+from meanfield.study import StudyError, build, config, preflight, read, run, runner
+from meanfield.study import stationary as study_stationary
 
 
 class _Reached(Exception):
@@ -220,11 +220,11 @@ def _check(tables) -> tuple[bool, str]:
 
 def _run(tables) -> tuple[bool, str]:
     """Whether the run reaches the solver of every part it starts — the density's integrator, the branch of a
-    [stationary] study (:func:`meanfield.stationary.branch`, replaced by a stop), the particles' integrator: (reached,
+    [stationary] study (:func:`meanfield.analysis.stationary.branch`, replaced by a stop), the particles' integrator: (reached,
     the refusal)."""
     try:
         with mock.patch.object(Integrator, "run", _stop_at_first_step), \
-                mock.patch.object(meanfield.stationary, "branch", side_effect=_Reached("branch")):
+                mock.patch.object(meanfield.analysis.stationary, "branch", side_effect=_Reached("branch")):
             with pytest.raises(_Reached):  # every study solves something: its first solver stops the run
                 run(tables, output=False, progress=False, plot=False)
             cfg = read(tables)

@@ -191,7 +191,7 @@ def test_grid_keys_are_the_domains_grid_parameters():
 def test_poisson_particles_without_a_grid_on_the_sphere():
     """The Poisson law is sampled exactly without a grid on S^{d-1} too: its mean is a·m(|a|) on S²,
     m(s) = mobius_mean_factor (MATH.md §3); in d = 4 the draws are unit vectors with a mean along a."""
-    from meanfield import exact
+    from meanfield.analysis import exact
     from meanfield.study import build
 
     a = [0.0, 0.3, 0.4]

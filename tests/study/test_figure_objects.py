@@ -18,9 +18,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import LogNorm, Normalize, PowerNorm  # noqa: E402
 
-from meanfield.domains.plotting import snapshot_frames  # noqa: E402
-from meanfield.study import run  # noqa: E402
-from meanfield.study import figures  # noqa: E402
+from meanfield.domains.plotting import snapshot_frames
+from meanfield.study import run
+from meanfield.study import figures
 
 CODE = ("CircleGrid(", "SphereGrid(", "EuclideanGrid(", "SelfAttention(", "Softmax(", "array(", "beta=", "[matrix]",
         "layers(", "_")

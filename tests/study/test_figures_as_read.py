@@ -28,8 +28,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import xarray as xr  # noqa: E402
 
-from meanfield import domains  # noqa: E402
-from meanfield.study import figures, run  # noqa: E402
+from meanfield import domains
+from meanfield.study import figures, run
 
 D = 128
 ZONAL = {"name": "z", "domain": "zonal", "dimension": D, "seed": 0, "grid": {"lmax": 48},

@@ -14,8 +14,8 @@ import matplotlib.image  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from meanfield.cli import main  # noqa: E402
-from meanfield.study import StudyError, figures, run, sweep  # noqa: E402
+from meanfield.cli import main
+from meanfield.study import StudyError, figures, run, sweep
 
 CIRCLE = {"domain": "circle", "grid": {"n": 32}, "model": {"beta": 4.0},
           "initial": {"kind": "von-mises-fisher", "angles": [1.0, 4.0], "kappa": [2.0, 2.0]},

@@ -262,7 +262,8 @@ def test_compiled_sums_run_in_rounds_with_the_same_bits_and_stop_between_them(mo
     round, and a pending signal raises at the end of the round it arrived in."""
     import os
 
-    from meanfield import interrupts, kernels
+    from meanfield.core import interrupts
+    from meanfield import kernels
     from meanfield.kernels import threads
     from particles import clusters, uniform_sphere
 

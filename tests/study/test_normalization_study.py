@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import pytest
 
-from meanfield import exact
+from meanfield.analysis import exact
 from meanfield.models import Transformer
 from meanfield.models.normalization import NORMALIZATIONS, Normalization, density_refusal
 from meanfield.study import build, preflight, read, run

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import meanfield
-import meanfield.io
+import meanfield.core.io
 from meanfield.cli import main
 from meanfield.study import preflight
 
@@ -96,7 +96,7 @@ def test_a_complete_result_is_refused_unless_overwrite(tmp_path, capsys):
     # an interrupted result may be replaced without being asked
     ds = meanfield.load(out)
     ds.attrs["status"] = "interrupted"
-    meanfield.io.save(ds, out)
+    meanfield.core.io.save(ds, out)
     assert main(["run", str(study), "--output", str(out), "--quiet"]) == 0
 
 

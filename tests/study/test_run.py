@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import meanfield
-from meanfield import exact, gaussian
+from meanfield.analysis import exact, gaussian
 from meanfield.domains import CircleGrid, SphereGrid
 from meanfield.models import Softmax
 from meanfield.study import StudyInterrupted, build, read, run
@@ -349,7 +349,7 @@ def test_a_bad_output_path_is_refused_before_any_work(tmp_path, monkeypatch):
 def test_writes_are_atomic_and_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
     import xarray as xr
 
-    from meanfield.io import save
+    from meanfield.core.io import save
 
     path = tmp_path / "r.nc"
     old = xr.Dataset({"a": ("x", np.arange(3.0))})
@@ -402,7 +402,7 @@ def test_a_stationary_study_draws_the_bifurcation_diagram(tmp_path, saved_figure
     import json
 
     import meanfield as mf
-    from meanfield import stationary as st
+    from meanfield.analysis import stationary as st
     from meanfield.domains import CIRCLE
     from meanfield.study import run
     from meanfield.study.stationary import summary_lines

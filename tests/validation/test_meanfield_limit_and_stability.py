@@ -93,7 +93,7 @@ def test_meanfield_limit_rate_on_the_sphere():
 
 
 def test_meanfield_limit_in_r1_runs_and_reports_its_discretisation():
-    from meanfield import gaussian as G
+    from meanfield.analysis import gaussian as G
     from meanfield.models import L2
 
     g = mf.EuclideanGrid([(-4, 4)], 128)
@@ -108,7 +108,7 @@ def test_meanfield_limit_in_r1_runs_and_reports_its_discretisation():
 def test_meanfield_limit_rate_in_r1():
     """Softmax in R¹ from a Gaussian, N = 10²..3·10³: W1 ~ N^{-1/2} (MATH.md §4) at t = 0 and t = 0.5, the 95%
     interval holding −1/2; the grid measure's own discretisation error below the smallest gap measured."""
-    from meanfield import gaussian as G
+    from meanfield.analysis import gaussian as G
     from meanfield.models import Softmax
 
     g = mf.EuclideanGrid([(-6, 6)], 768)

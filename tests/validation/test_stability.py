@@ -8,7 +8,7 @@ import meanfield as mf
 from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
 from meanfield.domains.circle import points_to_angles
 from meanfield.models import L2, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax, head_constants
-from meanfield.monitor import ResolutionMonitor
+from meanfield.integrate.monitor import ResolutionMonitor
 from validation.meanfield_limit import meanfield_limit
 from validation.stability import lipschitz_constants, stability
 

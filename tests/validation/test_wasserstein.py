@@ -11,7 +11,7 @@ from scipy.sparse import coo_matrix, vstack
 
 import meanfield as mf
 import particles as pt
-from meanfield import exact
+from meanfield.analysis import exact
 from validation import gaussian_w2, sliced_wasserstein_sphere, w1, w2, wasserstein
 
 W = importlib.import_module("validation.wasserstein")

@@ -13,8 +13,9 @@ from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, on_sphere
 from ..zonal import energy_beta, zonal_strategies
-from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
-    sampling as _sampling
+from . import (
+    energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, sampling as _sampling,
+)
 from .continuity import CircleQuadrature, CircleSpectral, bessel_multipliers
 from .geometry import angles_to_points, points_to_angles, tangents
 from .grid import CircleGrid
@@ -86,7 +87,7 @@ class Circle(UnitSphereGeometry, Domain):
 
     @staticmethod
     def symmetry_blocks(grid, orders=()):
-        """The blocks of a linearisation about an even state (:func:`meanfield.stationary.stability`), in the
+        """The blocks of a linearisation about an even state (:func:`meanfield.analysis.stationary.stability`), in the
         Laplacian's coordinates (the rfft coefficients): "even" (cos kθ, real parts) and "odd" (sin kθ, imaginary
         parts), k = 1..n/2 − 1 (the Nyquist mode has no sine); the rotations are in "odd"."""
         K = grid.n // 2 - 1

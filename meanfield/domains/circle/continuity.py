@@ -28,7 +28,7 @@ import numba
 import numpy as np
 from scipy.special import ive
 
-from ...numerics import check_usa_beta
+from ...core.numerics import check_usa_beta
 from . import fourier
 from .geometry import angles_to_points, tangents
 from .grid import CircleGrid

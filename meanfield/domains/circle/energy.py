@@ -7,7 +7,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import ive
 
-from ...numerics import EXP_MAX
+from ...core.numerics import EXP_MAX
 from ..zonal import energy_from_excess
 from . import fourier
 from .grid import CircleGrid

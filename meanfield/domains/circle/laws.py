@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import checks
+from ...core import checks
 from .geometry import points_to_angles
 
 __all__ = ["uniform_noise", "wrapped_cauchy", "wrapped_cauchy_sample", "poisson", "sample_poisson",

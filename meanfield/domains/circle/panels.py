@@ -21,8 +21,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .point_sums import (circle_degree, fourier_moments, series_multipliers, spectral_coefficients, zonal_rate,
-                               zonal_rates, zonal_scale)
+from .point_sums import (
+    circle_degree, fourier_moments, series_multipliers, spectral_coefficients, zonal_rate, zonal_rates, zonal_scale,
+)
 from ..panels import TABLEAU, gauss
 
 __all__ = ["CirclePanels", "CircleField"]

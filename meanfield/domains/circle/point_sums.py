@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import ive
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
-from ...numerics import EXP_MAX
+from ...core.numerics import EXP_MAX
 from . import continuity, energy as circle_energy, fourier, geometry
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",

@@ -7,7 +7,7 @@ cancel and the mass Σ_i ρ_i |cell| changes only by the boundary fluxes, i.e. b
 boundaries: a boundary flux is clipped to point out of the box, and ρ = 0 in the ghost cells beyond it).
 
 - Field Γ at the cell centres for the grid measure (centres, ρ_i |cell|), by
-  strategy (:mod:`meanfield.strategies`): ``quadrature``, the model's own sum
+  strategy (:mod:`meanfield.kernels.strategies`): ``quadrature``, the model's own sum
   ``model.field``; ``spectral``, for L2 attention with Q = K (a
   translation-invariant kernel e^{−|Q(x−y)|²/(2τ)}), FFT convolutions of
   numerator and normaliser on the zero-padded grid, O(N log N); ``separable``,

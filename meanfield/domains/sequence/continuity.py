@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from ...numerics import check_usa_beta
+from ...core.numerics import check_usa_beta
 from ..circle import fourier
 from ..circle.continuity import bessel_multipliers
 from ..circle.geometry import angles_to_points, tangents

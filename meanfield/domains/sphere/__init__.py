@@ -12,11 +12,13 @@ from ..base import SUPERSCRIPT, Domain, PointSums, register, sphere_of_dim
 from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..zonal import energy_beta, zonal_refusal
-from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
-    sampling as _sampling
+from . import (
+    energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, sampling as _sampling,
+)
 from .continuity import SphereQuadrature, SphereSpectral, funk_hecke
-from .geometry import (UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent, retract,
-                       spherical)
+from .geometry import (
+    UnitSphereGeometry, check_on_sphere, geodesic, normalise, on_sphere, project_tangent, retract, spherical,
+)
 from .grid import SphereGrid
 from .moments import SphereMoments, moments_refusal
 from .panels import SphereField, SpherePanels
@@ -94,7 +96,7 @@ class Sphere(UnitSphereGeometry, Domain):
 
     @staticmethod
     def symmetry_blocks(grid, orders=(0, 1, 2)):
-        """The blocks of a linearisation about an axisymmetric state (:func:`meanfield.stationary.stability`), in
+        """The blocks of a linearisation about an axisymmetric state (:func:`meanfield.analysis.stationary.stability`), in
         the Laplacian's coordinates (the c_lm): one per azimuthal order m in ``orders`` ("m=0", "m=1", ...;
         degrees max(m, 1)..lmax, the cosine parts); the rotations are in "m=1"."""
         L = grid.lmax

@@ -36,13 +36,12 @@ import numba
 import numpy as np
 from scipy.special import ive
 
-from ...numerics import check_usa_beta
+from ...core.numerics import check_usa_beta
 from .grid import SphereGrid
 from .ducc import ring_plan
 from .shtns_plans import MIN_NLAT, ShtnsBackend, shtns_plan
 from .gauss import alm_layout
-from .transforms import (DuccBackend, dealiased_degree, frames, laplacian, nodes, pad_coefficients,
-                         surface_gradient)
+from .transforms import DuccBackend, dealiased_degree, frames, laplacian, nodes, pad_coefficients, surface_gradient
 
 __all__ = ["SphereSpectral", "SphereQuadrature", "funk_hecke"]
 

@@ -41,8 +41,10 @@ import numpy as np
 
 from ..panels import TABLEAU, gauss
 from .geometry import normalise
-from .point_sums import (field_coefficients, harmonic_moments, multipliers, recurrence, sphere_degree,
-                               zonal_point, zonal_points, zonal_scale)
+from .point_sums import (
+    field_coefficients, harmonic_moments, multipliers, recurrence, sphere_degree, zonal_point, zonal_points,
+    zonal_scale,
+)
 
 __all__ = ["SpherePanels", "SphereField", "FACES", "face_points"]
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plotting import density_colormap, density_label, density_norm, for_norm, outlined, plot_energy, \
-    snapshot_frames
+from ..plotting import density_colormap, density_label, density_norm, for_norm, outlined, plot_energy, snapshot_frames
 from .transforms import evaluate
 
 __all__ = ["sphere_map", "cell_map", "style_map", "plot", "plot_points", "plot_solution"]

@@ -33,7 +33,7 @@ import numba as nb
 import numpy as np
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
-from ...numerics import EXP_MAX
+from ...core.numerics import EXP_MAX
 from . import continuity as sphere_continuity, energy as sphere_energy
 
 __all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zonal_points", "multipliers",

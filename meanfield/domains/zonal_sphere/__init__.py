@@ -24,11 +24,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from ... import checks
+from ...core import checks
 from ..base import SUPERSCRIPT, Domain, PointSums, register, unit_sphere
 from ..zonal import ZONAL_RULE, energy_beta
-from . import energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, \
-    sampling as _sampling
+from . import (
+    energy as _energy, lagrangian, laws as _laws, plotting as _plotting, point_sums as _sums, sampling as _sampling,
+)
 from ..gegenbauer import ZonalBasis, degree, gauss, multipliers, scaled_multipliers, orthonormal, sphere_area
 from .continuity import ZonalQuadrature, ZonalSpectral
 from .grid import MAX_DIMENSION, ZonalGrid, axis, check_dimension, polar_angles
@@ -230,7 +231,7 @@ class ZonalSphere(Domain):
 
     @staticmethod
     def symmetry_blocks(grid, orders=()):
-        """The one block of a zonal linearisation (:func:`meanfield.stationary.stability`): the degrees 1..lmax of
+        """The one block of a zonal linearisation (:func:`meanfield.analysis.stationary.stability`): the degrees 1..lmax of
         c̄ (perturbations of a zonal state that stay zonal; no rotation among them)."""
         es = [np.eye(grid.lmax + 1)[l] for l in range(1, grid.lmax + 1)]
         return {"zonal": (es, lambda col: col[1:])}, None

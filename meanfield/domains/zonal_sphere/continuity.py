@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import hyp0f1
 
-from ...numerics import check_usa_beta
+from ...core.numerics import check_usa_beta
 from ..gegenbauer import degree, gauss, scaled_multipliers, orthonormal
 
 __all__ = ["ZonalSpectral", "ZonalQuadrature", "dealiased_nodes"]

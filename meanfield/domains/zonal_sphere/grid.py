@@ -46,7 +46,7 @@ def check_dimension(d) -> int:
             f"`d` = {d}: zonal densities are densities against surface area, and the uniform law 1/|S^(d-1)| = "
             f"10^{-log_sphere_area(d - 1) / np.log(10.0):.0f} leaves float64 (with room for clusters) past "
             f"d = {MAX_DIMENSION}. Particles run on any S^(d-1) (particles.simulate); the stationary branch, "
-            "critical noise and linear rates (meanfield.stationary) take the zonal basis of any d.")
+            "critical noise and linear rates (meanfield.analysis.stationary) take the zonal basis of any d.")
     return int(d)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import checks
+from ...core import checks
 from ..sphere import laws as _sphere_laws
 from ..gegenbauer import orthonormal
 from .grid import axis

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...numerics import EXP_MAX
+from ...core.numerics import EXP_MAX
 from ..gegenbauer import degree, harmonic_dimension, scaled_multipliers, orthonormal
 
 __all__ = ["ring_degree", "ring_moments", "ring_field", "ring_field_and_divergence", "ring_excess_energy",

@@ -1,15 +1,15 @@
 r"""Phase transitions of the noisy zonal models: transition diagrams in (β, D) and hysteresis by time solves.
 
 A zonal model (Q = qI, K = kI, V = cI) with noise D has the uniform law for a stationary state at every D, linearly
-stable above D_c(β) (:func:`meanfield.stationary.critical_noise`). The single-cluster branch leaves it at D_c: towards
+stable above D_c(β) (:func:`meanfield.analysis.stationary.critical_noise`). The single-cluster branch leaves it at D_c: towards
 smaller D where the transition is continuous, towards larger D — up to its fold D_f(β), then back — where it is
-discontinuous (USA above β_*(d), :func:`meanfield.stationary.critical_beta`; Mun & Rosenzweig 2026). Between D_c and
+discontinuous (USA above β_*(d), :func:`meanfield.analysis.stationary.critical_beta`; Mun & Rosenzweig 2026). Between D_c and
 D_f both the uniform law and the clustered state are stable: sweeping D up from a clustered state keeps the cluster
 up to D_f, sweeping it down from the uniform law keeps the uniform law down to D_c, a hysteresis loop of width
 D_f − D_c.
 
 - :func:`transition_diagram`: D_c(β), D_f(β) and β_* on a grid of β (the full branch for each β, its fold located
-  exactly: :class:`meanfield.stationary.Branch`); :meth:`TransitionDiagram.plot`.
+  exactly: :class:`meanfield.analysis.stationary.Branch`); :meth:`TransitionDiagram.plot`.
 - :func:`hysteresis`: the loop by time solves, D swept up then down, each solve starting from the last state.
 """
 
@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import checks
-from . import stationary as st
-from .density import Density, Frame
-from .domains import Domain, get
-from .models import SelfAttention
+from ..core import checks
+from ..analysis import stationary as st
+from ..density import Density, Frame
+from ..domains import Domain, get
+from ..models import SelfAttention
 
 __all__ = ["TransitionDiagram", "transition_diagram", "Hysteresis", "hysteresis", "order_parameter"]
 
@@ -61,7 +61,7 @@ class TransitionDiagram:
         stable), β_* marked. Returns the Axes."""
         import matplotlib.pyplot as plt
 
-        from .domains.plotting import SCRIPTED
+        from ..domains.plotting import SCRIPTED
 
         if ax is None:
             _, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
@@ -86,7 +86,7 @@ def transition_diagram(domain, betas, *, normalized: bool = False, c: float = 1.
                        r_max: float = 0.95, progress: bool | None = None) -> TransitionDiagram:
     r"""D_c(β), D_f(β) and β_* (module docstring) at the inverse temperatures ``betas``: for each β the closed-form
     D_c and the single-cluster branch at ``points`` order parameters up to ``r_max`` (its fold, where it has one,
-    located exactly; :func:`meanfield.stationary.branch`). About 0.3 s a β on S¹ and S², 0.5 s on S^{127}.
+    located exactly; :func:`meanfield.analysis.stationary.branch`). About 0.3 s a β on S¹ and S², 0.5 s on S^{127}.
 
     Parameters
     ----------
@@ -233,7 +233,7 @@ def hysteresis(model, start: Density, noises, t_settle: float, *, threshold: flo
     -------
     Hysteresis
     """
-    from .representations import Event
+    from ..representations import Event
     from .solve import Status, solve
 
     noises = np.asarray(noises, dtype=float)

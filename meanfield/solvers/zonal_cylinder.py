@@ -32,7 +32,7 @@ B_d = ∫_{−1}^{1} (1 − u²)^{(d−3)/2} du — solves
 
 (peri-LN: α, a over |A|), the field depending on ρ only through the marginal f̄(u) = ∫ ρ(u, s) ds. (Its weak
 form: for a test function p(u)q(s), d/dt ∫∫ pq ρ dσ̄ ds = ∫∫ (p′ q u̇ + p q′ ṡ) ρ dσ̄ ds.) Check at d = 2: u = cos θ,
-dσ̄ = dθ/2π on the circle, so ρ = 2π ρ_cyl(θ, s) for the density ρ_cyl of :mod:`meanfield.cylinder` w.r.t. dθ ds;
+dσ̄ = dθ/2π on the circle, so ρ = 2π ρ_cyl(θ, s) for the density ρ_cyl of :mod:`meanfield.solvers.cylinder` w.r.t. dθ ds;
 e − uθ = −sin θ θ^⊥ gives v = ⟨θ^⊥, A⟩ = −α sin θ and u̇ = −sin θ θ̇ = −sin θ v/r = α sin²θ/r; with the weight
 (1 − u²)^{−1/2} = 1/sin θ and ∂_u = −(1/sin θ)∂_θ the u-divergence is
 sin θ ∂_u(ρ u̇/sin θ) = sin θ ∂_u(−ρ θ̇) = ∂_θ(ρ θ̇), the cylinder's θ-flux, and the s-fluxes are the same
@@ -69,11 +69,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import hyp0f1
 
-from . import checks
-from .domains.gegenbauer import gauss, orthonormal
-from .domains.zonal_sphere.continuity import dealiased_nodes
-from .domains.zonal_sphere.grid import ZonalGrid
-from .models.normalization import radial_zonal_heads
+from ..core import checks
+from ..domains.gegenbauer import gauss, orthonormal
+from ..domains.zonal_sphere.continuity import dealiased_nodes
+from ..domains.zonal_sphere.grid import ZonalGrid
+from ..models.normalization import radial_zonal_heads
 
 __all__ = ["ZonalCylinderGrid", "ZonalRadialSolution", "solve_zonal_radial", "zonal_field", "GUARD_CELLS"]
 

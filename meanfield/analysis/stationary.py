@@ -47,10 +47,10 @@ from functools import lru_cache
 import numpy as np
 from scipy.optimize import brentq
 
-from . import checks
-from .density import Density
-from .domains.gegenbauer import bessel_ratio, degree, log_sphere_area, multipliers, scaled_multipliers, orthonormal
-from .domains.zonal import zonal_refusal
+from ..core import checks
+from ..density import Density
+from ..domains.gegenbauer import bessel_ratio, degree, log_sphere_area, multipliers, scaled_multipliers, orthonormal
+from ..domains.zonal import zonal_refusal
 
 __all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_beta", "transition_beta", "bifurcation",
            "AxisymmetricState", "Branch", "branch", "stationary_state", "stationary_states", "stability", "Stability",
@@ -59,7 +59,7 @@ __all__ = ["critical_noise", "linear_rates", "most_unstable_degree", "critical_b
 
 def _as_domain(domain):
     """A Domain, or the name of a registered one ("circle", "sphere"; ValueError naming the registered ones)."""
-    from .domains import Domain, get
+    from ..domains import Domain, get
 
     if not isinstance(domain, (Domain, str)):
         raise TypeError(f"`domain` must be a Domain or a domain's name, got {type(domain).__name__}.")
@@ -170,7 +170,7 @@ def transition_beta(domain, c: float = 1.0, r=(0.01, 0.02), bracket=None) -> flo
     found by Brent's method. Agrees with :func:`critical_beta` to ~1e-8 (tested). ``bracket`` (β_lo, β_hi) defaults
     to critical_beta(d) × (0.7, 1.3)."""
     domain = _as_domain(domain)
-    from .models import SelfAttention
+    from ..models import SelfAttention
 
     d = _dimension(domain)
     if d is None:
@@ -700,7 +700,7 @@ def stability(model, state, grid, noise: float | None = None, *, orders=(0, 1, 2
     beta, c, normalized = _zonal(model, domain)
     D = model.noise if noise is None else checks.noise(noise)
     rho = np.full(grid.shape, 1.0 / domain.volume) if state is None else state.density(grid).values
-    from . import strategies
+    from ..kernels import strategies
 
     rhs = domain.continuity(model, grid, strategies.resolve("auto", domain.grid_strategies(model, grid), repr(grid)))
     op = grid.laplacian()

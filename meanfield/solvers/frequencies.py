@@ -96,22 +96,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import checks, kernels, strategies
-from .density import Density, Frame
-from .domains import CIRCLE, CircleGrid
-from .domains import Measure
-from .domains import SPHERE
-from .domains.products import FREQUENCIES, ROTATIONS, ProductGrid
-from .domains.circle import fourier
-from .domains.circle.geometry import angles_to_points
-from .domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
-from .integrate import (FiniteTracker, Integrator, OutputTracker, Problem, Stages, Status,
-                        StopIntegration, Tracker)
-from .models import heads, rate_scale
-from .models.normalization import density_refusal
-from .monitor import ResolutionError, ResolutionMonitor
-from .representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
-from .representations.grid import step_bound
+from ..core import checks
+from .. import kernels
+from ..kernels import strategies
+from ..density import Density, Frame
+from ..domains import CIRCLE, CircleGrid
+from ..domains import Measure
+from ..domains import SPHERE
+from ..domains.products import FREQUENCIES, ROTATIONS, ProductGrid
+from ..domains.circle import fourier
+from ..domains.circle.geometry import angles_to_points
+from ..domains.circle.point_sums import circle_degree, fourier_moments, series_multipliers, zonal_scale
+from ..integrate import FiniteTracker, Integrator, OutputTracker, Problem, Stages, Status, StopIntegration, Tracker
+from ..models import heads, rate_scale
+from ..models.normalization import density_refusal
+from ..integrate.monitor import ResolutionError, ResolutionMonitor
+from ..representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
+from ..representations.grid import step_bound
 
 __all__ = ["FrequencyLaw", "Lorentzian", "Gaussian", "Discrete", "Quadrature", "frequency_law", "solve",
            "FrequencySolution", "order_parameter", "FrequencyGrid", "FrequencyDensity", "frequency_density",
@@ -1075,7 +1076,7 @@ class FrequencyRepresentation(Representation):
     options = frozenset({"dt", "cfl", "monitor", "refine"})
     accuracy = ("spectral in θ (each node's tail below tail_tol), the ω-quadrature's free-streaming error times the "
                 "amplitude below omega_tol (docs/MATH.md §11)")
-    #: the default CFL factor (:mod:`meanfield.frequencies`, "Time stepping")
+    #: the default CFL factor (:mod:`meanfield.solvers.frequencies`, "Time stepping")
     default_cfl = 0.1
 
     def refusal(self, model, domain, start=None):

@@ -39,7 +39,7 @@ and returns a :class:`~meanfield.Solution` with its status; :func:`solve_radial`
 view of that Solution.
 
 Nothing plausible but wrong is returned: a run stops with :class:`RadiusRangeError` when mass reaches the outer
-cells of the s-interval (the zero-flux walls would hold it there), with :class:`~meanfield.monitor.ResolutionError`
+cells of the s-interval (the zero-flux walls would hold it there), with :class:`~meanfield.integrate.monitor.ResolutionError`
 when the angular spectrum's tail or a negative undershoot passes the monitor's thresholds, with
 ``FloatingPointError`` where peri-LN divides by |A| = 0 (through :func:`meanfield.solve`: the Solution's status
 RESOLUTION_LOST for the first two, ``Solution.diagnostics["edge"]`` saying which end and how much mass).
@@ -52,15 +52,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ive
 
-from . import checks
-from .density import Density
-from .domains import CircleGrid
-from .domains.circle import fourier
-from .domains.products import CYLINDER, ProductGrid
-from .integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
-from .models.normalization import radial_zonal_heads
-from .monitor import ResolutionError, ResolutionMonitor
-from .representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
+from ..core import checks
+from ..density import Density
+from ..domains import CircleGrid
+from ..domains.circle import fourier
+from ..domains.products import CYLINDER, ProductGrid
+from ..integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
+from ..models.normalization import radial_zonal_heads
+from ..integrate.monitor import ResolutionError, ResolutionMonitor
+from ..representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
 
 __all__ = ["CylinderGrid", "RadialProblem", "RadialSolution", "RadiusRangeError", "solve_radial", "radial_multipliers",
            "velocity", "METHODS", "NEG_TOL", "GUARD_CELLS", "CylinderRepresentation"]
@@ -425,7 +425,7 @@ _HINTS = {"edge": "Widen `radii` (CylinderGrid), keeping the outer cells empty."
 
 class _Guard(Tracker):
     """After every accepted step: mass in the guard cells (:class:`RadiusRangeError`), the angular tail and the sign
-    (:class:`~meanfield.monitor.ResolutionError`); remembers the last good state and the mass history."""
+    (:class:`~meanfield.integrate.monitor.ResolutionError`); remembers the last good state and the mass history."""
 
     def __init__(self, grid: CylinderGrid, monitor: ResolutionMonitor, edge_tol: float, bound_words: str):
         self.grid, self.monitor, self.edge_tol, self.bound_words = grid, monitor, edge_tol, bound_words
@@ -584,7 +584,7 @@ class CylinderRepresentation(Representation):
 
     @staticmethod
     def monitor(settings) -> ResolutionMonitor:
-        """The monitor given, else the cylinder's: ``neg_tol`` = :data:`meanfield.cylinder.NEG_TOL`."""
+        """The monitor given, else the cylinder's: ``neg_tol`` = :data:`meanfield.solvers.cylinder.NEG_TOL`."""
         return settings.monitor if "monitor" in settings.given else ResolutionMonitor(neg_tol=NEG_TOL)
 
     def _guard(self, model, start, settings):
@@ -593,7 +593,7 @@ class CylinderRepresentation(Representation):
 
     def check(self, settings, model, start, t0, first):
         """Refuse a method other than "rk4"/"ssprk3", and an initial law with mass at the walls
-        (:class:`~meanfield.cylinder.RadiusRangeError`)."""
+        (:class:`~meanfield.solvers.cylinder.RadiusRangeError`)."""
         method = settings.method if first and settings.method is not None else "rk4"
         if method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS} on the cylinder, got {method!r}.")
@@ -697,7 +697,7 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     edge_tol = checks.positive(edge_tol, "edge_tol")
     monitor = ResolutionMonitor(neg_tol=NEG_TOL) if monitor is None else monitor
     if not isinstance(monitor, ResolutionMonitor):
-        raise TypeError(f"`monitor` must be a meanfield.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
+        raise TypeError(f"`monitor` must be a meanfield.integrate.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
     monitor = replace(monitor, edge_tol=edge_tol)
     cfl = checks.positive(cfl, "cfl")
     dt = None if dt is None else checks.positive(dt, "dt")

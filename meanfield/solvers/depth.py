@@ -42,12 +42,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .density import Frame
-from .domains import of_model
-from .lagrangian import LagrangianMeasure
-from .models import Transformer, as_model
-from .models.normalization import average, normalization_of
-from .models.transformer import SUBSTEPS
+from ..density import Frame
+from ..domains import of_model
+from ..lagrangian import LagrangianMeasure
+from ..models import Transformer, as_model
+from ..models.normalization import average, normalization_of
+from ..models.transformer import SUBSTEPS
 
 __all__ = ["layer_map", "steps", "push", "blocks", "check_depth", "PROJECTIONS", "Projection", "default_projection"]
 

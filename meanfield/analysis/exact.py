@@ -28,8 +28,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 # the two densities are the domains' Poisson-kernel laws (their one definition); the oracles built on them are here
-from .domains.circle.laws import check_poisson_parameter, wrapped_cauchy, wrapped_cauchy_sample
-from .domains.sphere.laws import check_ball_point, mobius_density
+from ..domains.circle.laws import check_poisson_parameter, wrapped_cauchy, wrapped_cauchy_sample
+from ..domains.sphere.laws import check_ball_point, mobius_density
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
@@ -189,7 +189,7 @@ def normalized_equiangular(t, n: int, beta: float, normalization="post", r0: flo
     Equiangular
         ``one_minus_rho`` and ``r``, each of the shape of ``t``.
     """
-    from .models.normalization import as_normalization
+    from ..models.normalization import as_normalization
 
     norm = as_normalization(normalization)
     if isinstance(n, bool) or int(n) != n or n < 2:
@@ -545,7 +545,7 @@ def _identical_rates(k, beta: float, c: float, normalized: bool) -> np.ndarray:
     exponentially scaled Bessel functions (the β → 0 limit ½δ_{k1})."""
     from scipy.special import ive
 
-    from .numerics import check_usa_beta
+    from ..core.numerics import check_usa_beta
 
     k = np.asarray(k)
     if beta == 0.0:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .domains import EUCLIDEAN
-from .models import as_model
+from ..domains import EUCLIDEAN
+from ..models import as_model
 
 __all__ = ["GaussianSolution", "affine_field", "solve_gaussian", "gaussian_pdf", "gaussian_density", "gauss_hermite"]
 
@@ -183,7 +183,7 @@ def gauss_hermite(mean, cov, points_per_dim: int = 12):
 
 def gaussian_density(grid, mean, cov):
     """N(mean, cov) as a :class:`meanfield.Density` on an :class:`EuclideanGrid` (cell values, mass 1)."""
-    from .density import Density
+    from ..density import Density
 
     mean, cov = _check_gaussian(mean, cov)
     if not EUCLIDEAN.of_dim(mean.size).holds(grid):

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks
-from .density import Frame
-from .integrate import METHODS, Status, step_count
-from .integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
-from .models import as_model, heads
-from .monitor import ResolutionMonitor
-from .representations import Hooks, Settings, Solution, check_options, plan, run_chain
-from .strategies import STRATEGIES
+from ..core import checks
+from ..density import Frame
+from ..integrate import METHODS, Status, step_count
+from ..integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
+from ..models import as_model, heads
+from ..integrate.monitor import ResolutionMonitor
+from ..representations import Hooks, Settings, Solution, check_options, plan, run_chain
+from ..kernels.strategies import STRATEGIES
 
 __all__ = ["solve", "prepare", "Prepared", "Solution", "Status", "Interrupted", "run_estimate"]
 
@@ -59,7 +59,7 @@ def _choice(choices, name):
 
 def _monitor(v):
     if not isinstance(v, ResolutionMonitor):
-        raise TypeError(f"`monitor` must be a meanfield.monitor.ResolutionMonitor, got {type(v).__name__}.")
+        raise TypeError(f"`monitor` must be a meanfield.integrate.monitor.ResolutionMonitor, got {type(v).__name__}.")
     return v
 
 
@@ -91,8 +91,8 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         an R^d one), or a Lagrangian measure (e.g. :func:`meanfield.lagrangian.start_gaussian`, or
         :func:`meanfield.lagrangian.start` of a density: its nodes), advanced by fixed nodes. On the product domains
         (:mod:`meanfield.domains.products`), each advanced by its one representation: a density on a
-        :class:`~meanfield.cylinder.CylinderGrid` (pre/peri-LN tokens on S¹ × (0, ∞), the "cylinder"), or a
-        :class:`~meanfield.frequencies.FrequencyDensity` (:func:`~meanfield.frequencies.frequency_density`: one
+        :class:`~meanfield.solvers.cylinder.CylinderGrid` (pre/peri-LN tokens on S¹ × (0, ∞), the "cylinder"), or a
+        :class:`~meanfield.solvers.frequencies.FrequencyDensity` (:func:`~meanfield.solvers.frequencies.frequency_density`: one
         circle density per node of a frequency law, the "frequencies"; ``refine`` there hands a node that collapses
         over to atoms).
     t_span : (float, float)
@@ -110,13 +110,13 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         A tqdm progress bar over simulated time, across hand-overs. Default None: on where standard error is a
         terminal (``sys.stderr.isatty()``); elsewhere (pipes, batch jobs' logs) a progress line after 30 s and every
         60 s after it (:class:`~meanfield.integrate.ProgressTracker`; through the "meanfield.progress" logger where
-        logging is configured), none within :func:`meanfield.checks.quiet`. False: nothing.
+        logging is configured), none within :func:`meanfield.core.checks.quiet`. False: nothing.
     representation : str or sequence of str, optional
         The chain (:mod:`meanfield.representations.chain`): default "auto", grid → panels → nodes where the
         panels apply (zonal models on the circle and S²), the grid alone elsewhere; "grid", "lagrangian"
         (panels → nodes, or nodes), "panels", "nodes", or a sequence of those names.
     strategy : {"auto", "quadrature", "pairwise", "spectral", "separable", "moments"}, optional
-        Field strategy (:mod:`meanfield.strategies`) for each representation that offers it (the others choose
+        Field strategy (:mod:`meanfield.kernels.strategies`) for each representation that offers it (the others choose
         their own); "auto" (default) picks the fastest that applies.
     refine : bool, optional
         Grid: on loss of resolution double the resolution (n on the circle, lmax on S²) by zero-padding the last

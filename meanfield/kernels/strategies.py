@@ -32,10 +32,10 @@ name              what is summed, how                                        off
 
 from __future__ import annotations
 
-from .domains.zonal import zonal_refusal
-from .kernels import pairwise_refusal
-from .models import attention_of
-from .models.normalization import density_refusal, normalization_of
+from ..domains.zonal import zonal_refusal
+from . import pairwise_refusal
+from ..models import attention_of
+from ..models.normalization import density_refusal, normalization_of
 
 __all__ = ["STRATEGIES", "resolve", "for_grid", "for_nodes", "for_particles", "FUSED_UP_TO"]
 

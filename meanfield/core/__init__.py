@@ -1,0 +1,3 @@
+"""The leaves every layer may use: argument checks (:mod:`.checks`), numerical constants and the USA overflow rule
+(:mod:`.numerics`), deferred Ctrl-C/SIGTERM (:mod:`.interrupts`), the results files (:mod:`.io`). They import
+nothing of the library."""
