@@ -188,7 +188,7 @@ def test_sigterm_during_solve_keeps_the_partial_solution():
 
     import meanfield as mf
 
-    solve_module = importlib.import_module("meanfield.solve")  # the attribute meanfield.solve is the function
+    solve_module = importlib.import_module("meanfield.solvers.solve")  # the attribute meanfield.solve is the function
 
     class Terminating:  # a user's tracker: SIGTERM after 30 accepted steps
         steps = 0

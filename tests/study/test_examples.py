@@ -38,7 +38,7 @@ def test_every_example_passes_the_checks_of_a_run(path, tmp_path, monkeypatch):
     preflight.check(cfg, tmp_path / f"{cfg['name']}.nc", announce=False)  # what `meanfield check` does
     if cfg["grid"] is None or cfg.get("stationary") is not None:
         return  # particles only, or a bifurcation study: no density solve
-    solve_module = importlib.import_module("meanfield.solve")
+    solve_module = importlib.import_module("meanfield.solvers.solve")
 
     def stop(*args, **kwargs):
         raise _Validated
