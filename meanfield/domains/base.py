@@ -106,6 +106,13 @@ class Grid(abc.ABC):
         :meth:`Domain.excess_energy` as ``spectrum``; None (the default) where they read the values."""
         return None
 
+    def marginals(self, values):
+        """The one-dimensional laws of the factors of a density with these ``values`` on a product grid, a tuple of
+        :class:`~meanfield.domains.marginals.Marginal` (each its law as the grid represents it and how particles'
+        points in R^d read its coordinate), which ``validation.marginal_distances`` compares with particles; None
+        where the grid has none (the default: a grid of one domain is compared as a whole)."""
+        return None
+
     def sign_check(self, values) -> tuple[float, float, str]:
         """(lowest, reference, words) for the monitor's sign check, lowest >= −neg_tol × reference: by default the
         smallest nodal value against the mean density ∫ρ/∫1, in the words "min {lowest}, mean {reference}"."""
