@@ -872,7 +872,7 @@ def _measure_distance(a: Prepared, b: Prepared, p: float, max_entries: int, meth
         if kind in ("exact-ot", "coarsened-ot"):
             bar.set_description(f"W{p:g}: exact OT of {a.weights.size} × {b.weights.size} atoms")
         value = _distance(a, b, p, max_entries)
-        if kind == "circle":  # angles → the domain's own lengths (a period P: W_p scales with the metric, by P/2π)
+        if _on_angles(a.domain):  # angles → the domain's own lengths (a period P: W_p scales with the metric, by P/2π)
             value, bound = value * _arc(a.domain), bound * _arc(a.domain)
         bar.update()
     return Distance(value, bound, kind, p, (a.weights.size, b.weights.size))
