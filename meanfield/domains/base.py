@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import checks
 
-__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer", "unit_sphere",
+__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "unregister", "get", "infer", "unit_sphere",
            "for_manifold", "of_model", "sphere_of_dim"]
 
 
@@ -554,6 +554,15 @@ def register(domain: Domain) -> Domain:
     """Add a domain to the registry (each domain package registers its one instance)."""
     _DOMAINS[domain.name] = domain
     return domain
+
+
+def unregister(name: str) -> Domain:
+    """Remove the domain called ``name`` from the registry and return it (a domain registered for a while: a test's,
+    a plug-in's); ``ValueError`` naming the registered ones where there is none."""
+    try:
+        return _DOMAINS.pop(name)
+    except (KeyError, TypeError):
+        raise ValueError(f"no domain {name!r} is registered (registered: {sorted(_DOMAINS)}).") from None
 
 
 def get(name) -> Domain:

@@ -33,8 +33,7 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield.domains import CIRCLE, CircleGrid, Domain, Grid
-from meanfield.domains.base import register
+from meanfield.domains import CIRCLE, CircleGrid, Domain, Grid, register, unregister
 from meanfield.domains.circle.continuity import CircleQuadrature
 from tests.helpers import EPS
 from validation import distance, w1
@@ -194,12 +193,10 @@ LOOP = Loop()
 
 @pytest.fixture
 def loop():
-    """The loop registered for one test, removed after it (its registry is the domain layer's one table)."""
-    from meanfield.domains import base
-
+    """The loop registered for one test, removed after it (the domain layer's one table)."""
     register(LOOP)
     yield LOOP
-    base._DOMAINS.pop(LOOP.name, None)
+    unregister(LOOP.name)
 
 
 def _density(grid, kappa=2.0, mu=1.0):
