@@ -77,7 +77,7 @@ class CellLaw:
     @property
     def negative(self) -> float:
         """Σ_i max(−m_i, 0): the mass of the negative cells."""
-        return float(-np.sum(np.minimum(self.masses, 0.0)))
+        return float(np.sum(np.maximum(-self.masses, 0.0)))
 
     def cdf(self, x) -> np.ndarray:
         """F(x): linear on each cell between the cumulative masses at the edges, 0 before, the total after."""
