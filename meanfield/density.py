@@ -202,6 +202,12 @@ class Density:
         d = self.grid.points.shape[-1]
         return Measure(self.grid.points.reshape(-1, d), (self.values * self.grid.weights).ravel(), self.domain)
 
+    def marginals(self):
+        """The laws of its factors' coordinates where its grid is a product grid that has them
+        (:meth:`~meanfield.domains.Grid.marginals`: on the cylinder the direction's law and that of log r), else
+        None."""
+        return self.grid.marginals(self.values)
+
     def mean(self) -> np.ndarray:
         """The first moment ∫ x dμ(x) ∈ R^d, in the ambient R^d of every domain (a zonal law on S^{d-1}:
         (∫ cos θ dμ) e, e the axis; its polar angle's mean is :meth:`mean_polar_angle`)."""

@@ -171,6 +171,15 @@ def domain_of(model, d: int):
     return EUCLIDEAN if normalization_of(model).radial else for_manifold(model.manifold, d)
 
 
+def _start_domain(carried, model, d: int):
+    """Where particles started from a frame of points on ``carried`` live: that domain where the model moves its points
+    in R^d (a registered domain other than the manifold's first, e.g. a loop ℝ/Lℤ whose points are the circle's), else
+    :func:`domain_of` — tokens x = rθ of the radial variants live in R^d whatever their snapshot carries."""
+    if normalization_of(model).radial or not (carried.moved_by(model) and carried.has_dim(d)):
+        return domain_of(model, d)
+    return carried.of_dim(d)
+
+
 class ParticleProblem(Problem):
     """ẏ = X[μ^n](y) for the particles, retracted onto their domain after each step (unless ``retract=False``:
     a compiled stepper that retracts by itself); ``unit_before`` = t_0: onto the sphere in the stretches that start
@@ -267,7 +276,7 @@ def simulate(
         (default) ẋ = P_x A, pre-LN ẋ = A, peri-LN ẋ = A/|A|, nGPT ẋ = αP_x A/|A|, Mix-LN post-LN before its t_0 and
         pre-LN after, A the heads' average at the directions θ = x/|x|. Hardmax attention (β = ∞, MATH.md §11) on
         its own sums.
-    x0 : array_like, shape (n, d) or (batch, n, d), or tuple
+    x0 : array_like, shape (n, d) or (batch, n, d), tuple, or a frame of points
         Initial positions: unit vectors on the sphere (checked to 1e-8, then
         normalised exactly), any finite points for R^d models (no
         projection), any non-zero vectors x = rθ for pre-, peri- and Mix-LN (r = 0 refused; a Mix-LN run started
@@ -276,7 +285,10 @@ def simulate(
         :func:`particles.with_positions` puts tokens in their array order); a batch axis runs independent
         realisations together. A tuple
         ``(density, n)`` or ``(density, n, batch)`` draws iid initial points
-        from a :class:`meanfield.Density` with ``rng``.
+        from a :class:`meanfield.Density` with ``rng``. A frame of points (a :class:`particles.Snapshot`, e.g.
+        ``Trajectory.frame(k)``, or a Lagrangian measure) starts at its points with its weights (unless ``weights``
+        is given), on its own domain where the model moves that domain's points in R^d (a registered domain that is
+        not the manifold's first, such as a loop ℝ/Lℤ over the circle's points), else on the model's.
     t_eval : array_like, shape (T,)
         Increasing output times; ``t_eval[0]`` is the initial time.
     method : {"rk4", "rk45", "dop853"}
@@ -500,12 +512,17 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     t_eval = checks.output_times(t_eval)
+    start = x0 if isinstance(x0, Frame) and x0.grid is None else None  # a frame of points: its domain, its weights
+    if start is not None:
+        x0, given_weights = start.as_measure()
+        if weights is None and not np.all(given_weights == 1.0 / given_weights.size):  # 1/n each: the default's paths
+            weights = given_weights
     x = initial_points(x0, rng, domain_of(model, 3), norm.radial)  # R^d, tokens x = rθ, rows (s, x), unit vectors
     n, d = x.shape[-2], x.shape[-1]
     checks.matrices_act_on(model.dim, d, "the particles live in")
     first = model.at(t_eval[0])  # a callable's first value (its later ones must keep its size: Head.at)
     checks.matrices_act_on(first.dim, d, "the particles live in", at=t_eval[0])
-    domain = domain_of(model, d)
+    domain = domain_of(model, d) if start is None else _start_domain(start.domain, model, d)
     if norm.unit_until is not None and t_eval[0] < norm.unit_until:  # Mix-LN from its post-LN stretch: unit vectors
         x = SPHERE.retract(x)
     if dt is not None:

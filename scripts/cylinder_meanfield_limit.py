@@ -4,12 +4,13 @@
 (radii about e² ≈ 7.4). The density is solved by :func:`meanfield.solvers.cylinder.solve_radial` (SA, β = 1, Q = K = V = I;
 n_θ = 128, n_s = 256 cells on s ∈ [−0.5, 4.5]); N tokens x = rθ drawn iid from ρ_0 follow the same model as
 particles (:func:`particles.simulate`, RK4, dt = 0.02: its error ~1e-8, far below W1). At each output time two
-exact one-dimensional distances are measured:
+exact one-dimensional distances are measured, both by ``validation.marginal_w1`` between the density's frame
+(``Solution.frame(k)``, whose grid gives its marginals) and the tokens:
 
-- W1 between the directions' laws on the circle (``validation.w1``: the density's marginal ρ̄ = ∫ρ ds through
-  the exact CDF of its trigonometric interpolant, the particles' angles);
+- W1 between the directions' laws on the circle (the density's marginal ρ̄ = ∫ρ ds through the exact CDF of its
+  trigonometric interpolant, within π/2^20; the particles' directions x/|x|);
 - W1 between the laws of s = log r, ∫|F − F_N| ds, F the density's CDF (piecewise linear: the cell averages are
-  constant on each cell) and F_N the particles' empirical CDF (:func:`log_radius_w1`, exact).
+  constant on each cell) and F_N the particles' empirical CDF (exact, piece by piece in closed form).
 
 Both marginals are one-dimensional, so for iid samples E W1 ≍ N^{-1/2}; the stability of the flow carries the rate
 to every t. The exponent of W1 ~ C N^α is fitted over (N, repeat) with its 95 % interval (Student t on the slope,
@@ -30,7 +31,7 @@ import numpy as np
 import particles as pt
 from meanfield.solvers.cylinder import solve_radial
 from meanfield.models import SelfAttention, Transformer
-from validation import w1
+from validation import marginal_w1
 from validation.meanfield_limit import fit_exponent
 
 KAPPA, MU = 2.0, 1.0  # the directions' von Mises law
@@ -53,27 +54,6 @@ def sample(n: int, rng, batch: int = 1) -> np.ndarray:
     return r[..., None] * np.stack([np.cos(theta), np.sin(theta)], axis=-1)
 
 
-def log_radius_w1(edges, masses, s) -> float:
-    r"""W1 = ∫|F − F_N| ds between the law with ``masses`` spread uniformly on the cells ``edges`` and the empirical
-    law of the samples ``s`` (equal weights), exactly: between consecutive breakpoints (cell edges and samples) F is
-    linear and F_N constant, and the integral of |linear| is closed-form."""
-    s = np.sort(np.asarray(s, dtype=float))
-    masses = np.asarray(masses, dtype=float)
-    if s[0] < edges[0] or s[-1] > edges[-1]:
-        raise ValueError("samples outside the cells: widen the radii")
-    cdf_edges = np.concatenate([[0.0], np.cumsum(masses)])
-    cdf_edges /= cdf_edges[-1]
-    x = np.union1d(edges, s)
-    F = np.interp(x, edges, cdf_edges)
-    FN = np.searchsorted(s, x, side="right") / s.size  # right-continuous, constant on [x_i, x_{i+1})
-    a, b = F[:-1] - FN[:-1], F[1:] - FN[:-1]  # F − F_N at the two ends of each piece
-    h = np.diff(x)
-    same = a * b >= 0
-    area = np.where(same, 0.5 * h * np.abs(a + b),
-                    0.5 * h * (a * a + b * b) / np.where(same, 1.0, np.abs(a) + np.abs(b)))
-    return float(np.sum(area))
-
-
 def run(ns, repeats: int, t_eval, kind: str = "pre", seed: int = 0, n_theta: int = 128, n_s: int = 256,
         dt: float = 0.02):
     """W1 of the two marginals, shape (2, len(ns), repeats, T) (directions, log r), and the fitted exponents with
@@ -85,13 +65,9 @@ def run(ns, repeats: int, t_eval, kind: str = "pre", seed: int = 0, n_theta: int
     D = np.empty((2, len(ns), repeats, t_eval.size))
     for i, n in enumerate(ns):
         tr = pt.simulate(model, sample(n, rng, repeats), t_eval, dt=dt, strategy="pairwise")
-        for k in range(t_eval.size):
-            x = tr.x[k]  # (repeats, n, 2)
-            theta = x / np.linalg.norm(x, axis=-1, keepdims=True)
-            target = sol.direction_marginal(k)
-            for b in range(repeats):
-                D[0, i, b, k] = w1(target, theta[b])
-                D[1, i, b, k] = log_radius_w1(sol.grid.s_edges, sol.radius_masses[k], np.log(tr.radius[k, b]))
+        for k in range(t_eval.size):  # the density's frame against the (repeats, n, 2) tokens, marginal by marginal
+            w = marginal_w1(sol.solution.frame(k), tr.x[k])
+            D[0, i, :, k], D[1, i, :, k] = w["direction"], w["log r"]
     fits = [[fit_exponent(ns, D[m, :, :, k]) for k in range(t_eval.size)] for m in range(2)]
     return D, fits, sol
 

@@ -3,11 +3,15 @@
 wasserstein, w1, w2          W_p between frames (densities, Lagrangian measures, particle snapshots: any
                              meanfield.Frame), particle sets and weighted points
 distance, Distance           the same with a certified error bound and the method (exact, or coarsened OT)
+marginal_distances, marginal_w1   W_1 of each one-dimensional marginal of a product domain's density (the cylinder's
+                             direction and log r, the zonal cylinder's polar angle and log r) against particles
+                             in R^d; line_w1 exact W_1 of cell laws and points of the line
 gaussian_w2                  Bures–Wasserstein distance between Gaussians
 sliced_wasserstein_sphere    a cheap estimate on S^{d-1} for large sets (not W_p, not a bound)
 observed_order, ...          observed orders of accuracy (convergence studies, regression tests)
 """
 
+from .marginals import line_w1, marginal_distances, marginal_w1
 from .convergence import OrderFit, observed_order, self_convergence_order
 from .wasserstein import Distance, distance, gaussian_w2, sliced_wasserstein_sphere, w1, w2, wasserstein
 
@@ -18,6 +22,9 @@ __all__ = [
     "w1",
     "w2",
     "gaussian_w2",
+    "marginal_distances",
+    "marginal_w1",
+    "line_w1",
     "sliced_wasserstein_sphere",
     "OrderFit",
     "observed_order",

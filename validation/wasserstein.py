@@ -16,6 +16,8 @@ distance is the one of that domain, chosen by what the domain is, not by its
 name (:func:`_distance`: a periodic domain of dimension 1 by the circle's CDF
 formulas, intrinsic dimension 1 by quantiles, any other by exact OT with the
 domain's geodesic ``distance`` as cost);
+a periodic domain of dimension 1 whose period P = ``domain.volume`` is not 2π (a loop ℝ/Pℤ) is measured on the angles
+2πφ/P of its coordinates φ and the distance scaled back by P/2π (W_p scales with the metric);
 bare point sets are compared on the domain the other measure carries, or read
 by :func:`meanfield.domains.infer`. Weights must be non-negative and sum to 1
 (within 1e-9): other weights are *refused*, not renormalised, since a mass
@@ -194,7 +196,8 @@ class Distance:
 class Prepared:
     """A probability measure in the form the distances work on.
 
-    ``coords`` are angles (n,) on the circle and points (n, d) elsewhere;
+    ``coords`` are angles (n,) on the circle (on a periodic domain of dimension 1 and period P, the angles 2πφ/P of
+    its coordinates; ``resolution`` then in radians too, scaled by P/2π with the distance) and points (n, d) elsewhere;
     ``weights`` (n,) sum to 1; ``domain`` is where it lives; ``resolution``
     bounds W_p between this measure and the density it stands for where that
     is known (π/M for a circle density quantised into M cells), else None (a
@@ -335,7 +338,7 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
     if _on_angles(dom):
         if pts.shape[1] != 2:
             raise ValueError(f"`{name}` must hold points in R^2 on the circle, got dimension {pts.shape[1]}.")
-        return Prepared(dom.coordinates(pts), w, dom)
+        return Prepared(dom.coordinates(pts) / _arc(dom), w, dom)  # the angles 2πφ/P of its coordinates φ
     return Prepared(pts, w, dom, projected=projected)
 
 
@@ -368,7 +371,7 @@ def discretisation(density: Density, p: float = 1, cells: int | None = None) -> 
     """
     prepared = prepare(density, cells=cells)
     if prepared.resolution is not None:
-        return prepared.resolution
+        return prepared.resolution * (_arc(prepared.domain) if _on_angles(prepared.domain) else 1.0)
     d = distance(density.grid.coarsened(density.values), density.as_measure(), p)
     return 0.5 * (d.value + d.bound)
 
@@ -819,6 +822,12 @@ def _on_angles(domain) -> bool:
     return domain.periodic and domain.intrinsic_dimension(domain.check_dimension(None, False)) == 1
 
 
+def _arc(domain) -> float:
+    """The length of the domain's period per radian, P/2π (P = ``domain.volume``: 1 on the circle, whose period is
+    2π): what the angles the circle's formulas work on are multiplied by to give the domain's own lengths."""
+    return domain.volume / TWO_PI
+
+
 def _by_ot(x: Prepared) -> bool:
     """Whether W_p on ``x``'s domain is optimal transport with a cost matrix (not the circle's or R¹'s formulas)."""
     dom = x.domain
@@ -864,6 +873,8 @@ def _measure_distance(a: Prepared, b: Prepared, p: float, max_entries: int, meth
         if kind in ("exact-ot", "coarsened-ot"):
             bar.set_description(f"W{p:g}: exact OT of {a.weights.size} × {b.weights.size} atoms")
         value = _distance(a, b, p, max_entries)
+        if _on_angles(a.domain):  # angles → the domain's own lengths (a period P: W_p scales with the metric, by P/2π)
+            value, bound = value * _arc(a.domain), bound * _arc(a.domain)
         bar.update()
     return Distance(value, bound, kind, p, (a.weights.size, b.weights.size))
 

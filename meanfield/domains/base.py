@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core import checks
 
-__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "get", "infer", "unit_sphere",
+__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "unregister", "get", "infer", "unit_sphere",
            "for_manifold", "of_model", "sphere_of_dim"]
 
 
@@ -104,6 +104,13 @@ class Grid(abc.ABC):
         """What the resolution check and the energy both read of ``values``: the expansion's coefficients on
         the spectral grids, computed once per state and passed to :meth:`resolution` and
         :meth:`Domain.excess_energy` as ``spectrum``; None (the default) where they read the values."""
+        return None
+
+    def marginals(self, values):
+        """The one-dimensional laws of the factors of a density with these ``values`` on a product grid, a tuple of
+        :class:`~meanfield.domains.marginals.Marginal` (each its law as the grid represents it and how particles'
+        points in R^d read its coordinate), which ``validation.marginal_distances`` compares with particles; None
+        where the grid has none (the default: a grid of one domain is compared as a whole)."""
         return None
 
     def sign_check(self, values) -> tuple[float, float, str]:
@@ -547,6 +554,15 @@ def register(domain: Domain) -> Domain:
     """Add a domain to the registry (each domain package registers its one instance)."""
     _DOMAINS[domain.name] = domain
     return domain
+
+
+def unregister(name: str) -> Domain:
+    """Remove the domain called ``name`` from the registry and return it (a domain registered for a while: a test's,
+    a plug-in's); ``ValueError`` naming the registered ones where there is none."""
+    try:
+        return _DOMAINS.pop(name)
+    except (KeyError, TypeError):
+        raise ValueError(f"no domain {name!r} is registered (registered: {sorted(_DOMAINS)}).") from None
 
 
 def get(name) -> Domain:

@@ -56,6 +56,7 @@ from ..core import checks
 from ..density import Density
 from ..domains import CircleGrid
 from ..domains.circle import fourier
+from ..domains.marginals import CellLaw, Marginal, directions, log_radii
 from ..domains.products import CYLINDER, ProductGrid
 from ..integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
 from ..models.normalization import radial_zonal_heads
@@ -195,6 +196,20 @@ class CylinderGrid(ProductGrid):
     def mass(self, values) -> float:
         """Σ_{m,j} ρ_{mj} Δθ Δs (exact for the trigonometric interpolant in θ and the cell averages in s)."""
         return float(np.sum(values) * self.dtheta * self.ds)
+
+    def marginals(self, values):
+        r"""The laws of the direction and of s = log r of the density with cell values ``values`` (n_s, n_θ)
+        (:class:`~meanfield.domains.marginals.Marginal`):
+
+        - "direction": ρ̄(θ_j) = Σ_m ρ_{mj} Δs on :attr:`circle`, a circle :class:`~meanfield.Density` whose measure
+          is its trigonometric interpolant (the θ-discretisation's); particles read as their directions x/|x|;
+        - "log r": the :class:`~meanfield.domains.marginals.CellLaw` of the masses Σ_j ρ_{mj} Δθ Δs spread uniformly
+          on the cells [s_m − Δs/2, s_m + Δs/2] (finite volumes' cell averages in s); particles read as log|x|.
+        """
+        values = np.asarray(values, dtype=float)
+        direction = Density(self.circle, values.sum(axis=0) * self.ds)
+        log_r = CellLaw(self.s_edges, values.sum(axis=1) * (self.dtheta * self.ds), "log r")
+        return (Marginal("direction", direction, directions), Marginal("log r", log_r, log_radii))
 
     def cell_averages(self, f, order: int = 4) -> np.ndarray:
         """(1/Δs)∫_cell f(θ_j, s) ds by Gauss–Legendre with ``order`` nodes per cell (error O(Δs^{2·order}))."""

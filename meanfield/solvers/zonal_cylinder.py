@@ -70,7 +70,9 @@ import numpy as np
 from scipy.special import hyp0f1
 
 from ..core import checks
+from ..density import Density
 from ..domains.gegenbauer import gauss, orthonormal
+from ..domains.marginals import CellLaw, Marginal, directions, log_radii
 from ..domains.zonal_sphere.continuity import dealiased_nodes
 from ..domains.zonal_sphere.grid import ZonalGrid
 from ..models.normalization import radial_zonal_heads
@@ -116,6 +118,22 @@ class ZonalCylinderGrid:
     def mass(self, values) -> float:
         """Σ_m Σ_j w̄_j ρ_{mj} Δs."""
         return float(np.sum(np.asarray(values) @ self.w) * self.ds)
+
+    def marginals(self, values):
+        r"""The laws of the polar angle and of s = log r of the density with cell values ``values`` (n_s, lmax + 1)
+        (:class:`~meanfield.domains.marginals.Marginal`):
+
+        - "polar angle": f̄(u_j) = Σ_m ρ_{mj} Δs (the σ̄-density at the rings) as a density on :attr:`zonal`, values
+          f̄/|S^{d−1}| w.r.t. surface measure, whose measure is its polynomial interpolant in u = cos θ (the
+          u-discretisation's); particles read as their directions x/|x| ∈ S^{d−1}, compared by their polar angles
+          about the same axis;
+        - "log r": the :class:`~meanfield.domains.marginals.CellLaw` of the masses Σ_j w̄_j ρ_{mj} Δs spread uniformly
+          on the cells of s; particles read as log|x|.
+        """
+        values = np.asarray(values, dtype=float)
+        polar = Density(self.zonal, values.sum(axis=0) * (self.ds / self.zonal.basis.area))
+        log_r = CellLaw(self.s_edges, (values @ self.w) * self.ds, "log r")
+        return (Marginal("polar angle", polar, directions), Marginal("log r", log_r, log_radii))
 
     def cell_averages(self, f, order: int = 4) -> np.ndarray:
         """(1/Δs)∫_cell f(u_j, s) ds by Gauss–Legendre with ``order`` nodes per cell."""

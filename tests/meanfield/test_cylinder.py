@@ -198,24 +198,6 @@ def test_outputs_are_the_marginals_of_the_density():
 
 
 # ------------------------------------------------------------------ the mean-field limit (particles)
-def test_log_radius_w1_is_exact():
-    """The script's W1 between cell-uniform masses and samples equals scipy's 1-D W1 against a fine quantile
-    sample of the same law (to its O(1/M) quantisation)."""
-    from scipy.stats import wasserstein_distance
-
-    from scripts.cylinder_meanfield_limit import log_radius_w1
-
-    rng = np.random.default_rng(3)
-    edges = np.linspace(0.0, 2.0, 9)
-    masses = rng.random(8)
-    masses /= masses.sum()
-    samples = rng.uniform(0.1, 1.9, 37)
-    M = 400_000
-    u = (np.arange(M) + 0.5) / M  # quantiles of the piecewise-uniform law
-    q = np.interp(u, np.concatenate([[0], np.cumsum(masses)]), edges)
-    assert abs(log_radius_w1(edges, masses, samples) - wasserstein_distance(samples, q)) <= 1e-5
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pre", "peri"])
 def test_particles_approach_the_density_at_rate_one_half(kind):
