@@ -18,6 +18,7 @@ Density                             a density on a grid (it carries its domain)
 Frame                               a measure on a domain at a time: a Density, a LagrangianMeasure, a particle snapshot
 solve, Solution                     time integration over representations (grid, panels, nodes) and its result
 solve_radial                        pre-/peri-LN densities on S¹ × (0, ∞), direction × radius (``meanfield.cylinder``)
+solve_zonal_radial                  the same on the zonal S^{d-1} × (0, ∞), any d (``meanfield.zonal_cylinder``)
 frequencies                         natural frequencies on S¹: laws, the density on S¹ × R_ω (``frequencies.solve``)
 stationary                          noisy zonal models: stationary states, critical noise, the branch
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
@@ -43,6 +44,7 @@ from .models import MultiHeadAttention, SelfAttention
 from .monitor import ResolutionError, ResolutionMonitor
 from .solve import Solution, Status, solve
 from .cylinder import solve_radial
+from .zonal_cylinder import solve_zonal_radial
 
 try:
     __version__ = version("meanfield")
@@ -60,6 +62,7 @@ __all__ = [
     "Frame",
     "solve",
     "solve_radial",
+    "solve_zonal_radial",
     "Solution",
     "Status",
     "ResolutionError",
