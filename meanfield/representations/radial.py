@@ -13,7 +13,7 @@ Pre- and peri-LN tokens x = rθ carry a radius r > 0; their densities are held i
   where it has mass at the walls) and the run; a subclass gives its heads' reader and its problem.
 
 The grids answer ``radii``, ``r_edges``, ``refine_words`` (which resolutions to raise, in words), ``mass(values)``, ``s_masses(values)`` (the mass of each cell of s, summed
-over the angles) and ``resolution(values, tail_tol)``.
+over the angles, for any rows of the values) and ``resolution(values, tail_tol)``.
 """
 
 from __future__ import annotations
@@ -91,9 +91,8 @@ class RadialGuard(Tracker):
     def problem(self, t, y):
         """(kind, message, side, mass) of what is wrong with state y, or None."""
         g = self.grid
-        masses = g.s_masses(np.abs(y))
-        for side, m in (("inner", float(np.sum(masses[:GUARD_CELLS]))),
-                        ("outer", float(np.sum(masses[-GUARD_CELLS:])))):
+        for side, rows in (("inner", y[:GUARD_CELLS]), ("outer", y[-GUARD_CELLS:])):
+            m = float(np.sum(g.s_masses(np.abs(rows))))
             if not m <= self.edge_tol:
                 r = g.r_edges[GUARD_CELLS] if side == "inner" else g.r_edges[-GUARD_CELLS - 1]
                 where = f"r < {r:.6g}" if side == "inner" else f"r > {r:.6g}"
