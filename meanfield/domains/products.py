@@ -53,6 +53,7 @@ class ProductDomain:
     nodes_follow_grid = False
     panels = None
     default_max_n = None
+    default_method = "rk4"  # the time integrator of its representations where none is given (run estimates name it)
 
     def __init__(self, name: str, description: str, representation: str, dim: int | None = 2, member_words=None):
         self.name, self.description, self.representation, self.dim = name, description, representation, dim

@@ -333,3 +333,15 @@ def test_the_zonal_cylinder_family_and_grid_refuse_bad_input():
     pre = Transformer(SelfAttention(1.0), normalization="pre")
     with pytest.raises(ValueError, match="does not apply"):
         mf.solve(pre, mf.Density.uniform(mf.CircleGrid(16)), (0, 1), representation="zonal-cylinder")
+
+
+def test_a_long_zonal_cylinder_run_is_estimated_before_it_starts():
+    """A fixed step known before the run gives its number of steps (what solve warns of past 10^5 steps), the
+    method the product domain's representation takes by default: 2 outputs 0.5 apart, dt = 1e-6, so 5·10^5 steps."""
+    from meanfield.solve import prepare, run_estimate
+    from meanfield.zonal_cylinder import ZonalCylinderGrid
+
+    p = prepare(Transformer(SelfAttention(1.0), normalization="pre"),
+                cylinder_start(ZonalCylinderGrid(3, 8, 16, RADII), zonal_turning), (0.0, 0.5), dt=1e-6)
+    estimate = run_estimate(p, timing=False)
+    assert estimate.steps == 500_000 and estimate.method == "rk4"
