@@ -80,7 +80,8 @@ class ResolutionMonitor:
     neg_tol: float = 1e-8
     energy_rtol: float = 1e-10
     outflow_tol: float = 1e-6
-    #: the cylinder S¹ × (0, ∞) and the zonal S^{d-1} × (0, ∞): the largest mass in the guard cells at either end of the radii before a run stops
+    #: the cylinder S¹ × (0, ∞) and the zonal S^{d-1} × (0, ∞): the largest mass in the guard cells at either end of
+    #: the radii before a run stops
     edge_tol: float = 1e-10
     #: natural frequencies: the largest ω-resolution bound (free-streaming error × amplitude, docs/MATH.md §11);
     #: ``np.inf`` switches the check off
