@@ -12,8 +12,9 @@ Pre- and peri-LN tokens x = rθ carry a radius r > 0; their densities are held i
   :class:`~meanfield.integrate.Integrator`: its refusals, the check of the initial law (:class:`RadiusRangeError`
   where it has mass at the walls) and the run; a subclass gives its heads' reader and its problem.
 
-The grids answer ``radii``, ``r_edges``, ``refine_words`` (which resolutions to raise, in words), ``mass(values)``, ``s_masses(values)`` (the mass of each cell of s, summed
-over the angles, for any rows of the values) and ``resolution(values, tail_tol)``.
+The grids answer ``radii``, ``r_edges``, ``refine_words`` (which resolutions to raise, in words), ``mass(values)``,
+``s_masses(values)`` (the mass of each cell of s, summed over the angles, for any rows of the values) and
+``resolution(values, tail_tol)``.
 """
 
 from __future__ import annotations
