@@ -17,7 +17,8 @@ SequenceGrid                        [0, 1] × S¹: positions × angles, for caus
 Density                             a density on a grid (it carries its domain)
 Frame                               a measure on a domain at a time: a Density, a LagrangianMeasure, a particle snapshot
 solve, Solution                     time integration over representations (grid, panels, nodes) and its result
-solve_radial                        pre-/peri-LN densities on S¹ × (0, ∞), direction × radius (``meanfield.solvers.cylinder``)
+solve_radial                        pre-/peri-LN densities on S¹ × (0, ∞), direction × radius (``meanfield.cylinder``)
+solve_zonal_radial                  the same on the zonal S^{d-1} × (0, ∞), any d (``meanfield.zonal_cylinder``)
 frequencies                         natural frequencies on S¹: laws, the density on S¹ × R_ω (``frequencies.solve``)
 stationary                          noisy zonal models: stationary states, critical noise, the branch
 ResolutionError, ResolutionMonitor  what happens when a grid stops resolving
@@ -61,6 +62,7 @@ from .models import MultiHeadAttention, SelfAttention
 from .integrate.monitor import ResolutionError, ResolutionMonitor
 from .solvers.solve import Solution, Status, solve
 from .solvers.cylinder import solve_radial
+from .solvers.zonal_cylinder import solve_zonal_radial
 
 #: The root modules of earlier releases and where they now live (issue 47, item 7): ``import meanfield.exact`` and
 #: ``from meanfield.stationary import branch`` keep working, as aliases in ``sys.modules`` of the new modules.
@@ -94,6 +96,7 @@ __all__ = [
     "Frame",
     "solve",
     "solve_radial",
+    "solve_zonal_radial",
     "Solution",
     "Status",
     "ResolutionError",

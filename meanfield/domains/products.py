@@ -9,6 +9,10 @@ domain             grid                               advanced by (its represent
                    (a circle grid × the ω-quadrature)  frequency law, coupled through the marginal
 ``ROTATIONS``      :class:`meanfield.solvers.frequencies.RotationGrid`  "rotations": one S² density per skew matrix Ω of a
                    (an S² grid × a finite law of Ω)   finite law (the Lohe model), coupled through the marginal
+``ZONAL_CYLINDER`` :class:`meanfield.solvers.zonal_cylinder.ZonalCylinderGrid`  "zonal-cylinder": pre/peri-LN densities of
+(a family: one     (lmax + 1 Gauss rings of the polar  (u = ⟨θ, e⟩, s = log r) on the zonal S^{d-1} × (0, ∞), any d
+member per d,      cosine × n_s cells of log r)
+``of_dim(d)``)
 =================  =================================  ==============================================================
 
 A product domain knows the one representation that advances its densities (``representation``, the name
@@ -16,13 +20,17 @@ A product domain knows the one representation that advances its densities (``rep
 initial state's domain (``check_model``, ``energy_beta``); its grids are :class:`~meanfield.domains.Grid`\ s, so an
 initial state is a :class:`~meanfield.Density` on one. The model's refusals (which normalisations, which heads) are
 the representation's, which names what it takes.
+
+``ZONAL_CYLINDER`` stands for the family in every d (``dim`` None, as ``ZONAL`` among the sphere's domains); its
+member in R^d, ``ZONAL_CYLINDER.of_dim(d)`` (one instance per d, ``dim`` == d), is what a grid of dimension d carries.
 """
 
 from __future__ import annotations
 
 from .base import Grid
+from .zonal_sphere.grid import check_dimension
 
-__all__ = ["ProductDomain", "ProductGrid", "CYLINDER", "FREQUENCIES", "ROTATIONS"]
+__all__ = ["ProductDomain", "ProductGrid", "CYLINDER", "FREQUENCIES", "ROTATIONS", "ZONAL_CYLINDER"]
 
 
 class ProductDomain:
@@ -35,8 +43,9 @@ class ProductDomain:
         What its points are, in words (error messages).
     representation : str
         The name of the representation that advances its densities.
-    dim : int
-        The ambient dimension of the circle factor's points (2).
+    dim : int or None
+        The ambient dimension d of the sphere factor's points (2 for the circle, 3 for S², d for the zonal
+        S^{d-1}); None on a family object that stands for every d (:meth:`of_dim` gives its members).
     """
 
     manifold = "sphere"  # the models that move it: attention on the circle factor
@@ -44,9 +53,24 @@ class ProductDomain:
     nodes_follow_grid = False
     panels = None
     default_max_n = None
+    default_method = "rk4"  # the time integrator of its representations where none is given (run estimates name it)
 
-    def __init__(self, name: str, description: str, representation: str, dim: int = 2):
+    def __init__(self, name: str, description: str, representation: str, dim: int | None = 2, member_words=None):
         self.name, self.description, self.representation, self.dim = name, description, representation, dim
+        self._member_words = member_words  # a family's: d -> its member's description
+        self._members: dict = {}
+
+    def of_dim(self, d: int) -> "ProductDomain":
+        """The member of this family whose sphere factor lies in R^d (``dim`` == d, one instance per d); a domain of
+        one dimension returns itself for its own d. ``ValueError`` naming ``d`` otherwise."""
+        if self.dim is not None:
+            if isinstance(d, bool) or d != self.dim:
+                raise ValueError(f"the {self.description} lives in R^{self.dim}, not in R^{d!r}.")
+            return self
+        d = check_dimension(d)
+        if d not in self._members:
+            self._members[d] = ProductDomain(self.name, self._member_words(d), self.representation, d)
+        return self._members[d]
 
     def _not_yet(self, what: str):
         raise NotImplementedError(f"{what} of a density on the {self.description} is not built: its frames have no "
@@ -70,7 +94,7 @@ class ProductDomain:
         self._not_yet(f"the point set of {grid!r} (W1, sampling, energy)")
 
     def __repr__(self) -> str:
-        return f"<domain {self.name}>"
+        return f"<domain {self.name}>" if self._member_words is None else f"<domain {self.name} (every d)>"
 
     def check_model(self, model, where) -> None:
         """Nothing here: the representation's ``refusal`` names the models it takes (and why not the others)."""
@@ -112,3 +136,8 @@ CYLINDER = ProductDomain("cylinder", "cylinder S¹ × (0, ∞) of directions and
 FREQUENCIES = ProductDomain("frequencies", "circle S¹ × R_ω of angles and natural frequencies", "frequencies")
 #: tokens on S² each turning by its own skew matrix Ω (the Lohe model), Ω on the nodes of a finite law (docs/MATH.md §11)
 ROTATIONS = ProductDomain("rotations", "sphere S² × the skew matrices Ω of R³ (the Lohe model)", "rotations", dim=3)
+#: pre/peri-LN tokens x = rθ with a law zonal about an axis e, as (u = ⟨θ, e⟩, s = log r) on S^{d-1} × ℝ, any d
+#: (docs/MATH.md §10); the family: ``ZONAL_CYLINDER.of_dim(d)`` is the member in R^d
+ZONAL_CYLINDER = ProductDomain("zonal-cylinder", "zonal S^(d-1) × (0, ∞) of polar cosines and radii, every d",
+                               "zonal-cylinder", None,
+                               lambda d: f"zonal S^{d - 1} × (0, ∞) of polar cosines and radii (d = {d})")

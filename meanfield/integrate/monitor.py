@@ -17,9 +17,10 @@ whether the new state is still resolved:
 - outflow (a box in R^d): mass leaving the box is recorded (``Solution.outflow``) and warned about only past
   ``outflow_tol`` of the initial mass (the box's own tolerance: a density whose boundary cells hold more than
   1e-6 of the mass is refused at the start);
-- the product domains (:mod:`meanfield.domains.products`): on the cylinder S¹ × (0, ∞) the mass in the guard cells
-  at either end of the radii must stay below ``edge_tol``; for natural frequencies the ω-quadrature's
-  free-streaming error times the amplitude below ``omega_tol`` (``np.inf``: not checked).
+- the product domains (:mod:`meanfield.domains.products`): on the cylinder S¹ × (0, ∞) and the zonal
+  S^{d-1} × (0, ∞) the mass in the guard cells at either end of the radii must stay below ``edge_tol``; for natural
+  frequencies the ω-quadrature's free-streaming error times the amplitude below ``omega_tol`` (``np.inf``: not
+  checked).
 
 A failed check either refines the grid (zero-padding, exact for band-limited
 data) or raises :class:`ResolutionError` with the last time at which the
@@ -80,7 +81,8 @@ class ResolutionMonitor:
     neg_tol: float = 1e-8
     energy_rtol: float = 1e-10
     outflow_tol: float = 1e-6
-    #: the cylinder S¹ × (0, ∞): the largest mass in the guard cells at either end of the radii before a run stops
+    #: the cylinder S¹ × (0, ∞) and the zonal S^{d-1} × (0, ∞): the largest mass in the guard cells at either end of
+    #: the radii before a run stops
     edge_tol: float = 1e-10
     #: natural frequencies: the largest ω-resolution bound (free-streaming error × amplitude, docs/MATH.md §11);
     #: ``np.inf`` switches the check off

@@ -7,7 +7,9 @@
 :func:`plan`, :func:`run_chain`  which chain applies, and the run that hands over along it (:mod:`.chain`)
 :class:`Solution`            the result, whatever representations made it (:mod:`.base`)
 :func:`register`             a representation defined above this layer: the product domains' "cylinder"
-                             (:class:`meanfield.solvers.cylinder.CylinderRepresentation`) and "frequencies"
+                             (:class:`meanfield.solvers.cylinder.CylinderRepresentation`), "zonal-cylinder"
+                             (:class:`meanfield.solvers.zonal_cylinder.ZonalCylinderRepresentation`; both subclass
+                             :class:`.radial.RadialRepresentation`) and "frequencies"
                              (:class:`meanfield.solvers.frequencies.FrequencyRepresentation`), each its domain's only one
 ==========================  ==============================================================================
 """

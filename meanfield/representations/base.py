@@ -189,8 +189,8 @@ class Representation(abc.ABC):
     Attributes
     ----------
     name : str
-        "grid", "panels" or "nodes"; the product domains' "cylinder", "frequencies", "rotations" (registered from
-        their modules, :func:`meanfield.representations.chain.register`).
+        "grid", "panels" or "nodes"; the product domains' "cylinder", "zonal-cylinder", "frequencies", "rotations"
+        (registered from their modules, :func:`meanfield.representations.chain.register`).
     domain_words : str
         The domain it advances, in words (its refusals name it).
     options : frozenset of str
@@ -252,8 +252,8 @@ class Solution:
     method, strategy : str
         The time integrator and the field strategy (:mod:`meanfield.kernels.strategies`) of the first representation.
     representation : tuple of str
-        The representation that made each frame: "grid", "panels" or "nodes" (on the product domains "cylinder" or
-        "frequencies", their only one).
+        The representation that made each frame: "grid", "panels" or "nodes" (on the product domains "cylinder",
+        "zonal-cylinder", "frequencies" or "rotations", their only one).
     handovers : tuple of Handover
         Each hand-over: time, from, to, why, and what the new representation can state of its accuracy.
     t_events : tuple of ndarray
@@ -270,9 +270,10 @@ class Solution:
         1e-6) is also warned about (``RuntimeWarning``).
     diagnostics : dict
         What a representation measured of its own run, by name (the last part's where several report one): the
-        cylinder's ``mass_drift`` and, where mass reached its walls, ``edge`` = (side, mass); the frequencies'
-        ``max_tail``, ``omega_error`` and ``handovers`` (the product domains' representations, registered from
-        :mod:`meanfield.solvers.cylinder` and :mod:`meanfield.solvers.frequencies`).
+        cylinder's and the zonal cylinder's ``mass_drift``, ``min_step`` and, where mass reached their walls,
+        ``edge`` = (side, mass) (:mod:`meanfield.representations.radial`); the frequencies' ``max_tail``,
+        ``omega_error`` and ``handovers`` (the product domains' representations, registered from
+        :mod:`meanfield.solvers.cylinder`, :mod:`meanfield.solvers.zonal_cylinder` and :mod:`meanfield.solvers.frequencies`).
     """
 
     t: np.ndarray

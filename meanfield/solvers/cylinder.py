@@ -58,45 +58,16 @@ from ..domains import CircleGrid
 from ..domains.circle import fourier
 from ..domains.marginals import CellLaw, Marginal, directions, log_radii
 from ..domains.products import CYLINDER, ProductGrid
-from ..integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
+from ..integrate import Status
 from ..models.normalization import radial_zonal_heads
 from ..integrate.monitor import ResolutionError, ResolutionMonitor
-from ..representations import Part, Representation, Settings, own_domain_refusal, register, run_to_end, solve_product
+from ..representations import Settings, register, solve_product
+from ..representations.radial import (
+    GUARD_CELLS, METHODS, NEG_TOL, GuardedProblem, RadialRepresentation, RadiusRangeError,
+)
 
 __all__ = ["CylinderGrid", "RadialProblem", "RadialSolution", "RadiusRangeError", "solve_radial", "radial_multipliers",
            "velocity", "METHODS", "NEG_TOL", "GUARD_CELLS", "CylinderRepresentation"]
-
-#: the default largest negative mass, relative to the total, before a run stops: the centred face values undershoot in
-#: the tails of an under-resolved law in s (measured on a Gaussian in s of standard deviation σ moved by pre-LN to
-#: t = 1: negative mass 4e-7 at σ/Δs = 7.7, 1e-10 at 15, 5e-15 at 31, while the L1 error is 3e-3, 7e-4, 2e-4): the
-#: run stops where the law has fewer than about 7 cells per standard deviation in s
-NEG_TOL = 1e-6
-#: time integrators (:mod:`meanfield.integrate`)
-METHODS = ("rk4", "ssprk3")
-#: cells at each end of the s-interval whose mass stops a run (mass there feels the zero-flux wall within a step)
-GUARD_CELLS = 2
-
-
-class RadiusRangeError(ValueError):
-    """Mass reached the outer cells of the radius interval: the law of the radii leaves [r_min, r_max].
-
-    Attributes
-    ----------
-    t : float
-        The time of the last state inside (the partial solution ends there; the initial time where ρ0 itself
-        puts mass there).
-    side : {"inner", "outer"}
-        Which end: r_min ("inner") or r_max ("outer").
-    mass : float
-        The mass in the guard cells of that end.
-    solution : RadialSolution or None
-        What was computed up to ``t`` (None where ρ0 was refused).
-    """
-
-    def __init__(self, message: str, t: float, side: str, mass: float, solution=None):
-        super().__init__(message)
-        self.t, self.side, self.mass, self.solution = float(t), side, float(mass), solution
-
 
 # ----------------------------------------------------------------------------------------------------------------- grid
 class CylinderGrid(ProductGrid):
@@ -151,6 +122,7 @@ class CylinderGrid(ProductGrid):
 
     domain = CYLINDER
     finer = "give a finer grid (n_theta, n_s)"
+    refine_words = "n_s or n_theta"
     dim = 2
 
     def __eq__(self, other) -> bool:
@@ -211,6 +183,10 @@ class CylinderGrid(ProductGrid):
         log_r = CellLaw(self.s_edges, values.sum(axis=1) * (self.dtheta * self.ds), "log r")
         return (Marginal("direction", direction, directions), Marginal("log r", log_r, log_radii))
 
+    def s_masses(self, values) -> np.ndarray:
+        """The mass of each cell of s, Σ_j ρ_{mj} Δθ Δs, shape (n_s,) (what the radial guard reads at the walls)."""
+        return np.sum(values, axis=-1) * (self.dtheta * self.ds)
+
     def cell_averages(self, f, order: int = 4) -> np.ndarray:
         """(1/Δs)∫_cell f(θ_j, s) ds by Gauss–Legendre with ``order`` nodes per cell (error O(Δs^{2·order}))."""
         x, w = np.polynomial.legendre.leggauss(order)
@@ -256,16 +232,6 @@ def _zonal_heads(model):
     """(normalisation, [(β_eff, c, normalized)]) of a pre/peri-LN Transformer's heads on the circle, or ``ValueError``
     naming what is refused (:func:`meanfield.models.normalization.radial_zonal_heads`)."""
     return radial_zonal_heads(model, 2, "solve_radial", "the cylinder S¹ × (0, ∞)")
-
-
-def _bound_words(model) -> str:
-    """The words of a guard's stop on the radii's bound: |ṙ| <= Σ|c_h| (SA pre-LN) or 1 (peri-LN); none for USA."""
-    norm, head_list = _zonal_heads(model)
-    if any(not normalized for _, _, normalized in head_list):
-        return ""
-    U = norm.speed_bound(sum(abs(c) for _, c, _ in head_list))  # |ṙ| <= |ẋ|, |A| <= Σ|c_h| (SA)
-    return (f" (|dr/dt| <= {U:g} here: a law supported in [r_0, r_1] at t0 stays in "
-            f"[r_0 − {U:g}(t − t0), r_1 + {U:g}(t − t0)])")
 
 
 def _multipliers(head_list, size):
@@ -394,7 +360,7 @@ def _scale(multipliers):
 
 
 # -------------------------------------------------------------------------------------------------------------- problem
-class RadialProblem(Problem):
+class RadialProblem(GuardedProblem):
     """The cylinder's continuity equation for :class:`~meanfield.integrate.Integrator` (what :func:`solve_radial`
     advances): ``rate(values)`` on a :class:`CylinderGrid`, values of shape (n_s, n_theta), and the CFL cap
     ``max_step`` = r_min × min(Δθ/max|w|, Δs/max|b|) from the speeds measured at the last step's stages."""
@@ -421,71 +387,9 @@ class RadialProblem(Problem):
             bounds.append(g.ds / b)
         return min(bounds) if bounds else np.inf
 
-    #: the guard whose check rejected the step (:class:`_Guard`; set by the "cylinder" representation)
-    guard = None
-
-    def reject(self, t, y, reason):
-        """Stop at the last accepted state (t, y) where the guard found mass at the walls or a lost resolution;
-        ``FloatingPointError`` for a non-finite step."""
-        found = None if self.guard is None else self.guard.found
-        if found is not None:
-            raise StopIntegration(t, y, found[1], hint=_HINTS[found[0]])
-        raise FloatingPointError(f"the cylinder density became non-finite in the step from t = {t:.6g} ({reason}); "
-                                 "reduce `cfl` or `dt`.")
-
-
-_HINTS = {"edge": "Widen `radii` (CylinderGrid), keeping the outer cells empty.",
-          "resolution": "Refine the cylinder grid (n_theta, n_s), or loosen the monitor's neg_tol/tail_tol."}
-
-
-class _Guard(Tracker):
-    """After every accepted step: mass in the guard cells (:class:`RadiusRangeError`), the angular tail and the sign
-    (:class:`~meanfield.integrate.monitor.ResolutionError`); remembers the last good state and the mass history."""
-
-    def __init__(self, grid: CylinderGrid, monitor: ResolutionMonitor, edge_tol: float, bound_words: str):
-        self.grid, self.monitor, self.edge_tol, self.bound_words = grid, monitor, edge_tol, bound_words
-        self.t_good = None
-        self.y_good = None
-        self.max_mass_drift = 0.0
-        self.mass0 = None
-        self.found = None  # (kind, message, side, mass) of the last refused candidate
-
-    def problem(self, t, y):
-        """(kind, message, side, mass) of what is wrong with state y, or None."""
-        g = self.grid
-        cell = g.dtheta * g.ds
-        for side, rows in (("inner", y[:GUARD_CELLS]), ("outer", y[-GUARD_CELLS:])):
-            m = float(np.sum(np.abs(rows))) * cell
-            if not m <= self.edge_tol:
-                r = g.r_edges[GUARD_CELLS] if side == "inner" else g.r_edges[-GUARD_CELLS - 1]
-                where = f"r < {r:.6g}" if side == "inner" else f"r > {r:.6g}"
-                msg = (f"at t = {t:.6g} the law puts mass {m:.3g} in the {side} guard cells ({where}) of `radii` = "
-                       f"({g.radii[0]:g}, {g.radii[1]:g}), above edge_tol = {self.edge_tol:g}: the tokens' radii "
-                       f"leave the interval, where the zero-flux wall would hold them (a wrong answer). Widen "
-                       f"`radii`{self.bound_words}.")
-                return "edge", msg, side, m
-        if not np.all(np.isfinite(y)):
-            return "resolution", "the density has non-finite values", None, None
-        total = float(np.sum(y)) * cell
-        negative = float(np.sum(np.minimum(y, 0.0))) * cell
-        if negative < -self.monitor.neg_tol * total:
-            return ("resolution", f"the density's negative part has mass {negative:.3g} (neg_tol = "
-                    f"{self.monitor.neg_tol:g} of the mass): refine n_s or n_theta", None, None)
-        reason = g.resolution(y, self.monitor.tail_tol)
-        return None if reason is None else ("resolution", reason, None, None)
-
-    def initialize(self, t, y):
-        self.t_good, self.y_good, self.mass0 = t, y.copy(), self.grid.mass(y)
-        self.found = None
-
-    def check(self, t, y):
-        """The reason a candidate state is refused (the problem's ``reject`` then stops there), or None."""
-        self.found = self.problem(t, y)
-        return None if self.found is None else self.found[1]
-
-    def handle(self, t, y, h):
-        self.t_good, self.y_good = t, np.array(y, copy=True)
-        self.max_mass_drift = max(self.max_mass_drift, abs(self.grid.mass(y) - self.mass0))
+    hints = {"edge": "Widen `radii` (CylinderGrid), keeping the outer cells empty.",
+             "resolution": "Refine the cylinder grid (n_theta, n_s), or loosen the monitor's neg_tol/tail_tol."}
+    words = "the cylinder density"
 
 
 # --------------------------------------------------------------------------------------------------------------- result
@@ -572,78 +476,23 @@ class RadialSolution:
 
 
 # ------------------------------------------------------------------------------------------------- representation
-class CylinderRepresentation(Representation):
+class CylinderRepresentation(RadialRepresentation):
     """Pre/peri-LN densities on S¹ × (0, ∞), a :class:`~meanfield.Density` on a :class:`CylinderGrid`, on the one
     integrator (module docstring): the "cylinder" representation :func:`meanfield.solve` plans for the product domain
-    :data:`~meanfield.domains.products.CYLINDER`. It stops (status RESOLUTION_LOST) where mass reaches the guard cells
-    (the monitor's ``edge_tol``; ``Solution.diagnostics["edge"]`` = (side, mass)), where the angular tail or the
-    negative part passes ``tail_tol``/``neg_tol`` (default ``neg_tol`` :data:`NEG_TOL` unless a monitor is given);
-    ``diagnostics["mass_drift"]`` is the largest |mass − mass(0)| over the accepted steps."""
+    :data:`~meanfield.domains.products.CYLINDER`. Its stops, defaults and diagnostics are those of every radial
+    representation (:class:`~meanfield.representations.radial.RadialRepresentation`: status RESOLUTION_LOST where
+    mass reaches the guard cells, ``diagnostics["edge"]`` = (side, mass), or the angular tail or the negative part
+    passes the monitor's ``tail_tol``/``neg_tol``; ``diagnostics["mass_drift"]``)."""
 
     name = "cylinder"
     domain_words = "cylinder S¹ × (0, ∞) (a CylinderGrid)"
-    options = frozenset({"method", "dt", "cfl", "monitor"})
     accuracy = "spectral in θ, second order in s = log r (docs/MATH.md §10.1)"
-    #: the default CFL number (RK4 is stable to about 0.9 for the spectral part)
-    default_cfl = 0.2
 
-    def refusal(self, model, domain, start=None):
-        why = own_domain_refusal(self, domain)
-        if why is not None:
-            return why
-        try:
-            _zonal_heads(model)
-        except ValueError as e:
-            return str(e)
-        return None
+    def heads(self, model, domain):
+        return _zonal_heads(model)
 
-    @staticmethod
-    def monitor(settings) -> ResolutionMonitor:
-        """The monitor given, else the cylinder's: ``neg_tol`` = :data:`meanfield.solvers.cylinder.NEG_TOL`."""
-        return settings.monitor if "monitor" in settings.given else ResolutionMonitor(neg_tol=NEG_TOL)
-
-    def _guard(self, model, start, settings):
-        monitor = self.monitor(settings)
-        return _Guard(start.grid, monitor, monitor.edge_tol, _bound_words(model))
-
-    def check(self, settings, model, start, t0, first):
-        """Refuse a method other than "rk4"/"ssprk3", and an initial law with mass at the walls
-        (:class:`~meanfield.solvers.cylinder.RadiusRangeError`)."""
-        method = settings.method if first and settings.method is not None else "rk4"
-        if method not in METHODS:
-            raise ValueError(f"`method` must be one of {METHODS} on the cylinder, got {method!r}.")
-        found = self._guard(model, start, settings).problem(t0, np.asarray(start.values))
-        if found is not None and found[0] == "edge":
-            _, message, side, mass = found
-            raise RadiusRangeError(f"`rho0`: {message}", t0, side, mass)
-
-    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
-        grid = start.grid
-        method = settings.method if first and settings.method is not None else "rk4"
-        dt = settings.dt if first else None
-        cfl = self.default_cfl if settings.cfl is None else settings.cfl
-        guard = self._guard(model, start, settings)
-        y0 = np.array(start.values)
-        found = guard.problem(t0, y0)
-        if found is not None:
-            raise ResolutionError(t0, f"`rho0`: {found[1]}", initial=True)
-        problem = RadialProblem(model, grid)
-        problem.guard = guard
-
-        def frame(t, y):
-            return Density(grid, y, check=False, t=t)
-
-        outputs = OutputTracker()
-        integ = Integrator(problem, method, dt=dt, cfl=cfl, trackers=[guard, outputs] + hooks.for_part(frame))
-        status, message, hint, t_reached, y = run_to_end(
-            integ, t0, y0, t_eval, t1, "the cylinder density reached the end of the interval",
-            lambda: (outputs.times[-1], outputs.states[-1]) if outputs.times else None)
-        diagnostics = {"mass_drift": guard.max_mass_drift}
-        if status is Status.RESOLUTION_LOST and guard.found is not None and guard.found[0] == "edge":
-            diagnostics["edge"] = (guard.found[2], guard.found[3])  # (side, mass) where the law reached the walls
-        return Part(self.name, list(outputs.times), [frame(t, s) for t, s in zip(outputs.times, outputs.states)],
-                    status, message, float(t_reached), frame(t_reached, y), method, "spectral", integ.nfev,
-                    integ.nsteps, hint=hint, diagnostics=diagnostics)
+    def problem(self, model, grid):
+        return RadialProblem(model, grid)
 
 
 register(CylinderRepresentation())

@@ -56,15 +56,28 @@ dealiased nodes and at the rings from the rings' marginal by the ring-kernel qua
 tabulated once). Time: classical RK4 with the step dt = cfl × r_min × min(Δθ_min / max|α sin θ|, Δs / max|a|)
 measured before every step (or a fixed ``dt``), Δθ_min the smallest gap of the rings' polar angles (and of the poles).
 
-Several heads sum their averages; a USA head (no division by φ) has A = c e^β (scaled sums). What is not built:
-registration as a representation of :func:`meanfield.solve` (this is a function, :func:`solve_zonal_radial`, with
-its own RK4 loop), noise. A run stops with
-``ValueError`` where mass reaches the two outer cells of s at either end (the zero-flux walls would hold it).
+Several heads sum their averages; a USA head (no division by φ) has A = c e^β (scaled sums). Noise is not built.
+
+Through :func:`meanfield.solve`
+-------------------------------
+A :class:`~meanfield.Density` on a :class:`ZonalCylinderGrid` is an initial state of :func:`meanfield.solve`: its
+domain is the member ``ZONAL_CYLINDER.of_dim(d)`` of the product family
+:data:`~meanfield.domains.products.ZONAL_CYLINDER`, advanced by the "zonal-cylinder" representation
+(:class:`ZonalCylinderRepresentation`, registered here) on the one :class:`~meanfield.integrate.Integrator` ("rk4"
+by default, or "ssprk3"), watched by the one :class:`~meanfield.integrate.monitor.ResolutionMonitor`, into the one
+:class:`~meanfield.Solution` (frames: densities on the grid, ``Solution.frame(k)``). Nothing plausible but wrong is
+returned: the run stops with status RESOLUTION_LOST where mass reaches the two outer cells of s at either end (the
+zero-flux walls would hold it; ``Solution.diagnostics["edge"]`` = (side, mass)), where the polar spectrum's tail
+(summed over s) passes ``tail_tol`` or the negative part passes ``neg_tol`` (default 1e-6 of the mass, as on the
+cylinder); an initial law with mass at the walls is refused (:class:`RadiusRangeError`), peri-LN's |A| = 0 raises
+``FloatingPointError``. :func:`solve_zonal_radial` is the documented entry point, a view of that Solution
+(:class:`ZonalRadialSolution`), which raises those stops (:class:`RadiusRangeError`, a ``ValueError``;
+:class:`~meanfield.integrate.monitor.ResolutionError`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import hyp0f1
@@ -73,50 +86,102 @@ from ..core import checks
 from ..density import Density
 from ..domains.gegenbauer import gauss, orthonormal
 from ..domains.marginals import CellLaw, Marginal, directions, log_radii
+from ..domains.products import ZONAL_CYLINDER, ProductGrid
 from ..domains.zonal_sphere.continuity import dealiased_nodes
 from ..domains.zonal_sphere.grid import ZonalGrid
+from ..integrate import Status
 from ..models.normalization import radial_zonal_heads
+from ..integrate.monitor import ResolutionError, ResolutionMonitor
+from ..representations import Settings, register, solve_product
+from ..representations.radial import (
+    GUARD_CELLS, METHODS, NEG_TOL, GuardedProblem, RadialRepresentation, RadiusRangeError,
+)
 
-__all__ = ["ZonalCylinderGrid", "ZonalRadialSolution", "solve_zonal_radial", "zonal_field", "GUARD_CELLS"]
-
-#: cells at each end of the s-interval whose mass stops a run
-GUARD_CELLS = 2
+__all__ = ["ZonalCylinderGrid", "ZonalRadialProblem", "ZonalRadialSolution", "ZonalCylinderRepresentation",
+           "RadiusRangeError", "solve_zonal_radial", "zonal_field", "GUARD_CELLS", "METHODS", "NEG_TOL"]
 
 
-class ZonalCylinderGrid:
-    """lmax + 1 rings of S^{d-1} (Gauss nodes of σ̄) × n_s cells of s = log r on [log r_min, log r_max].
+class ZonalCylinderGrid(ProductGrid):
+    """lmax + 1 rings of S^{d-1} (Gauss nodes of σ̄) × n_s cells of s = log r on [log r_min, log r_max]: a grid of the
+    product domain ``ZONAL_CYLINDER.of_dim(d)`` (a :class:`~meanfield.Density` on it, values of shape
+    (n_s, lmax + 1) w.r.t. dσ̄(u) ds, is an initial state of :func:`meanfield.solve`).
+
+    Parameters
+    ----------
+    d : int
+        S^{d-1} ⊂ R^d, 2 <= d <= :data:`~meanfield.domains.zonal_sphere.MAX_DIMENSION`.
+    lmax : int
+        Largest degree of the polar expansion (>= 2): lmax + 1 rings.
+    n_s : int
+        Cells of equal width Δs = log(r_max/r_min)/n_s in s = log r (>= 2·GUARD_CELLS + 2).
+    radii : (float, float)
+        (r_min, r_max), 0 < r_min < r_max < ∞: the radii the law may occupy (the outer cells must stay empty).
 
     Attributes
     ----------
-    d, lmax, n_s : int
+    d, dim, lmax, n_s : int
+        ``dim`` = d, the ambient dimension of the directions.
     zonal : ZonalGrid
     u, w : ndarray (lmax + 1,)
         The rings' polar cosines (decreasing) and σ̄-weights (summing to 1).
+    theta : ndarray (lmax + 1,)
+        The rings' polar angles (increasing).
+    gap : float
+        The smallest gap between the rings' polar angles and the poles (the CFL step's Δθ_min).
     s_edges, s : ndarray
         Cell edges (n_s + 1) and centres (n_s) of s.
+    r, r_edges : ndarray
+        e^s at the centres and edges.
     ds : float
     """
+
+    finer = "give a finer grid (lmax, n_s)"
+    refine_words = "n_s or lmax"
 
     def __init__(self, d: int, lmax: int, n_s: int, radii):
         self.zonal = ZonalGrid(d, lmax)
         self.d, self.lmax = self.zonal.d, self.zonal.lmax
         self.n_s = checks.count(n_s, "n_s", 2 * GUARD_CELLS + 2)
-        r_min, r_max = (float(r) for r in radii)
+        try:
+            r_min, r_max = (checks.real(r, "radii") for r in radii)
+        except TypeError:
+            raise TypeError(f"`radii` must be a pair (r_min, r_max) of numbers, got {radii!r}.") from None
         if not (np.isfinite(r_min) and np.isfinite(r_max)) or r_min <= 0 or r_max <= r_min:
-            raise ValueError(f"`radii` must be (r_min, r_max) with 0 < r_min < r_max < ∞, got {radii!r}.")
+            raise ValueError(f"`radii` must be (r_min, r_max) with 0 < r_min < r_max < ∞ (tokens x = rθ have r > 0; "
+                             f"the density lives on s = log r), got {radii!r}.")
         self.radii = (r_min, r_max)
         self.u, self.w = self.zonal.basis.u, self.zonal.basis.mean_weights
         self.theta = self.zonal.theta
+        self.gap = float(np.min(np.diff(np.concatenate([[0.0], self.theta, [np.pi]]))))
         self.s_edges = np.linspace(np.log(r_min), np.log(r_max), self.n_s + 1)
         self.s = 0.5 * (self.s_edges[1:] + self.s_edges[:-1])
         self.ds = float(self.s_edges[1] - self.s_edges[0])
+        self.r, self.r_edges = np.exp(self.s), np.exp(self.s_edges)
+        self.n, self.spacing = self.lmax, min(self.gap, self.ds)
+
+    @property
+    def dim(self) -> int:
+        return self.d
+
+    @property
+    def domain(self):
+        """``ZONAL_CYLINDER.of_dim(d)``: the member in R^d of the product family."""
+        return ZONAL_CYLINDER.of_dim(self.d)
 
     @property
     def shape(self):
+        """(n_s, lmax + 1): the values are rows of rings, one row per cell of s."""
         return (self.n_s, self.lmax + 1)
 
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ZonalCylinderGrid) and (self.d, self.lmax, self.n_s, self.radii) == (
+            other.d, other.lmax, other.n_s, other.radii)
+
+    def __hash__(self) -> int:
+        return hash(("zonal-cylinder", self.d, self.lmax, self.n_s, self.radii))
+
     def mass(self, values) -> float:
-        """Σ_m Σ_j w̄_j ρ_{mj} Δs."""
+        """Σ_m Σ_j w̄_j ρ_{mj} Δs (exact for the polynomial interpolant in u and the cell averages in s)."""
         return float(np.sum(np.asarray(values) @ self.w) * self.ds)
 
     def marginals(self, values):
@@ -134,6 +199,48 @@ class ZonalCylinderGrid:
         polar = Density(self.zonal, values.sum(axis=0) * (self.ds / self.zonal.basis.area))
         log_r = CellLaw(self.s_edges, (values @ self.w) * self.ds, "log r")
         return (Marginal("polar angle", polar, directions), Marginal("log r", log_r, log_radii))
+
+    def integrate(self, values):
+        """∫∫ ρ dσ̄ ds over the last two axes (:meth:`mass` of each)."""
+        return np.sum(np.asarray(values) @ self.w, axis=-1) * self.ds
+
+    def s_masses(self, values) -> np.ndarray:
+        """The mass of each cell of s, Σ_j w̄_j ρ_{mj} Δs, shape (n_s,) (what the radial guard reads at the walls)."""
+        return (np.asarray(values) @ self.w) * self.ds
+
+    def interpolate(self, values, points):
+        raise NotImplementedError(f"{self!r} holds cell averages in s: read them (values) or the marginals.")
+
+    def polar_tail(self, values) -> float:
+        """max over the top 1/16 of the degrees (at least 2) of Σ_m |c̄_{m,l}| Δs, relative to the L² norm over l of
+        the same sums (as :meth:`~meanfield.domains.zonal_sphere.ZonalGrid.spectral_tail`, the sums over s bounding
+        every marginal's coefficients)."""
+        C = np.abs(self.zonal.coefficients(values)).sum(axis=0) * self.ds
+        width = max(2, self.lmax // 16)
+        norm = float(np.linalg.norm(C))
+        return float(np.max(C[-width:]) / norm) if norm > 0 else 0.0
+
+    def resolution(self, values, tail_tol: float, *, spectrum=None):
+        """The polar spectral tail (:meth:`polar_tail`) against ``tail_tol``: None where resolved, else the reason."""
+        tail = self.polar_tail(values)
+        if not tail <= tail_tol:
+            return f"the polar spectral tail {tail:.3g} exceeds tail_tol = {tail_tol:g} on {self!r}; raise lmax"
+        return None
+
+    def coordinates(self):
+        return {"s": (self.s, {"edges": self.s_edges}),
+                "theta": (self.theta.copy(), {"long_name": "polar angle θ = arccos⟨x, e⟩", "dimension": self.d})}
+
+    @classmethod
+    def from_coordinates(cls, coordinates):
+        """The grid of these cells of s and rings; ``coordinates["dimension"]`` gives d (the rings depend on it)."""
+        if "dimension" not in coordinates:
+            raise ValueError("a zonal cylinder grid is rebuilt from its cells, its rings and its dimension: pass "
+                             "coordinates['dimension'].")
+        s, theta = np.asarray(coordinates["s"]), np.asarray(coordinates["theta"])
+        ds = float(s[1] - s[0])
+        return cls(int(np.asarray(coordinates["dimension"])), theta.size - 1, s.size,
+                   (float(np.exp(s[0] - ds / 2)), float(np.exp(s[-1] + ds / 2))))
 
     def cell_averages(self, f, order: int = 4) -> np.ndarray:
         """(1/Δs)∫_cell f(u_j, s) ds by Gauss–Legendre with ``order`` nodes per cell."""
@@ -249,9 +356,64 @@ class _Rate:
         return float(np.max(np.abs(alpha_d) * self.sin_d)), float(np.max(np.abs(a_d)))
 
 
+class ZonalRadialProblem(GuardedProblem):
+    """The zonal cylinder's continuity equation for :class:`~meanfield.integrate.Integrator` (module docstring):
+    ``rate(values)`` on a :class:`ZonalCylinderGrid`, values of shape (n_s, lmax + 1), and the CFL cap ``max_step`` =
+    r_min × min(Δθ_min/max|α sin θ|, Δs/max|a|) from the speeds at the accepted state (``probe``, which the radial
+    guard calls after every step: ``probe_accepted``)."""
+
+    probe_accepted = True
+    hints = {"edge": "Widen `radii` (ZonalCylinderGrid), keeping the outer cells empty.",
+             "resolution": "Refine the zonal cylinder grid (lmax, n_s), or loosen the monitor's neg_tol/tail_tol."}
+    words = "the zonal cylinder density"
+
+    def __init__(self, model, grid: ZonalCylinderGrid):
+        norm, head_list = _zonal_heads(model, grid.d)
+        self.kind, self.grid = norm.name, grid
+        self.rhs = _Rate(grid, norm, head_list)
+        self.speeds = (0.0, 0.0)
+
+    def rate(self, y):
+        return self.rhs(y)
+
+    def probe(self, y):
+        self.speeds = self.rhs.speeds(y)
+
+    def max_step(self):
+        g = self.grid
+        wmax, bmax = self.speeds
+        if not (wmax > 0 or bmax > 0):
+            return np.inf
+        bounds = [g.gap / wmax if wmax > 0 else np.inf, g.ds / bmax if bmax > 0 else np.inf]
+        return float(g.radii[0] * min(bounds))
+
+
+class ZonalCylinderRepresentation(RadialRepresentation):
+    """Pre/peri-LN densities on the zonal S^{d-1} × (0, ∞), a :class:`~meanfield.Density` on a
+    :class:`ZonalCylinderGrid`, on the one integrator (module docstring): the "zonal-cylinder" representation
+    :func:`meanfield.solve` plans for the members of the product family
+    :data:`~meanfield.domains.products.ZONAL_CYLINDER`. Its stops, defaults and diagnostics are those of every radial
+    representation (:class:`~meanfield.representations.radial.RadialRepresentation`)."""
+
+    name = "zonal-cylinder"
+    domain_words = "zonal S^(d-1) × (0, ∞) (a ZonalCylinderGrid)"
+    accuracy = "spectral in the polar cosine, second order in s = log r (docs/MATH.md §10)"
+
+    def heads(self, model, domain):
+        return _zonal_heads(model, domain.dim)
+
+    def problem(self, model, grid):
+        return ZonalRadialProblem(model, grid)
+
+
+register(ZonalCylinderRepresentation())
+
+
 @dataclass(frozen=True)
 class ZonalRadialSolution:
-    r"""ρ(u_j, s, t) on a :class:`ZonalCylinderGrid` (cell averages in s, density w.r.t. dσ̄(u) ds).
+    r"""ρ(u_j, s, t) on a :class:`ZonalCylinderGrid` (cell averages in s, density w.r.t. dσ̄(u) ds): a view of the
+    :class:`~meanfield.Solution` that :func:`meanfield.solve` returned (``solution``; its frames are densities on the
+    grid).
 
     Attributes
     ----------
@@ -261,6 +423,9 @@ class ZonalRadialSolution:
     dt : float
         The smallest step taken (inf where no step was taken).
     mass : ndarray (T,)
+    status, message
+        The Solution's: how the run ended.
+    solution : Solution
     """
 
     t: np.ndarray
@@ -268,6 +433,9 @@ class ZonalRadialSolution:
     grid: ZonalCylinderGrid
     dt: float
     mass: np.ndarray
+    status: Status = Status.SUCCESS
+    message: str = ""
+    solution: object = None
 
     @property
     def polar_marginal(self) -> np.ndarray:
@@ -308,10 +476,10 @@ class ZonalRadialSolution:
 
 
 def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: int = 32, n_s: int = 128,
-                       radii=(0.25, 8.0),
-                       cfl: float = 0.2, dt: float | None = None, edge_tol: float = 1e-10) -> ZonalRadialSolution:
+                       radii=(0.25, 8.0), method: str = "rk4", cfl: float = 0.2, dt: float | None = None,
+                       edge_tol: float = 1e-10, monitor: ResolutionMonitor | None = None) -> ZonalRadialSolution:
     r"""The density of pre/peri-LN tokens x = rθ whose law is zonal about e (module docstring), on the rings × cells
-    of s.
+    of s: a view of :func:`meanfield.solve` on a :class:`~meanfield.Density` of a :class:`ZonalCylinderGrid`.
 
     Parameters
     ----------
@@ -320,79 +488,86 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
         V = cI; SA or USA; several heads sum their averages), no noise, non-causal.
     d : int
         S^{d-1} ⊂ R^d, d >= 2.
-    rho0 : callable
-        ``rho0(u, s)``: the initial density w.r.t. dσ̄(u) ds (broadcasting), normalised here to mass 1.
+    rho0 : callable or ndarray
+        ``rho0(u, s)``: the initial density w.r.t. dσ̄(u) ds (broadcasting), averaged over the cells of s by
+        Gauss–Legendre; or the cell values, shape (n_s, lmax + 1). Finite, >= 0, normalised here to mass 1.
     t_end : float
         The final time (from 0).
     t_eval : array_like, optional
-        Increasing output times in [0, t_end] (the last step before each is shortened to land on it). Default
-        (0, t_end).
+        Strictly increasing output times in [0, t_end] (each landed on by the steps). Default (0, t_end).
     lmax, n_s, radii
         :class:`ZonalCylinderGrid`.
+    method : {"rk4", "ssprk3"}
     cfl, dt
-        The RK4 step (module docstring), or a fixed ``dt``.
+        The step dt = cfl × r_min × min(Δθ_min/max|α sin θ|, Δs/max|a|) at each accepted state (module docstring),
+        or a fixed ``dt``.
     edge_tol : float
         Mass (at the start or after any step) in the GUARD_CELLS outer cells of s at either end above which the run
-        stops (``ValueError``).
+        stops (:class:`RadiusRangeError`, a ``ValueError``).
+    monitor : ResolutionMonitor, optional
+        ``tail_tol`` (the polar spectrum's top band, summed over s, relative to its norm; default 1e-10) and
+        ``neg_tol`` (the negative part's mass relative to the total; default :data:`NEG_TOL`) stop the run with
+        :class:`~meanfield.integrate.monitor.ResolutionError`.
 
     Returns
     -------
     ZonalRadialSolution
+
+    Raises
+    ------
+    ValueError
+        A model or argument it cannot take (naming it); :class:`RadiusRangeError` where ρ0 or the solution puts mass
+        in the guard cells, carrying the solution up to then.
+    ResolutionError
+        The polar tail or a negative undershoot passed the monitor's thresholds (the partial solution attached).
+    FloatingPointError
+        A non-finite state, or peri-LN's |A| = 0.
     """
-    norm, head_list = _zonal_heads(model, d)
+    _zonal_heads(model, d)
     t_end = checks.positive(t_end, "t_end")
     grid = ZonalCylinderGrid(d, lmax, n_s, radii)
-    y = np.array(grid.cell_averages(rho0), dtype=float)
-    if not np.all(np.isfinite(y)) or np.any(y < 0):
-        raise ValueError("`rho0` must be finite and >= 0 on the grid.")
-    y /= grid.mass(y)
-    rate = _Rate(grid, norm, head_list)
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    edge_tol = checks.positive(edge_tol, "edge_tol")
+    monitor = ResolutionMonitor(neg_tol=NEG_TOL) if monitor is None else monitor
+    if not isinstance(monitor, ResolutionMonitor):
+        raise TypeError(f"`monitor` must be a meanfield.integrate.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
+    monitor = replace(monitor, edge_tol=edge_tol)
     cfl = checks.positive(cfl, "cfl")
-    fixed = None if dt is None else checks.positive(dt, "dt")
-    gap = float(np.min(np.diff(np.concatenate([[0.0], grid.theta, [np.pi]]))))
-
-    def step_size(y):
-        """``dt`` where given, else cfl × r_min × min(Δθ_min/max|α sin θ|, Δs/max|a|) at the state y."""
-        if fixed is not None:
-            return fixed
-        wmax, bmax = rate.speeds(y)
-        bounds = [gap / wmax if wmax > 0 else np.inf, grid.ds / bmax if bmax > 0 else np.inf, t_end / 4]
-        return float(cfl * grid.radii[0] * min(bounds)) if wmax > 0 or bmax > 0 else t_end / 4
-
-    dt_min = np.inf
-    t_eval = np.array([0.0, t_end] if t_eval is None else t_eval, dtype=float)
-    if np.any(np.diff(t_eval) < 0) or t_eval[0] < 0 or t_eval[-1] > t_end:
-        raise ValueError(f"`t_eval` must increase within [0, t_end = {t_end:g}], got {t_eval}.")
-    cell = grid.ds * grid.w
-    _check_walls(0.0, y, grid, cell, edge_tol)
-    out_t, out_y, out_m = [], [], []
-    t = 0.0
-    for te in t_eval:
-        while t < te - 1e-14 * max(1.0, te):
-            dt = step_size(y)
-            dt_min = min(dt_min, dt)
-            h = min(dt, te - t)
-            k1 = rate(y)
-            k2 = rate(y + 0.5 * h * k1)
-            k3 = rate(y + 0.5 * h * k2)
-            k4 = rate(y + h * k3)
-            y = y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-            t += h
-            if not np.all(np.isfinite(y)):
-                raise FloatingPointError(f"the zonal cylinder density became non-finite at t = {t:.6g}; "
-                                         "reduce `cfl` or `dt`.")
-            _check_walls(t, y, grid, cell, edge_tol)
-        out_t.append(t)
-        out_y.append(y.copy())
-        out_m.append(grid.mass(y))
-    return ZonalRadialSolution(np.array(out_t), np.array(out_y), grid, float(dt_min), np.array(out_m))
+    dt = None if dt is None else checks.positive(dt, "dt")
+    start = Density(grid, _initial(rho0, grid), check=False)
+    sol = solve_product(model, start, (0.0, t_end), t_eval, Settings(method=method, dt=dt, cfl=cfl, monitor=monitor,
+                                                                      given=frozenset({"monitor"})))
+    values = np.array([f.values for f in sol.frames]).reshape((len(sol.t),) + grid.shape)
+    out = ZonalRadialSolution(sol.t, values, grid, float(sol.diagnostics["min_step"]), sol.mass, sol.status,
+                              sol.message, sol)
+    if "edge" in sol.diagnostics:
+        side, mass = sol.diagnostics["edge"]
+        raise RadiusRangeError(sol.message, sol.t_reached, side, mass, out)
+    if sol.status is Status.RESOLUTION_LOST:
+        raise ResolutionError(sol.t_reached, sol.message, out)
+    sol.raise_for_status()
+    return out
 
 
-def _check_walls(t, y, grid, cell, edge_tol):
-    """``ValueError`` where the mass in the GUARD_CELLS outer cells of either end exceeds ``edge_tol``."""
-    for side, rows in (("inner", y[:GUARD_CELLS]), ("outer", y[-GUARD_CELLS:])):
-        mass = float(np.sum(np.abs(rows) @ cell))
-        if not mass <= edge_tol:
-            raise ValueError(f"at t = {t:.6g} the law puts mass {mass:.3g} in the {side} guard cells of `radii` = "
-                             f"{grid.radii} (edge_tol = {edge_tol:g}): the radii leave the interval, where the "
-                             "zero-flux walls would hold them; widen `radii`.")
+def _initial(rho0, grid: ZonalCylinderGrid) -> np.ndarray:
+    """The cell values of ``rho0`` (a callable rho0(u, s) or the values), checked and normalised to mass 1."""
+    if callable(rho0):
+        with np.errstate(all="raise"):
+            try:
+                y = np.array(grid.cell_averages(rho0), dtype=float)
+            except FloatingPointError as e:
+                raise ValueError(f"`rho0` raised a floating-point error on the grid {grid!r}: {e}.") from None
+    else:
+        y = np.array(rho0, dtype=float)
+        if y.shape != grid.shape:
+            raise ValueError(f"`rho0` must be a callable rho0(u, s) or the cell values of shape (n_s, lmax + 1) = "
+                             f"{grid.shape}, got shape {y.shape}.")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("`rho0` has non-finite values on the grid (NaN or inf).")
+    if np.any(y < 0):
+        raise ValueError(f"`rho0` must be >= 0 (a density of (u, log r)), got a value {float(y.min()):.3g}.")
+    mass = grid.mass(y)
+    if not mass > 0:
+        raise ValueError(f"`rho0` has zero mass on {grid!r}: no part of it lies inside `radii` = {grid.radii}.")
+    return y / mass

@@ -206,3 +206,143 @@ def test_product_frames_carry_their_time_and_refuse_a_point_set():
     for call in (lambda f: f.as_measure(), lambda f: f.mean(), lambda f: f.energy(1.0)):
         with pytest.raises(NotImplementedError, match="product|not built"):
             call(sol.frame(-1))
+
+
+# ------------------------------------------------------------------ the zonal S^{d-1} × (0, ∞)
+def zonal_turning(u, s):
+    """Directions clustered about e whose u-profile depends on the radius (tests/meanfield/test_zonal_cylinder.py)."""
+    g = np.exp(-0.5 * ((s - S0) / SIGMA) ** 2) / (SIGMA * np.sqrt(2 * np.pi))
+    return np.exp(2.0 * u) * g * (1.0 + 0.5 * u * np.tanh((s - S0) / SIGMA))
+
+
+@pytest.mark.parametrize("kind, beta, d", [("pre", 2.0, 3), ("peri", 1.0, 16)])
+def test_solve_on_a_zonal_cylinder_density_returns_the_solution(kind, beta, d):
+    """A density on a ZonalCylinderGrid is an initial state of meanfield.solve: its domain is the member of dimension
+    d of the product family ZONAL_CYLINDER, the one "zonal-cylinder" representation advances it, and the Solution
+    has its status and a frame per output (Solution.frame(k): a density on the grid at t[k]). The mass is conserved
+    to round-off (the u-part's rate of c̄_0 is exactly zero and the s-fluxes telescope: error model n_steps × a few
+    ulps, bound 1e4 EPS ≈ 2e-12), and solve_zonal_radial is a view of the same Solution (the one code path: equal
+    to 4 EPS of the largest value, a margin for a BLAS that sums in another order)."""
+    from meanfield.domains.products import ZONAL_CYLINDER
+    from meanfield.solvers.zonal_cylinder import ZonalCylinderGrid, solve_zonal_radial
+
+    model = Transformer(SelfAttention(beta), normalization=kind)
+    grid = ZonalCylinderGrid(d, 24, 64, RADII)
+    assert grid.domain is ZONAL_CYLINDER.of_dim(d) and grid.domain.dim == d and ZONAL_CYLINDER.dim is None
+    t = [0.0, 0.25, 0.5]
+    sol = mf.solve(model, cylinder_start(grid, zonal_turning), (0.0, 0.5), t)
+    assert sol.status is mf.Status.SUCCESS, sol.message
+    assert sol.representation == ("zonal-cylinder",) * 3 and sol.method == "rk4"
+    frames = [sol.frame(k) for k in range(3)]
+    assert [f.t for f in frames] == list(sol.t) == t and all(f.grid == grid for f in frames)
+    assert np.max(np.abs(sol.mass - 1.0)) < 1e4 * EPS
+    assert sol.diagnostics["mass_drift"] < 1e4 * EPS
+    assert np.max(np.abs(frames[-1].values - frames[0].values)) > 1e-3  # it moved
+    old = solve_zonal_radial(model, d, zonal_turning, 0.5, t, lmax=24, n_s=64, radii=RADII)
+    new = np.array([f.values for f in sol.frames])
+    assert np.max(np.abs(new - old.values)) <= 4 * EPS * np.max(np.abs(old.values))
+    assert old.status is sol.status and old.message == sol.message and np.array_equal(old.t, sol.t)
+
+
+def test_a_zonal_cylinder_run_that_reaches_the_wall_returns_its_status():
+    """Peri-LN radii move at speed <= 1 and leave a narrow interval: solve returns RESOLUTION_LOST with the side and
+    the mass in the guard cells (``diagnostics["edge"]``) and the frames up to the last state inside;
+    solve_zonal_radial raises RadiusRangeError carrying that view; an initial law with mass at the walls is
+    refused before any step."""
+    from meanfield.solvers.zonal_cylinder import RadiusRangeError, ZonalCylinderGrid, solve_zonal_radial
+
+    def narrow(u, s):
+        return (1 + 0.5 * u * np.tanh((s - 2.0) / 0.1)) * np.exp(-0.5 * ((s - 2.0) / 0.1) ** 2)
+
+    model = Transformer(SelfAttention(1.0), normalization="peri")
+    radii = (np.exp(1.2), np.exp(2.8))
+    grid = ZonalCylinderGrid(3, 8, 160, radii)
+    sol = mf.solve(model, cylinder_start(grid, narrow), (0.0, 20.0), [0.0, 1.0, 20.0])
+    assert sol.status is mf.Status.RESOLUTION_LOST and "outer guard cells" in sol.message
+    side, mass = sol.diagnostics["edge"]
+    assert side == "outer" and mass > 1e-10 and sol.t[-1] == sol.t_reached < 20.0
+    assert list(sol.t[:2]) == [0.0, 1.0] and all(f.t == t for f, t in zip(sol.frames, sol.t))
+    with pytest.raises(mf.ResolutionError, match="outer guard cells"):
+        sol.raise_for_status()
+    with pytest.raises(RadiusRangeError, match="outer guard cells") as e:
+        solve_zonal_radial(model, 3, narrow, 20.0, [0.0, 1.0, 20.0], lmax=8, n_s=160, radii=radii)
+    assert e.value.side == "outer" and e.value.solution.t[-1] == pytest.approx(sol.t_reached)
+    with pytest.raises(RadiusRangeError, match="`rho0`.*inner guard cells"):
+        mf.solve(model, cylinder_start(ZonalCylinderGrid(3, 8, 32, (np.exp(-1), 10.0)),
+                                       lambda u, s: np.exp(-0.5 * (s / 0.5) ** 2)), (0.0, 1.0))
+
+
+def test_a_zonal_cylinder_run_that_loses_resolution_returns_its_status():
+    """Pre-LN radii of tokens facing away from the cluster shrink (ṙ = a(u) < 0), and the law of s = log r steepens at
+    small r: the monitor stops the run where the negative undershoot of the centred face values passes neg_tol —
+    status RESOLUTION_LOST naming it, no ``edge``, the frames up to then conserving the mass — instead of a wrong
+    answer; solve_zonal_radial raises ResolutionError with the view attached."""
+    from meanfield.solvers.zonal_cylinder import ZonalCylinderGrid, solve_zonal_radial
+
+    def spread(u, s):
+        return (1 + 0.5 * u) * np.exp(-0.5 * ((s - 2.0) / 0.6) ** 2)
+
+    model = Transformer(SelfAttention(3.0), normalization="pre")
+    radii = (np.exp(-2.5), np.exp(7.0))
+    grid = ZonalCylinderGrid(3, 16, 128, radii)
+    sol = mf.solve(model, cylinder_start(grid, spread), (0.0, 10.0), [0.0, 5.0, 10.0])
+    assert sol.status is mf.Status.RESOLUTION_LOST and "negative part" in sol.message and "edge" not in sol.diagnostics
+    assert 0.0 < sol.t_reached == sol.t[-1] < 5.0 and sol.hint and "lmax" in sol.hint
+    assert np.max(np.abs(sol.mass - 1.0)) < 1e4 * EPS
+    with pytest.raises(mf.ResolutionError, match="negative part") as e:
+        solve_zonal_radial(model, 3, spread, 10.0, [0.0, 5.0, 10.0], lmax=16, n_s=128, radii=radii)
+    assert e.value.solution.t[-1] == sol.t_reached
+
+
+@pytest.mark.parametrize("change, error, words", [
+    ({"model": SelfAttention(1.0)}, ValueError, "post-LN"),
+    ({"model": Transformer(SelfAttention(1.0, Q=np.eye(4)), normalization="pre")}, ValueError, "R\\^4"),
+    ({"representation": "grid"}, ValueError, "zonal-cylinder representation alone"),
+    ({"method": "rk45"}, ValueError, "`method`"),
+    ({"strategy": "quadrature"}, ValueError, "`strategy`"),
+    ({"cfl": -1.0}, ValueError, "cfl"),
+])
+def test_the_zonal_cylinder_refuses_what_it_does_not_solve(change, error, words):
+    """A post-LN model, heads on another R^d, another representation, a method or strategy it has not, a bad cfl:
+    each refused by meanfield.solve naming it, before any step."""
+    from meanfield.solvers.zonal_cylinder import ZonalCylinderGrid
+
+    args = {"model": Transformer(SelfAttention(1.0), normalization="pre"),
+            "mu0": cylinder_start(ZonalCylinderGrid(3, 8, 16, RADII), zonal_turning), "t_span": (0.0, 1.0)}
+    args.update(change)
+    with pytest.raises(error, match=words):
+        mf.solve(**args)
+
+
+def test_the_zonal_cylinder_family_and_grid_refuse_bad_input():
+    """The family has members for 2 <= d only (naming d), a member of one dimension has no other; the grid refuses
+    radii out of order and too few cells; a circle density is not the zonal cylinder's."""
+    from meanfield.domains.products import CYLINDER, ZONAL_CYLINDER
+    from meanfield.solvers.zonal_cylinder import ZonalCylinderGrid
+
+    with pytest.raises(ValueError, match="`d`"):
+        ZONAL_CYLINDER.of_dim(1)
+    with pytest.raises(TypeError, match="`d`"):
+        ZONAL_CYLINDER.of_dim(2.5)
+    assert ZONAL_CYLINDER.of_dim(5) is ZONAL_CYLINDER.of_dim(5).of_dim(5) is ZONAL_CYLINDER.of_dim(5)
+    with pytest.raises(ValueError, match="R\\^3"):
+        CYLINDER.of_dim(3)
+    with pytest.raises(ValueError, match="radii"):
+        ZonalCylinderGrid(3, 8, 16, (2.0, 1.0))
+    with pytest.raises(ValueError, match="n_s"):
+        ZonalCylinderGrid(3, 8, 4, RADII)
+    pre = Transformer(SelfAttention(1.0), normalization="pre")
+    with pytest.raises(ValueError, match="does not apply"):
+        mf.solve(pre, mf.Density.uniform(mf.CircleGrid(16)), (0, 1), representation="zonal-cylinder")
+
+
+def test_a_long_zonal_cylinder_run_is_estimated_before_it_starts():
+    """A fixed step known before the run gives its number of steps (what solve warns of past 10^5 steps), the
+    method the product domain's representation takes by default: 2 outputs 0.5 apart, dt = 1e-6, so 5·10^5 steps."""
+    from meanfield.solvers.solve import prepare, run_estimate
+    from meanfield.solvers.zonal_cylinder import ZonalCylinderGrid
+
+    p = prepare(Transformer(SelfAttention(1.0), normalization="pre"),
+                cylinder_start(ZonalCylinderGrid(3, 8, 16, RADII), zonal_turning), (0.0, 0.5), dt=1e-6)
+    estimate = run_estimate(p, timing=False)
+    assert estimate.steps == 500_000 and estimate.method == "rk4"

@@ -16,6 +16,7 @@ from scipy.special import ive
 
 from meanfield.domains.zonal_sphere.grid import ZonalGrid
 from meanfield.models import MultiHeadAttention, Normalization, SelfAttention, Transformer
+from meanfield.integrate.monitor import ResolutionMonitor
 from meanfield.solvers.zonal_cylinder import solve_zonal_radial, zonal_field
 from tests.helpers import EPS
 
@@ -109,9 +110,12 @@ def test_d2_is_the_circle_cylinder(normalization):
     ref = solve_radial(Transformer(SelfAttention(1.5), normalization=normalization),
                        lambda th, s: turning(np.cos(th), s), (0.0, T), n_theta=128, n_s=n_s, radii=RADII, dt=dt)
     errors = []
+    # the coarsest level is under-resolved on purpose (its polar tail is 1.2e-4 at t = 0, which the default monitor,
+    # tail_tol = 1e-10, refuses): this study measures its error, so the tail is allowed to 1e-2 here
+    lenient = ResolutionMonitor(tail_tol=1e-2, neg_tol=1e-6)
     for lmax in (8, 16, 32):
         z = solve_zonal_radial(Transformer(SelfAttention(1.5), normalization=normalization), 2, turning, T,
-                               lmax=lmax, n_s=n_s, radii=RADII, dt=dt)
+                               lmax=lmax, n_s=n_s, radii=RADII, dt=dt, monitor=lenient)
         e_s = np.max(np.abs(z.log_radius_density[-1] - ref.log_radius_density[-1]))
         e_u = np.max(np.abs(z.polar_marginal_at(np.cos(ref.grid.theta)) - 2 * np.pi * ref.directions[-1]))
         errors.append(max(e_s, e_u))
@@ -158,7 +162,12 @@ def _law16(u, s):
 
 
 def _density16():
-    return solve_zonal_radial(pre(BETA16), D16, _law16, T16, t_eval=[0.0, T16], lmax=32, n_s=192, radii=RADII16)
+    """The density at 0 and T16. Its polar tail reaches 6e-7 at T16 on lmax = 32 (the default monitor, tail_tol =
+    1e-10, would stop it near t = 1.04; lmax = 48 keeps it below 1e-10 but runs 20× longer): the tail is allowed to
+    1e-6 here because what the tests read of it, the laws' CDFs, is resolved to far below their tolerances (W1
+    change from lmax 32, n_s 192 to lmax 48, n_s 384: 2e-6 polar, 3e-4 log r; the smallest W1 compared is 5e-3)."""
+    return solve_zonal_radial(pre(BETA16), D16, _law16, T16, t_eval=[0.0, T16], lmax=32, n_s=192, radii=RADII16,
+                              monitor=ResolutionMonitor(tail_tol=1e-6, neg_tol=1e-6))
 
 
 def _particles16(sol, n, seeds, rng):
