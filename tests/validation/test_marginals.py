@@ -181,6 +181,9 @@ def test_the_zonal_cylinder_answers_through_the_same_function():
     assert abs(out["polar angle"].value - np.pi / 2) <= out["polar angle"].bound + 1e-12
     law = marginals[1].law
     assert abs(out["log r"].value - _point_mass(law, c)) <= _round_off(law, [c], width=3.0)
+    # the same through a frame: the grid is a product grid, so its Density answers with the same marginals
+    framed = marginal_distances(Density(grid, values), x, cells=CELLS)
+    assert all(framed[k].value == out[k].value and framed[k].bound == out[k].bound for k in out)
 
 
 def test_refusals():
