@@ -23,7 +23,7 @@ def numpy_field(x, beta):
 
 def grid_rhs(model, grid, strategy: str = "auto", own_sum: bool = False):
     """The right-hand side ∂_t ρ = −div(ρ X[ρ]) on ``grid`` that ``solve`` builds (``GridProblem``): the strategy
-    resolved by :mod:`meanfield.kernels.strategies` (``for_grid``, ``resolve``) and the sums of
+    resolved by :mod:`meanfield.strategies` (``for_grid``, ``resolve``) and the sums of
     :func:`meanfield.representations.grid.continuity` (compiled where ``kernels.grid_field`` has them).
     ``own_sum=True``: the same strategy summing with the model's own NumPy ``model.field`` (the reference sum).
 
@@ -31,7 +31,7 @@ def grid_rhs(model, grid, strategy: str = "auto", own_sum: bool = False):
     field was ``model.field`` (``own_sum=True``), and ``solve`` passed the compiled sum (the default here). The
     object has ``rate``, ``rate_and_speeds``, ``strategy`` and, where ``coefficient_stages``, the coefficient
     stages that ``solver_step`` runs."""
-    from meanfield.kernels import strategies
+    from meanfield import strategies
     from meanfield.representations.grid import continuity
 
     domain = grid.domain

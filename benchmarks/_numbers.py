@@ -4,6 +4,8 @@ Solves on every domain and strategy (with and without refinement, a lost resolut
 every strategy, the kernel sums, sampling, distances, stability, the mean-field limit and two
 studies, with every argument given whose default may differ between revisions.
 """
+# This file runs in both trees of a comparison (bench_revisions): it imports the modules by their earlier paths
+# (meanfield.exact, meanfield.strategies, ...), which this tree keeps as aliases (meanfield.MOVED).
 import sys
 import warnings
 
@@ -12,14 +14,14 @@ import numpy as np
 
 import meanfield as mf
 import particles as pt
-from meanfield.analysis import exact, gaussian as G
+from meanfield import exact, gaussian as G
 from meanfield.models import L2, MultiHeadAttention, Sigmoid, Sinkhorn, Softmax
 import validation
 from validation.meanfield_limit import meanfield_limit
 from validation.stability import stability
 
 try:
-    from meanfield import kernels
+    from meanfield import kernels  # new layout
 except ImportError:
     from particles import kernels  # old layout
 import inspect

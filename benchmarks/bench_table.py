@@ -74,7 +74,7 @@ import numpy as np  # noqa: E402
 import scipy.fft as sfft  # noqa: E402
 
 import meanfield as mf  # noqa: E402
-from meanfield.kernels.fastexp import FASTMATH, vexp
+from meanfield.kernels.fastexp import FASTMATH, vexp  # noqa: E402
 from _anchors import grid_rhs, numpy_field, rk4_step, solver_step  # noqa: E402
 from _anchors import problem_step  # noqa: E402
 from _timing import interleaved, median  # noqa: E402
