@@ -146,6 +146,33 @@ class CircleGrid(Grid):
         """Evaluate the trigonometric interpolant of nodal ``values`` at angles θ."""
         return fourier.evaluate(values, theta)
 
+    def linear_transport_refusal(self) -> None:
+        return None
+
+    def linear_transport(self, values: np.ndarray, B) -> np.ndarray:
+        r"""The density pushed forward by φ(u) = Bu/|Bu| (B a 2×2 matrix, det B > 0), at the nodes (MATH.md §13).
+
+        A rotation B = R_α (BᵀB = I to 1e-13) shifts the interpolant, ρ̂_k ↦ ρ̂_k e^{−ikα}: exact for the
+        trigonometric polynomial, mass and spectrum kept. Any other B: (φ_#ρ)(θ) = ρ(φ^{-1}(θ)) |(φ^{-1})'(θ)| with
+        φ^{-1}(u) = B^{-1}u/|B^{-1}u| and (φ^{-1})'(θ) = det B^{-1} / |B^{-1}u(θ)|², the interpolant evaluated at the
+        preimages: spectrally accurate for a resolved density (the result is no longer a trigonometric polynomial
+        of degree n/2; its mass changes by that truncation alone).
+        """
+        B = np.asarray(B, dtype=float)
+        if B.shape != (2, 2) or not np.all(np.isfinite(B)):
+            raise ValueError(f"`B` must be a finite 2×2 matrix, got shape {B.shape}.")
+        det = B[0, 0] * B[1, 1] - B[0, 1] * B[1, 0]
+        if not det > 0:
+            raise ValueError(f"`B` must preserve orientation (det B > 0), got det B = {det!r}.")
+        if np.max(np.abs(B.T @ B - np.eye(2))) <= 1e-13:
+            alpha = np.arctan2(B[1, 0] - B[0, 1], B[0, 0] + B[1, 1])
+            c = fourier.rfft(values) * np.exp(-1j * alpha * np.arange(self.n // 2 + 1))
+            return fourier.irfft(c, self.n)
+        inv = np.linalg.inv(B)
+        pre = self.points @ inv.T
+        r2 = np.sum(pre * pre, axis=-1)
+        return fourier.evaluate(values, np.arctan2(pre[:, 1], pre[:, 0])) * (np.linalg.det(inv) / r2)
+
     def spectrum(self, values: np.ndarray) -> np.ndarray:
         """ρ̂_k (:meth:`coefficients`), which the resolution check and the energy both read."""
         return self.coefficients(values)
