@@ -248,7 +248,8 @@ def lyapunov_exponents(noise: CommonNoise) -> np.ndarray:
     Returns
     -------
     ndarray, shape (d,)
-        Decreasing, per unit time.
+        Per unit time, in the order of the QR columns: decreasing as T → ∞ (the first column follows the most
+        expanded direction), possibly not over a short path where two exponents are close.
     """
     return _qr_exponents(noise.half_maps()[None], noise.path.t1 - noise.path.t0)[0]
 
