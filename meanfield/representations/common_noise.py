@@ -105,7 +105,7 @@ def solve_common_noise(model, mu0: Density, t_eval, common_noise: CommonNoise, *
     """
     model = as_model(model)
     heads(model)
-    if not isinstance(mu0, Density) or mu0.grid is None:
+    if getattr(mu0, "grid", None) is None:  # a frame that holds grid values (a Density), not points
         raise TypeError(f"`mu0` must be a Density on a grid, got {type(mu0).__name__}.")
     if not isinstance(common_noise, CommonNoise):
         raise TypeError(f"`common_noise` must be a CommonNoise, got {type(common_noise).__name__}.")

@@ -10,6 +10,7 @@ import meanfield as mf
 from meanfield.domains import CircleGrid
 from meanfield.domains.circle import fourier
 from meanfield.domains.euclidean import EuclideanGrid
+from meanfield.domains.zonal_sphere.grid import ZonalGrid
 from meanfield.models import Softmax
 from meanfield.models.common_noise import (CommonNoise, CommonPath, expm_batch, interval_maps, lyapunov_exponents,
                                            lyapunov_gap)
@@ -195,9 +196,9 @@ def test_common_noise_is_refused_where_not_implemented():
     box = mf.Density.from_function(EuclideanGrid(((-3.0, 3.0),), 64), lambda x: np.exp(-x[..., 0] ** 2))
     with pytest.raises(ValueError, match="R\\^d grids.*not projected"):
         solve_common_noise(Softmax(beta=1.0), box, [0, 1], CommonNoise(J, path))
-    s2 = mf.Density.from_function(mf.SphereGrid(16), lambda x: np.exp(x[..., 2]))
+    zonal = mf.Density.from_function(ZonalGrid(3, 16), lambda x: np.exp(x[..., 2]))  # as S² grids: not written yet
     with pytest.raises(ValueError, match="not implemented on this grid"):
-        solve_common_noise(mf.SelfAttention(1.0), s2, [0, 1], CommonNoise(np.zeros((3, 3)), path))
+        solve_common_noise(mf.SelfAttention(1.0), zonal, [0, 1], CommonNoise(np.zeros((3, 3)), path))
     with pytest.raises(ValueError, match="`t_eval`.*grid"):
         solve_common_noise(mf.SelfAttention(1.0), density(), [0, 0.55], CommonNoise(J, path))
     with pytest.raises(ValueError, match="3×3.*R\\^2"):
