@@ -144,6 +144,26 @@ class SphereGrid(Grid):
             raise ValueError(f"`points` must be unit vectors in R^3 for a sphere grid, got shape {x.shape}.")
         return evaluate(self.coefficients(values), x)
 
+    def linear_transport_refusal(self) -> None:
+        return None
+
+    def linear_transport(self, values: np.ndarray, B) -> np.ndarray:
+        r"""The density pushed forward by φ(u) = Bu/|Bu| (B a 3×3 matrix, det B > 0), at the nodes (MATH.md §13):
+        (φ_#ρ)(x) = ρ(φ^{-1}(x)) J(x), φ^{-1}(x) = B^{-1}x/|B^{-1}x|, J(x) = det B^{-1} / |B^{-1}x|³ (the Jacobian
+        of u ↦ Au/|Au| on S² is det A/|Au|³), the expansion evaluated at the preimages by ducc0's non-uniform
+        synthesis (:func:`.transforms.evaluate`, 1e-14 relative to the coefficients' l¹ size). A rotation keeps the
+        degree, so then this is the rotated expansion to that accuracy; any other B is spectrally accurate for a
+        resolved density (the result is truncated to degree lmax by the next analysis)."""
+        B = np.asarray(B, dtype=float)
+        if B.shape != (3, 3) or not np.all(np.isfinite(B)):
+            raise ValueError(f"`B` must be a finite 3×3 matrix, got shape {B.shape}.")
+        det = float(np.linalg.det(B))
+        if not det > 0:
+            raise ValueError(f"`B` must preserve orientation (det B > 0), got det B = {det!r}.")
+        pre = self.points @ np.linalg.inv(B).T
+        r = np.linalg.norm(pre, axis=-1)
+        return evaluate(self.coefficients(values), pre / r[..., None]) / (det * r ** 3)
+
     def spectrum(self, values: np.ndarray) -> np.ndarray:
         """The coefficients c_lm (:meth:`coefficients`), which the resolution check and the energy both read."""
         return self.coefficients(values)
