@@ -7,7 +7,8 @@ Conditioned on the common path W (:class:`meanfield.models.common_noise.CommonPa
 the mean-field limit of the tokens of :func:`particles.simulate` with the same ``common_noise``. The scheme is the
 particles' (:mod:`meanfield.models.common_noise`): on the path's grid t_j = t0 + jh the density is pushed forward by
 the noise map u ↦ e^A u/|e^A u| (``Grid.linear_transport``: on the circle a shift of the Fourier coefficients for
-a rotation, exact; the interpolant at the preimages times the Jacobian otherwise), and between two maps it is
+a rotation, exact, and the interpolant at the preimages times the Jacobian otherwise; on S² the expansion at the
+preimages times the Jacobian, by ducc0's non-uniform synthesis), and between two maps it is
 advanced by the noiseless grid problem (:class:`~.grid.GridProblem`: the domain's right-hand side for the strategy,
 DΔ by the integrating factor) with RK4 steps that cut each path step into the fewest equal steps <= ``dt``, or <=
 the CFL step ``cfl`` × the problem's bound where ``dt`` is not given. The same maps of the same path as the
@@ -15,7 +16,7 @@ particles: one realisation of the density and of n tokens can be compared by W1 
 
 Every Σ_k = 0: the run is today's grid run (the same problem and :class:`~meanfield.integrate.Integrator` through
 the output times as :func:`meanfield.solve` with ``representation="grid"``), bit for bit. Grids without
-``linear_transport`` (R^d finite volumes, S² for now) are refused with the grid's reason.
+``linear_transport`` (R^d finite volumes; the zonal, cylinder and sequence grids) are refused with the grid's reason.
 """
 
 from __future__ import annotations
@@ -84,11 +85,11 @@ def solve_common_noise(model, mu0: Density, t_eval, common_noise: CommonNoise, *
     model : attention model or Transformer
         Its ``noise`` is the idiosyncratic D (MATH.md §6); constant weights.
     mu0 : Density
-        On a grid with ``linear_transport`` (the circle).
+        On a grid with ``linear_transport`` (the circle, S²).
     t_eval : array_like, shape (T,)
         Increasing output times on the path's grid; ``t_eval[0]`` is the start.
     common_noise : CommonNoise
-        The matrices Σ_k (2×2 on the circle) and the path, the one given to :func:`particles.simulate`.
+        The matrices Σ_k (2×2 on the circle, 3×3 on S²) and the path, the one given to :func:`particles.simulate`.
     method : {"rk4", "ssprk3"}
     dt : float, optional
         Largest drift step (default: the CFL step).
