@@ -18,7 +18,7 @@ scheme moves every token by
     x ↦ e^{A} x / |e^{A} x|,   A = Σ_k ΔW^k Σ_k,
 
 the exact flow of the noise term where the Σ_k commute (one Σ; skew Σ on S¹), else its first Magnus term (the
-Lévy areas of non-commuting Σ_k left out: strong order 1/2, weak order 1 in the noise). A time step of length h is
+Lévy areas of non-commuting Σ_k left out, which limits the strong order to 1/2; no order is measured here). A time step of length h is
 Strang split, e^{A'} ∘ drift(h) ∘ e^{A''} with A', A'' the generators of the two half-step increments, and the
 half-maps of neighbouring steps merged into one matrix product where no output falls between them: particles
 (:mod:`particles.common_noise`) and densities (:mod:`meanfield.representations.common_noise`) apply the same maps
