@@ -524,9 +524,9 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     checks.matrices_act_on(first.dim, d, "the particles live in", at=t_eval[0])
     domain = domain_of(model, d)
     if common is not None:
-        why = common.refusal(domain, d)
-        if why is not None:
-            raise ValueError(f"`common_noise`: {why}.")
+        refused = common.refusal(domain, d)
+        if refused is not None:
+            raise ValueError(f"`common_noise`: {refused}.")
         common.path.index(t_eval, "t_eval")
     if norm.unit_until is not None and t_eval[0] < norm.unit_until:  # Mix-LN from its post-LN stretch: unit vectors
         x = SPHERE.retract(x)
