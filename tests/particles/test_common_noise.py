@@ -128,7 +128,7 @@ def test_common_noise_is_refused_where_not_implemented():
 def test_density_against_particles_on_one_common_path():
     """W1(μ^N_t, μ_t) on one common path (every system and the density driven by the same W): rate N^{-1/2}
     (MATH.md §4, conditioned on the path), the fitted exponent's 95 % interval holds −½. Measured: −0.42,
-    [−0.57, −0.27] at t = 1 (83 s on a loaded 2-core machine)."""
+    [−0.57, −0.27] at t = 1 (5 s on an idle 2-core machine, 83 s under a load of 13: slow)."""
     mu = mf.Density.from_function(CircleGrid(512), lambda x: np.exp(1.0 * x[..., 0] + 0.5 * x[..., 1]))
     S = np.array([[[0.4, -0.5], [0.5, -0.4]], [[0.0, 0.3], [0.3, 0.0]]])
     noise = CommonNoise(S, CommonPath(2, 0.02, 1.0, seed=7))
