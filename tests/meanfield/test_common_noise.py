@@ -241,9 +241,10 @@ def test_skew_sigma_rotates_the_noiseless_density_on_the_sphere(noise):
     g = mu.grid
     for k, nu in enumerate(ref.densities):
         rotated = g.interpolate(nu.values, g.points @ R[k])  # rows x @ R = (Rᵀx)ᵀ
-        # 40 maps and the comparison's own evaluation, each the non-uniform synthesis at 1e-14 of the coefficients'
-        # l¹ size (~10 × max ρ here): 1e-11 keeps a 10x margin over 40 × 1e-14 × 10
-        assert np.max(np.abs(sol.values[k] - rotated)) < 1e-11 * np.max(np.abs(rotated))
+        # round-off: the comparison's own evaluation (the non-uniform synthesis, 1e-14 of the coefficients' l¹ size:
+        # 6e-14 of max ρ at t = 0) and 40 steps and maps of spherical-harmonic transforms (today's solver is
+        # rotation-equivariant to 1e-13 over 40 steps): 1e-12 keeps a 10x margin
+        assert np.max(np.abs(sol.values[k] - rotated)) < 1e-12 * np.max(np.abs(rotated))
 
 
 def test_general_sigma_without_attention_is_the_pushed_forward_density_on_the_sphere():
