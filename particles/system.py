@@ -71,9 +71,11 @@ from meanfield.integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps
 from meanfield.kernels.pairwise import UNROLL_MAX
 from meanfield.models import as_model, heads
 from meanfield.models.bounds import rate_scale_over
+from meanfield.models.common_noise import CommonNoise
 from meanfield.models.normalization import POST, average, density_refusal, normalization_of, norms_of
 
 from . import span
+from .common_noise import CommonNoiseStepper
 from .fused import rk4_small_systems
 from .sampling import sample
 from .snapshot import Snapshot
@@ -121,6 +123,9 @@ class Trajectory:
     normalization : Normalization
         Where the tokens were normalised (docs/MATH.md §10): post-LN for every model but a Transformer given
         another; pre-, peri- and Mix-LN tokens are x = rθ (``radius``, ``direction``).
+    common_noise : CommonNoise or None
+        The common noise that drove the run (:mod:`meanfield.models.common_noise`), None where there was none
+        (or every Σ_k was 0).
     """
 
     t: np.ndarray
@@ -137,6 +142,7 @@ class Trajectory:
     basis: np.ndarray | None = None
     observed: np.ndarray | None = None
     normalization: object = POST
+    common_noise: object = None
 
     @property
     def radius(self) -> np.ndarray:
@@ -266,6 +272,7 @@ def simulate(
     reduce_span: bool = True,
     span_coordinates: bool = False,
     observe=None,
+    common_noise=None,
 ) -> Trajectory:
     r"""Simulate n particles ẋ_i = X[μ^n](x_i) on the sphere or in R^d.
 
@@ -349,6 +356,12 @@ def simulate(
         ([batch,] n, r), where the run is reduced and ``span_coordinates`` is True) whose values the trajectory keeps
         (``Trajectory.observed``) instead of the history: e.g. ``lambda x: clusters.pair_fraction(x, 1e-3)``.
         ``Trajectory.x`` then holds the last output only.
+    common_noise : CommonNoise, optional
+        A random linear layer shared by every token (MATH.md §13, :mod:`meanfield.models.common_noise`): the
+        Stratonovich term Σ_k P_x(Σ_k x) ∘ dW^k with the matrices and the seeded path of the object, by the split
+        scheme of :mod:`particles.common_noise` (the maps x ↦ e^A x/|e^A x| on the path's grid, the drift's RK4
+        steps between them). Tokens on S¹ and S^(d-1), post-LN or nGPT, constant weights, method "rk4"; the output
+        times on the path's grid; a batch shares the one path. Every Σ_k = 0: today's run, bit for bit.
 
     Returns
     -------
@@ -362,7 +375,8 @@ def simulate(
         (:func:`run_estimate`), and what to do.
     """
     plan = _plan(model, x0, t_eval, method, dt, rng, rtol=rtol, atol=atol, strategy=strategy, weights=weights,
-                 precision=precision, reduce_span=reduce_span, span_coordinates=span_coordinates, observe=observe)
+                 precision=precision, reduce_span=reduce_span, span_coordinates=span_coordinates, observe=observe,
+                 common_noise=common_noise)
     steps = plan.steps()
     if steps is not None and steps > LONG_RUN_STEPS:  # say so before minutes of silence, with the time measured
         warn_long_run(plan.estimate(steps), "particles.simulate", model, stacklevel=2)
@@ -392,6 +406,7 @@ def simulate(
         reduced_to=None if B is None else plan.n,
         basis=B if B is not None and span_coordinates else None,
         normalization=plan.norm,
+        common_noise=plan.common,
     )
 
 
@@ -444,6 +459,7 @@ class _Plan:
     rate: object
     rtol: float
     atol: float
+    common: object = None
 
     def integrator(self, trackers, rng=None) -> Integrator:
         """The run's integrator with ``trackers`` (the noise's increments from ``rng``, default the run's own)."""
@@ -454,6 +470,10 @@ class _Plan:
         stepper = (lambda f, t, y, t_bound: FusedStepper(model, h, f, t, y, t_bound)) if self.path == "fused" else None
         if noise:
             stepper = lambda f, t, y, t_bound: SplittingStepper(f, t, y, t_bound, h, noise, domain, rng)  # noqa: E731
+        if self.common is not None:
+            common = self.common
+            stepper = lambda f, t, y, t_bound: CommonNoiseStepper(f, t, y, t_bound, h, common, domain,  # noqa: E731
+                                                                  noise, rng)
         # one adaptive stepper over the run with dense outputs, unless the rate jumps inside it (layers, Mix-LN's t_0):
         # then the steps land on the outputs and the jumps
         t_eval = self.t_eval
@@ -490,7 +510,7 @@ class _Plan:
 
 
 def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, precision, reduce_span,
-          span_coordinates, observe) -> _Plan:
+          span_coordinates, observe, common_noise=None) -> _Plan:
     """Every check and choice of :func:`simulate` (its arguments of the same names), in its order, before any
     step."""
     model = as_model(model)  # a feed-forward block alone: a Transformer without attention
@@ -509,6 +529,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     if why is not None:  # Mix-LN's tokens change space at t_0
         raise ValueError(f"`model` has noise = {noise:g}: {why}.")
     rng = np.random.default_rng(rng) if noise else rng
+    common = _common_noise(common_noise, model, method)
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     t_eval = checks.output_times(t_eval)
@@ -523,6 +544,11 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     first = model.at(t_eval[0])  # a callable's first value (its later ones must keep its size: Head.at)
     checks.matrices_act_on(first.dim, d, "the particles live in", at=t_eval[0])
     domain = domain_of(model, d) if start is None else _start_domain(start.domain, model, d)
+    if common is not None:
+        refused = common.refusal(domain, d)
+        if refused is not None:
+            raise ValueError(f"`common_noise`: {refused}.")
+        common.path.index(t_eval, "t_eval")
     if norm.unit_until is not None and t_eval[0] < norm.unit_until:  # Mix-LN from its post-LN stretch: unit vectors
         x = SPHERE.retract(x)
     if dt is not None:
@@ -546,7 +572,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
                              f"strategy {strategy!r} for {model!r} in d = {d}.")
         strategy = "pairwise"
     offered = particle_strategies(model, domain, n, d, method=method, batched=x.ndim == 3,
-                                  weighted=weights is not None, noisy=noise > 0)
+                                  weighted=weights is not None, noisy=noise > 0 or common is not None)
     path = strategies.resolve(strategy, offered, "particles")
     if weights is None:
         w = np.full(x.shape[:-1], 1.0 / n)
@@ -581,13 +607,32 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
 
     given, B = x, None
     if (reduce_span and domain.unit_vectors and path in ("fused", "pairwise", "quadrature")
-            and span.refusal(model, n, d, method=method, noisy=noise > 0) is None):
+            and span.refusal(model, n, d, method=method, noisy=noise > 0 or common is not None) is None):
         B = span.basis(x)  # (..., d, n): the run is in the coordinates x B, mapped back by Bᵀ at the end
         x, model = x @ B, span.in_dimension(model, n)
 
     rate = _velocity(model, domain, path, w, precision, state)
     return _Plan(model, norm, domain, method, t_eval, x, given, B, w, n, path, h, why, noise, rng, state, rate, rtol,
-                 atol)
+                 atol, common)
+
+
+def _common_noise(common_noise, model, method):
+    """The run's common noise (:mod:`meanfield.models.common_noise`), checked: None where there is none or every
+    Σ_k = 0 (today's run); refused with a method other than "rk4" and with time-dependent weights."""
+    if common_noise is None:
+        return None
+    if not isinstance(common_noise, CommonNoise):
+        raise TypeError(f"`common_noise` must be a meanfield.models.common_noise.CommonNoise, got "
+                        f"{type(common_noise).__name__}.")
+    if common_noise.is_zero:
+        return None
+    if method != "rk4":
+        raise ValueError(f"`common_noise`: tokens under a common noise are advanced by the split scheme on the path's "
+                         f"grid with fixed steps: method 'rk4', got {method!r}.")
+    if model.time_dependent:
+        raise ValueError("`common_noise` with time-dependent weights is not implemented (the layer boundaries would "
+                         "have to fall on the path's grid); give constant weights.")
+    return common_noise
 
 
 #: why the post-LN-only strategies refuse the other normalisations and hardmax attention

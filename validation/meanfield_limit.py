@@ -19,6 +19,8 @@ import particles
 from meanfield import Density
 from meanfield.solvers import solve
 from meanfield.density import Frame
+from meanfield.integrate import Status
+from meanfield.representations.common_noise import solve_common_noise
 
 from .wasserstein import discretisation, prepare, wasserstein
 
@@ -89,7 +91,7 @@ def fit_exponent(ns, distances, level: float = 0.95):
 
 def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None, p: float = 1,
                     dt: float | None = None, progress: bool = False, particle_strategy: str = "auto",
-                    **solve_kwargs) -> MeanFieldLimit:
+                    common_noise=None, **solve_kwargs) -> MeanFieldLimit:
     r"""W_p(μ^N_t, μ_t) by N and t, and the fitted rate in N.
 
     Parameters
@@ -114,6 +116,11 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     particle_strategy : str
         The particles' field strategy (:func:`particles.simulate`'s ``strategy``; e.g. "quadrature", BLAS sums, for
         many particles in high dimension).
+    common_noise : CommonNoise, optional
+        A common noise (MATH.md §13, :mod:`meanfield.models.common_noise`): the density is then the one realisation
+        of the stochastic continuity equation on its path
+        (:func:`meanfield.representations.common_noise.solve_common_noise`, which takes ``solve_kwargs``: ``dt``,
+        ``cfl``, ``strategy``, ``monitor``), and every particle system runs on the same path — W_p path by path.
     **solve_kwargs
         Passed to :func:`meanfield.solve` (its defaults: refined on the circle
         and S², not in R^d).
@@ -131,9 +138,14 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
         raise ValueError(f"`repeats` must be a positive integer, got {repeats!r}.")
     t_eval = np.asarray(t_eval, dtype=float)
     rng = np.random.default_rng(rng)
-    solve_kwargs.setdefault("representation", "grid")  # the distances below take grid densities
-    solve_kwargs.setdefault("raise_on_failure", True)  # a lost resolution is not a distance
-    sol = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, progress=progress, **solve_kwargs)
+    if common_noise is not None:  # one realisation of the density on the path the particles share
+        sol = solve_common_noise(model, mu0, t_eval, common_noise, **solve_kwargs)
+        if sol.status is not Status.SUCCESS:
+            raise RuntimeError(f"the density on the common path did not reach the end: {sol.message}")
+    else:
+        solve_kwargs.setdefault("representation", "grid")  # the distances below take grid densities
+        solve_kwargs.setdefault("raise_on_failure", True)  # a lost resolution is not a distance
+        sol = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, progress=progress, **solve_kwargs)
     D = np.empty((ns.size, int(repeats), t_eval.size))
     # each density once, as the distances take it: quantised with its exact CDF on the circle, the grid
     # measure (nodes × quadrature weights, exact OT) on S² and in R^d
@@ -142,7 +154,7 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     for i, n in enumerate(ns):
         x0 = particles.sample(mu0, int(n), rng=rng, batch=int(repeats))
         traj = particles.simulate(model, x0, t_eval, dt=dt, progress=progress, rng=rng,  # rng: a noisy model's noise
-                                  strategy=particle_strategy)
+                                  strategy=particle_strategy, common_noise=common_noise)
         w = np.full(int(n), 1.0 / n)
         for k, target in enumerate(targets):
             for r in range(int(repeats)):

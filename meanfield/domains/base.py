@@ -100,6 +100,17 @@ class Grid(abc.ABC):
         as a :class:`Diagonal` operator: what the diffusion DΔρ of a noisy model is integrated in (docs/MATH.md §7)."""
         raise NotImplementedError(f"no Laplacian on {self!r}")
 
+    def linear_transport_refusal(self) -> str | None:
+        """Why :meth:`linear_transport` is not available on this grid, or None where it is (what a common noise's
+        density solver asks first, MATH.md §13)."""
+        return (f"the push-forward of a density on {self!r} by a linear layer's map u ↦ e^A u/|e^A u| (common noise) "
+                "is not implemented on this grid")
+
+    def linear_transport(self, values, B) -> np.ndarray:
+        """The density B_#ρ pushed forward by u ↦ Bu/|Bu| (B a d×d matrix with det B > 0), sampled on this grid: the
+        exact flow map of a common noise over a step (:mod:`meanfield.models.common_noise`)."""
+        raise NotImplementedError(self.linear_transport_refusal())
+
     def spectrum(self, values):
         """What the resolution check and the energy both read of ``values``: the expansion's coefficients on
         the spectral grids, computed once per state and passed to :meth:`resolution` and

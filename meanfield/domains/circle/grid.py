@@ -146,6 +146,36 @@ class CircleGrid(Grid):
         """Evaluate the trigonometric interpolant of nodal ``values`` at angles θ."""
         return fourier.evaluate(values, theta)
 
+    def linear_transport_refusal(self) -> None:
+        return None
+
+    def linear_transport(self, values: np.ndarray, B) -> np.ndarray:
+        r"""The density pushed forward by φ(u) = Bu/|Bu| (B a 2×2 matrix, det B > 0), at the nodes (MATH.md §13).
+
+        A rotation B = R_α (BᵀB = I to 1e-13) shifts the interpolant, ρ̂_k ↦ ρ̂_k e^{−ikα}: exact for the
+        trigonometric polynomial, mass and spectrum kept. Any other B: (φ_#ρ)(θ) = ρ(φ^{-1}(θ)) |(φ^{-1})'(θ)| with
+        φ^{-1}(u) = B^{-1}u/|B^{-1}u| and (φ^{-1})'(θ) = det B^{-1} / |B^{-1}u(θ)|², the interpolant evaluated at the
+        preimages by a non-uniform FFT (:func:`fourier.evaluate_many`, to ~1e-13 relative): spectrally accurate for a
+        resolved density (the result is no longer a trigonometric polynomial of degree n/2; its mass changes by
+        that truncation and the NUFFT's accuracy alone).
+        """
+        B = np.asarray(B, dtype=float)
+        if B.shape != (2, 2) or not np.all(np.isfinite(B)):
+            raise ValueError(f"`B` must be a finite 2×2 matrix, got shape {B.shape}.")
+        (a, b), (c, d) = B.tolist()
+        det = a * d - b * c
+        if not det > 0:
+            raise ValueError(f"`B` must preserve orientation (det B > 0), got det B = {det!r}.")
+        if max(abs(a * a + c * c - 1.0), abs(b * b + d * d - 1.0), abs(a * b + c * d)) <= 1e-13:  # BᵀB = I
+            alpha = np.arctan2(c - b, a + d)
+            k = np.arange(self.n // 2 + 1)
+            return fourier.irfft(fourier.rfft(values) * np.exp(-1j * alpha * k), self.n)
+        # the preimages B^{-1}u_j (up to the factor 1/det B, which leaves their angles alone) and the Jacobian
+        cos, sin = self.points[:, 0], self.points[:, 1]
+        px = d * cos - b * sin
+        py = a * sin - c * cos
+        return fourier.evaluate_many(values, np.arctan2(py, px)) * (det / (px * px + py * py))
+
     def spectrum(self, values: np.ndarray) -> np.ndarray:
         """ρ̂_k (:meth:`coefficients`), which the resolution check and the energy both read."""
         return self.coefficients(values)

@@ -39,6 +39,11 @@ class EuclideanGrid(Grid):
 
     resolution_name = "n"  # cells along the first axis
 
+    def linear_transport_refusal(self) -> str:
+        return (f"common noise is not implemented on R^d grids ({self!r}): the tokens of R^d models are not projected "
+                "(P_x = I), so the layer's flow x ↦ e^A x stretches the density out of any fixed box at an exponential "
+                "rate, and finite volumes have no remap of their cell averages under a linear map")
+
     def __init__(self, bounds, shape):
         b = np.asarray(bounds, dtype=float)
         if b.ndim != 2 or b.shape[1] != 2 or b.shape[0] not in (1, 2):
