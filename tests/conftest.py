@@ -19,8 +19,9 @@ import pytest
 
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
-#: the most resident memory a test's process may hold at any moment of the test (bytes; 2 GB)
-MEMORY_BUDGET = 2e9
+#: the most resident memory a test's process may hold at any moment of the test (bytes; 2 GB; MEANFIELD_TEST_MEMORY
+#: changes it, e.g. to see the fixture fail)
+MEMORY_BUDGET = float(os.environ.get("MEANFIELD_TEST_MEMORY", 2e9))
 #: the memory budget of the studies the tests check and run (half the test's: the interpreter and its libraries,
 #: ~0.3-0.5 GB, and the test's own arrays hold the rest)
 STUDY_MEMORY = "1GB"
