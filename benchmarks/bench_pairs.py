@@ -1,10 +1,10 @@
 """Pair sums against the machine's limit: pairs per second per core beside the roofline, in one run.
 
-The fused pairwise field X_i = P_{x_i}⊥ Σ_j w_j e^{β⟨x_i,x_j⟩ − s_i} x_j / Σ_j w_j e^{β⟨x_i,x_j⟩ − s_i} of n = 4096
-particles on S^{d−1} (SA, β = 4; :func:`meanfield.kernels.field`) for d = 2, 3, 16, 128, on one and two threads:
-the current kernel (one query per pass over the keys: the anchor), the unrolled kernel over blocks of 2 and 4
-queries (d <= 8: :data:`meanfield.kernels.pairwise.QUERY_BLOCK`), single precision (d <= 8), and plain NumPy (Gram
-matrix, exp, matmul). Timings of one row are interleaved (:func:`_timing.interleaved`: a burst of load hits every
+The fused pairwise field X_i = P_{x_i}⊥ Σ_j w_j e^{β⟨x_i,x_j⟩ − s_i} x_j / Σ_j w_j e^{β⟨x_i,x_j⟩ − s_i} of
+n = 4096 particles on S^{d−1} (SA, β = 4; :func:`meanfield.kernels.field`) for d = 2, 3, 16, 128, on one and two
+threads: the current kernel (one query per pass over the keys: the anchor), the unrolled kernel over blocks of 2
+and 4 queries (d <= 8: :data:`meanfield.kernels.pairwise.QUERY_BLOCK`), single precision (d <= 8), and plain
+NumPy (Gram matrix, exp, matmul). Timings of one row are interleaved (:func:`_timing.interleaved`: a burst of load hits every
 variant alike), so the ratios to the anchor are meaningful on a loaded machine where the absolute rates are not.
 
 Flops per pair, as the kernels compute them (d_v = d, the values V x_j):
@@ -119,8 +119,8 @@ def main():
     print(f"clock {clock / 1e9:.3g} GHz ({source}); vectors: {lanes} doubles (flags), {built} as compiled; "
           f"{per_cycle['machine']} / {per_cycle['compiled']} flops per cycle per core (2 FMA units assumed); "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"n = {n}, SA β = {BETA}, uniform weights; rates in 10⁹ pairs/s per core (two threads: per core = total / 2);"
-          " ratio: time of the anchor / time of the variant, interleaved medians")
+    print(f"n = {n}, SA β = {BETA}, uniform weights; rates in 10⁹ pairs/s per core (two threads: per core = "
+          "total / 2); ratio: time of the anchor / time of the variant, interleaved medians")
     print(f"{'d':>4} {'thr':>3} {'variant':<14} {'rate/core':>9} {'% roof':>7} {'% roof c':>8} {'× anchor':>8} "
           f"{'max|ΔX|/max|X|':>15}")
     model = mf.SelfAttention(BETA)

@@ -77,7 +77,8 @@ def _peak_memory(request):
     request.node.user_properties.append(("peak_memory", (peak, peak - (start or 0))))
     if peak > MEMORY_BUDGET:
         pytest.fail(f"the test's process held {peak / 1e9:.2f} GB of resident memory at its peak (it started at "
-                    f"{(start or 0) / 1e9:.2f} GB), above the {MEMORY_BUDGET / 1e9:g} GB budget of a test", pytrace=False)
+                    f"{(start or 0) / 1e9:.2f} GB), above the {MEMORY_BUDGET / 1e9:g} GB budget of a test",
+                    pytrace=False)
 
 
 def pytest_runtest_logreport(report):

@@ -75,8 +75,9 @@ MEMORY_SHARE = 0.5
 #: the initial particles peaks at 2 (S¹⁵, uniform) to 9 (S¹, from a grid density) copies, a run's stages, fields
 #: and pair sums at 6 (S¹⁵) to 10 (S¹) and 18 (S² with noise: the splitting's increments) beyond its frames; the
 #: allocator need not return the first peak's memory before the second (glibc keeps freed blocks of tens of MB in
-#: its heap: 23 copies through ``meanfield check`` on S¹, T = 2). 32 bounds their sum with a margin
-#: (tests/study/test_preflight.py asserts the bound on measured runs).
+#: its heap: 23 copies through ``meanfield check`` on S¹, T = 2; 4 through check and run of a d = 128 phase diagram's
+#: systems, whose statistics are taken inside the run). 32 bounds their sum with a margin
+#: (tests/study/test_preflight.py asserts the bound on a measured check and run).
 PARTICLE_WORK = 32
 
 
@@ -304,7 +305,11 @@ def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate
             if pc["save_positions"]:
                 est.result += traj
             est.array(traj, f"the trajectories of N = {n} ({R} × {T} × {n} × {d})")
-        _hold_particles(est, pc["n"], R, T, d)
+        # the runner keeps no positions where they are neither saved nor compared with a density on unit vectors:
+        # the statistics are taken inside the run (runner._particles)
+        history = not (domains.get(cfg["domain"]).particle_domain(d).unit_vectors and not pc["save_positions"]
+                       and (grid is None or not cfg["distances"]["p"]))
+        _hold_particles(est, pc["n"], R, T, d, kept=history, frames=history)
         est.result += 3 * len(pc["n"]) * R * T * _FLOAT  # pair fractions, energies
         ps = cfg["distances"]["p"]
         if ps:
@@ -326,15 +331,15 @@ def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate
     return est
 
 
-def _hold_particles(est: Estimate, ns, R: int, T: int, d: int, kept: bool = True) -> None:
-    """The particles' memory into ``est``: each N's trajectories (R × T × N × d floats) kept to the end where ``kept``
-    (the runner stores every N's for its statistics and the file), and beside them one run's working set — its own
-    trajectories and :data:`PARTICLE_WORK` copies of its state — at the largest N."""
+def _hold_particles(est: Estimate, ns, R: int, T: int, d: int, kept: bool = True, frames: bool = True) -> None:
+    """The particles' memory into ``est``: each N's trajectories (R × T × N × d floats) kept to the end where
+    ``kept`` (the runner stores every N's for its statistics and the file), and beside them one run's working set — its own
+    trajectories where it records ``frames`` and :data:`PARTICLE_WORK` copies of its state — at the largest N."""
     if not ns:  # [particles] n = []: no particle runs
         return
     if kept:
         est.kept += sum(R * T * n * d * _FLOAT for n in ns)
-    n = max(ns)
+    n, T = max(ns), T if frames else 0
     est.working((T + PARTICLE_WORK) * R * n * d * _FLOAT,
                 f"the run of N = {n} ({T} frames and {PARTICLE_WORK} working copies of {R} × {n} × {d} floats)")
 
@@ -401,7 +406,8 @@ def memory_budget() -> tuple[float, str]:
                              f"got {given!r}")
         return value, f"MEANFIELD_MEMORY = {given}"
     total = physical_memory()
-    return MEMORY_SHARE * total, f"{MEMORY_SHARE:.0%} of this machine's {human(total)}; set MEANFIELD_MEMORY to change it"
+    return MEMORY_SHARE * total, (f"{MEMORY_SHARE:.0%} of this machine's {human(total)}; set MEANFIELD_MEMORY to "
+                                  "change it")
 
 
 def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | None = None,
@@ -454,7 +460,8 @@ def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | N
     return runs
 
 
-def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False, memory: float | None = None) -> Estimate:
+def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False,
+          memory: float | None = None) -> Estimate:
     """Refuse, before any work, a study that cannot finish on this machine; return its :class:`Estimate`.
 
     With ``announce`` (what a run does) the degree the kernel needs at t = 0 (:func:`kernel_degree`) is logged, so

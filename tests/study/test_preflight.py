@@ -122,8 +122,8 @@ def test_too_little_memory_is_refused_before_any_work(tmp_path, monkeypatch, cap
     # (3 + PARTICLE_WORK) states
     est = preflight.estimate(meanfield.study.read(big))
     assert est.kept >= 614.4e6 and est.work == (3 + preflight.PARTICLE_WORK) * 204.8e6
-    _one_line(capsys, f"needs about {preflight.human(est.peak)}", f"{preflight.human(est.work)} for the run of N = 200000",
-              "budget of 100 MB", "MEANFIELD_MEMORY = 100MB")
+    _one_line(capsys, f"needs about {preflight.human(est.peak)}",
+              f"{preflight.human(est.work)} for the run of N = 200000", "budget of 100 MB", "MEANFIELD_MEMORY = 100MB")
 
 
 #: the study that held 21 GB in a CI test process (tests/conftest.py): the mutations of
