@@ -183,10 +183,11 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--serial", action="store_true", help="no dask: run the tasks one after the other")
     c = sub.add_parser("check", help="check a study file and estimate its size, without running it",
                        description="Validate a study file, build its model, grid and initial density, and print "
-                                   "the estimated size of its results and of its largest array against this "
-                                   "machine's memory and disk, the resolution refinement can reach and (S², general "
-                                   "Q, K, V) the degree the kernel needs at t = 0 (exit 0), or refuse it in one line "
-                                   "(exit 2). A complete result at the output path is reported, not refused.")
+                                   "the estimated size of its results and the memory it holds at once against "
+                                   "its memory budget (MEANFIELD_MEMORY, else half the machine's) and the disk, "
+                                   "the resolution refinement can reach and (S², general Q, K, V) the degree the "
+                                   "kernel needs at t = 0 (exit 0), or refuse it in one line (exit 2). "
+                                   "A complete result at the output path is reported, not refused.")
     c.add_argument("study", type=Path, help="the study file (TOML; reference in the README, 'Study file reference')")
     c.add_argument("--output", type=Path, default=None, help="results file to check (default from the study)")
     c.add_argument("--overwrite", action="store_true",
@@ -271,7 +272,7 @@ def _check(args) -> int:
     reported (``run`` would need --overwrite), not refused: the check is of the study."""
     from .study import read
     from .study.build import build_grid, build_model
-    from .study.preflight import check, existing, human, output
+    from .study.preflight import check, existing, human, memory_budget, output
 
     cfg = read(args.study)
     # writable (a bad path is refused); what is there already is reported below
@@ -287,6 +288,8 @@ def _check(args) -> int:
         lines.append(f"kernel       {est.kernel}")
     lines += [f"results      up to {human(est.result)} (uncompressed) at {path}",
               f"largest      {human(est.largest)}: {est.largest_what}" if est.largest else "largest      -"]
+    budget, source = memory_budget()
+    lines.append(f"memory       about {human(est.peak)} at once ({est.peak_what}); budget {human(budget)} ({source})")
     if est.ot_where:
         lines.append(f"exact OT     {est.ot_entries:.3g} cost entries at most ({est.ot_where})")
     lines += _run_time_lines(est.runs)

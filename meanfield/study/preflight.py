@@ -11,9 +11,13 @@ results file (density frames on the largest grid refinement may reach, the
 particle trajectories, the distances) and the largest single array of the run
 (the trajectories of one N, the optimal transport of the distances: exact up to
 :data:`validation.wasserstein.EXACT_OT_MAX` cost entries, coarsened to that size beyond, with a certified
-bound; the pairwise field sums are cut into row chunks and stay small). :func:`check` refuses, with one
-line naming the estimate and the way out, a study whose largest array does not fit in the memory
-available, or whose results do not fit on the disk of the output directory.
+bound; the pairwise field sums are cut into row chunks and stay small), and the memory the run holds at once
+(``peak``: the particles' trajectories, every N's kept for the results, with the working arrays of the largest
+N's run, :data:`PARTICLE_WORK` copies of its state). :func:`check` refuses, with one line naming the estimate and
+the way out, a study whose peak exceeds its memory budget (:func:`memory_budget`: ``MEANFIELD_MEMORY``, else
+:data:`MEMORY_SHARE` of the machine's physical memory — a stated figure, never the memory free at the moment: a
+study sized against whatever other processes left free passes on an idle machine and is then refused, or worse
+runs, beside them), or whose results do not fit on the disk of the output directory.
 
 It also says what the grid will do: the resolution refinement can reach (:func:`reach`: doublings of the
 initial one, so the largest n·2^k or lmax·2^k <= [time] max_n), and on S² with general Q, K, V the
@@ -33,6 +37,8 @@ is sized at its refinement cap, files uncompressed).
 from __future__ import annotations
 
 import logging
+import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,12 +59,26 @@ from ..solvers.solve import run_estimate as solve_estimate
 from . import build, stationary
 from .config import StudyError
 
-__all__ = ["Estimate", "estimate", "solver", "check", "output", "existing", "reach", "kernel_degree", "available_memory",
-           "human", "run_times"]
+__all__ = ["Estimate", "estimate", "solver", "check", "output", "existing", "reach", "kernel_degree", "memory_budget",
+           "physical_memory", "human", "run_times", "MEMORY_SHARE", "PARTICLE_WORK"]
 
 log = logging.getLogger("meanfield.study")
 
 _FLOAT = 8  # bytes of a float64
+
+#: Without ``MEANFIELD_MEMORY`` a study may hold this share of the machine's physical memory (the rest: the
+#: interpreter, the libraries, the other processes of a shared machine)
+MEMORY_SHARE = 0.5
+
+#: A particle run of R × N × d floats (one state) holds, besides its output frames, at most this many copies of its
+#: state. Measured as the growth of resident memory (VmHWM) over one state, at T = 2 and 10 output frames: drawing
+#: the initial particles peaks at 2 (S¹⁵, uniform) to 9 (S¹, from a grid density) copies, a run's stages, fields
+#: and pair sums at 6 (S¹⁵) to 10 (S¹) and 18 (S² with noise: the splitting's increments) beyond its frames; the
+#: allocator need not return the first peak's memory before the second (glibc keeps freed blocks of tens of MB in
+#: its heap: 23 copies through ``meanfield check`` on S¹, T = 2; 4 through check and run of a d = 128 phase diagram's
+#: systems, whose statistics are taken inside the run). 32 bounds their sum with a margin
+#: (tests/study/test_preflight.py asserts the bound on a measured check and run).
+PARTICLE_WORK = 32
 
 
 def human(nbytes: float) -> str:
@@ -72,7 +92,10 @@ def human(nbytes: float) -> str:
 @dataclass
 class Estimate:
     """Sizes of a study in bytes: ``result`` (the file, uncompressed) and ``largest`` (one array, with
-    ``largest_what`` saying which); ``ot_entries`` the largest exact-OT cost matrix (entries) and
+    ``largest_what`` saying which); ``kept`` what the run keeps to the end (density frames, trajectories) and
+    ``work`` the largest working set beside it (one particle run's, or one optimal transport's, ``work_what``
+    saying which), so that ``peak`` = kept + work bounds the memory the run holds at once (:func:`check` compares it
+    with the budget); ``ot_entries`` the largest exact-OT cost matrix (entries) and
     ``ot_where`` where it arises; ``notes`` what the estimate assumed; ``refinement`` the resolution refinement
     can reach (:func:`reach`) and ``kernel`` the degree the kernel needs at t = 0 (:func:`kernel_degree`), each a
     sentence or ""; ``runs`` what each run will step, (what, :class:`~meanfield.integrate.trackers.RunEstimate`)
@@ -81,6 +104,9 @@ class Estimate:
     result: float = 0.0
     largest: float = 0.0
     largest_what: str = ""
+    kept: float = 0.0
+    work: float = 0.0
+    work_what: str = ""
     ot_entries: int = 0
     ot_first: int = 0
     ot_where: str = ""
@@ -92,6 +118,24 @@ class Estimate:
     def array(self, nbytes: float, what: str) -> None:
         if nbytes > self.largest:
             self.largest, self.largest_what = float(nbytes), what
+
+    def working(self, nbytes: float, what: str) -> None:
+        """A working set of ``nbytes`` held beside what is kept, while ``what`` runs (the largest is the peak's)."""
+        if nbytes > self.work:
+            self.work, self.work_what = float(nbytes), what
+
+    @property
+    def peak(self) -> float:
+        """Bytes the run holds at once, at most: what it keeps plus its largest working set."""
+        return self.kept + self.work
+
+    @property
+    def peak_what(self) -> str:
+        """What the peak is made of, in words."""
+        parts = [f"{human(self.kept)} kept (density frames, trajectories)"] if self.kept else []
+        if self.work:
+            parts.append(f"{human(self.work)} for {self.work_what}")
+        return " and ".join(parts) or "nothing"
 
 
 def _cap_grid(cfg, grid):
@@ -236,6 +280,7 @@ def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate
         cap = _cap_grid(cfg, grid)
         nodes = int(np.prod(cap.shape))
         est.result += T * nodes * _FLOAT
+        est.kept += T * nodes * _FLOAT
         est.array(T * nodes * _FLOAT, f"the density frames on {cap!r}")
         if cap is not grid:
             est.notes.append(f"density frames sized on the refinement cap {cap!r}")
@@ -247,6 +292,7 @@ def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate
             points = max(4 * nodes, 512)
             frames = T * points * (cfg["dimension"] + 2) * _FLOAT
             est.result += frames
+            est.kept += frames
             est.array(frames, f"the Lagrangian frames ({T} × {points} points, assumed)")
             est.notes.append(f"Lagrangian frames sized at {points} points each and the step history at {steps} "
                              "steps (assumed counts: both grow as the run needs)")
@@ -259,6 +305,11 @@ def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate
             if pc["save_positions"]:
                 est.result += traj
             est.array(traj, f"the trajectories of N = {n} ({R} × {T} × {n} × {d})")
+        # the runner keeps no positions where they are neither saved nor compared with a density on unit vectors:
+        # the statistics are taken inside the run (runner._particles)
+        history = not (domains.get(cfg["domain"]).particle_domain(d).unit_vectors and not pc["save_positions"]
+                       and (grid is None or not cfg["distances"]["p"]))
+        _hold_particles(est, pc["n"], R, T, d, kept=history, frames=history)
         est.result += 3 * len(pc["n"]) * R * T * _FLOAT  # pair fractions, energies
         ps = cfg["distances"]["p"]
         if ps:
@@ -274,8 +325,23 @@ def estimate(cfg: dict, grid=None, prepared: Prepared | None = None) -> Estimate
                                 f"W_p between the density on {nodes0} to {nodes} grid nodes (as the grid is refined) "
                                 f"and N = {n} particles")
                 # beyond EXACT_OT_MAX entries the measures are coarsened to it: the transport never grows past
-                est.array(min(est.ot_entries, EXACT_OT_MAX) * OT_BYTES_PER_ENTRY, f"the optimal transport ({est.ot_where})")
+                ot = min(est.ot_entries, EXACT_OT_MAX) * OT_BYTES_PER_ENTRY
+                est.array(ot, f"the optimal transport ({est.ot_where})")
+                est.working(ot, f"the optimal transport ({est.ot_where})")
     return est
+
+
+def _hold_particles(est: Estimate, ns, R: int, T: int, d: int, kept: bool = True, frames: bool = True) -> None:
+    """The particles' memory into ``est``: each N's trajectories (R × T × N × d floats) kept to the end where
+    ``kept`` (the runner stores every N's for its statistics and the file), and beside them one run's working set — its own
+    trajectories where it records ``frames`` and :data:`PARTICLE_WORK` copies of its state — at the largest N."""
+    if not ns:  # [particles] n = []: no particle runs
+        return
+    if kept:
+        est.kept += sum(R * T * n * d * _FLOAT for n in ns)
+    n, T = max(ns), T if frames else 0
+    est.working((T + PARTICLE_WORK) * R * n * d * _FLOAT,
+                f"the run of N = {n} ({T} frames and {PARTICLE_WORK} working copies of {R} × {n} × {d} floats)")
 
 
 def _estimate_stationary(cfg: dict, est: Estimate, T: int) -> None:
@@ -293,6 +359,7 @@ def _estimate_stationary(cfg: dict, est: Estimate, T: int) -> None:
         est.result += len(sc["noise"]) * len(pc["n"]) * R * _FLOAT
         for n in pc["n"]:
             est.array(R * T * n * d * _FLOAT, f"the trajectories of N = {n} ({R} × {T} × {n} × {d}; not written)")
+        _hold_particles(est, pc["n"], R, T, d, kept=False)
 
 
 def output(path, overwrite: bool, where: str) -> Path:
@@ -304,21 +371,43 @@ def output(path, overwrite: bool, where: str) -> Path:
         raise StudyError(f"{where}: {exc}") from None
 
 
-def available_memory() -> float:
-    """Bytes of memory available to a new allocation (MemAvailable; psutil's figure; else inf)."""
+def physical_memory() -> float:
+    """Bytes of physical memory of this machine (pages × page size; inf where the system does not say). A fixed
+    figure: not what is free at the moment."""
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        import psutil
-
-        return float(psutil.virtual_memory().available)
-    except ImportError:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
         return float("inf")
+
+
+_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
+          "tib": 2**40}
+
+
+def memory_budget() -> tuple[float, str]:
+    """The memory a study may hold at once, in bytes, and where the figure comes from, in words.
+
+    ``MEANFIELD_MEMORY`` (bytes, or a number with a unit: "8GB", "512 MiB") where set — a batch job's allocation, a
+    shared machine's share; else :data:`MEMORY_SHARE` of the machine's physical memory (:func:`physical_memory`).
+    Never the memory free at the moment: a check against it passes or fails with whatever else runs beside it
+    (issue 50: generated studies passed such a check on an idle CI machine and then held 21 GB).
+
+    Raises
+    ------
+    StudyError
+        ``MEANFIELD_MEMORY`` is not a positive size.
+    """
+    given = os.environ.get("MEANFIELD_MEMORY", "").strip()
+    if given:
+        match = re.fullmatch(r"([0-9.]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)", given.lower())
+        value = float(match.group(1)) * _UNITS[match.group(2)] if match and match.group(2) in _UNITS else -1.0
+        if not value > 0:
+            raise StudyError(f"MEANFIELD_MEMORY: a positive size in bytes, or with a unit (e.g. 8GB, 512MiB), "
+                             f"got {given!r}")
+        return value, f"MEANFIELD_MEMORY = {given}"
+    total = physical_memory()
+    return MEMORY_SHARE * total, (f"{MEMORY_SHARE:.0%} of this machine's {human(total)}; set MEANFIELD_MEMORY to "
+                                  "change it")
 
 
 def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | None = None,
@@ -371,20 +460,23 @@ def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | N
     return runs
 
 
-def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False) -> Estimate:
+def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False,
+          memory: float | None = None) -> Estimate:
     """Refuse, before any work, a study that cannot finish on this machine; return its :class:`Estimate`.
 
     With ``announce`` (what a run does) the degree the kernel needs at t = 0 (:func:`kernel_degree`) is logged, so
     that an expensive run says what the grid will do before it starts. With ``timing`` (``meanfield check``) the
     estimate's ``runs`` says what each run will step and how long a step takes (:func:`run_times`: a fraction of
-    a second per run, measured).
+    a second per run, measured). ``memory``: the budget in bytes (default :func:`memory_budget`), which the study's
+    peak (:attr:`Estimate.peak`) must not exceed; it is checked before any particle is drawn or step timed.
 
     Raises
     ------
     StudyError
         One line: the initial density is not resolved on its grid, the density's solve refuses the study's
-        model or [time] options (:func:`solver`: solve's own checks, which the run's solve repeats), the largest
-        array exceeds the memory available, or the results exceed the free disk space of the directory of ``path``.
+        model or [time] options (:func:`solver`: solve's own checks, which the run's solve repeats), the memory
+        the run holds at once exceeds the budget, or the results exceed the free disk space of the directory of
+        ``path``.
     """
     grid = build.build_grid(cfg)
     solves = grid is not None and cfg.get("stationary") is None  # a density solve ([stationary]: none)
@@ -410,10 +502,10 @@ def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False) 
     if est.ot_entries > EXACT_OT_MAX:  # computed, not refused: coarsened to fit, each with its certified bound
         est.notes.append(f"distances beyond {EXACT_OT_MAX:.0e} cost entries (up to {est.ot_entries:.3g}) by coarsened "
                          "OT, each with its certified bound in `wasserstein_bound`")
-    free = available_memory()
-    if est.largest > free:
-        raise StudyError(f"the study needs {human(est.largest)} for {est.largest_what}, more than the "
-                         f"{human(free)} of memory available; lower [particles] n / repeats or [time] frames")
+    budget, source = memory_budget() if memory is None else (float(memory), "as given")
+    if est.peak > budget:
+        raise StudyError(f"the study needs about {human(est.peak)} of memory at once ({est.peak_what}), more than its "
+                         f"budget of {human(budget)} ({source}); lower [particles] n / repeats or [time] frames")
     if path is not None and path is not False:
         parent = Path(path).parent if str(Path(path).parent) else Path(".")
         disk = float(shutil.disk_usage(parent).free)

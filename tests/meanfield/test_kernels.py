@@ -39,6 +39,36 @@ def test_loose_shift_falls_back_to_exact_maximum(rng):
     assert np.max(np.abs(got - ref)) <= 1e-10 * max(np.max(np.abs(ref)), 1e-300)
 
 
+def test_query_blocked_kernel_equals_one_row_per_pass_to_round_off(rng, monkeypatch, block=4):
+    """pairwise.QUERY_BLOCK > 1 (benchmarks/bench_pairs.py's candidate: one pass over the keys serves a block of
+    queries) computes the same sums as the one-row kernel, for equal and unequal weights, a batch, a last partial
+    block (m = 41 queries), single precision, and the exact-maximum fallback of rows whose Cauchy–Schwarz shift is
+    loose enough to underflow. Error model: the same positive-weighted terms (each within one ulp of vexp) summed in
+    orders that fast-math reassociation may split into different vector lanes: each sum differs by at most
+    n·u·Σ_j|terms| (n = 70; u = 1.1e-16 in double, 6e-8 in single), bounded here through the row's largest entry;
+    10× margin."""
+    from meanfield.kernels import pairwise
+
+    x = pt.uniform_sphere(70, 3, rng=rng, batch=2)
+    q = pt.uniform_sphere(41, 3, rng=rng, batch=2)
+    w = rng.uniform(0.5, 1.5, (2, 70))
+    Q, K = np.diag([1e-3, 1.0, 1.0]), np.diag([1.0, 1e-3, 1e-3])
+    cases = [(x, w, q, 2.5, None, None, "double"), (x, np.full((2, 70), 1 / 70), q, 2.5, None, None, "double"),
+             (x, w, q, 2.5, None, None, "single"), (x[0], w[0], x[0], 5e4, Q, K, "double")]
+    for points, weights, queries, beta, QQ, KK, precision in cases:
+        one = pairwise.pairwise_sums(points, weights, queries, beta, QQ, KK, precision=precision)
+        monkeypatch.setattr(pairwise, "QUERY_BLOCK", block)
+        blocked = pairwise.pairwise_sums(points, weights, queries, beta, QQ, KK, precision=precision)
+        monkeypatch.setattr(pairwise, "QUERY_BLOCK", 1)
+        u = 6e-8 if precision == "single" else 1.1e-16
+        num, den, shift = one
+        assert np.array_equal(shift, blocked[2])  # the same shift per row (the bound, or the fallback's maximum)
+        # Σ_j |terms| <= den · max|v| (|v| <= ‖V‖ |x_j| = 1 here): the sums' scale
+        tol = 10 * 70 * u * den[..., None]
+        assert np.all(np.abs(blocked[0] - num) <= tol) and np.all(np.abs(blocked[1] - den) <= tol[..., 0])
+    assert np.all(np.isfinite(one[0]))  # the fallback case: finite sums
+
+
 def test_batched_pairwise_sums(rng):
     x = pt.uniform_sphere(30, 3, rng=rng, batch=(2, 3))
     w = np.full((2, 3, 30), 1 / 30)

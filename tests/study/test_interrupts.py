@@ -197,12 +197,38 @@ max_n = 256
 """
 
 
+#: the console script with every compiled round of :func:`meanfield.kernels.threads.run_tasks` counted: at exit (the
+#: exit handlers run after an interrupt too) a line "ROUNDS total ended-with-a-signal-pending started-after-it"
+_COUNTED = """
+import atexit, sys
+from meanfield import interrupts
+from meanfield.kernels import threads
+import meanfield_command
+
+counts = [0, 0, 0]
+plain = threads._round
+
+def counted(*args):
+    started = interrupts.pending()
+    plain(*args)
+    counts[0] += 1
+    counts[1] += interrupts.pending()
+    counts[2] += started
+
+threads._round = counted
+atexit.register(lambda: print("ROUNDS", *counts, file=sys.stderr, flush=True))
+sys.argv[0] = "meanfield"
+sys.exit(meanfield_command.main())
+"""
+
+
 def _latency(args, cwd, marker, delay):
-    """Run ``meanfield ARGS`` (logging on: no --quiet), SIGINT ``delay`` s after the log line holding ``marker``
-    (the computation began); (exit code, seconds from the signal to the exit or None if it ended before, stderr)."""
+    """Run ``meanfield ARGS`` (logging on: no --quiet; compiled rounds counted, :data:`_COUNTED`), SIGINT ``delay`` s
+    after the log line holding ``marker`` (the computation began); (exit code, seconds from the signal to the exit or
+    None if it ended before, stderr, (rounds, rounds that ended with the signal pending, rounds started after it))."""
     import threading
 
-    proc = subprocess.Popen([sys.executable, "-m", "meanfield_command", *args], cwd=cwd, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-c", _COUNTED, *args], cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines, began = [], threading.Event()
 
@@ -228,32 +254,47 @@ def _latency(args, cwd, marker, delay):
         proc.kill()
     latency = None if sent is None else time.monotonic() - sent
     reader.join(timeout=10)
-    return proc.returncode, latency, "".join(lines)
+    rounds = next((tuple(int(v) for v in line.split()[1:]) for line in lines if line.startswith("ROUNDS ")), None)
+    return proc.returncode, latency, "".join(lines), rounds
 
 
-def _exits_within_two_seconds(tmp_path, study, marker, delay, kept):
+def _stops_within_its_round(tmp_path, study, marker, delay, kept, compiled=True):
+    """The signal is honoured within the compiled round it arrived in: no round starts after it, at most one (the
+    round under way) ends after it — what the code controls (rounds of ~:data:`ROUND_SECONDS` of the work, sized by
+    the time the previous one took, so they shrink under load). The wall time from the signal to the exit (~0.5 s
+    on a quiet machine, benchmarks/bench_interrupts.py) is reported, not asserted: under another process's load it
+    measures the scheduler. ``compiled``: the signal must land in compiled sums (else in the integrator's steps, whose
+    own check the status "interrupted" and ``kept`` show)."""
+    from meanfield.kernels.threads import ROUND_SECONDS
+
     (tmp_path / "s.toml").write_text(study)
-    code, latency, err = _latency(["run", "s.toml", "--output", "out.nc"], tmp_path, marker, delay)
+    code, latency, err, rounds = _latency(["run", "s.toml", "--output", "out.nc"], tmp_path, marker, delay)
     assert latency is not None, f"the run ended before the signal: {err}"  # it landed before the end
     assert code == 130 and "Traceback" not in err, err
     assert kept in err, err  # honoured inside the computation (it began: the marker came first)
-    assert latency <= 2.0, f"{latency:.2f} s from SIGINT to exit"
+    assert rounds is not None, err
+    if compiled:  # the signal landed in compiled sums, run in rounds (within deferred interrupts)
+        assert rounds[0] >= 1 and rounds[1] >= 1, (rounds, err)
+    total, ended_after, started_after = rounds
+    assert started_after == 0 and ended_after <= 1, (
+        f"{started_after} compiled round(s) started and {ended_after} ended after SIGINT (of {total}; rounds of "
+        f"~{ROUND_SECONDS} s); {latency:.2f} s from SIGINT to exit")
     ds = meanfield.load(tmp_path / "out.nc")
     assert ds.attrs["status"] == "interrupted"
     return ds
 
 
-def test_sigint_to_particles_at_n_1e5_exits_within_two_seconds(tmp_path):
+def test_sigint_to_particles_at_n_1e5_stops_within_its_round(tmp_path):
     # 2 s after "simulating": inside the n² statistics (before the fix: one pair_fraction call of 10-20 s that
     # no check could stop, then 0.5 s of imports for the write and 0.5 s of interpreter teardown)
-    _exits_within_two_seconds(tmp_path, PARTICLES_1E5, "simulating", 2.0,
-                              "interrupted: keeping the particle systems finished so far")
+    _stops_within_its_round(tmp_path, PARTICLES_1E5, "simulating", 2.0,
+                            "interrupted: keeping the particle systems finished so far")
 
 
 @pytest.mark.slow  # ~10 s
-def test_sigint_to_an_s2_density_at_lmax_256_exits_within_two_seconds(tmp_path):
-    ds = _exits_within_two_seconds(tmp_path, S2_LMAX_256, "solving the density", 3.0,
-                                   "interrupted: keeping the density up to the last output time")
+def test_sigint_to_an_s2_density_at_lmax_256_stops_within_its_round(tmp_path):
+    ds = _stops_within_its_round(tmp_path, S2_LMAX_256, "solving the density", 3.0,
+                                 "interrupted: keeping the density up to the last output time", compiled=False)
     assert ds.step_time.size > 1  # steps were taken before the signal
 
 
