@@ -150,6 +150,11 @@ class Sequence(Domain):
 
     @staticmethod
     def grid_strategies(model, grid):
+        rope = next((h for h in model.heads if h.rope), None)
+        if rope is not None:
+            why = (f"densities of causal attention with RoPE phases are not solved on [0, 1] × S¹ here (the key "
+                   f"R(ωτ)Ky turns with the source row: no seen measure of the circle); got {rope!r}; particles run it")
+            return {"spectral": why, "quadrature": why}
         return {"spectral": zonal_refusal(model), "quadrature": None}
 
     @staticmethod
@@ -159,7 +164,7 @@ class Sequence(Domain):
                              "Transformer's blocks would act on the x part only (not implemented).")
         if strategy == "spectral":
             z = model.zonal
-            return SequenceSpectral(grid, z.beta, z.c, model.normalized)
+            return SequenceSpectral(grid, z.beta, z.c, model.normalized, model.decay)
         return SequenceQuadrature(grid, model)
 
     @staticmethod

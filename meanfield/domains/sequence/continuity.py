@@ -35,6 +35,7 @@ class _SequenceRate:
 
     def __init__(self, grid: SequenceGrid, normalized: bool):
         self.grid, self.normalized = grid, bool(normalized)
+        self.decay = 0.0
         self.n, self.M = grid.n, fourier.padded_size(grid.n)
         self.k = np.arange(self.n // 2 + 1)
         self._dtheta_M = 2.0 * np.pi / self.M
@@ -43,10 +44,11 @@ class _SequenceRate:
         P = fourier.pad(fourier.rfft(values) * (self.M / self.n), self.n, self.M // 2 + 1)
         return P, fourier.irfft(P, self.M)
 
-    def seen(self, P):
-        """What each row attends to, in the same layout as ``P`` (values or coefficients, rows first): R(s_k, ·),
-        with the first row's limit f(0, ·) for SA (whose field is invariant under scaling R)."""
-        R = cumulative(P, self.grid.h)
+    def seen(self, P, decay=None):
+        """What each row attends to, in the same layout as ``P`` (values or coefficients, rows first): R(s_k, ·) =
+        ∫_0^{s_k} e^{−λ(s_k − τ)} f(τ, ·) dτ (λ = ``decay``, default the model's; docs/MATH.md §13), with the first
+        row's limit f(0, ·) for SA (whose field is invariant under scaling R; the limit of R/∫_0^s e^{−λ(s−τ)}dτ)."""
+        R = cumulative(P, self.grid.h, self.decay if decay is None else decay)
         if self.normalized:
             R[0] = P[0]
         return R
@@ -84,12 +86,14 @@ class _SequenceRate:
 
 class SequenceSpectral(_SequenceRate):
     """Zonal causal attention (Q = qI, K = kI, V = cI): each row's field from the Bessel multipliers of its seen
-    measure's coefficients (the cumulative sums taken on the coefficients: they are linear)."""
+    measure's coefficients (the cumulative sums taken on the coefficients: they are linear). ``decay`` = λ of the
+    decay mask e^{−λ(s − τ)} (docs/MATH.md §13): it weighs the rows, not the angles, so the kernel stays zonal."""
 
     strategy = "spectral"
 
-    def __init__(self, grid: SequenceGrid, beta: float, c: float, normalized: bool):
+    def __init__(self, grid: SequenceGrid, beta: float, c: float, normalized: bool, decay: float = 0.0):
         super().__init__(grid, normalized)
+        self.decay = float(decay)
         check_usa_beta(beta, normalized, "the circle")
         self.beta, self.c = float(beta), float(c)
         self._D, self._N = bessel_multipliers(self.M // 2, self.beta)
@@ -106,12 +110,18 @@ class SequenceSpectral(_SequenceRate):
 class SequenceQuadrature(_SequenceRate):
     """Any causal sphere model in d = 2 (any Q, K, V, several heads): each row's field is the model's own sum
     (``field``, the non-causal heads) over the circle's nodes weighted by the row's seen measure, at the padded
-    nodes."""
+    nodes. Each head's seen measure carries its own decay mask (``decay`` of the head, docs/MATH.md §13)."""
 
     strategy = "quadrature"
 
     def __init__(self, grid: SequenceGrid, model, field=None):
-        heads = tuple(dataclasses.replace(h, causal=False) for h in model.heads)
+        for h in model.heads:
+            if h.rope:
+                raise ValueError(f"densities of causal attention with RoPE phases are not solved here (the key R(ωτ)Ky "
+                                 f"turns with the source row: no seen measure of the circle); got {h!r}. Run "
+                                 "particles (particles.simulate).")
+        self.decays = tuple(h.decay for h in model.heads)
+        heads = tuple(dataclasses.replace(h, causal=False, decay=0.0) for h in model.heads)
         super().__init__(grid, all(h.normalized for h in heads))
         if len({h.normalized for h in heads}) > 1:  # the first row's limit differs between SA and USA heads
             raise ValueError(f"causal heads must all be SA or all USA on a SequenceGrid; got {model!r}.")
@@ -120,8 +130,8 @@ class SequenceQuadrature(_SequenceRate):
         self._tangent = tangents(self._queries)
 
     def _velocity(self, P, rho_M):
-        seen = self.seen(fourier.irfft(P, self.M))  # the seen measures on the padded nodes (exact quadrature)
-        w = seen * (2.0 * np.pi / self.M)
-        pts = np.broadcast_to(self._queries, seen.shape + (2,))
-        X = sum(h.field(pts, w, pts) for h in self.heads) if len(self.heads) > 1 else self.heads[0].field(pts, w, pts)
+        values = fourier.irfft(P, self.M)
+        seen = {lam: self.seen(values, lam) for lam in dict.fromkeys(self.decays)}  # on the padded nodes (exact)
+        pts = np.broadcast_to(self._queries, values.shape + (2,))
+        X = sum(h.field(pts, seen[lam] * (2.0 * np.pi / self.M), pts) for h, lam in zip(self.heads, self.decays))
         return np.sum(X * self._tangent, axis=-1)
