@@ -33,6 +33,7 @@ from .domains.sphere.laws import check_ball_point, mobius_density
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
+           "positional_pair",
            "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
            "lorentzian_rates", "lorentzian_critical_width", "CriticalWidth", "ngpt_rates"]
 
@@ -476,6 +477,81 @@ def causal_pair(t, theta0: float, beta: float) -> np.ndarray:
         u = brentq(lambda v: _causal_pair_time(v, beta) - (g0 - ti), u0 - ti, u0, xtol=1e-300, rtol=8.9e-16,
                    maxiter=400)
         out[i] = 2.0 * np.arctan(np.exp(u))
+    return out
+
+
+def positional_pair(t, theta0: float, beta: float, decay_gap: float = 0.0, rope_gap: float = 0.0) -> np.ndarray:
+    r"""The signed angle φ(t) = θ_2 − θ_1 of the second token to the first under causal SA with Q = K = V = I, a decay
+    mask and RoPE phases (docs/MATH.md §13): on S¹ for RoPE, on any S^{d-1} (φ the angle between them) without.
+
+    The first token sees only itself and never moves. The second, at the gap Δs = s_2 − s_1 > 0 after it, weighs
+    the first by e^{β⟨R(ωs_2)x_2, R(ωs_1)x_1⟩ − λΔs} = e^{β cos(φ + ωΔs) − λΔs} and itself by e^β, so its velocity
+    is p sin(θ_1 − θ_2) with p the first token's softmax weight:
+
+    .. math:: \dot\varphi = -\sin\varphi\; p(\varphi),\qquad
+        p(\varphi) = \frac{1}{1 + e^{\beta(1 - \cos(\varphi + \alpha)) + L}},\quad L = \lambda\Delta s,\
+        \alpha = \omega\Delta s .
+
+    For φ_0 in (0, π), φ decreases to 0 without reaching it, and separating the variables, with
+    c = 1 + e^{L + β(1 − cos α)} (the rate of the linearisation at φ = 0 is 1/c),
+
+    .. math:: t = c\,\log\frac{\tan(\varphi_0/2)}{\tan(\varphi/2)}
+        + e^{L}\int_\varphi^{\varphi_0} \frac{e^{\beta(1 - \cos(\psi + \alpha))} - e^{\beta(1 - \cos\alpha)}}
+        {\sin\psi}\,d\psi ,
+
+    whose integrand is bounded (it vanishes like ψ at 0); it is integrated by adaptive Gauss–Kronrod quadrature
+    (``scipy.integrate.quad``, tolerances 1e-12 relative, 1e-13 absolute: the error in t) and t(φ) inverted by
+    Brent's method in u = log tan(φ/2) (dt/du = −(1 + e^{β(1 − cos(φ + α)) + L}), so |dt/du| >= 1 and the root lies
+    in [u_0 − t, u_0]). β = 0: φ(t) = 2 arctan(tan(φ_0/2) e^{−t/(1 + e^L)}) exactly (the integral vanishes).
+
+    Parameters
+    ----------
+    t : array_like
+        Times >= 0.
+    theta0 : float
+        φ_0 in (0, π).
+    beta : float
+        β >= 0.
+    decay_gap : float
+        L = λ(s_2 − s_1), finite (the library's two tokens in array order sit at s = ¼, ¾: Δs = ½).
+    rope_gap : float
+        α = ω(s_2 − s_1), finite.
+    """
+    from scipy.integrate import quad
+    from scipy.optimize import brentq
+
+    theta0, beta = float(theta0), float(beta)
+    if not 0.0 < theta0 < np.pi:
+        raise ValueError(f"`theta0` must lie in (0, π), got {theta0!r}.")
+    if not 0.0 <= beta <= 350.0:
+        raise ValueError(f"`beta` must lie in [0, 350], got {beta!r}.")
+    L, alpha = float(decay_gap), float(rope_gap)
+    if not (np.isfinite(L) and np.isfinite(alpha)):
+        raise ValueError(f"`decay_gap` and `rope_gap` must be finite, got {decay_gap!r} and {rope_gap!r}.")
+    t = np.asarray(t, dtype=float)
+    if np.any(t < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("`t` must be finite and >= 0.")
+    e0 = np.exp(beta * (1.0 - np.cos(alpha)))
+    c = 1.0 + np.exp(L) * e0
+    u0 = np.log(np.tan(0.5 * theta0))
+
+    def rest(psi):  # e^{β(1 − cos(ψ + α))} − e^{β(1 − cos α)}, with cos α − cos(ψ + α) = 2 sin(α + ψ/2) sin(ψ/2)
+        return e0 * np.expm1(2.0 * beta * np.sin(alpha + 0.5 * psi) * np.sin(0.5 * psi)) / np.sin(psi)
+
+    def time(u):
+        phi = 2.0 * np.arctan(np.exp(u))
+        integral = 0.0 if beta == 0.0 else quad(rest, phi, theta0, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+        return c * (u0 - u) + np.exp(L) * integral
+
+    out = np.empty(t.shape)
+    for i, ti in np.ndenumerate(t):
+        if ti == 0.0:
+            out[i] = theta0
+        elif beta == 0.0:
+            out[i] = 2.0 * np.arctan(np.tan(0.5 * theta0) * np.exp(-ti / c))
+        else:
+            u = brentq(lambda v: time(v) - ti, u0 - ti, u0, xtol=1e-300, rtol=8.9e-16, maxiter=400)
+            out[i] = 2.0 * np.arctan(np.exp(u))
     return out
 
 
