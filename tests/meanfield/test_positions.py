@@ -296,3 +296,58 @@ def test_bad_input():
         particles.simulate(far, pts, [0, 1], strategy="pairwise")
     traj = particles.simulate(far, pts, [0, 1])  # the model's own sums take it
     assert traj.strategy == "quadrature" and np.all(np.isfinite(traj.x))
+
+
+# ------------------------------------------------------------------ the retrieval profile (lost in the middle)
+def _response(model, m, rows, t, eps=1e-6):
+    """The density solver's linear response at s = 1 to a source δ_σ(s) cos θ at each of ``rows``: the cos θ
+    coefficient of (f(t, 1, ·) − 1/2π)/ε from f_0 = 1/2π + ε δ_σ cos θ (row k divided by its trapezoidal weight)."""
+    g = SequenceGrid(16, m)
+    out = []
+    for k in rows:
+        f = np.full(g.shape, 1 / (2 * np.pi))
+        f[k] += eps * np.cos(g.angles) / g.position_weights[k]
+        sol = mf.solve(model, Density(g, f), (0.0, t), dt=0.01, refine=False)
+        assert sol.status is mf.Status.SUCCESS
+        out.append(np.sum((sol.densities[-1].values[-1] - 1 / (2 * np.pi)) * np.cos(g.angles)) * (2 / g.n) / eps)
+    return np.array(out)
+
+
+def test_retrieval_profile_against_the_density_solver():
+    """The closed form G(t, 1; σ) = κ(1, σ) ψ_{a t}(Y) (:func:`meanfield.exact.retrieval_profile`) against the
+    linear response of the [0, 1] × S¹ solver at σ = ¼, ½, ¾ with 9 and 17 rows: the error falls like the rows'
+    trapezoidal sums, h² (order in [1.6, 2.4]; ε = 1e-6 leaves an O(ε) nonlinear error, 1e-6 relative)."""
+    from meanfield.exact import retrieval_profile
+
+    model, t = SelfAttention(1.0, causal=True, decay=2.0), 1.0
+    sigma = np.array([0.25, 0.5, 0.75])
+    exact = retrieval_profile(sigma, t, 1.0, 2.0)
+    errors = [np.max(np.abs(_response(model, m, np.rint((m - 1) * sigma).astype(int), t) - exact) / exact) for m in (9, 17)]
+    assert errors[1] <= 3e-3, errors
+    assert 1.6 <= np.log2(errors[0] / errors[1]) <= 2.4, errors
+
+
+def test_retrieval_profile_is_u_shaped_before_its_threshold():
+    """The closed form: its series Σ c^{j+1}Y^j/(j!(j+1)!) equals the Bessel form; for λ > 0 and t < t_crit the
+    profile has primacy (decreasing from σ → 0), recency (increasing into σ → 1) and one interior minimum; past
+    t_crit the end slope turns negative (the threshold derived in :func:`retrieval_threshold`); λ = 0: no recency."""
+    from scipy.special import factorial
+
+    from meanfield.exact import retrieval_profile, retrieval_rate, retrieval_threshold
+
+    beta, lam = 1.0, 2.0
+    s = np.linspace(0.005, 0.995, 199)
+    c, Y = retrieval_rate(beta, 1) * 1.5, np.log(np.expm1(lam) / np.expm1(lam * s))
+    series = lam * np.exp(lam * s) / np.expm1(lam) * sum(c ** (j + 1) * Y ** j / (factorial(j) * factorial(j + 1))
+                                                         for j in range(80))
+    np.testing.assert_allclose(retrieval_profile(s, 1.5, beta, lam), series, rtol=1e-13)
+    tc = retrieval_threshold(beta, lam, modes=(1, 2), weights=(1.0, 0.5))
+    for t, recency in ((0.9 * tc, True), (1.1 * tc, False)):
+        p = retrieval_profile(s, t, beta, lam, modes=(1, 2), weights=(1.0, 0.5))
+        slopes = np.sign(np.diff(p))
+        assert slopes[0] < 0  # primacy
+        if recency:
+            assert slopes[-1] > 0 and np.count_nonzero(np.diff(slopes)) == 1  # one interior minimum: U
+        else:
+            assert slopes[-1] < 0
+    assert np.all(np.diff(retrieval_profile(s, 1.0, beta, 0.0)) < 0)  # λ = 0: decreasing, no recency
