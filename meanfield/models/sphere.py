@@ -555,6 +555,6 @@ register(ModelKind("self-attention", SelfAttention, "sphere", (
     Parameter("decay", "float", 0.0, "decay (ALiBi) mask of causal attention: the kernel times e^(−λ(s − s')) "
               "(n tokens: e^(−(λ/n)(i − j))); needs causal = true"),
     Parameter("rope", "float", 0.0, "RoPE phases of causal attention: Qx and Ky turned by the angles ωs and ωs' in "
-              "each coordinate plane; needs causal = true (particles only)"),
+              "each coordinate plane; needs causal = true (densities: every pair of rows, m²M² a rate)"),
 ), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V; causal",
     words=lambda m: "SA" if m.get("normalized", True) else "USA"))

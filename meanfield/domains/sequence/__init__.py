@@ -18,10 +18,11 @@ from ..sphere.geometry import check_on_sphere, geodesic, normalise, on_sphere, p
 from ..zonal import zonal_refusal
 from . import plotting as _plotting
 from .laws import along_positions, turn
-from .continuity import SequenceQuadrature, SequenceSpectral
+from .continuity import SequencePairs, SequenceQuadrature, SequenceSpectral
 from .grid import SequenceGrid, cumulative, as_rows, from_rows
 
-__all__ = ["SEQUENCE", "Sequence", "SequenceGrid", "SequenceSpectral", "SequenceQuadrature", "cumulative",
+__all__ = ["SEQUENCE", "Sequence", "SequenceGrid", "SequenceSpectral", "SequenceQuadrature", "SequencePairs",
+           "cumulative",
            "with_positions", "as_rows", "from_rows", "along_positions", "turn"]
 
 
@@ -150,11 +151,6 @@ class Sequence(Domain):
 
     @staticmethod
     def grid_strategies(model, grid):
-        rope = next((h for h in model.heads if h.rope), None)
-        if rope is not None:
-            why = (f"densities of causal attention with RoPE phases are not solved on [0, 1] × S¹ here (the key "
-                   f"R(ωτ)Ky turns with the source row: no seen measure of the circle); got {rope!r}; particles run it")
-            return {"spectral": why, "quadrature": why}
         return {"spectral": zonal_refusal(model), "quadrature": None}
 
     @staticmethod
@@ -165,6 +161,8 @@ class Sequence(Domain):
         if strategy == "spectral":
             z = model.zonal
             return SequenceSpectral(grid, z.beta, z.c, model.normalized, model.decay)
+        if any(h.rope for h in model.heads):  # keys turned with their row: no seen measure, every pair of rows
+            return SequencePairs(grid, model)
         return SequenceQuadrature(grid, model)
 
     @staticmethod

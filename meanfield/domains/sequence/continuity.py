@@ -25,7 +25,7 @@ from ..circle.continuity import bessel_multipliers
 from ..circle.geometry import angles_to_points, tangents
 from .grid import SequenceGrid, cumulative
 
-__all__ = ["SequenceSpectral", "SequenceQuadrature"]
+__all__ = ["SequenceSpectral", "SequenceQuadrature", "SequencePairs"]
 
 
 class _SequenceRate:
@@ -117,9 +117,8 @@ class SequenceQuadrature(_SequenceRate):
     def __init__(self, grid: SequenceGrid, model, field=None):
         for h in model.heads:
             if h.rope:
-                raise ValueError(f"densities of causal attention with RoPE phases are not solved here (the key R(ωτ)Ky "
-                                 f"turns with the source row: no seen measure of the circle); got {h!r}. Run "
-                                 "particles (particles.simulate).")
+                raise ValueError(f"the seen measure of the circle does not hold RoPE phases (the key R(ωτ)Ky turns "
+                                 f"with the source row); got {h!r}: SequencePairs sums them.")
         self.decays = tuple(h.decay for h in model.heads)
         heads = tuple(dataclasses.replace(h, causal=False, decay=0.0) for h in model.heads)
         super().__init__(grid, all(h.normalized for h in heads))
@@ -135,3 +134,41 @@ class SequenceQuadrature(_SequenceRate):
         pts = np.broadcast_to(self._queries, values.shape + (2,))
         X = sum(h.field(pts, seen[lam] * (2.0 * np.pi / self.M), pts) for h, lam in zip(self.heads, self.decays))
         return np.sum(X * self._tangent, axis=-1)
+
+
+class SequencePairs(_SequenceRate):
+    r"""Any causal sphere model in d = 2 whose logits depend on the source row beyond a decay (RoPE phases, docs/MATH.md
+    §13): each row's field is the causal model's own field (mask, decay and RoPE its own) of the measure of all the
+    rows up to it, the padded nodes (τ_k, φ_j) weighted by the trapezoidal weights of [0, s_i] times f(τ_k, φ_j)·2π/M
+    (the first row, SA: its own row with weight 1, the limit s → 0; USA: nothing).
+
+    The cost is m²M² kernel values a rate (every row against every earlier node) where the seen-measure strategies
+    cost mM²: what RoPE costs, whose key R(ωτ)Ky turns with its row, so that no sum over τ can be taken first.
+    Second order in the row spacing, like the cumulative sums (the same trapezoidal rule in τ)."""
+
+    strategy = "quadrature"
+
+    def __init__(self, grid: SequenceGrid, model, field=None):
+        heads = model.heads
+        super().__init__(grid, all(h.normalized for h in heads))
+        if len({h.normalized for h in heads}) > 1:
+            raise ValueError(f"causal heads must all be SA or all USA on a SequenceGrid; got {model!r}.")
+        self.model = model
+        m, M, h = grid.m, self.M, grid.h
+        T = np.tril(np.full((m, m), h))  # T[i, k]: the trapezoidal weight of row k in ∫_0^{s_i}
+        T[:, 0] *= 0.5
+        T[np.arange(m), np.arange(m)] *= 0.5
+        T[0, 0] = 1.0 if self.normalized else 0.0
+        self._T = T
+        angles = 2.0 * np.pi * np.arange(M) / M
+        xy = angles_to_points(angles)
+        pts = np.concatenate([np.repeat(grid.positions, M)[:, None], np.tile(xy, (m, 1))], axis=-1)  # (mM, 3)
+        self._points = pts
+        self._queries = pts.reshape(m, M, 3)
+        self._tangent = tangents(xy)
+
+    def _velocity(self, P, rho_M):
+        values = fourier.irfft(P, self.M)  # (m, M) on the padded nodes
+        w = (self._T[:, :, None] * values[None, :, :]).reshape(self.grid.m, -1) * (2.0 * np.pi / self.M)
+        X = self.model.field(np.broadcast_to(self._points, (self.grid.m,) + self._points.shape), w, self._queries)
+        return np.sum(X[..., 1:] * self._tangent, axis=-1)
