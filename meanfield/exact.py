@@ -33,7 +33,7 @@ from .domains.sphere.laws import check_ball_point, mobius_density
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
-           "positional_pair", "retrieval_profile", "retrieval_rate", "retrieval_threshold",
+           "positional_pair", "retrieval_profile", "retrieval_rate", "retrieval_threshold", "retrieval_window",
            "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
            "lorentzian_rates", "lorentzian_critical_width", "CriticalWidth", "ngpt_rates"]
 
@@ -645,6 +645,24 @@ def retrieval_profile(sigma, t, beta: float, decay: float, modes=(1,), weights=N
         psi = np.where(Y > 0, c * ive(1, z) * np.exp(z) / np.where(Y > 0, 0.5 * z, 1.0), c)
         out += wk * kappa * psi
     return out
+
+
+def retrieval_window(sigma: float, width: float, t: float, beta: float, decay: float, last: float) -> float:
+    r"""∫_{σ−w}^{σ+w} G(t, s; τ) dτ averaged over s in [1 − ``last``, 1]: the response of the last tokens to a source
+    spread over a window of half-width ``width`` = w about ``sigma`` (mode 1; :func:`retrieval_profile`), what
+    particles measure (a source must carry tokens). Gauss–Legendre (8 nodes) in s, adaptive quadrature in τ."""
+    from scipy.integrate import quad
+
+    if not (0.0 < sigma - width and sigma + width < 1.0 - last and last > 0):
+        raise ValueError(f"the source window [{sigma - width:g}, {sigma + width:g}] must lie in (0, 1 − last) = "
+                         f"(0, {1.0 - last:g}), before the last tokens.")
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    total = 0.0
+    for x, wk in zip(nodes, weights):
+        s = 1.0 - 0.5 * last + 0.5 * last * x
+        total += wk * quad(lambda tau: float(retrieval_profile(np.array([tau]), t, beta, decay, position=s)[0]),
+                           sigma - width, sigma + width, epsabs=1e-13, epsrel=1e-11)[0]
+    return 0.5 * total
 
 
 def retrieval_threshold(beta: float, decay: float, modes=(1,), weights=None, position: float = 1.0) -> float:

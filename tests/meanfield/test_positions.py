@@ -395,3 +395,34 @@ def test_retrieval_profile_is_u_shaped_before_its_threshold():
         else:
             assert slopes[-1] < 0
     assert np.all(np.diff(retrieval_profile(s, 1.0, beta, 0.0)) < 0)  # λ = 0: decreasing, no recency
+
+
+def _particle_response(model, n, sigma, width, t, seed, eps=1e-5):
+    """Tokens at s_i = (i + ½)/n with iid uniform angles; those within ``width`` of ``sigma`` turned by ε sin θ (the
+    density's source −(ε/2π) cos θ on the window): the sin θ coefficient of the last tokens' (s > 1 − width)
+    displacement against the unperturbed run, over ε."""
+    s = (np.arange(n) + 0.5) / n
+    theta0 = np.random.default_rng(seed).uniform(0, 2 * np.pi, n)
+
+    def run(theta):
+        x = with_positions(np.stack([np.cos(theta), np.sin(theta)], -1))
+        y = particles.simulate(model, x, [0.0, t], dt=0.02).x[-1]
+        return np.arctan2(y[:, 2], y[:, 1])
+
+    base = run(theta0)
+    moved = run(theta0 + eps * np.sin(theta0) * (np.abs(s - sigma) < width))
+    last = s > 1 - width
+    d, S = np.angle(np.exp(1j * (moved - base)))[last], np.sin(base[last])
+    return (d @ S) / (S @ S) / eps
+
+
+def test_retrieval_profile_against_particles():
+    """The last tokens' linear response to tokens turned in a window about σ = 0.75, against the closed form
+    integrated over the window (:func:`meanfield.exact.retrieval_window`): within 10 % at N = 2000 (sampling: the
+    regression over ~100 last tokens from iid angles; measured 0.4 % and 2 % for two seeds at N = 4000)."""
+    from meanfield.exact import retrieval_window
+
+    model = SelfAttention(1.0, causal=True, decay=2.0)
+    got = _particle_response(model, 2000, 0.75, 0.05, 1.0, seed=1)
+    expected = retrieval_window(0.75, 0.05, 1.0, 1.0, 2.0, 0.05)
+    assert abs(got / expected - 1) <= 0.1, (got, expected)
