@@ -104,7 +104,8 @@ def main(output: Path, rows: int, tokens: int) -> None:
 
     beta, lam, t, width = 1.0, 2.0, 3.0, 0.05
     sigmas = np.arange(0.1, 0.86, 0.075)
-    expected = np.array([retrieval_window(sg, width, t, beta, lam, width) for sg in sigmas])
+    # per unit length of the source window (÷ 2w), comparable with G itself
+    expected = np.array([retrieval_window(sg, width, t, beta, lam, width) for sg in sigmas]) / (2 * width)
     third.plot(sigma[(sigma > 0.06) & (sigma < 0.94)], retrieval_profile(sigma[(sigma > 0.06) & (sigma < 0.94)], t,
                                                                            beta, lam), "k-", lw=0.8,
                label="G(t, 1; σ) (closed form)")
@@ -112,13 +113,13 @@ def main(output: Path, rows: int, tokens: int) -> None:
     if tokens:
         model = SelfAttention(beta, causal=True, decay=lam)
         print(f"\nparticles: N = {tokens}, β = 1, λ = 2, t = 3, windows |s − σ| < {width}, last tokens s > {1 - width}")
-        print("| σ | closed form (window) | seed 1 | seed 2 |\n|---|---|---|---|")
-        got = [particle_response(model, tokens, sigmas, width, t, seed) for seed in (1, 2)]
+        print("| σ | closed form (window mean) | seed 1 | seed 2 |\n|---|---|---|---|")
+        got = [particle_response(model, tokens, sigmas, width, t, seed) / (2 * width) for seed in (1, 2)]
         for i, sg in enumerate(sigmas):
-            print(f"| {sg:.1f} | {expected[i]:.4f} | {got[0][i]:.4f} | {got[1][i]:.4f} |")
+            print(f"| {sg:.3f} | {expected[i]:.4f} | {got[0][i]:.4f} | {got[1][i]:.4f} |")
         for seed, g in zip((1, 2), got):
             third.plot(sigmas, g, "o", mfc="none", label=f"N = {tokens} tokens, seed {seed}")
-    third.set(xlabel="source position σ", ylabel="response of the last tokens",
+    third.set(xlabel="source position σ", ylabel="response of the last tokens ÷ window length",
               title="β = 1, λ = 2, t = 3: lost in the middle, from tokens")
     third.legend(fontsize=8)
     fig.tight_layout()
