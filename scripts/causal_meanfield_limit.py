@@ -3,8 +3,12 @@ uniform, angles from the law at their position), run causally, and the density o
 and t = 1, with the fitted rate of W1/√(log N) ~ N^α and its 95% interval (intrinsic dimension 2: α = −½ expected).
 
 Run:  python scripts/causal_meanfield_limit.py          (about eight minutes on two cores)
+      python scripts/causal_meanfield_limit.py --decay 3  (the decay mask e^(−λ(s − s')), docs/MATH.md §13)
+      python scripts/causal_meanfield_limit.py --rope 4 --angles 64 --rows 17 --repeats 3   (RoPE: every pair of rows
+      in the density's sums, m²M² a rate, so a coarser grid)
 """
 
+import argparse
 import time
 
 import numpy as np
@@ -21,10 +25,10 @@ def law(grid):
     return (1.0 + 0.4 * np.cos(th - s) + 0.2 * np.sin(2 * th) * s) / (2 * np.pi)
 
 
-def main(ns=(100, 400, 1600, 6400, 10000), repeats=5, seed=7):
-    g = mf.SequenceGrid(128, 65)
+def main(ns=(100, 400, 1600, 6400, 10000), repeats=5, seed=7, decay=0.0, rope=0.0, angles=128, rows=65):
+    g = mf.SequenceGrid(angles, rows)
     rho0 = mf.Density(g, law(g))
-    model = SelfAttention(2.0, causal=True)
+    model = SelfAttention(2.0, causal=True, decay=decay, rope=rope)
     sol = mf.solve(model, rho0, (0.0, 1.0), [0.0, 1.0])
     print(f"{model!r} on {g!r}: {sol.status.value}, grid at t = 1: {sol.densities[-1].grid!r}")
     rng = np.random.default_rng(seed)
@@ -45,4 +49,13 @@ def main(ns=(100, 400, 1600, 6400, 10000), repeats=5, seed=7):
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decay", type=float, default=0.0, help="λ of the decay mask (default 0: plain causal)")
+    parser.add_argument("--rope", type=float, default=0.0, help="ω of the RoPE phases (default 0)")
+    parser.add_argument("--ns", type=int, nargs="+", default=[100, 400, 1600, 6400, 10000])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--angles", type=int, default=128)
+    parser.add_argument("--rows", type=int, default=65)
+    args = parser.parse_args()
+    main(ns=tuple(args.ns), repeats=args.repeats, decay=args.decay, rope=args.rope, angles=args.angles,
+         rows=args.rows)

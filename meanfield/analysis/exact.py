@@ -33,6 +33,7 @@ from ..domains.sphere.laws import check_ball_point, mobius_density
 
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
+           "positional_pair", "retrieval_profile", "retrieval_rate", "retrieval_threshold", "retrieval_window",
            "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
            "lorentzian_rates", "lorentzian_critical_width", "CriticalWidth", "ngpt_rates"]
 
@@ -477,6 +478,206 @@ def causal_pair(t, theta0: float, beta: float) -> np.ndarray:
                    maxiter=400)
         out[i] = 2.0 * np.arctan(np.exp(u))
     return out
+
+
+def positional_pair(t, theta0: float, beta: float, decay_gap: float = 0.0, rope_gap: float = 0.0) -> np.ndarray:
+    r"""The signed angle φ(t) = θ_2 − θ_1 of the second token to the first under causal SA with Q = K = V = I, a decay
+    mask and RoPE phases (docs/MATH.md §13): on S¹ for RoPE, on any S^{d-1} (φ the angle between them) without.
+
+    The first token sees only itself and never moves. The second, at the gap Δs = s_2 − s_1 > 0 after it, weighs
+    the first by e^{β⟨R(ωs_2)x_2, R(ωs_1)x_1⟩ − λΔs} = e^{β cos(φ + ωΔs) − λΔs} and itself by e^β, so its velocity
+    is p sin(θ_1 − θ_2) with p the first token's softmax weight:
+
+    .. math:: \dot\varphi = -\sin\varphi\; p(\varphi),\qquad
+        p(\varphi) = \frac{1}{1 + e^{\beta(1 - \cos(\varphi + \alpha)) + L}},\quad L = \lambda\Delta s,\
+        \alpha = \omega\Delta s .
+
+    For φ_0 in (0, π), φ decreases to 0 without reaching it, and separating the variables, with
+    c = 1 + e^{L + β(1 − cos α)} (the rate of the linearisation at φ = 0 is 1/c),
+
+    .. math:: t = c\,\log\frac{\tan(\varphi_0/2)}{\tan(\varphi/2)}
+        + e^{L}\int_\varphi^{\varphi_0} \frac{e^{\beta(1 - \cos(\psi + \alpha))} - e^{\beta(1 - \cos\alpha)}}
+        {\sin\psi}\,d\psi ,
+
+    whose integrand is bounded (it vanishes like ψ at 0); it is integrated by adaptive Gauss–Kronrod quadrature
+    (``scipy.integrate.quad``, tolerances 1e-12 relative, 1e-13 absolute: the error in t) and t(φ) inverted by
+    Brent's method in u = log tan(φ/2) (dt/du = −(1 + e^{β(1 − cos(φ + α)) + L}), so |dt/du| >= 1 and the root lies
+    in [u_0 − t, u_0]). β = 0: φ(t) = 2 arctan(tan(φ_0/2) e^{−t/(1 + e^L)}) exactly (the integral vanishes).
+
+    Parameters
+    ----------
+    t : array_like
+        Times >= 0.
+    theta0 : float
+        φ_0 in (0, π).
+    beta : float
+        β >= 0.
+    decay_gap : float
+        L = λ(s_2 − s_1), finite (the library's two tokens in array order sit at s = ¼, ¾: Δs = ½).
+    rope_gap : float
+        α = ω(s_2 − s_1), finite.
+    """
+    from scipy.integrate import quad
+    from scipy.optimize import brentq
+
+    theta0, beta = float(theta0), float(beta)
+    if not 0.0 < theta0 < np.pi:
+        raise ValueError(f"`theta0` must lie in (0, π), got {theta0!r}.")
+    if not 0.0 <= beta <= 350.0:
+        raise ValueError(f"`beta` must lie in [0, 350], got {beta!r}.")
+    L, alpha = float(decay_gap), float(rope_gap)
+    if not (np.isfinite(L) and np.isfinite(alpha)):
+        raise ValueError(f"`decay_gap` and `rope_gap` must be finite, got {decay_gap!r} and {rope_gap!r}.")
+    t = np.asarray(t, dtype=float)
+    if np.any(t < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("`t` must be finite and >= 0.")
+    e0 = np.exp(beta * (1.0 - np.cos(alpha)))
+    c = 1.0 + np.exp(L) * e0
+    u0 = np.log(np.tan(0.5 * theta0))
+
+    def rest(psi):  # e^{β(1 − cos(ψ + α))} − e^{β(1 − cos α)}, with cos α − cos(ψ + α) = 2 sin(α + ψ/2) sin(ψ/2)
+        return e0 * np.expm1(2.0 * beta * np.sin(alpha + 0.5 * psi) * np.sin(0.5 * psi)) / np.sin(psi)
+
+    def time(u):
+        phi = 2.0 * np.arctan(np.exp(u))
+        integral = 0.0 if beta == 0.0 else quad(rest, phi, theta0, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+        return c * (u0 - u) + np.exp(L) * integral
+
+    out = np.empty(t.shape)
+    for i, ti in np.ndenumerate(t):
+        if ti == 0.0:
+            out[i] = theta0
+        elif beta == 0.0:
+            out[i] = 2.0 * np.arctan(np.tan(0.5 * theta0) * np.exp(-ti / c))
+        else:
+            u = brentq(lambda v: time(v) - ti, u0 - ti, u0, xtol=1e-300, rtol=8.9e-16, maxiter=400)
+            out[i] = 2.0 * np.arctan(np.exp(u))
+    return out
+
+
+def retrieval_rate(beta: float, mode: int) -> float:
+    r"""a_k = k² I_k(β)/(β I_0(β)): the rate of the Fourier mode k of causal SA (Q = K = V = I) linearised about the
+    uniform law on [0, 1] × S¹ (:func:`retrieval_profile`); as β → 0, I_k(β)/β ~ (β/2)^k/(β k!), so a_1 → ½ and
+    a_k → 0 for k >= 2 (at β = 0 SA averages the seen tokens: only the mean, the mode 1, moves)."""
+    from scipy.special import ive
+
+    beta, k = float(beta), int(mode)
+    if not (np.isfinite(beta) and beta >= 0):
+        raise ValueError(f"`beta` must be finite and >= 0, got {beta!r}.")
+    if k < 1:
+        raise ValueError(f"`mode` must be a positive integer, got {mode!r}.")
+    if beta == 0.0:
+        return 0.5 if k == 1 else 0.0
+    return k * k * float(ive(k, beta) / ive(0, beta)) / beta
+
+
+def retrieval_profile(sigma, t, beta: float, decay: float, modes=(1,), weights=None, position: float = 1.0):
+    r"""The retrieval profile of causal SA with a decay mask: the linear response at time t of the token at
+    ``position`` s (default 1, the last) to the tokens at the source position σ < s (Duerinckx, Geshkovski & Rossi,
+    arXiv 2605.09213, the kinetic theory of lost-in-the-middle; docs/MATH.md §13).
+
+    Linearise causal SA (Q = K = V = I) with the decay mask e^{−λ(s − τ)} about the uniform law 1/2π on
+    [0, 1] × S¹: the field is (1/β)∂_θ log Z, Z(s, θ) = ∫_0^s e^{−λ(s − τ)} ∫ e^{β cos(θ − φ)} f(τ, φ) dφ dτ, so a
+    perturbation f = 1/2π + ε g has Fourier modes obeying a Volterra equation in s,
+
+    .. math:: \partial_t \hat g_k(s) = a_k \int_0^s \kappa(s, \tau)\,\hat g_k(\tau)\,d\tau,\qquad
+        a_k = \frac{k^2 I_k(\beta)}{\beta I_0(\beta)},\quad
+        \kappa(s, \tau) = \frac{\lambda e^{\lambda\tau}}{e^{\lambda s} - 1}
+
+    (the decay weights normalised over [0, s], as SA's Z normalises them; κ = 1/s at λ = 0). The iterated kernels
+    are κ^{(j)}(s, σ) = κ(s, σ) Y^{j−1}/(j − 1)! with Y = log((e^{λs} − 1)/(e^{λσ} − 1)) (u = log(e^{λτ} − 1) makes
+    κ dτ = du), so the solution from a source ĝ_k(0, ·) = δ_σ is δ_σ + G_k with
+
+    .. math:: G_k(t, s; \sigma) = \kappa(s, \sigma)\,\psi_{a_k t}(Y),\qquad
+        \psi_c(y) = \sum_{j \ge 0}\frac{c^{j+1} y^j}{j!\,(j+1)!} = \sqrt{c/y}\, I_1(2\sqrt{c y}),
+
+    the closed form of arXiv 2605.09213 (their a_k = k² I_k(β) is the kernel e^{β cos} without SA's normaliser: the
+    same profile at the time t/(β I_0(β))). Returned: Σ_k w_k G_k(t, s; σ) (the δ at σ = s left out). For
+    0 < λ and small t it is U-shaped in σ: primacy (G → ∞ like exp(2√(a t log(1/σ))) as σ → 0), recency (κ grows
+    with σ) and one interior minimum; the profile increases at σ → s (recency) iff
+    t < t_crit = 2(1 − e^{−λs}) Σ w_k a_k / Σ w_k a_k² (:func:`retrieval_threshold`).
+
+    Parameters
+    ----------
+    sigma : array_like
+        Source positions in (0, s).
+    t : float
+        Time >= 0.
+    beta : float
+        β >= 0.
+    decay : float
+        λ, finite (0: the plain causal model, κ = 1/s; no recency).
+    modes : sequence of int
+        The Fourier modes k >= 1.
+    weights : sequence of float, optional
+        w_k (default 1 each): the source's mode content (arXiv 2605.09213 weighs k by e^{−π²k²/2M²}).
+    position : float
+        s in (0, 1].
+    """
+    from scipy.special import ive
+
+    sigma = np.asarray(sigma, dtype=float)
+    s, lam, t = float(position), float(decay), float(t)
+    if not 0.0 < s <= 1.0:
+        raise ValueError(f"`position` must lie in (0, 1], got {position!r}.")
+    if not np.all((sigma > 0) & (sigma < s)):
+        raise ValueError(f"`sigma` must lie in (0, position) = (0, {s:g}): the sources before the token.")
+    if not np.isfinite(lam):
+        raise ValueError(f"`decay` must be finite, got {decay!r}.")
+    if not (np.isfinite(t) and t >= 0):
+        raise ValueError(f"`t` must be finite and >= 0, got {t!r}.")
+    modes = [int(k) for k in np.atleast_1d(modes)]
+    w = np.ones(len(modes)) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (len(modes),):
+        raise ValueError(f"`weights` must hold one weight per mode ({len(modes)}), got shape {w.shape}.")
+    if lam == 0.0:
+        kappa, Y = np.full(sigma.shape, 1.0 / s), np.log(s / sigma)
+    else:  # λe^{λσ}/(e^{λs} − 1) and log((e^{λs} − 1)/(e^{λσ} − 1)) through expm1 (no cancellation at small λσ)
+        kappa = lam * np.exp(lam * sigma) / np.expm1(lam * s)
+        Y = np.log(np.expm1(lam * s) / np.expm1(lam * sigma))
+    out = np.zeros(sigma.shape)
+    for k, wk in zip(modes, w):
+        c = retrieval_rate(beta, k) * t
+        if c == 0.0:
+            continue
+        z = 2.0 * np.sqrt(c * Y)
+        # √(c/y) I_1(2√(cy)) = (c/√(cy)) I_1(z), scaled: ive(1, z) e^z; at Y = 0 its limit c
+        psi = np.where(Y > 0, c * ive(1, z) * np.exp(z) / np.where(Y > 0, 0.5 * z, 1.0), c)
+        out += wk * kappa * psi
+    return out
+
+
+def retrieval_window(sigma: float, width: float, t: float, beta: float, decay: float, last: float) -> float:
+    r"""∫_{σ−w}^{σ+w} G(t, s; τ) dτ averaged over s in [1 − ``last``, 1]: the response of the last tokens to a source
+    spread over a window of half-width ``width`` = w about ``sigma`` (mode 1; :func:`retrieval_profile`), what
+    particles measure (a source must carry tokens). Gauss–Legendre (8 nodes) in s, adaptive quadrature in τ."""
+    from scipy.integrate import quad
+
+    if not (0.0 < sigma - width and sigma + width < 1.0 - last and last > 0):
+        raise ValueError(f"the source window [{sigma - width:g}, {sigma + width:g}] must lie in (0, 1 − last) = "
+                         f"(0, {1.0 - last:g}), before the last tokens.")
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    total = 0.0
+    for x, wk in zip(nodes, weights):
+        s = 1.0 - 0.5 * last + 0.5 * last * x
+        total += wk * quad(lambda tau: float(retrieval_profile(np.array([tau]), t, beta, decay, position=s)[0]),
+                           sigma - width, sigma + width, epsabs=1e-13, epsrel=1e-11)[0]
+    return 0.5 * total
+
+
+def retrieval_threshold(beta: float, decay: float, modes=(1,), weights=None, position: float = 1.0) -> float:
+    r"""t_crit = 2(1 − e^{−λs}) Σ_k w_k a_k / Σ_k w_k a_k²: the time before which the retrieval profile
+    (:func:`retrieval_profile`) increases at its end σ → s (recency). From ∂_σ[κ ψ_c(Y)] at σ = s: κ' = λκ,
+    ψ_c(0) = c, ψ_c'(0) = c²/2, ∂_σY = −λe^{λs}/(e^{λs} − 1), so the slope is λκ Σ_k w_k c_k (1 − c_k/(2(1 − e^{−λs}))),
+    c_k = a_k t, positive iff t < t_crit (arXiv 2605.09213, their t_crit with a_k = k² I_k(β)). λ <= 0: 0 (no
+    recency)."""
+    lam, s = float(decay), float(position)
+    if lam <= 0:
+        return 0.0
+    modes = [int(k) for k in np.atleast_1d(modes)]
+    w = np.ones(len(modes)) if weights is None else np.asarray(weights, dtype=float)
+    a = np.array([retrieval_rate(beta, k) for k in modes])
+    return float(2.0 * -np.expm1(-lam * s) * np.sum(w * a) / np.sum(w * a * a))
 
 
 # --------------------------------------------------------------------- natural frequencies (docs/MATH.md §11)

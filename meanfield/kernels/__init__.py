@@ -40,8 +40,10 @@ def pairwise_refusal(model) -> str | None:
     spheres, ``exp_kernel``, :func:`field`; an R^d head whose ``compiled_rows`` are of :data:`ROWS`,
     :func:`euclidean_field`), else why not."""
     missing = [h for h in heads(model) if not h.exp_kernel and h.compiled_rows not in ROWS]
-    return None if not missing else (f"no compiled sums for {type(missing[0]).__name__} (the compiled models are "
-                                     f"self-attention and the R^d kinds {compiled_models})")
+    if missing:
+        return (f"no compiled sums for {type(missing[0]).__name__} (the compiled models are self-attention and the "
+                f"R^d kinds {compiled_models})")
+    return next((h.compiled_refusal for h in heads(model) if h.compiled_refusal is not None), None)
 
 
 def pairwise_field(model, points, weights, queries, precision: str = "double"):

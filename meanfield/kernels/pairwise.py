@@ -272,7 +272,7 @@ def _as_batch(x, name):
 
 
 def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None, precision: str = "double",
-                  stops=None):
+                  stops=None, keys=None, query_vectors=None):
     r"""Fused sums Σ_j w_j e^{β⟨Q q_i, K x_j⟩} (V x_j, 1), returned with their row shift.
 
     Parameters
@@ -292,6 +292,9 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     stops : array_like of int, shape (..., m), optional
         Row i sums over the points j < stops_i only (the causal mask of points sorted by position, each row
         costing stops_i; the threads get equal shares of Σ stops_i). Default: every point.
+    keys, query_vectors : array_like, shape of ``points`` and of ``queries``, optional
+        The keys Kx_j and the query vectors Qq_i themselves, in place of ``K`` and ``Q`` (RoPE's R(ωτ_j)Kx_j and
+        R(ωs_i)Qq_i, docs/MATH.md §13: a rotation per point); ``V`` still acts on ``points``.
 
     Returns
     -------
@@ -319,8 +322,14 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     if single and P.shape[-1] > UNROLL_MAX:
         raise ValueError(f"single precision is compiled for d <= {UNROLL_MAX}, got d = {P.shape[-1]}.")
     W = np.asarray(weights, dtype=float).reshape(P.shape[0], P.shape[1])
-    Kx = P if K is None else P @ np.asarray(K, dtype=float).T
-    Qx = beta * (Xq if Q is None else Xq @ np.asarray(Q, dtype=float).T)
+    if keys is not None:
+        Kx = _as_batch(keys, "keys")
+    else:
+        Kx = P if K is None else P @ np.asarray(K, dtype=float).T
+    if query_vectors is not None:
+        Qx = beta * _as_batch(query_vectors, "query_vectors")
+    else:
+        Qx = beta * (Xq if Q is None else Xq @ np.asarray(Q, dtype=float).T)
     if isinstance(V, str):
         VxT = np.empty((P.shape[0], 0, P.shape[1]))
     else:
@@ -364,14 +373,40 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
 
 
-def _sums(hs, points, weights, queries, precision, stops):
-    """Σ_h u_h: each head's pairwise sums, divided by its normaliser (SA) or scaled back by its shift (USA)."""
+def _position_terms(h, points, weights, queries, positions):
+    r"""A causal head's decay and RoPE (docs/MATH.md §13) as the compiled sums take them: the key weights
+    w_j e^{λτ_j − c} (c = max_j λτ_j, so they are <= w_j), the row log-factor c − λs_i that turns the sums back into
+    Σ_j w_j e^{−λ(s_i − τ_j)}(…) (SA's ratio cancels it; USA multiplies by it), and RoPE's keys R(ωτ_j)Kx_j and query
+    vectors R(ωs_i)Qq_i (None where ω = 0). λ = ω = 0: the weights themselves and no factor (today's sums)."""
+    from ..models.positions import rotate_planes
+
+    keys = qv = row = None
+    if positions is None:
+        return weights, keys, qv, row
+    tau, s = positions
+    if h.decay:
+        lt = h.decay * tau
+        c = np.max(lt, axis=-1, keepdims=True)
+        weights = weights * np.exp(lt - c)
+        row = c - h.decay * s
+    if h.rope:
+        keys = rotate_planes(points if h.K is None else points @ np.asarray(h.K, dtype=float).T, h.rope * tau)
+        qv = rotate_planes(queries if h.Q is None else queries @ np.asarray(h.Q, dtype=float).T, h.rope * s)
+    return weights, keys, qv, row
+
+
+def _sums(hs, points, weights, queries, precision, stops, positions=None):
+    """Σ_h u_h: each head's pairwise sums, divided by its normaliser (SA) or scaled back by its shift (USA);
+    ``positions`` = (τ, s) of causal heads, for their decay and RoPE (:func:`_position_terms`)."""
     for h in hs:
         if not h.exp_kernel:
             raise TypeError(f"the compiled pairwise sums are softmax self-attention's (a finite β); got {h!r}.")
     total = 0.0
     for h in hs:
-        num, den, shift = pairwise_sums(points, weights, queries, h.beta, h.Q, h.K, h.V, precision, stops)
+        w, keys, qv, row = _position_terms(h, points, weights, queries, positions)
+        num, den, shift = pairwise_sums(points, w, queries, h.beta, h.Q, h.K, h.V, precision, stops, keys, qv)
+        if row is not None and not h.normalized:
+            shift = shift + row
         if h.normalized:
             total = total + num / (den if stops is None else np.where(stops > 0, den, 1.0))[..., None]
         else:
@@ -429,7 +464,8 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
         s, queries = queries[..., 0], queries[..., 1:]
         stops = np.stack([np.searchsorted(a, b, side="right") for a, b in
                           zip(tau.reshape(-1, tau.shape[-1]), s.reshape(-1, s.shape[-1]))]).reshape(s.shape)
-    total = _sums(hs, points, weights, queries, precision, stops)
+    positions = (tau, s) if any(h.weighs_positions for h in hs) else None
+    total = _sums(hs, points, weights, queries, precision, stops, positions)
     X = project_tangent(np.asarray(queries, dtype=float), total)
     return X if stops is None else np.concatenate([np.zeros(X.shape[:-1] + (1,)), X], axis=-1)
 

@@ -48,7 +48,7 @@ class Head:
 
     # ------------------------------------------------------------------ what a kind offers (its fast paths)
     #: True where the field is X = P_x u on the sphere with u the SA/USA average of Vy under e^{β⟨Qx,Ky⟩} (attributes
-    #: ``beta``, ``Q``, ``K``, ``V``, ``normalized``, ``causal``): what the compiled pairwise sums
+    #: ``beta``, ``Q``, ``K``, ``V``, ``normalized``, ``causal``, ``decay``, ``rope``): what the compiled pairwise sums
     #: (:mod:`meanfield.kernels`), the fused RK4 and the span reduction of the particles, the S² moments and E_β of
     #: point sets compute. A new kind is False and runs by its own ``field`` (strategy "quadrature").
     exp_kernel = False
@@ -63,6 +63,13 @@ class Head:
     layer_map = None
     #: Why this head has no Gaussian closure (:meth:`gaussian_closure`), or None where it has one.
     gaussian_refusal = None
+    #: The position terms of causal attention (docs/MATH.md §13): the decay λ of the mask e^{−λ(s − τ)}, the RoPE
+    #: frequency ω, and whether either is non-zero; a head without positions has none.
+    decay = 0.0
+    rope = 0.0
+    weighs_positions = False
+    #: Why the compiled pairwise sums do not take this head although its kind has them, or None.
+    compiled_refusal = None
 
     def gaussian_closure(self, mean, cov) -> tuple[np.ndarray, np.ndarray]:
         """(M, c) with Γ(x) = M x + c on the Gaussian N(mean, cov) (:mod:`meanfield.analysis.gaussian`): ``TypeError`` saying

@@ -33,6 +33,7 @@ from .base import (
     Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian, tilted_moments,
 )
 from .bounds import HeadConstants, exp_or_inf, head_norms
+from .positions import COMPILED_DECAY_MAX, check_position_rate, rotate_planes
 from .registry import NOISE, ModelKind, Parameter, register
 from .schedule import Layers, is_time_dependent
 
@@ -74,11 +75,15 @@ def check_sequence(points, weights, queries):
     return points, check_weights(weights, points), queries
 
 
-def _masked(s, positions, sl):
+def _masked(s, positions, sl, decay: float = 0.0):
     """The logits ``s`` of query rows ``sl`` with −inf where a point's position exceeds the query's (the causal
-    mask τ_j <= s_i), and the row shifts: the maxima over the points each row sees (0 for a row that sees none)."""
+    mask τ_j <= s_i), and the row shifts: the maxima over the points each row sees (0 for a row that sees none).
+    ``decay`` = λ: the logits first gain −λ(s_i − τ_j), the decay mask e^{−λ(s − τ)} (docs/MATH.md §13; λ = 0 adds
+    nothing, not even a zero)."""
     if positions is not None:
         tau, q = positions
+        if decay:
+            s = s - decay * (q[..., sl, None] - tau[..., None, :])
         s = np.where(tau[..., None, :] <= q[..., sl, None], s, -np.inf)
     smax = np.max(s, axis=-1, keepdims=True)
     return s, np.where(np.isfinite(smax), smax, 0.0) if positions is not None else smax
@@ -155,6 +160,14 @@ class SelfAttention(Head):
         (0, P_x u(s, x)) with u the average above over the points with τ <= s only: positions never move, a token
         sees those before it (and itself). ``particles.simulate(..., causal=True)`` runs plain unit vectors in
         their array order.
+    decay : float, default 0, keyword-only
+        λ, finite: the decay (ALiBi-type) mask of causal attention, the kernel times e^{−λ(s − τ)} for τ <= s
+        (docs/MATH.md §13; n tokens in their order: weights ∝ e^{−(λ/n)(i − j)}). λ = 0 is the causal model above,
+        bit for bit. Requires ``causal``.
+    rope : float, default 0, keyword-only
+        ω, finite: rotary phases, Qx and Ky turned by R(ωs) and R(ωτ) (a rotation by the angle ωs in each plane
+        (x_0, x_1), (x_2, x_3), …; :mod:`meanfield.models.positions`), so the logits are β⟨Qx, R(ω(τ − s))Ky⟩.
+        Requires ``causal``.
 
     Notes
     -----
@@ -172,6 +185,8 @@ class SelfAttention(Head):
     normalized: bool = True
     noise: float = dc_field(default=0.0, kw_only=True)
     causal: bool = dc_field(default=False, kw_only=True)
+    decay: float = dc_field(default=0.0, kw_only=True)
+    rope: float = dc_field(default=0.0, kw_only=True)
 
     kind = "self-attention"
     exp_kernel = True  # the compiled pairwise sums, the fused RK4, the span reduction, the S² moments (:class:`Head`)
@@ -184,6 +199,28 @@ class SelfAttention(Head):
             raise TypeError(f"`normalized` must be a bool, got {self.normalized!r}.")
         if not isinstance(self.causal, (bool, np.bool_)):
             raise TypeError(f"`causal` must be a bool, got {self.causal!r}.")
+        for name in ("decay", "rope"):
+            value = check_position_rate(getattr(self, name), name)
+            object.__setattr__(self, name, value)
+            if value and not self.causal:
+                raise ValueError(f"`{name}` = {value!r} weighs the tokens by their positions in the sequence, which "
+                                 "only causal attention has (tokens (s, x) with s in [0, 1]): pass causal=True, or "
+                                 f"{name}=0 for attention without positions.")
+
+    @property
+    def weighs_positions(self) -> bool:
+        """Whether the logits depend on the positions beyond the causal mask (a decay λ ≠ 0 or RoPE ω ≠ 0)."""
+        return bool(self.decay or self.rope)
+
+    @property
+    def compiled_refusal(self) -> str | None:
+        """Why the compiled pairwise sums do not take this head, or None (:func:`meanfield.kernels.pairwise_refusal`):
+        a decay |λ| beyond :data:`~meanfield.models.positions.COMPILED_DECAY_MAX` (the key weights e^{λτ} would
+        underflow)."""
+        if abs(self.decay) > COMPILED_DECAY_MAX:
+            return (f"the compiled sums apply the decay as key weights e^(λτ), which underflow for |λ| > "
+                    f"{COMPILED_DECAY_MAX:g}; got decay λ = {self.decay:g} (the model's own sums take any λ)")
+        return None
 
     @property
     def manifold(self) -> str:
@@ -206,7 +243,7 @@ class SelfAttention(Head):
         β_eff = β q k, and the field is c times the Q = K = V = I field with
         β_eff. This is when the fast spectral strategies apply.
         """
-        if self.time_dependent:  # that of at(t) at each time
+        if self.time_dependent or self.rope:  # that of at(t) at each time; RoPE turns the kernel with the positions
             return None
         q, k, c = (identity_multiple(M) for M in (self.Q, self.K, self.V))
         if q is None or k is None or c is None or q * k < 0:
@@ -222,6 +259,7 @@ class SelfAttention(Head):
         if self.normalized:
             return HeadConstants(v, v * (2.0 + a), v * (1.0 + 2.0 * a) * exp_or_inf(2.0 * a), a, a,
                                  v * (1.0 + 5.0 * a + 2.0 * a * a))
+        v = v * self._usa_decay_factor()
         s = exp_or_inf(a)
         return HeadConstants(v, v * s * (2.0 + a), v * s * (1.0 + a), None, a, v * s * (1.0 + 5.0 * a + a * a))
 
@@ -230,9 +268,14 @@ class SelfAttention(Head):
         a, v = head_norms(self)
         if self.normalized:
             return v * (1.0 + a)
+        v = v * self._usa_decay_factor()
         if a + np.log1p(a) + np.log(max(v, 1e-300)) > EXP_MAX:
             return float("inf")
         return v * (1.0 + a) * np.exp(a)
+
+    def _usa_decay_factor(self) -> float:
+        """sup e^{−λ(s − τ)} over 0 <= τ <= s <= 1: 1 for λ >= 0, e^{−λ} for λ < 0 (USA's sums grow by it)."""
+        return float(exp_or_inf(max(0.0, -self.decay)))
 
     def describe(self) -> str:
         """The model in words and symbols, short, for a figure's title (figures read this, never the repr).
@@ -248,6 +291,10 @@ class SelfAttention(Head):
             words.append("β(t)" if is_time_dependent(self.beta) else f"β = {number_words(self.beta)}")
         if self.noise:
             words.append(f"noise D = {number_words(self.noise)}")
+        if self.decay:
+            words.append(f"decay λ = {number_words(self.decay)}")
+        if self.rope:
+            words.append(f"RoPE ω = {number_words(self.rope)}")
         groups: dict[str, list] = {}
         for name in ("Q", "K", "V"):
             M = getattr(self, name)
@@ -267,6 +314,7 @@ class SelfAttention(Head):
         mats = ", ".join(f"{n}={show(M)}" for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V)))
         kind = ("SA" if self.normalized else "USA") + (", causal" if self.causal else "")
         noise = f", noise={self.noise:g}" if self.noise else ""
+        noise += (f", decay={self.decay:g}" if self.decay else "") + (f", rope={self.rope:g}" if self.rope else "")
         beta = repr(self.beta) if is_time_dependent(self.beta) else f"{self.beta:g}"
         return f"SelfAttention({kind}, beta={beta}, {mats}{noise})"
 
@@ -281,12 +329,15 @@ class SelfAttention(Head):
         """
         Kx = points if self.K is None else points @ self.K.T
         Qx = queries if self.Q is None else queries @ self.Q.T
+        if self.rope and positions is not None:  # RoPE: R(ωs)Qx against R(ωτ)Ky
+            Kx, Qx = rotate_planes(Kx, self.rope * positions[0]), rotate_planes(Qx, self.rope * positions[1])
         Vx = points if self.V is None else points @ self.V.T
         wV = weights[..., :, None] * Vx
         m, n = queries.shape[-2], points.shape[-2]
         out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (m, Vx.shape[-1]))
         for sl in row_chunks(m, n):
-            s, smax = _masked(self.beta * (Qx[..., sl, :] @ np.swapaxes(Kx, -1, -2)), positions, sl)  # (..., mc, n)
+            s, smax = _masked(self.beta * (Qx[..., sl, :] @ np.swapaxes(Kx, -1, -2)), positions, sl,
+                              self.decay)  # (..., mc, n)
             e = np.exp(s - smax)
             num = e @ wV
             if self.normalized:
@@ -337,8 +388,12 @@ class SelfAttention(Head):
         sums, one sum of the per-point constant ⟨Ky, QVy⟩ and one of
         ⟨Qx, Ky⟩⟨x, Vy⟩ (docs/MATH.md §6). USA: Du = β Σ_j w_j e_j Vy_j (Aᵀy_j)ᵀ, no
         covariance. No input checks; exponents shifted by their row maximum. ``positions``: the causal mask, as in
-        :meth:`average`.
+        :meth:`average` (the decay mask too: it does not depend on x; RoPE refused: its query matrix R(ωs)Q changes
+        with the row and its keys R(ωτ)K with the point, which the per-point constants below do not allow).
         """
+        if self.rope and positions is not None:
+            raise ValueError(f"the divergence of the field with RoPE phases is not written (the Lagrangian measure's "
+                             f"log-Jacobian); the field itself is (`field`); got {self!r}.")
         d = points.shape[-1]
         Q, K, V = self.matrices(d)
         Ky = points @ K.T
@@ -355,7 +410,7 @@ class SelfAttention(Head):
         for sl in row_chunks(m, n):
             x = queries[..., sl, :]
             g = Qx[..., sl, :] @ np.swapaxes(Ky, -1, -2)  # ⟨Qx, Ky⟩, (..., mc, n)
-            s, smax = _masked(self.beta * g, positions, sl)
+            s, smax = _masked(self.beta * g, positions, sl, self.decay)
             e = np.exp(s - smax)
             num = e @ wV  # Σ w e Vy
             ec = e @ wc  # Σ w e ⟨Ky, QVy⟩
@@ -498,5 +553,9 @@ register(ModelKind("self-attention", SelfAttention, "sphere", (
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
     Parameter("causal", "bool", False, "causal (masked) attention: tokens carry positions s in [0, 1] and see those "
               "at s' <= s; the study runs on [0, 1] × the domain (densities on [0, 1] × S¹)"),
+    Parameter("decay", "float", 0.0, "decay (ALiBi) mask of causal attention: the kernel times e^(−λ(s − s')) "
+              "(n tokens: e^(−(λ/n)(i − j))); needs causal = true"),
+    Parameter("rope", "float", 0.0, "RoPE phases of causal attention: Qx and Ky turned by the angles ωs and ωs' in "
+              "each coordinate plane; needs causal = true (densities: every pair of rows, m²M² a rate)"),
 ), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V; causal",
     words=lambda m: "SA" if m.get("normalized", True) else "USA"))

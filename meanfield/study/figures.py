@@ -137,12 +137,14 @@ def _model_words(ds) -> str:
     parts = [registry.words(m.get("kind", registry.default_kind("sphere").name), m)]  # the kind's own words
     if m.get("causal"):
         parts[0] = "causal " + parts[0]
-    for name, symbol in (("beta", "β"), ("tau", "τ"), ("b", "b"), ("noise", "noise D")):
+    for name, symbol in (("beta", "β"), ("tau", "τ"), ("b", "b"), ("noise", "noise D"), ("decay", "decay λ"),
+                         ("rope", "RoPE ω")):
         if name in swept and name in getattr(ds, "coords", {}):
             values = [float(v) for v in np.asarray(ds[name].values).ravel()]
             parts.append(f"{symbol} ∈ {{{', '.join(number_words(v) for v in values)}}}" if len(values) <= 5 else
                          f"{symbol} from {number_words(min(values))} to {number_words(max(values))}")
-        elif m.get(name) is not None and (name != "noise" or m[name]) and not (m.get("weights") and name == "beta"):
+        elif m.get(name) is not None and (name not in ("noise", "decay", "rope") or m[name]) and \
+                not (m.get("weights") and name == "beta"):
             parts.append(f"{symbol} = {number_words(m[name])}")
     matrices = {name: _matrix_words(m.get(name)) for name in ("Q", "K", "V")}
     if "random" in matrices.values():

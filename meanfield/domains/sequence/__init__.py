@@ -18,10 +18,11 @@ from ..sphere.geometry import check_on_sphere, geodesic, normalise, on_sphere, p
 from ..zonal import zonal_refusal
 from . import plotting as _plotting
 from .laws import along_positions, turn
-from .continuity import SequenceQuadrature, SequenceSpectral
+from .continuity import SequencePairs, SequenceQuadrature, SequenceSpectral
 from .grid import SequenceGrid, cumulative, as_rows, from_rows
 
-__all__ = ["SEQUENCE", "Sequence", "SequenceGrid", "SequenceSpectral", "SequenceQuadrature", "cumulative",
+__all__ = ["SEQUENCE", "Sequence", "SequenceGrid", "SequenceSpectral", "SequenceQuadrature", "SequencePairs",
+           "cumulative",
            "with_positions", "as_rows", "from_rows", "along_positions", "turn"]
 
 
@@ -159,7 +160,9 @@ class Sequence(Domain):
                              "Transformer's blocks would act on the x part only (not implemented).")
         if strategy == "spectral":
             z = model.zonal
-            return SequenceSpectral(grid, z.beta, z.c, model.normalized)
+            return SequenceSpectral(grid, z.beta, z.c, model.normalized, model.decay)
+        if any(h.rope for h in model.heads):  # keys turned with their row: no seen measure, every pair of rows
+            return SequencePairs(grid, model)
         return SequenceQuadrature(grid, model)
 
     @staticmethod

@@ -18,11 +18,23 @@ from ..circle.grid import CircleGrid
 __all__ = ["SequenceGrid", "cumulative"]
 
 
-def cumulative(values, h: float) -> np.ndarray:
-    r"""R_k = ∫_0^{s_k} f(τ) dτ along the first axis by the trapezoidal rule on nodes of spacing h (R_0 = 0)."""
+def cumulative(values, h: float, decay: float = 0.0) -> np.ndarray:
+    r"""R_k = ∫_0^{s_k} e^{−λ(s_k − τ)} f(τ) dτ along the first axis by the trapezoidal rule on nodes of spacing h
+    (R_0 = 0; docs/MATH.md §13, the decay mask).
+
+    λ = ``decay`` = 0: the cumulative sums of the trapezoids (today's causal model, the same operations). λ ≠ 0:
+    the trapezoidal rule for the integrand e^{−λ(s_k − τ)} f(τ), written as the recursion
+    R_k = a R_{k−1} + (h/2)(a f_{k−1} + f_k), a = e^{−λh} (the semigroup e^{−λ(s_k − τ)} = a e^{−λ(s_{k−1} − τ)}):
+    no factor e^{λτ} that could overflow, second order in h like the plain sums.
+    """
     values = np.asarray(values)
     out = np.zeros_like(values)
-    out[1:] = np.cumsum(0.5 * h * (values[1:] + values[:-1]), axis=0)
+    if not decay:
+        out[1:] = np.cumsum(0.5 * h * (values[1:] + values[:-1]), axis=0)
+        return out
+    a, half = np.exp(-decay * h), 0.5 * h
+    for k in range(1, values.shape[0]):
+        out[k] = a * out[k - 1] + half * (a * values[k - 1] + values[k])
     return out
 
 
