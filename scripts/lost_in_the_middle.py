@@ -1,13 +1,13 @@
 """The U-shaped retrieval profile of causal SA with a decay mask (lost in the middle; docs/MATH.md §13).
 
 G(t, 1; σ): the linear response at time t of the last token (s = 1) to a source at position σ, about the uniform law
-on [0, 1] × S¹ (:func:`meanfield.exact.retrieval_profile`, the closed form of Duerinckx, Geshkovski & Rossi,
+on [0, 1] × S¹ (:func:`meanfield.analysis.exact.retrieval_profile`, the closed form of Duerinckx, Geshkovski & Rossi,
 arXiv 2605.09213). Left: their setting (β = 1, λ = 1, modes k = 1…20 weighed by e^{−π²k²/2M²}, M = 8; SA's time
 t = t_paper · βI_0(β)), U-shaped before t_crit, recency lost after. Right: the mode k = 1 at β = 1, λ = 2 (and λ = 0,
 no recency) against the library's density solver on [0, 1] × S¹ (markers: the response of the last row to a
 perturbation δ_σ cos θ of one row, ε = 1e-6), with the error table printed. Third: the U shape from N tokens
 (β = 1, λ = 2, t = 3): the last tokens' linear response to the tokens turned by ε sin θ in a window about σ, against
-the closed form integrated over that window (:func:`meanfield.exact.retrieval_window`), two seeds.
+the closed form integrated over that window (:func:`meanfield.analysis.exact.retrieval_window`), two seeds.
 
 Run:  python scripts/lost_in_the_middle.py [--output DIR] [--rows 17] [--tokens 4000]   (about five minutes on two
       cores; --tokens 0 leaves the particles out)
@@ -24,7 +24,7 @@ from meanfield.density import Density
 from meanfield.domains.sequence import SequenceGrid
 import particles
 from meanfield.domains.sequence import with_positions
-from meanfield.exact import retrieval_profile, retrieval_threshold, retrieval_window
+from meanfield.analysis.exact import retrieval_profile, retrieval_threshold, retrieval_window
 from meanfield.models import SelfAttention
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import checks
+from ..core import checks
 
 __all__ = ["rotate_planes", "check_position_rate", "COMPILED_DECAY_MAX"]
 

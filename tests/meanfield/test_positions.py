@@ -4,7 +4,7 @@ Asserted: λ = ω = 0 given explicitly runs today's causal model bit for bit (pa
 moves the SA field by at most |λ|/2 (the derivative bound of a softmax average in its logits' offset); the head's
 field against a direct sum of the defining formula, the compiled sums against the head's (and bit-identical for 1
 and 2 threads); the first token never moves and the second follows the closed form of
-:func:`meanfield.exact.positional_pair` to 1e-10 (decay on S² and S⁷, decay and RoPE on S¹), the closed form itself
+:func:`meanfield.analysis.exact.positional_pair` to 1e-10 (decay on S² and S⁷, decay and RoPE on S¹), the closed form itself
 against a DOP853 solve of its ODE; on [0, 1] × S¹ with a decay mask: rows up to s unchanged bit for bit when the law
 beyond s changes, a law constant in s evolving as the circle equation in every row (SA), spectral and quadrature
 right-hand sides equal with each row's mass conserved, the decayed cumulative sums second order in the row spacing;
@@ -19,9 +19,10 @@ import meanfield as mf
 import particles
 from meanfield import kernels
 from meanfield.density import Density
-from meanfield.domains.sequence import (SEQUENCE, SequenceGrid, SequencePairs, SequenceQuadrature, cumulative,
-                                       with_positions)
-from meanfield.exact import causal_pair, positional_pair
+from meanfield.domains.sequence import (
+    SEQUENCE, SequenceGrid, SequencePairs, SequenceQuadrature, cumulative, with_positions,
+)
+from meanfield.analysis.exact import causal_pair, positional_pair
 from meanfield.models import MultiHeadAttention, SelfAttention
 from meanfield.models.positions import rotate_planes
 
@@ -358,10 +359,10 @@ def _response(model, m, rows, t, eps=1e-6):
 
 
 def test_retrieval_profile_against_the_density_solver():
-    """The closed form G(t, 1; σ) = κ(1, σ) ψ_{a t}(Y) (:func:`meanfield.exact.retrieval_profile`) against the
+    """The closed form G(t, 1; σ) = κ(1, σ) ψ_{a t}(Y) (:func:`meanfield.analysis.exact.retrieval_profile`) against the
     linear response of the [0, 1] × S¹ solver at σ = ¼, ½, ¾ with 9 and 17 rows: the error falls like the rows'
     trapezoidal sums, h² (order in [1.6, 2.4]; ε = 1e-6 leaves an O(ε) nonlinear error, 1e-6 relative)."""
-    from meanfield.exact import retrieval_profile
+    from meanfield.analysis.exact import retrieval_profile
 
     model, t = SelfAttention(1.0, causal=True, decay=2.0), 1.0
     sigma = np.array([0.25, 0.5, 0.75])
@@ -377,7 +378,7 @@ def test_retrieval_profile_is_u_shaped_before_its_threshold():
     t_crit the end slope turns negative (the threshold derived in :func:`retrieval_threshold`); λ = 0: no recency."""
     from scipy.special import factorial
 
-    from meanfield.exact import retrieval_profile, retrieval_rate, retrieval_threshold
+    from meanfield.analysis.exact import retrieval_profile, retrieval_rate, retrieval_threshold
 
     beta, lam = 1.0, 2.0
     s = np.linspace(0.005, 0.995, 199)
@@ -418,11 +419,11 @@ def _particle_response(model, n, sigma, width, t, seed, eps=1e-5):
 
 def test_retrieval_profile_against_particles():
     """The last tokens' linear response to tokens turned in a window about σ = 0.75, against the closed form
-    integrated over the window (:func:`meanfield.exact.retrieval_window`): within 10 % at N = 4000. The error is the
+    integrated over the window (:func:`meanfield.analysis.exact.retrieval_window`): within 10 % at N = 4000. The error is the
     sampling of iid angles (the regression over ~200 last tokens): measured −5.4, +5.6, +1.6, −4.3 % for four seeds
     at N = 2000 (sd ≈ 5 %, falling like N^{-1/2}: ≈ 3.5 % at N = 4000, where two seeds gave −0.4 and +2.2 %), so
     10 % is about 3 sd."""
-    from meanfield.exact import retrieval_window
+    from meanfield.analysis.exact import retrieval_window
 
     model = SelfAttention(1.0, causal=True, decay=2.0)
     got = _particle_response(model, 4000, 0.75, 0.05, 1.0, seed=1)
