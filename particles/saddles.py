@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CriticalPoint", "critical_point", "hessian_index", "energy_gradient"]
+__all__ = ["CriticalPoint", "critical_point", "hessian_index", "energy_gradient", "hessian"]
 
 _EPS = np.finfo(float).eps
 
@@ -109,6 +109,15 @@ def _hessian(x, w, beta, B):
     diag = beta * np.einsum("ij,ijk,ijl->ikl", off, Bx, Bx) - np.sum(off * s, axis=1)[:, None, None] * np.eye(d - 1)
     H[np.arange(n), np.arange(n)] = diag
     return H.transpose(0, 2, 1, 3).reshape(n * (d - 1), n * (d - 1))
+
+
+def hessian(x, beta: float, weights=None):
+    """(H, B): the Riemannian Hessian of e^{−β}E_β at ``x`` in the tangent bases B (n, d, d−1), H of shape
+    (n(d−1), n(d−1)) with the blocks of the module docstring (point i's coordinates at rows i(d−1)…(i+1)(d−1)−1).
+    At a critical point it is the derivative of the gradient e^{−β}g along geodesics, read in these bases."""
+    x, w = _points(x, weights)
+    B = _tangent_bases(x)
+    return _hessian(x, w, _beta(beta), B), B
 
 
 def _symmetry_complement(x, B) -> np.ndarray:
