@@ -15,6 +15,7 @@ clusters to first with one), its resolution the output spacing (1.5 % in t past 
     python scripts/metastability_study.py table      # the prediction table (β, k*, gap, formed fraction, angles)
     python scripts/metastability_study.py lifetimes  # T₂ against β and the fit log T₂ ≈ cβ with its interval
     python scripts/metastability_study.py staircase  # the energy staircase figure (metastability_staircase.png)
+    python scripts/metastability_study.py lagrangian --beta 2   # the Lagrangian density's states against particles'
     python scripts/metastability_study.py check      # merging_flow against particles.simulate (no merging), one run
 Options: --seeds 20, --iid (iid uniform data instead of quantiles), --eps 1e-3, --betas (table), --beta/--seed
 (staircase), --out DIR.
@@ -165,7 +166,7 @@ def staircase(args):
         level = cp.energy * 2 * beta * np.exp(-beta)
         hi = min(s.end, r.t[-1])
         ax.hlines(level, max(s.start, 1e-1), hi, colors=f"C{j}", lw=3, alpha=0.5,
-                  label=f"{s.count} clusters: critical point of index {cp.index}")
+                  label=f"{s.count} cluster{'s' if s.count > 1 else ''}: critical point of index {cp.index}")
         print(f"  state {s.count}: [{s.start:.4g}, {s.end:.4g}) mean energy {s.energy * 2 * beta * np.exp(-beta):.6f}, "
               f"critical point energy {level:.6f}, index {cp.index}, |grad| {cp.gradient_norm:.1e}")
         bx.axvspan(max(s.start, 1e-1), hi, color=f"C{j}", alpha=0.15)
@@ -182,6 +183,36 @@ def staircase(args):
     out = Path(args.out) / "metastability_staircase.png"
     fig.savefig(out, dpi=120)
     print(f"wrote {out}")
+
+
+def lagrangian(args):
+    """The Lagrangian density (adaptive panels) from the same law as the quantile particles, its metastable states
+    from ClusterHistory.states(), against merging_flow's on N = 128 quantile particles."""
+    import meanfield as mf
+    from meanfield.lagrangian import cluster_history
+
+    beta, seed = args.beta, args.seed
+    rng = np.random.default_rng(seed)
+    a, phi = rng.uniform(0.5, 1.0, MODES), rng.uniform(0, 2 * np.pi, MODES)
+    k = np.arange(1, MODES + 1)[:, None]
+
+    def f(x):
+        th = np.arctan2(x[..., 1], x[..., 0])
+        return 1 + EPS * np.sum(a[:, None] * np.cos(k * th.ravel()[None] - phi[:, None]), 0).reshape(th.shape)
+
+    rho = mf.Density.from_function(mf.CircleGrid(256), f)
+    model = mf.SelfAttention(beta=beta)
+    t_end = 3.0 * np.exp(2 * beta) + 100.0
+    t = np.concatenate([np.arange(0, 80, 0.5), np.geomspace(80, t_end, int(np.log(t_end / 80) / 0.015) + 1)])
+    t0 = time.time()
+    sol = mf.solve(model, rho, (0, t_end), t_eval=t, representation="lagrangian", lagrangian_tol=1e-12)
+    h = cluster_history(sol)
+    frames = [fr for fr in sol.densities if fr.lagrangian]
+    st = h.states(np.array([fr.energy(beta) for fr in frames]))
+    print(f"beta = {beta}, seed = {seed}: predicted {predicted_clusters(rho, model).count} clusters; Lagrangian "
+          f"({sol.status}, {time.time() - t0:.0f} s): {st}; T2 = {st.T2:.4g}, last merge {st.last_merge:.4g}")
+    _, r, sp, formed, _, T2, last = run(beta, seed)
+    print(f"particles (N = {N} quantiles, merging_flow): {sp}; T2 = {T2:.4g}, last merge {last:.4g}")
 
 
 def check(args):
@@ -201,7 +232,7 @@ def check(args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("part", choices=["table", "lifetimes", "staircase", "check"])
+    p.add_argument("part", choices=["table", "lifetimes", "staircase", "lagrangian", "check"])
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--iid", action="store_true")
     p.add_argument("--beta", type=float, default=4.4)
@@ -210,7 +241,8 @@ def main(argv=None):
     p.add_argument("--betas", type=float, nargs="*", help="the βs of the table")
     p.add_argument("--out", default=".")
     args = p.parse_args(argv)
-    {"table": table, "lifetimes": lifetimes, "staircase": staircase, "check": check}[args.part](args)
+    {"table": table, "lifetimes": lifetimes, "staircase": staircase, "lagrangian": lagrangian,
+     "check": check}[args.part](args)
 
 
 if __name__ == "__main__":

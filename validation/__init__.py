@@ -6,6 +6,7 @@ distance, Distance           the same with a certified error bound and the metho
 gaussian_w2                  Bures–Wasserstein distance between Gaussians
 sliced_wasserstein_sphere    a cheap estimate on S^{d-1} for large sets (not W_p, not a bound)
 observed_order, ...          observed orders of accuracy (convergence studies, regression tests)
+metastability                lifetimes of metastable states: the fit log T ≈ cβ, the exact two-cluster merge time
 """
 
 from .convergence import OrderFit, observed_order, self_convergence_order
