@@ -114,9 +114,14 @@ def trajectory_states(trajectory, beta: float | None = None, *, delta: float = 1
                              min_duration=min_duration, total=float(np.sum(w)))
 
 
-def formed_clusters(t, x, delta: float = 1e-4, weights=None, *, min_mass: float = 0.02, settled: float = 0.9):
+def formed_clusters(t, x, delta: float = 1e-4, weights=None, *, min_mass: float = 0.02, settled: float = 0.9,
+                    persist: float = 0.0):
     """The clusters that formed: at the first output time whose clusters of mass >= ``min_mass`` hold at least
-    ``settled`` of the mass, (t, centres (k, d), masses (k,)); None where no output settled.
+    ``settled`` of the mass and whose count then stays the same (at every settled output) for at least ``persist``,
+    (t, centres (k, d), masses (k,)); None where no output qualifies.
+
+    ``persist`` > 0 skips transient counts: from iid points, whose close pairs form small components at any δ, the
+    clusters that are still gathering can hold 90 % of the mass in several δ-chains for a moment.
 
     Parameters
     ----------
@@ -124,14 +129,24 @@ def formed_clusters(t, x, delta: float = 1e-4, weights=None, *, min_mass: float 
     x : array_like, shape (T, n, d)
     delta, weights, min_mass, settled
         As for :func:`trajectory_states`.
+    persist : float
+        How long the count must last, >= 0.
     """
     x, w = _frames(x, weights)
     t = np.asarray(t, dtype=float)
     if t.shape != (x.shape[0],):
         raise ValueError(f"`t` must have one time per frame ({x.shape[0]}), got shape {t.shape}.")
+    if not persist >= 0:
+        raise ValueError(f"`persist` must be >= 0, got {persist!r}.")
     total = float(np.sum(w))
+    count = np.full(t.size, -1)
     for k, m in enumerate(cluster_masses(x, delta, w)):
-        if np.sum(m[m >= min_mass * total]) >= settled * total:
+        heavy = m[m >= min_mass * total]
+        if np.sum(heavy) >= settled * total:
+            count[k] = heavy.size
+    for k in np.flatnonzero(count >= 0):
+        later = (t >= t[k]) & (t <= t[k] + persist) & (count >= 0)
+        if t[-1] - t[k] >= persist and np.all(count[later] == count[k]):
             c, mm = cluster_centres(x[k], delta, w, min_mass * total)
             return float(t[k]), c, mm
     return None

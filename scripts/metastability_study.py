@@ -18,7 +18,7 @@ clusters to first with one), its resolution the output spacing (1.5 % in t past 
     python scripts/metastability_study.py lagrangian --beta 2   # the Lagrangian density's states against particles'
     python scripts/metastability_study.py check      # merging_flow against particles.simulate (no merging), one run
 Options: --seeds 20, --iid (iid uniform data instead of quantiles), --eps 1e-3, --betas (table), --beta/--seed
-(staircase), --out DIR.
+(staircase), --persist T (table: the formed count must last T), --out DIR.
 """
 
 from __future__ import annotations
@@ -84,9 +84,10 @@ def table(args):
     """Formation only: all seeds of one β in one batched particles.simulate (RK4) to t = 50, the clusters read at
     the first output where those of mass >= 2 % hold 90 % of the mass (particles.metastability.formed_clusters)."""
     betas = args.betas or [0.5, 1.8, 2.2, 4.4, 3.0, 6.0]
-    t_end = 50.0 + 2.0 * np.log(1e-3 / args.eps)  # formation takes log(1/ε)/σ*: later for smaller ε
+    t_end = 50.0 + 2.0 * np.log(1e-3 / args.eps) + args.persist  # formation takes log(1/ε)/σ*
     print(f"data: {'iid uniform' if args.iid else f'quantiles of the {args.eps:g}-perturbed law'}, N = {N}, "
-          f"{args.seeds} seeds; SA, particles.simulate rk4 to t = {t_end:g}")
+          f"{args.seeds} seeds; SA, particles.simulate rk4 to t = {t_end:g}; formed: first settled count lasting "
+          f"{args.persist:g}")
     print(" beta  k*  runner-up  gap    formed==k* [95% Wilson]  formed counts       t_formed  angle error median (max)")
     for b in betas:
         model = SelfAttention(beta=b)
@@ -95,7 +96,7 @@ def table(args):
         tr = particles.simulate(model, x0, np.arange(0, t_end + 0.25, 0.5), method="rk4", progress=False)
         formed, errs, tf = [], [], []
         for s, p in enumerate(preds):
-            f = formed_clusters(tr.t, tr.x[:, s])
+            f = formed_clusters(tr.t, tr.x[:, s], persist=args.persist)
             formed.append(None if f is None else len(f[2]))
             if f is not None:
                 tf.append(f[0])
@@ -239,6 +240,7 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eps", type=float, default=EPS, help="the perturbation's size (table)")
     p.add_argument("--betas", type=float, nargs="*", help="the βs of the table")
+    p.add_argument("--persist", type=float, default=0.0, help="how long the formed count must last (table)")
     p.add_argument("--out", default=".")
     args = p.parse_args(argv)
     {"table": table, "lifetimes": lifetimes, "staircase": staircase, "lagrangian": lagrangian,

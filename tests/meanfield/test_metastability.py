@@ -132,6 +132,19 @@ def test_a_transient_is_dropped_only_when_asked():
     assert list(st.counts) == [3, 2, 1] and st.T2 == 50.0
 
 
+def test_formed_clusters_skip_counts_that_do_not_last():
+    from particles.metastability import formed_clusters
+
+    t, x = synthetic(flicker=True)
+    t0, c, m = formed_clusters(t, x)
+    assert t0 == 5.0 and np.allclose(m, 1 / 3, rtol=1e-14)
+    assert circular_error(np.arctan2(c[:, 1], c[:, 0]), [0.0, 2.0, 4.0]) < 1e-12
+    assert formed_clusters(t, x, persist=10.0)[0] == 5.0  # three clusters last 15
+    t1, c, m = formed_clusters(t, x, persist=20.0)  # not the 3-state (15), nor the 2-state before its flicker at 40
+    assert t1 == 40.5 and np.allclose(m, [2 / 3, 1 / 3], rtol=1e-14)
+    assert formed_clusters(t, x, persist=200.0) is None
+
+
 def test_lagrangian_history_gives_the_same_states():
     t, x = synthetic()
     masses = cluster_masses(x)
