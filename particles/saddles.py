@@ -84,8 +84,8 @@ def _kernel(x, w, beta):
 
 def energy_gradient(x, beta: float, weights=None):
     r"""(E_β, g): the energy and its Riemannian gradient g_i = P_{x_i}^⊥ w_i Σ_j w_j e^{β⟨x_i, x_j⟩} x_j, shape
-    (n, d) (module docstring). E_β = ½|Σ w_i x_i|² at β = 0 (its limit less the constant (Σ w)²/2β); overflows to
-    inf above β ≈ 700 (the gradient is finite; scale by e^{−β} for large β)."""
+    (n, d) (module docstring). E_β = ½|Σ w_i x_i|² at β = 0 (its limit less the constant (Σ w)²/2β). Both carry the
+    factor e^{β} and overflow to inf above β ≈ 700; :func:`critical_point` and :func:`hessian` work with e^{−β}E_β."""
     x, w = _points(x, weights)
     beta = _beta(beta)
     s, a = _kernel(x, w, beta)
