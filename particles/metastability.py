@@ -58,7 +58,9 @@ def cluster_masses(x, delta: float = 1e-4, weights=None) -> list:
     x : array_like, shape (T, n, d)
         One system's positions over time (``Trajectory.x`` of an unbatched run), or (n, d) for one time.
     delta : float
-        Points with ⟨x_i, x_j⟩ >= 1 − δ are joined (δ = 1e-4: within about 0.014 rad).
+        Points with ⟨x_i, x_j⟩ >= 1 − δ are joined (δ = 1e-4: within about 0.014 rad). Choose it below the initial
+        spacing (2π/n for n evenly spread points on S¹: δ = 1e-4 suits n < 440), or the spread points already form
+        one chain.
     weights : array_like, shape (n,), optional
         Default 1/n each.
 

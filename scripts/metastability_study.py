@@ -207,7 +207,7 @@ def lagrangian(args):
     t = np.concatenate([np.arange(0, 80, 0.5), np.geomspace(80, t_end, int(np.log(t_end / 80) / 0.015) + 1)])
     t0 = time.time()
     sol = mf.solve(model, rho, (0, t_end), t_eval=t, representation="lagrangian", lagrangian_tol=1e-12)
-    h = cluster_history(sol)
+    h = cluster_history(sol, separation=float(np.arccos(1 - 1e-4)))  # merged when as close as the particles' δ
     frames = [fr for fr in sol.densities if fr.lagrangian]
     st = h.states(np.array([fr.energy(beta) for fr in frames]))
     print(f"beta = {beta}, seed = {seed}: predicted {predicted_clusters(rho, model).count} clusters; Lagrangian "
