@@ -12,18 +12,22 @@ kuramoto               tokens with natural frequencies on S¹, θ̇_i = ω_i + X
 fused                  batches of small systems advanced by compiled RK4 sequences
 sampling               uniform, orthogonal and density-distributed initial points
 clusters               clustering statistics of GLPR §6.3
+metastability          clusters over time, metastable states and merges of a trajectory, a merging flow for
+                       lifetimes e^{cβ} (arXiv 2410.06833)
+saddles                critical points of E_β of n weighted points (Newton) and their Hessian's index
 
 The kernel sums the strategies use are in :mod:`meanfield.kernels`; time
 stepping is :mod:`meanfield.integrate`. May import ``meanfield``; never
 ``validation`` or the study layer.
 """
 
-from . import clusters, fused, kuramoto, sampling
+from . import clusters, fused, kuramoto, metastability, saddles, sampling
 from .sampling import orthogonal, sample, uniform_sphere
 from .depth import discrete_depth
 from .snapshot import Snapshot
 from .system import Trajectory, rescaled, simulate, velocity
 from meanfield.domains.sequence import with_positions
 
-__all__ = ["simulate", "velocity", "discrete_depth", "Trajectory", "rescaled", "fused", "kuramoto", "sampling", "clusters", "uniform_sphere", "orthogonal",
+__all__ = ["simulate", "velocity", "discrete_depth", "Trajectory", "rescaled", "fused", "kuramoto", "sampling", "clusters",
+           "metastability", "saddles", "uniform_sphere", "orthogonal",
            "sample", "with_positions", "Snapshot"]

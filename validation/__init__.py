@@ -9,6 +9,7 @@ marginal_distances, marginal_w1   W_1 of each one-dimensional marginal of a prod
 gaussian_w2                  Bures–Wasserstein distance between Gaussians
 sliced_wasserstein_sphere    a cheap estimate on S^{d-1} for large sets (not W_p, not a bound)
 observed_order, ...          observed orders of accuracy (convergence studies, regression tests)
+metastability                lifetimes of metastable states: the fit log T ≈ cβ, the exact two-cluster merge time
 """
 
 from .marginals import line_w1, marginal_distances, marginal_w1

@@ -170,6 +170,15 @@ class ClusterHistory:
         return (f"ClusterHistory({len(self.t)} frames, {span}, clusters {counts} ({int(self.count[0])} first, "
                 f"{int(self.count[-1])} last){changes})")
 
+    def states(self, energy=None, *, min_mass: float = 0.02, settled: float = 0.9, min_duration: float = 0.0):
+        """The metastable states and merges of the history (:func:`meanfield.lagrangian.metastability.
+        metastable_states` of its ``t`` and ``masses``, probability masses): their lifetimes, T₂ and the last merge.
+        ``energy`` (one value per frame, e.g. each frame's ``energy(beta)``) is averaged over each state."""
+        from .metastability import metastable_states
+
+        return metastable_states(self.t, self.masses, energy=energy, min_mass=min_mass, settled=settled,
+                                 min_duration=min_duration)
+
     def _mass_table(self) -> np.ndarray:
         """The masses as a (T, max count) array, heaviest first, NaN where a frame has fewer clusters."""
         k = int(np.max(self.count)) if len(self.count) else 0
