@@ -5,7 +5,7 @@ Fourier mode of degree k of a zonal model (Q = qI, K = kI, V = cI, noise D) grow
 
     σ_k = k²(c I_k(β)/(β I_0(β)) − D)  (SA),      σ_k = k²(c I_k(β)/β − D)  (USA),
 
-(:func:`meanfield.stationary.linear_rates`). From near-uniform data the mode of the largest rate, k* = argmax_k σ_k,
+(:func:`meanfield.analysis.stationary.linear_rates`). From near-uniform data the mode of the largest rate, k* = argmax_k σ_k,
 outgrows the others, and the density forms k* clusters where that mode peaks: the density's k-th component is
 (1/π)|μ̂_k| cos(kθ − arg μ̂_k), μ̂_k = ∫ e^{ikθ} dμ_0, so the clusters sit at
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stationary import linear_rates, most_unstable_degree
+from ..analysis.stationary import linear_rates, most_unstable_degree
 
 __all__ = ["ClusterPrediction", "predicted_clusters", "fourier_coefficients", "MetastableState", "MetastableStates",
            "metastable_states"]
@@ -107,7 +107,7 @@ def predicted_clusters(frame, model, noise: float | None = None) -> ClusterPredi
     r"""The number of metastable clusters and their angles predicted from a frame on S¹ (module docstring).
 
     k* = argmax_k σ_k of the linear rates about the uniform law (docs/MATH.md §9,
-    :func:`meanfield.stationary.linear_rates`), and θ_j = (arg μ̂_{k*} + 2πj)/k* with μ̂_k = ∫ e^{ikθ} dμ_0
+    :func:`meanfield.analysis.stationary.linear_rates`), and θ_j = (arg μ̂_{k*} + 2πj)/k* with μ̂_k = ∫ e^{ikθ} dμ_0
     (Bruno, Pasqualotto & Agazzi, arXiv 2410.23228; docs/MATH.md §13).
 
     Parameters
