@@ -3,7 +3,7 @@
 A run of 40 steps of SA β = 4 on S¹ (n = 256 and 1024 nodes, RK4 with dt = the path's step h = 0.01):
 
 - noiseless: ``meanfield.solve(..., representation="grid", dt=h, refine=False)``, today's grid run;
-- common noise: ``solve_common_noise`` on a CommonPath with the same h — one noise map per step between the RK4
+- common noise: ``meanfield.solve(..., common_noise=)`` on a CommonPath with the same h — one noise map per step between the RK4
   steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages times the
   Jacobian, a non-uniform FFT); and the general Σ on a path of step 2h (one map per two RK4 steps of h).
 
@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import meanfield as mf  # noqa: E402
 from meanfield.models.common_noise import CommonNoise, CommonPath
-from meanfield.representations.common_noise import solve_common_noise
 
 from _timing import interleaved  # noqa: E402
 
@@ -52,7 +51,7 @@ def main(argv=None):
             noise.half_maps()  # the path's maps once, as a run that reuses its path
 
             def noisy():
-                sol = solve_common_noise(model, mu, t, noise, dt=h)
+                sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, common_noise=noise)
                 assert sol.nsteps == steps, sol.nsteps
 
             def plain():

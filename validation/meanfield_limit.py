@@ -20,7 +20,6 @@ from meanfield import Density
 from meanfield.solvers import solve
 from meanfield.density import Frame
 from meanfield.integrate import Status
-from meanfield.representations.common_noise import solve_common_noise
 
 from .wasserstein import discretisation, prepare, wasserstein
 
@@ -119,8 +118,8 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     common_noise : CommonNoise, optional
         A common noise (MATH.md §13, :mod:`meanfield.models.common_noise`): the density is then the one realisation
         of the stochastic continuity equation on its path
-        (:func:`meanfield.representations.common_noise.solve_common_noise`, which takes ``solve_kwargs``: ``dt``,
-        ``cfl``, ``strategy``, ``monitor``), and every particle system runs on the same path — W_p path by path.
+        (:func:`meanfield.solve` with ``common_noise``, which then takes of ``solve_kwargs`` ``dt``, ``cfl``,
+        ``strategy``, ``monitor``), and every particle system runs on the same path — W_p path by path.
     **solve_kwargs
         Passed to :func:`meanfield.solve` (its defaults: refined on the circle
         and S², not in R^d).
@@ -139,7 +138,8 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     t_eval = np.asarray(t_eval, dtype=float)
     rng = np.random.default_rng(rng)
     if common_noise is not None:  # one realisation of the density on the path the particles share
-        sol = solve_common_noise(model, mu0, t_eval, common_noise, **solve_kwargs)
+        sol = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, common_noise=common_noise,
+                    progress=progress, **solve_kwargs)
         if sol.status is not Status.SUCCESS:
             raise RuntimeError(f"the density on the common path did not reach the end: {sol.message}")
     else:

@@ -20,8 +20,9 @@ from .base import (
 from .chain import REPRESENTATIONS, check_options, plan, register, run_chain, solve_product
 from .grid import GridProblem, GridRepresentation, HistoryTracker, OutflowTracker, ResolutionTracker
 from .lagrangian import NodesRepresentation, PanelsRepresentation
+from .common_noise import CommonNoiseRepresentation
 
 __all__ = ["Representation", "GridRepresentation", "PanelsRepresentation", "NodesRepresentation", "REPRESENTATIONS",
            "Settings", "Part", "Handover", "Solution", "Hooks", "Event", "plan", "check_options", "run_chain",
            "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker", "register", "own_domain_refusal",
-           "solve_product", "Ending", "run_to_end"]
+           "solve_product", "Ending", "run_to_end", "CommonNoiseRepresentation"]

@@ -44,6 +44,7 @@ class Settings:
     strategy: str = "auto"
     lagrangian_tol: float | None = None
     max_points: int | None = None
+    common_noise: object = None  # a CommonNoise (meanfield.models.common_noise): the "common-noise" representation
     given: frozenset = frozenset()  # the options the caller gave: a representation chooses its own default for the rest
 
 

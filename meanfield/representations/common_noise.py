@@ -15,177 +15,127 @@ DΔ by the integrating factor) with RK4 steps that cut each path step into the f
 the CFL step ``cfl`` × the problem's bound where ``dt`` is not given. The same maps of the same path as the
 particles: one realisation of the density and of n tokens can be compared by W1 path by path.
 
-Every Σ_k = 0: the run is today's grid run (the same problem and :class:`~meanfield.integrate.Integrator` through
-the output times as :func:`meanfield.solve` with ``representation="grid"``), bit for bit. Grids without
-``linear_transport`` (R^d finite volumes; the zonal, cylinder and sequence grids) are refused with the grid's reason.
+It runs as the "common-noise" representation of :func:`meanfield.solve` (``solve(..., common_noise=)``), which
+returns the one :class:`~.base.Solution`. Every Σ_k = 0: ``solve`` drops the noise and runs today's chain, bit for
+bit. Grids without ``linear_transport`` (R^d finite volumes; the zonal, cylinder and sequence grids) are refused with
+the grid's reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ..core import checks
 from ..density import Density
-from ..integrate import Integrator, OutputTracker, Status, StopIntegration
+from ..integrate import Status
 from ..integrate.steppers import FIXED, FixedStepper
-from ..models import as_model, heads
 from ..models.common_noise import CommonNoise, interval_maps
-from ..integrate.monitor import ResolutionMonitor
-from .grid import GridProblem, ResolutionTracker
+from .base import Part, Representation
+from .chain import register
+from .grid import GridProblem
 
-__all__ = ["solve_common_noise", "CommonNoiseSolution"]
-
-
-@dataclass(frozen=True)
-class CommonNoiseSolution:
-    """One realisation of the stochastic continuity equation (:func:`solve_common_noise`).
-
-    Attributes
-    ----------
-    t : ndarray, shape (T,)
-        The output times reached.
-    densities : list of Density
-        The density at each of them.
-    status : Status
-        SUCCESS, or RESOLUTION_LOST where the monitor refused a state (``message`` says why; the outputs stop at the
-        last one reached).
-    message : str
-    nsteps, nfev : int
-        Drift steps and right-hand-side evaluations.
-    method, strategy : str
-    common_noise : CommonNoise or None
-        None where every Σ_k was 0 (today's run).
-    """
-
-    t: np.ndarray
-    densities: list
-    status: Status
-    message: str
-    nsteps: int
-    nfev: int
-    method: str
-    strategy: str
-    common_noise: object
-
-    @property
-    def values(self) -> np.ndarray:
-        """The nodal values at the outputs, shape (T,) + grid shape."""
-        return np.stack([d.values for d in self.densities])
+__all__ = ["CommonNoiseRepresentation", "check_common_noise"]
 
 
-def solve_common_noise(model, mu0: Density, t_eval, common_noise: CommonNoise, *, method: str = "rk4",
-                       dt: float | None = None, cfl: float | None = None, strategy: str = "auto",
-                       monitor: ResolutionMonitor | None = None) -> CommonNoiseSolution:
-    r"""One realisation of dμ + div(μX[μ]) dt + Σ_k div(μ P_xΣ_k x) ∘ dW^k = DΔμ dt on the common path (module
-    docstring).
+def check_common_noise(value) -> CommonNoise:
+    """The ``common_noise`` option of :func:`meanfield.solve`: a :class:`~meanfield.models.common_noise.CommonNoise`."""
+    if not isinstance(value, CommonNoise):
+        raise TypeError(f"`common_noise` must be a meanfield.models.common_noise.CommonNoise, got "
+                        f"{type(value).__name__}.")
+    return value
 
-    Parameters
-    ----------
-    model : attention model or Transformer
-        Its ``noise`` is the idiosyncratic D (MATH.md §6); constant weights.
-    mu0 : Density
-        On a grid with ``linear_transport`` (the circle, S²).
-    t_eval : array_like, shape (T,)
-        Increasing output times on the path's grid; ``t_eval[0]`` is the start.
-    common_noise : CommonNoise
-        The matrices Σ_k (2×2 on the circle, 3×3 on S²) and the path, the one given to :func:`particles.simulate`.
-    method : {"rk4", "ssprk3"}
-    dt : float, optional
-        Largest drift step (default: the CFL step).
-    cfl : float, optional
-        CFL factor (default the domain's, 0.1).
-    strategy : str
-        Field strategy (:mod:`meanfield.kernels.strategies`).
-    monitor : ResolutionMonitor, optional
-        Checks every state at the path's grid (finite, non-negative, resolved).
 
-    Returns
-    -------
-    CommonNoiseSolution
-    """
-    model = as_model(model)
-    heads(model)
-    if getattr(mu0, "grid", None) is None:  # a frame that holds grid values (a Density), not points
-        raise TypeError(f"`mu0` must be a Density on a grid, got {type(mu0).__name__}.")
-    if not isinstance(common_noise, CommonNoise):
-        raise TypeError(f"`common_noise` must be a CommonNoise, got {type(common_noise).__name__}.")
-    grid = mu0.grid
-    why = grid.linear_transport_refusal()
-    if why is not None:
-        raise ValueError(f"`common_noise`: {why}.")
-    if common_noise.dim != grid.dim:
-        raise ValueError(f"`common_noise`: its matrices Σ_k are {common_noise.dim}×{common_noise.dim} but the density "
-                         f"lives in R^{grid.dim}.")
-    if method not in FIXED:
-        raise ValueError(f"`method` must be one of {tuple(FIXED)} (fixed steps on the path's grid), got {method!r}.")
-    if model.time_dependent:
-        raise ValueError("`model`: common noise with time-dependent weights is not implemented (the layer boundaries "
-                         "would have to fall on the path's grid); give constant weights.")
-    t_eval = checks.output_times(t_eval)
-    js = common_noise.path.index(t_eval, "t_eval")
-    dt = None if dt is None else checks.positive(dt, "dt")
-    cfl = grid.domain.default_cfl(False) if cfl is None else checks.positive(cfl, "cfl")
-    monitor = ResolutionMonitor() if monitor is None else monitor
-    t0 = float(t_eval[0])
-    problem = GridProblem(model, grid, strategy, refine=False, max_n=grid.n, t0=t0)
-    y0 = np.array(mu0.values, dtype=float)
-    reason = monitor.check_state(grid, y0)
-    if reason is not None:
-        raise ValueError(f"`mu0` is not resolved: {reason}.")
+class CommonNoiseRepresentation(Representation):
+    """A grid density driven by the common path (module docstring): the noise maps on the path's grid, the
+    noiseless grid problem between them by fixed RK4/SSPRK3 steps; no refinement and no hand-over (a state the
+    monitor refuses ends the run with RESOLUTION_LOST)."""
 
-    if common_noise.is_zero:  # today's grid run, through the same integrator
-        outputs = OutputTracker()
-        integrator = Integrator(problem, method, dt=dt, cfl=cfl, trackers=[ResolutionTracker(problem, monitor),
-                                                                            outputs])
+    name = "common-noise"
+    domain_words = "circle and S² (grids with a linear transport)"
+    options = frozenset({"method", "dt", "cfl", "strategy", "monitor", "common_noise"})
+    accuracy = "the grid's spectral accuracy between the noise maps; the maps exact for rotations"
+
+    def refusal(self, model, domain, start=None):
+        grid = getattr(start, "grid", None)
+        if grid is None:
+            return "common noise moves a density on a grid (a Density), not points"
+        return grid.linear_transport_refusal()
+
+    def check(self, settings, model, start, t0, first):
+        noise = settings.common_noise
+        if noise is None:
+            raise ValueError("the common-noise representation moves a density by a common path: give `common_noise`.")
+        if noise.dim != start.grid.dim:
+            raise ValueError(f"`common_noise`: its matrices Σ_k are {noise.dim}×{noise.dim} but the density lives in "
+                             f"R^{start.grid.dim}.")
+        method = settings.method or "rk4"
+        if method not in FIXED:
+            raise ValueError(f"`method` must be one of {tuple(FIXED)} with common noise (fixed steps on the path's "
+                             f"grid), got {method!r}.")
+        if model.time_dependent:
+            raise ValueError("`model`: common noise with time-dependent weights is not implemented (the layer "
+                             "boundaries would have to fall on the path's grid); give constant weights.")
+        noise.path.index(t0, "t_span[0]")
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        noise, monitor, dt = settings.common_noise, settings.monitor, settings.dt
+        method = settings.method or "rk4"
+        grid = start.grid
+        cfl = grid.domain.default_cfl(False) if settings.cfl is None else settings.cfl
+        path = noise.path
+        marks = np.unique(np.concatenate([[t0], t_eval, [t1]]))
+        js = path.index(marks, "t_eval")
+        outputs = set(np.asarray(t_eval, dtype=float).tolist())
+        problem = GridProblem(model, grid, settings.strategy, refine=False, max_n=grid.n, t0=t0)
+        y = np.array(start.values, dtype=float)
+        reason = monitor.check_state(grid, y)
+        if reason is not None:
+            raise ValueError(f"`mu0` is not resolved: {reason}.")
+        stages, h_path = problem.stages(), path.dt
+        times, frames = [], []
+        if t0 in outputs:
+            times.append(t0)
+            frames.append(Density(grid, y.copy(), check=False, t=t0))
+        nsteps = nfev = 0
         status, message = Status.SUCCESS, "the grid reached the end of the interval"
-        try:
-            integrator.run(t0, y0, t_eval)
-        except StopIntegration as stop:
-            status, message = stop.status, stop.reason
-        return _solution(grid, outputs.times, outputs.states, status, message, integrator.nsteps, integrator.nfev,
-                         method, problem.strategy, None)
+        t_good, y_good = t0, y.copy()  # the last state the monitor accepted
+        problem.probe(y)
 
-    path, stages = common_noise.path, problem.stages()
-    h_path = path.dt
-    times, states = [t0], [y0.copy()]
-    y, nsteps, nfev = y0, 0, 0
-    status, message = Status.SUCCESS, "the grid reached the end of the interval"
-    problem.probe(y)
+        def cfl_step():
+            h = cfl * problem.max_step()
+            problem.begin_step()
+            return h
 
-    def cfl_step():
-        h = cfl * problem.max_step()
-        problem.begin_step()
-        return h
-
-    for a, b in zip(js[:-1], js[1:]):
-        maps = interval_maps(common_noise, int(a), int(b))
-        for i, j in enumerate(range(int(a), int(b))):
-            if maps[i] is not None:
-                y = grid.linear_transport(y, maps[i])
-            t = path.t0 + j * h_path
-            stepper = FixedStepper(problem.rate, t, y, t + h_path, method=method,
-                                   h=dt if dt is not None else cfl_step, subdivide=dt is not None, stages=stages)
-            while stepper.status == "running":
-                stepper.step()
-                nsteps += 1
-            nfev += stepper.nfev
-            y = stepper.y
-            if maps[-1] is not None and j == int(b) - 1:
-                y = grid.linear_transport(y, maps[-1])
-            reason = monitor.check_state(grid, y)
-            if reason is not None:
-                status, message = Status.RESOLUTION_LOST, f"at t = {t + h_path:.6g}: {reason}"
+        for mark, a, b in zip(marks[1:], js[:-1], js[1:]):
+            maps = interval_maps(noise, int(a), int(b))
+            for i, j in enumerate(range(int(a), int(b))):
+                if maps[i] is not None:
+                    y = grid.linear_transport(y, maps[i])
+                t = path.t0 + j * h_path
+                stepper = FixedStepper(problem.rate, t, y, t + h_path, method=method,
+                                       h=dt if dt is not None else cfl_step, subdivide=dt is not None, stages=stages)
+                while stepper.status == "running":
+                    stepper.step()
+                    nsteps += 1
+                nfev += stepper.nfev
+                y = stepper.y
+                if maps[-1] is not None and j == int(b) - 1:
+                    y = grid.linear_transport(y, maps[-1])
+                reason = monitor.check_state(grid, y)
+                if reason is not None:
+                    status, message = Status.RESOLUTION_LOST, f"at t = {t + h_path:.6g}: {reason}"
+                    break
+                t_good, y_good = t + h_path, y
+            if status is not Status.SUCCESS:
                 break
-        if status is not Status.SUCCESS:
-            break
-        times.append(path.t0 + int(b) * h_path)
-        states.append(np.array(y, copy=True))
-    return _solution(grid, times, states, status, message, nsteps, nfev, method, problem.strategy, common_noise)
+            t_good = float(mark)  # the output time itself, not its float reconstruction t0 + jh
+            if t_good in outputs:
+                times.append(t_good)
+                frames.append(Density(grid, np.array(y, copy=True), check=False, t=t_good))
+        t_reached = t_good
+        last = Density(grid, np.array(y_good, copy=True), check=False, t=t_reached)
+        hint = None if status is Status.SUCCESS else "Refine the grid (the common noise runs without refinement)."
+        return Part(self.name, times, frames, status, message, float(t_reached), last, method, problem.strategy,
+                    nfev, nsteps, hint=hint)
 
 
-def _solution(grid, times, states, status, message, nsteps, nfev, method, strategy, common):
-    dens = [Density(grid, v, check=False, t=t) for t, v in zip(times, states)]
-    return CommonNoiseSolution(np.asarray(times, dtype=float), dens, status, message, int(nsteps), int(nfev), method,
-                               strategy, common)
+register(CommonNoiseRepresentation())

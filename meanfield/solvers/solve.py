@@ -33,6 +33,7 @@ from ..integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_l
 from ..models import as_model, heads
 from ..integrate.monitor import ResolutionMonitor
 from ..representations import Hooks, Settings, Solution, check_options, plan, run_chain
+from ..representations.common_noise import CommonNoiseRepresentation, check_common_noise
 from ..kernels.strategies import STRATEGIES
 
 __all__ = ["solve", "prepare", "Prepared", "Solution", "Status", "Interrupted", "run_estimate"]
@@ -63,6 +64,9 @@ def _monitor(v):
     return v
 
 
+#: The representation of densities driven by a common noise.
+COMMON_NOISE = CommonNoiseRepresentation.name
+
 #: Each option of :func:`solve` and its one check.
 _OPTIONS = {
     "method": _choice(METHODS, "method"), "dt": lambda v: checks.positive(v, "dt"),
@@ -70,7 +74,7 @@ _OPTIONS = {
     "max_n": lambda v: checks.count(v, "max_n"), "rtol": lambda v: checks.positive(v, "rtol"),
     "atol": lambda v: checks.positive(v, "atol"), "monitor": _monitor, "strategy": _choice(STRATEGIES, "strategy"),
     "lagrangian_tol": lambda v: checks.positive(v, "lagrangian_tol"),
-    "max_points": lambda v: checks.count(v, "max_points"),
+    "max_points": lambda v: checks.count(v, "max_points"), "common_noise": check_common_noise,
 }
 
 
@@ -79,7 +83,8 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
           *, representation=None, strategy: str | None = None, refine: bool | None = None, max_n: int | None = None,
           cfl: float | None = None, rtol: float | None = None, atol: float | None = None,
           monitor: ResolutionMonitor | None = None, lagrangian_tol: float | None = None,
-          max_points: int | None = None, trackers=(), events=(), raise_on_failure: bool = False) -> Solution:
+          max_points: int | None = None, common_noise=None, trackers=(), events=(),
+          raise_on_failure: bool = False) -> Solution:
     r"""Solve the continuity equation ∂_t μ + div(μ X[μ]) = 0 (MATH.md §2, §5).
 
     Parameters
@@ -148,6 +153,12 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         ``g(t, frame) -> float`` as in ``scipy.integrate.solve_ivp``: sign changes between accepted steps are
         recorded in ``Solution.t_events`` (secant roots); attributes ``terminal`` (stop there, status EVENT) and
         ``direction`` (or wrap in :class:`meanfield.representations.Event`).
+    common_noise : CommonNoise, optional
+        A random linear layer shared by every token, Σ_k P_x(Σ_k x) ∘ dW^k on a seeded common path
+        (:class:`meanfield.models.common_noise.CommonNoise`, MATH.md §13): one realisation of the stochastic
+        continuity equation, by the "common-noise" representation (:mod:`meanfield.representations.common_noise`;
+        circle and S² densities, fixed steps, no refinement or hand-over; ``t_span`` and ``t_eval`` on the path's
+        grid). Every Σ_k = 0 runs today's chain, bit for bit; ``trackers`` and ``events`` are not taken with it.
     raise_on_failure : bool
         Raise where the run ends early (``Solution.raise_for_status``) instead of returning the solution with
         its status.
@@ -173,7 +184,10 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     """
     p = prepare(model, mu0, t_span, t_eval, method, dt, representation=representation, strategy=strategy,
                 refine=refine, max_n=max_n, cfl=cfl, rtol=rtol, atol=atol, monitor=monitor,
-                lagrangian_tol=lagrangian_tol, max_points=max_points)
+                lagrangian_tol=lagrangian_tol, max_points=max_points, common_noise=common_noise)
+    if p.settings.common_noise is not None and (tuple(trackers) or tuple(events)):
+        raise ValueError("`trackers` and `events` are not taken with `common_noise` (its steps are the path's and "
+                         "the noise maps', outside the integrator that runs them).")
     steps = _fixed_steps(p)
     if steps is not None and steps > LONG_RUN_STEPS:  # say so before minutes of silence, with the time measured
         warn_long_run(run_estimate(p), "solve", p.model, stacklevel=2)
@@ -222,7 +236,7 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
             *, representation=None, strategy: str | None = None, refine: bool | None = None,
             max_n: int | None = None, cfl: float | None = None, rtol: float | None = None, atol: float | None = None,
             monitor: ResolutionMonitor | None = None, lagrangian_tol: float | None = None,
-            max_points: int | None = None) -> Prepared:
+            max_points: int | None = None, common_noise=None) -> Prepared:
     """Everything :func:`solve` asks before any work, and nothing more: the model, the initial measure and its
     domain, the times, each option, the chain of representations (planned, each member checked to apply), the
     options none of them takes, and what the first one cannot honour (e.g. a method without an integrating-factor
@@ -249,9 +263,16 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
     if mu0.lagrangian and t0 != mu0.t:
         raise ValueError(f"`t_span` must start at the measure's time t = {mu0.t:g}, got {t0:g}.")
     options = dict(method=method, dt=dt, cfl=cfl, refine=refine, max_n=max_n, rtol=rtol, atol=atol, monitor=monitor,
-                   strategy=strategy, lagrangian_tol=lagrangian_tol, max_points=max_points)
+                   strategy=strategy, lagrangian_tol=lagrangian_tol, max_points=max_points, common_noise=common_noise)
     given = {k: _OPTIONS[k](v) for k, v in options.items() if v is not None}
+    if "common_noise" in given and given["common_noise"].is_zero:  # every Σ_k = 0: today's run, bit for bit
+        del given["common_noise"]
     settings = Settings(**given, given=frozenset(given))
+    if settings.common_noise is not None:  # the one representation that moves a density by the common path
+        if representation not in (None, "auto", "grid", COMMON_NOISE, (COMMON_NOISE,)):
+            raise ValueError(f"`representation` {representation!r}: a density driven by `common_noise` is advanced "
+                             f"by the {COMMON_NOISE!r} representation alone (pass it, 'grid', 'auto' or None).")
+        representation = COMMON_NOISE
     chain = plan(representation, model, mu0, settings.strategy)
     check_options(chain, given, model, mu0)
     chain[0].check(settings, model, mu0, t0, first=True)

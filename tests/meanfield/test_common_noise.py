@@ -16,7 +16,17 @@ from meanfield.models import Softmax
 from meanfield.models.common_noise import (
     CommonNoise, CommonPath, expm_batch, interval_maps, lyapunov_exponents, lyapunov_gap,
 )
-from meanfield.representations.common_noise import solve_common_noise
+
+
+def solve_common_noise(model, mu, t, noise, **kw):
+    """One realisation through :func:`meanfield.solve` and its ``common_noise`` option, outputs at ``t``."""
+    t = np.asarray(t, dtype=float)
+    return mf.solve(model, mu, (t[0], t[-1]), t, common_noise=noise, **kw)
+
+
+def values(sol):
+    return np.stack([f.values for f in sol.frames])
+
 
 J = np.array([[0.0, -1.0], [1.0, 0.0]])
 #: σ diag(1, −1) and σ [[0, 1], [1, 0]]: the traceless symmetric matrices, an isotropic noise (rotations conjugate
@@ -145,9 +155,10 @@ def test_zero_sigma_is_todays_density_bit_for_bit(noise):
     mu, t = density(), np.linspace(0, 0.5, 6)
     path = CommonPath(2, 0.01, 0.5, seed=1)
     ref = mf.solve(model, mu, (0, 0.5), t_eval=t, dt=0.01, representation="grid", refine=False)
-    sol = solve_common_noise(model, mu, t, CommonNoise(0 * STRAIN, path), dt=0.01)
-    assert sol.common_noise is None
-    assert np.array_equal(sol.values, np.stack([d.values for d in ref.densities]))
+    sol = solve_common_noise(model, mu, t, CommonNoise(0 * STRAIN, path), dt=0.01, representation="grid",
+                             refine=False)
+    assert set(sol.representation) == {"grid"}  # Σ = 0 is no common noise: today's run
+    assert np.array_equal(values(sol), np.stack([d.values for d in ref.densities]))
 
 
 @pytest.mark.parametrize("model", [mf.SelfAttention(1.0, normalized=False), mf.SelfAttention(2.0),
@@ -165,7 +176,7 @@ def test_skew_sigma_rotates_the_noiseless_density(model):
     for k, nu in enumerate(ref.densities):
         rotated = fourier.evaluate(nu.values, mu.grid.angles - angle[k])
         # round-off: 100 steps of the equivariant right-hand side (FFTs, ~1e-15 each) and 100 Fourier shifts
-        assert np.max(np.abs(sol.values[k] - rotated)) < 1e-12 * np.max(np.abs(rotated))
+        assert np.max(np.abs(values(sol)[k] - rotated)) < 1e-12 * np.max(np.abs(rotated))
     masses = [d.grid.integrate(d.values) for d in sol.densities]
     np.testing.assert_allclose(masses, 1.0, rtol=0, atol=1e-13)
 
@@ -191,7 +202,7 @@ def test_general_sigma_without_attention_is_the_pushed_forward_density():
     Z = f(u[0]) / mu.values[0]  # from_function's normalisation to mass 1
     exact = f(pre / np.sqrt(r2)[:, None]) * (np.linalg.det(R) / r2) / Z
     # 100 maps, each the NUFFT (1e-13 relative to Σ|ρ̂_k| ~ max ρ) and a truncation of a resolved density: 1e-9
-    assert np.max(np.abs(sol.values[-1] - exact)) < 1e-9 * np.max(exact)
+    assert np.max(np.abs(values(sol)[-1] - exact)) < 1e-9 * np.max(exact)
 
 
 def test_common_noise_is_refused_where_not_implemented():
@@ -199,9 +210,10 @@ def test_common_noise_is_refused_where_not_implemented():
     box = mf.Density.from_function(EuclideanGrid(((-3.0, 3.0),), 64), lambda x: np.exp(-x[..., 0] ** 2))
     with pytest.raises(ValueError, match="R\\^d grids.*not projected"):
         solve_common_noise(Softmax(beta=1.0), box, [0, 1], CommonNoise(J, path))
+    J3 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # a rotation about the zonal axis
     zonal = mf.Density.from_function(ZonalGrid(3, 16), lambda x: np.exp(x[..., 2]))  # as S² grids: not written yet
     with pytest.raises(ValueError, match="not implemented on this grid"):
-        solve_common_noise(mf.SelfAttention(1.0), zonal, [0, 1], CommonNoise(np.zeros((3, 3)), path))
+        solve_common_noise(mf.SelfAttention(1.0), zonal, [0, 1], CommonNoise(J3, path))
     with pytest.raises(ValueError, match="`t_eval`.*grid"):
         solve_common_noise(mf.SelfAttention(1.0), density(), [0, 0.55], CommonNoise(J, path))
     with pytest.raises(ValueError, match="3×3.*R\\^2"):
@@ -221,8 +233,8 @@ def test_zero_sigma_is_todays_density_on_the_sphere_bit_for_bit():
     model, mu, t = mf.SelfAttention(1.0, normalized=False), sphere_density(), np.linspace(0, 0.2, 3)
     ref = mf.solve(model, mu, (0, 0.2), t_eval=t, dt=0.01, representation="grid", refine=False)
     sol = solve_common_noise(model, mu, t, CommonNoise(np.zeros((1, 3, 3)), CommonPath(1, 0.01, 0.2, seed=1)),
-                             dt=0.01)
-    assert np.array_equal(sol.values, np.stack([d.values for d in ref.densities]))
+                             dt=0.01, representation="grid", refine=False)
+    assert np.array_equal(values(sol), np.stack([d.values for d in ref.densities]))
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.05])
@@ -245,7 +257,7 @@ def test_skew_sigma_rotates_the_noiseless_density_on_the_sphere(noise):
         # round-off: the comparison's own evaluation (the non-uniform synthesis, 1e-14 of the coefficients' l¹ size:
         # 6e-14 of max ρ at t = 0) and 40 steps and maps of spherical-harmonic transforms (today's solver is
         # rotation-equivariant to 1e-13 over 40 steps): 1e-12 keeps a 10x margin
-        assert np.max(np.abs(sol.values[k] - rotated)) < 1e-12 * np.max(np.abs(rotated))
+        assert np.max(np.abs(values(sol)[k] - rotated)) < 1e-12 * np.max(np.abs(rotated))
 
 
 def test_general_sigma_without_attention_is_the_pushed_forward_density_on_the_sphere():
@@ -264,4 +276,4 @@ def test_general_sigma_without_attention_is_the_pushed_forward_density_on_the_sp
     exact = f(pre / r[..., None]) / (np.linalg.det(R) * r ** 3) / Z
     # 10 maps (each 1e-14 of the l¹ size, ~5 max ρ) and their truncations to degree 32 (spectral tail <= 1e-13
     # on the way, measured): 1e-11 keeps a 10x margin over 10 × (5e-14 + 1e-13)
-    assert np.max(np.abs(sol.values[-1] - exact)) < 1e-11 * np.max(exact)
+    assert np.max(np.abs(values(sol)[-1] - exact)) < 1e-11 * np.max(exact)
