@@ -17,7 +17,7 @@ from scipy import stats
 
 import particles
 from meanfield import Density
-from meanfield.solvers import solve
+from meanfield.solvers.solve import solve
 from meanfield.density import Frame
 from meanfield.integrate import Status
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate
 
-from meanfield.solvers import solve
+from meanfield.solvers.solve import solve
 from meanfield.density import Frame
 from meanfield.models import EUCLIDEAN_MODELS, head_constants, heads, lipschitz_constants
 from meanfield.models.schedule import piecewise_constant
