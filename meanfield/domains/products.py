@@ -20,7 +20,7 @@ the representation's, which names what it takes.
 
 from __future__ import annotations
 
-from .base import Grid
+from .base import REPULSION_REFUSAL, Grid
 
 __all__ = ["ProductDomain", "ProductGrid", "CYLINDER", "FREQUENCIES", "ROTATIONS"]
 
@@ -44,6 +44,7 @@ class ProductDomain:
     nodes_follow_grid = False
     panels = None
     default_max_n = None
+    repulsion_refusal = REPULSION_REFUSAL
 
     def __init__(self, name: str, description: str, representation: str, dim: int = 2):
         self.name, self.description, self.representation, self.dim = name, description, representation, dim

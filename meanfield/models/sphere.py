@@ -38,6 +38,12 @@ from .schedule import Layers, is_time_dependent
 __all__ = ["SelfAttention", "check_measure", "check_sequence", "divergence_from_average", "number_words", "matrix_words"]
 
 
+def _repulsive_beta(value, name):
+    """β: any finite real on the sphere (β < 0 repels, MATH.md §13: the field's formula holds for every real β; the
+    density solvers that need β >= 0 refuse it, :attr:`meanfield.domains.Domain.repulsion_refusal`)."""
+    return checks.beta(value, name, repulsive=True)
+
+
 def check_measure(points, weights, queries):
     """Unit vectors ``points`` (..., n, d) with one finite weight each, and unit-vector ``queries`` (..., m, d)."""
     points = check_on_sphere(points, "points")
@@ -139,7 +145,9 @@ class SelfAttention(Head):
     Parameters
     ----------
     beta : float
-        Inverse temperature β >= 0.
+        Inverse temperature β, any finite real: β < 0 is repulsive attention (far tokens weigh more, V = I still
+        attracts; MATH.md §13), taken by the particles on S^{d-1} and the circle's density, refused with the reason
+        by the density solvers of the other domains (:attr:`meanfield.domains.Domain.repulsion_refusal`).
     Q, K, V : array_like, shape (d, d), optional
         Query, key and value matrices; ``None`` means the identity (of any d).
     normalized : bool, default True
@@ -176,7 +184,7 @@ class SelfAttention(Head):
     exp_kernel = True  # the compiled pairwise sums, the fused RK4, the span reduction, the S² moments (:class:`Head`)
 
     def __post_init__(self):
-        self._check_scalar("beta", checks.beta)
+        self._check_scalar("beta", _repulsive_beta)
         self._check_matrices()
         self._check_noise()
         if not isinstance(self.normalized, (bool, np.bool_)):
@@ -493,7 +501,8 @@ class SelfAttention(Head):
 
 
 register(ModelKind("self-attention", SelfAttention, "sphere", (
-    Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0),
+    Parameter("beta", "float", 1.0, "inverse temperature β (β < 0: repulsive attention, particles and the circle's "
+              "density)"),
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
     Parameter("causal", "bool", False, "causal (masked) attention: tokens carry positions s in [0, 1] and see those "
               "at s' <= s; the study runs on [0, 1] × the domain (densities on [0, 1] × S¹)"),
