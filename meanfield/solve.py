@@ -30,7 +30,7 @@ from . import checks
 from .density import Frame
 from .integrate import METHODS, Status, step_count
 from .integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
-from .models import as_model, heads, repulsive
+from .models import as_model, context_refusal, heads, repulsive
 from .monitor import ResolutionMonitor
 from .representations import Hooks, Settings, Solution, check_options, plan, run_chain
 from .strategies import STRATEGIES
@@ -242,6 +242,9 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
     """
     model = as_model(model)  # a feed-forward block alone: a Transformer without attention
     heads(model)  # TypeError for anything but an attention model (or a Transformer)
+    why = context_refusal(model)  # β_n = γ log n: a density has no n
+    if why is not None:
+        raise ValueError(f"`model` {model!r}: {why}.")
     if not isinstance(mu0, Frame) or (mu0.grid is None and not mu0.lagrangian):  # the protocol: a grid or Lagrangian
         raise TypeError(f"`mu0` must be a Density or a LagrangianMeasure, got {type(mu0).__name__}.")
     mu0.domain.check_model(model, mu0)

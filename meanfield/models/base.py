@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import checks
+from .context import ContextScaling
 from .schedule import Layers, breakpoints, is_time_dependent
 
 __all__ = ["Head", "Zonal", "heads", "repulsive", "check_weights", "row_chunks", "identity_multiple", "tilted_moments",
@@ -115,6 +116,8 @@ class Head:
     def _check_scalar(self, name: str, check) -> None:
         """A scalar weight: a constant checked by ``check``, each layer of a schedule likewise, a callable later."""
         value = getattr(self, name)
+        if isinstance(value, ContextScaling):  # β_n: checked where n is known (:func:`.context.at_context`)
+            return
         if isinstance(value, Layers):
             object.__setattr__(self, name, Layers(tuple(check(v, f"{name} (layer {k})")
                                                         for k, v in enumerate(value.values)), value.edges))
