@@ -515,8 +515,8 @@ def _context_parameters(parameters: dict) -> dict:
 
 
 register(ModelKind("self-attention", SelfAttention, "sphere", (
-    Parameter("beta", "float", 1.0, "inverse temperature β (β < 0: repulsive attention, particles and the circle's "
-              "density)"),
+    Parameter("beta", "float", 1.0, "inverse temperature β >= 0 (repulsive attention, β < 0, runs through the Python "
+              "API: particles and the circle's density)", minimum=0.0),
     Parameter("beta_scaling", "str", None, "β_n as a function of the number of tokens n, 'γ*log(n)' or 'γ*n^a' "
               "(MATH.md §13; replaces beta; resolved for each [particles] n, refused by the density solvers)"),
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
