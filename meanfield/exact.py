@@ -16,6 +16,10 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
 - :func:`lorentzian_ott_antonsen`, :func:`lorentzian_order_limit`, :func:`lorentzian_rates`,
   :func:`lorentzian_critical_width`: natural frequencies with a Lorentzian law (docs/MATH.md §11): the
   Ott–Antonsen reduction at β = 0, the incoherent state's rates and the critical width for β >= 0.
+- :func:`equiangular_time`, :func:`equiangular_closed_form`: the equiangular ODEs (6.9), (6.10) in closed form with
+  exponential integrals, any real β (β < 0 repulsive) and any ρ(0); n = 2 is two tokens on S¹ (MATH.md §13).
+- :func:`one_layer_equiangular`, :func:`one_layer_limit`, :func:`one_layer_rate`, :func:`self_weight`: one attention
+  layer θ' = N(A(θ)) on n equiangular tokens at β_n = γ log n, exactly for every n, its limit and rate (MATH.md §13).
 - :func:`causal_pair`: the first two tokens of causal SA (docs/MATH.md §8.4): the first never moves, the angle of
   the second to it solves a scalar ODE integrated in closed form with exponential integrals.
 """
@@ -34,7 +38,8 @@ from .domains.sphere.laws import check_ball_point, mobius_density
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
            "equiangular_time", "equiangular_closed_form", "one_layer_limit", "one_layer_equiangular",
-           "self_weight", "one_layer_rate", "one_layer_gap", "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
+           "self_weight", "one_layer_rate", "one_layer_gap",
+           "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
            "lorentzian_rates", "lorentzian_critical_width", "CriticalWidth", "ngpt_rates"]
 
 
@@ -286,7 +291,8 @@ def one_layer_limit(gamma: float, rho: float) -> float:
 
 
 def one_layer_rate(gamma: float, rho: float) -> float:
-    r"""The exponent r of |ρ'_n − lim| ~ C n^{−r} (:func:`one_layer_equiangular`, :func:`one_layer_limit`), a = γ(1 − ρ):
+    r"""The exponent r of |ρ'_n − lim| ~ C n^{−r} (:func:`one_layer_equiangular`, :func:`one_layer_limit`),
+    a = γ(1 − ρ):
 
     - a < 1: p_n ~ n^{a−1} and 1 − ρ' = (p − q)²(1 − ρ)/|A|² ~ p_n²(1 − ρ)/ρ, so r = 2(1 − a);
     - a > 1: 1 − p_n ~ n^{1−a} and ρ' − ρ = 2ρ(1 − ρ)(1 − p_n) + O((1 − p_n)² + n^{−a}), so r = a − 1;

@@ -42,8 +42,8 @@ def one_layer(ns, particle_max: int) -> None:
         fit = observed_order(1.0 / np.array([r["n"] for r in rows], dtype=float), [r["error"] for r in rows])
         print(f"\nγ = {gamma:g}, ρ = {rho:g}: a = γ(1 − ρ) = {a:g}; limit {rows[0]['limit']:.10g}; "
               f"predicted rate n^-{exact.one_layer_rate(gamma, rho):g}")
-        print(f"{'n':>9}  {'how':<9} {'ρ′_n':>18}  {'|ρ′_n − lim|':>12}  {'local rate':>10}  {'|particles − formula|':>21}"
-              f"  {'spread over pairs':>17}")
+        print(f"{'n':>9}  {'how':<9} {'ρ′_n':>18}  {'|ρ′_n − lim|':>12}  {'local rate':>10}  "
+              f"{'|particles − formula|':>21}  {'spread over pairs':>17}")
         for i, r in enumerate(rows):
             local = "" if i == 0 else f"{fit.local_orders[i - 1]:.4f}"
             gap = "" if r["formula_gap"] is None else f"{r['formula_gap']:.1e}"
@@ -60,8 +60,8 @@ def one_layer(ns, particle_max: int) -> None:
 
 def iid_keys(ns, draws: int) -> None:
     print(f"\niid keys on S^(d-1): β*(n) with E[p_(1)] = 1/2 ({draws} draws per n, K = 256 nearest keys)")
-    print(f"{'d':>2}  {'2/(d−1)':>8}  {'fitted exponent':>15}  {'95 % interval':>20}  {'β*(n) at n = ' + str(ns[0]) + ', ' + str(ns[-1]):>28}"
-          f"  local exponents")
+    ends = f"β*(n) at n = {ns[0]}, {ns[-1]}"
+    print(f"{'d':>2}  {'2/(d−1)':>8}  {'fitted exponent':>15}  {'95 % interval':>20}  {ends:>28}  local exponents")
     for d in (2, 3, 4):
         f = lc.critical_exponent(ns, d, draws=draws, groups=10, rng=d)
         lo, hi = f.interval
