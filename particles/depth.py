@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 
 from meanfield.core import checks
 from meanfield.solvers import depth as layer_maps
-from meanfield.models import as_model, heads
+from meanfield.models import as_model, at_context, heads
 from meanfield.models.normalization import normalization_of
 from meanfield.domains import SPHERE
 
@@ -64,6 +64,7 @@ def discrete_depth(model, x0, depth: float, layers: int, projection: str = "auto
     if x.ndim != 2:
         raise ValueError(f"`x0` must have shape (n, d), got {x.shape}.")
     n, d = x.shape
+    model = at_context(model, n)  # β_n for these n tokens (MATH.md §13): every layer sees the same n
     checks.matrices_act_on(model.dim, d, "the particles live in")
     w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):

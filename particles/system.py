@@ -69,7 +69,7 @@ from meanfield.integrate import (
 from meanfield.integrate.steppers import rk4
 from meanfield.integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from meanfield.kernels.pairwise import UNROLL_MAX
-from meanfield.models import as_model, heads
+from meanfield.models import as_model, at_context, heads
 from meanfield.models.bounds import rate_scale_over
 from meanfield.models.common_noise import CommonNoise
 from meanfield.models.normalization import POST, average, density_refusal, normalization_of, norms_of
@@ -540,6 +540,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
             weights = given_weights
     x = initial_points(x0, rng, domain_of(model, 3), norm.radial)  # R^d, tokens x = rθ, rows (s, x), unit vectors
     n, d = x.shape[-2], x.shape[-1]
+    model = at_context(model, n)  # β_n = γ log n, ... for these n tokens (MATH.md §13): read here, once
     checks.matrices_act_on(model.dim, d, "the particles live in")
     first = model.at(t_eval[0])  # a callable's first value (its later ones must keep its size: Head.at)
     checks.matrices_act_on(first.dim, d, "the particles live in", at=t_eval[0])
@@ -734,6 +735,7 @@ def velocity(model, x, t: float = 0.0, weights=None, strategy: str = "auto", pre
     heads(model)
     x = initial_points(x, None, domain_of(model, 3), normalization_of(model).radial)
     n, d = x.shape[-2], x.shape[-1]
+    model = at_context(model, n)  # β_n for these n tokens (MATH.md §13)
     checks.matrices_act_on(model.dim, d, "the particles live in")
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")

@@ -16,6 +16,10 @@ r"""Closed-form and exactly reduced solutions used as oracles (MATH.md §3).
 - :func:`lorentzian_ott_antonsen`, :func:`lorentzian_order_limit`, :func:`lorentzian_rates`,
   :func:`lorentzian_critical_width`: natural frequencies with a Lorentzian law (docs/MATH.md §11): the
   Ott–Antonsen reduction at β = 0, the incoherent state's rates and the critical width for β >= 0.
+- :func:`equiangular_time`, :func:`equiangular_closed_form`: the equiangular ODEs (6.9), (6.10) in closed form with
+  exponential integrals, any real β (β < 0 repulsive) and any ρ(0); n = 2 is two tokens on S¹ (MATH.md §13).
+- :func:`one_layer_equiangular`, :func:`one_layer_limit`, :func:`one_layer_rate`, :func:`self_weight`: one attention
+  layer θ' = N(A(θ)) on n equiangular tokens at β_n = γ log n, exactly for every n, its limit and rate (MATH.md §13).
 - :func:`causal_pair`: the first two tokens of causal SA (docs/MATH.md §8.4): the first never moves, the angle of
   the second to it solves a scalar ODE integrated in closed form with exponential integrals.
 """
@@ -34,6 +38,8 @@ from ..domains.sphere.laws import check_ball_point, mobius_density
 __all__ = ["wrapped_cauchy", "ott_antonsen", "ott_antonsen_characteristics", "wrapped_cauchy_sample", "equiangular", "mobius_density",
            "mobius_mean_factor", "mobius_radius", "mobius_rapidity", "mobius_characteristics", "causal_pair",
            "positional_pair", "retrieval_profile", "retrieval_rate", "retrieval_threshold", "retrieval_window",
+           "equiangular_time", "equiangular_closed_form", "one_layer_limit", "one_layer_equiangular",
+           "self_weight", "one_layer_rate", "one_layer_gap",
            "wendel", "normalized_equiangular", "Equiangular", "lorentzian_ott_antonsen", "lorentzian_order_limit",
            "lorentzian_rates", "lorentzian_critical_width", "CriticalWidth", "ngpt_rates"]
 
@@ -107,12 +113,13 @@ def equiangular(t, n: int, beta: float, normalized: bool = True) -> np.ndarray:
     ρ(0) = 0. (Derivation: y = Σ_j e^{β⟨x_i,x_j⟩}x_j has
     ⟨P_{x_i}^⊥ y, x_k⟩ = e^{βρ}(1 − ρ)(1 + (n − 1)ρ), and ρ' = 2⟨ẋ_i, x_k⟩;
     Z_i = e^β + (n−1)e^{βρ} for SA and n for USA.) Solved with DOP853 at
-    rtol = 1e-13.
+    rtol = 1e-13. Any real β (β < 0 repulsive, MATH.md §13); :func:`equiangular_closed_form` is the same solution
+    in closed form, from any ρ(0).
     """
     if int(n) != n or n < 2:
         raise ValueError(f"`n` must be an integer >= 2, got {n!r}.")
-    if not np.isfinite(beta) or beta < 0:
-        raise ValueError(f"`beta` must be finite and >= 0, got {beta!r}.")
+    if not np.isfinite(beta):
+        raise ValueError(f"`beta` must be finite (any sign: β < 0 is repulsive, MATH.md §13), got {beta!r}.")
     t = np.asarray(t, dtype=float)
 
     def rhs(_, r):
@@ -130,6 +137,175 @@ def equiangular(t, n: int, beta: float, normalized: bool = True) -> np.ndarray:
     out = np.empty(tt.shape)
     out[order] = sol.y[0]
     return out.reshape(t.shape)
+
+
+def _equiangular_primitive(rho, n: int, beta: float, normalized: bool):
+    r"""F(ρ) with dt/dρ = F'(ρ) for the equiangular ODEs (:func:`equiangular_time` states it)."""
+    from scipy.special import expi
+
+    v = (n - 1) * rho + 1.0  # 1 + (n − 1)ρ > 0
+    s = 1.0 - rho
+    if beta == 0.0:
+        return 0.5 * (np.log(v) - np.log(s))
+    if normalized:
+        return ((n - 1) * (np.log(v) - np.log(s)) - expi(beta * s)
+                + np.exp(beta * n / (n - 1)) * expi(-beta * v / (n - 1))) / (2.0 * n)
+    return 0.5 * (np.exp(beta / (n - 1)) * expi(-beta * v / (n - 1)) - np.exp(-beta) * expi(beta * s))
+
+
+def _check_equiangular(n, beta, rho0):
+    if int(n) != n or n < 2:
+        raise ValueError(f"`n` must be an integer >= 2, got {n!r}.")
+    beta = float(beta)
+    if not np.isfinite(beta):
+        raise ValueError(f"`beta` must be finite (any sign: β < 0 is repulsive, MATH.md §13), got {beta!r}.")
+    rho0 = float(rho0)
+    if not (-1.0 / (n - 1) < rho0 < 1.0):
+        raise ValueError(f"`rho0` must lie in (−1/(n − 1), 1) = ({-1.0 / (n - 1):g}, 1) for n = {n} equiangular unit "
+                         f"vectors that are not yet one point, got {rho0!r}.")
+    return int(n), beta, rho0
+
+
+def equiangular_time(rho, n: int, beta: float, rho0: float = 0.0, normalized: bool = True) -> np.ndarray:
+    r"""The time at which the equiangular inner product of :func:`equiangular` reaches ρ from ρ_0, in closed form.
+
+    The ODEs (6.9) (SA) and (6.10) (USA) separate. With v = 1 + (n − 1)ρ, 1/((1 − ρ)v) = (1/n)(1/(1 − ρ) +
+    (n − 1)/v), ∫e^{β(1−ρ)}dρ/(1 − ρ) = −Ei(β(1 − ρ)) and ∫e^{β(1−ρ)}(n − 1)dρ/v = e^{βn/(n−1)} Ei(−βv/(n − 1)),
+    so t(ρ) = F(ρ) − F(ρ_0) with
+
+    .. math::
+
+        \text{SA:}\ F = \frac{1}{2n}\Big[(n-1)\log\frac{v}{1-ρ} - \mathrm{Ei}(β(1-ρ))
+              + e^{βn/(n-1)}\mathrm{Ei}\Big(-\frac{βv}{n-1}\Big)\Big],\qquad
+        \text{USA:}\ F = \frac12\Big[e^{β/(n-1)}\mathrm{Ei}\Big(-\frac{βv}{n-1}\Big) - e^{-β}\mathrm{Ei}(β(1-ρ))\Big],
+
+    and F = ½ log(v/(1 − ρ)) at β = 0 (both). Any real β (β < 0 repulsive, MATH.md §13). For n = 2 this is two
+    tokens on S¹ at the angle φ, ρ = cos φ: MATH.md §13's φ̇ = −2e^{β cos φ} sin φ/(e^β + e^{β cos φ}) for SA.
+
+    Parameters
+    ----------
+    rho : array_like
+        Inner products in [ρ_0, 1).
+    n : int
+        n >= 2 tokens.
+    beta : float
+    rho0 : float
+        ρ(0) in (−1/(n − 1), 1) (0: GLPR's orthogonal start).
+    normalized : bool
+        SA (True) or USA.
+    """
+    n, beta, rho0 = _check_equiangular(n, beta, rho0)
+    rho = np.asarray(rho, dtype=float)
+    if np.any(rho < rho0) or np.any(rho >= 1.0):
+        raise ValueError(f"`rho` must lie in [rho0, 1) = [{rho0:g}, 1): ρ increases from ρ_0 towards 1.")
+    return _equiangular_primitive(rho, n, beta, normalized) - _equiangular_primitive(rho0, n, beta, normalized)
+
+
+def equiangular_closed_form(t, n: int, beta: float, rho0: float = 0.0, normalized: bool = True) -> np.ndarray:
+    r"""ρ(t) of :func:`equiangular` from ρ(0) = ``rho0``, by inverting the closed form :func:`equiangular_time`
+    (t(ρ) increases from 0 to ∞ on [ρ_0, 1)); Brent's method on u = −log(1 − ρ) to xtol 1e-14 (so 1 − ρ to
+    a relative 1e-14)."""
+    from scipy.optimize import brentq
+
+    n, beta, rho0 = _check_equiangular(n, beta, rho0)
+    t = np.asarray(t, dtype=float)
+    if np.any(t < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("`t` must be finite and >= 0.")
+    f0 = _equiangular_primitive(rho0, n, beta, normalized)
+    u0 = -np.log1p(-rho0)
+    out = np.empty(t.shape)
+    for i, ti in np.ndenumerate(t):
+        if ti == 0.0:
+            out[i] = rho0
+            continue
+        g = lambda u: _equiangular_primitive(-np.expm1(-u), n, beta, normalized) - f0 - ti  # noqa: E731
+        hi = u0 + 1.0
+        while g(hi) < 0.0:
+            hi = u0 + 2.0 * (hi - u0)
+        out[i] = -np.expm1(-brentq(g, u0, hi, xtol=1e-14, rtol=1e-15, maxiter=500))
+    return out
+
+
+def _check_long_context(gamma, rho):
+    gamma, rho = float(gamma), float(rho)
+    if not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"`gamma` must be positive and finite (β_n = γ log n), got {gamma!r}.")
+    if not (0.0 < rho < 1.0):
+        raise ValueError(f"`rho` must lie in (0, 1) (the tokens' common inner product; Chen, Lin, Polyanskiy & "
+                         f"Rigollet state the limit there), got {rho!r}.")
+    return gamma, rho
+
+
+def self_weight(n, gamma: float, rho: float) -> np.ndarray:
+    r"""p_n = n^γ/(n^γ + (n − 1)n^{γρ}) = 1/(1 + (n − 1)n^{−γ(1−ρ)}): the softmax weight a token gives itself among n
+    equiangular tokens (inner product ρ) at β_n = γ log n (MATH.md §13), computed in logs (n up to 10^300)."""
+    gamma, rho = _check_long_context(gamma, rho)
+    n = np.asarray(n, dtype=float)
+    if np.any(n < 2) or not np.all(np.isfinite(n)):
+        raise ValueError(f"`n` must be finite and >= 2, got {n!r}.")
+    return 1.0 / (1.0 + np.exp(np.log(n - 1.0) - gamma * (1.0 - rho) * np.log(n)))
+
+
+def one_layer_equiangular(n, gamma: float, rho: float) -> np.ndarray:
+    r"""⟨θ_i', θ_j'⟩ after one attention layer θ' = N(A(θ)) on n equiangular tokens, exactly, at β_n = γ log n.
+
+    A_i = Σ_j softmax_j(β_n⟨θ_i, θ_j⟩)θ_j = (p − q)θ_i + qS with p = :func:`self_weight`, q = (1 − p)/(n − 1) the
+    weight of each other token, S = Σ_j θ_j. With s = ⟨θ_i, S⟩ = 1 + (n − 1)ρ and |S|² = ns,
+
+    .. math::
+
+        |A_i|^2 = (p-q)^2 + 2(p-q)qs + q^2ns,\qquad
+        ⟨A_i, A_j⟩ = |A_i|^2 - (p-q)^2(1-ρ),\qquad
+        ρ' = 1 - \frac{(p-q)^2(1-ρ)}{|A_i|^2}
+
+    (MATH.md §13; the finite-n form of Chen, Lin, Polyanskiy & Rigollet, arXiv 2510.05554). Any n >= 2 (a real
+    number: n up to 10^300); ``1 − ρ'`` is what the formula computes, so ρ' near 1 keeps its relative accuracy in
+    1 − ρ' (:func:`one_layer_gap`).
+    """
+    return 1.0 - one_layer_gap(n, gamma, rho)
+
+
+def one_layer_gap(n, gamma: float, rho: float) -> np.ndarray:
+    """1 − ρ' of :func:`one_layer_equiangular`, without cancellation."""
+    p = self_weight(n, gamma, rho)
+    n = np.asarray(n, dtype=float)
+    q = (1.0 - p) / (n - 1.0)
+    s = 1.0 + (n - 1.0) * rho
+    pq = p - q
+    norm2 = pq * pq + 2.0 * pq * q * s + q * q * n * s
+    return pq * pq * (1.0 - rho) / norm2
+
+
+def one_layer_limit(gamma: float, rho: float) -> float:
+    r"""lim_{n→∞} ⟨θ_i', θ_j'⟩ after one layer θ' = N(A(θ)) at β_n = γ log n from equiangular tokens (MATH.md §13;
+    Chen, Lin, Polyanskiy & Rigollet, arXiv 2510.05554): with a = γ(1 − ρ),
+
+    1 if a < 1 (p_n → 0: every token averages all), ρ if a > 1 (p_n → 1: each keeps itself), 4ρ/(1 + 3ρ) at a = 1
+    (p_n → ½: |A|² → (1 + 3ρ)/4, 1 − ρ' → (1 − ρ)/(1 + 3ρ)). The critical γ is 1/(1 − ρ); a is compared with 1
+    exactly (γ = 1/(1 − ρ) computed in floating point lands on a = 1 to round-off: pass it so, or use
+    :func:`one_layer_rate`'s regimes)."""
+    gamma, rho = _check_long_context(gamma, rho)
+    a = gamma * (1.0 - rho)
+    if abs(a - 1.0) <= 4 * np.finfo(float).eps:
+        return 4.0 * rho / (1.0 + 3.0 * rho)
+    return 1.0 if a < 1.0 else rho
+
+
+def one_layer_rate(gamma: float, rho: float) -> float:
+    r"""The exponent r of |ρ'_n − lim| ~ C n^{−r} (:func:`one_layer_equiangular`, :func:`one_layer_limit`),
+    a = γ(1 − ρ):
+
+    - a < 1: p_n ~ n^{a−1} and 1 − ρ' = (p − q)²(1 − ρ)/|A|² ~ p_n²(1 − ρ)/ρ, so r = 2(1 − a);
+    - a > 1: 1 − p_n ~ n^{1−a} and ρ' − ρ = 2ρ(1 − ρ)(1 − p_n) + O((1 − p_n)² + n^{−a}), so r = a − 1;
+    - a = 1: p_n = n/(2n − 1) = ½ + O(1/n) and q = O(1/n), so r = 1.
+
+    MATH.md §13's "governed by n^{1 − γ(1 − ρ)}": p_n (or 1 − p_n) ~ n^{∓(1−a)}; the inner product moves by its
+    square below the threshold, linearly above."""
+    gamma, rho = _check_long_context(gamma, rho)
+    a = gamma * (1.0 - rho)
+    if abs(a - 1.0) <= 4 * np.finfo(float).eps:
+        return 1.0
+    return 2.0 * (1.0 - a) if a < 1.0 else a - 1.0
 
 
 class Equiangular(NamedTuple):

@@ -27,13 +27,14 @@ def real(value, name: str) -> float:
         raise TypeError(f"`{name}` must be a real number, got {value!r}.") from None
 
 
-def beta(value, name: str = "beta") -> float:
-    """An inverse temperature: a real number (not a string or a bool: ``TypeError``), finite and >= 0."""
+def beta(value, name: str = "beta", repulsive: bool = False) -> float:
+    """An inverse temperature: a real number (not a string or a bool: ``TypeError``), finite and >= 0; any finite
+    real where ``repulsive`` (β < 0 weighs far tokens more: self-attention on the sphere, MATH.md §13)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"`{name}` must be a real number, got {value!r} (bool).")
     b = real(value, name)
-    if not np.isfinite(b) or b < 0:
-        raise ValueError(f"`{name}` must be finite and >= 0, got {value!r}.")
+    if not np.isfinite(b) or (b < 0 and not repulsive):
+        raise ValueError(f"`{name}` must be finite{'' if repulsive else ' and >= 0'}, got {value!r}.")
     return b
 
 

@@ -32,6 +32,14 @@ __all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "un
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
+#: Why a domain's density solvers refuse β < 0 unless it says otherwise (:attr:`Domain.repulsion_refusal`)
+REPULSION_REFUSAL = ("repulsive attention (β < 0) is solved as a density on the circle only: the spectral sums, "
+                     "truncation degrees and error bounds of the other domains' grids and of the Lagrangian measure "
+                     "are derived for kernels e^{β⟨x,y⟩} with β >= 0 (multipliers positive and decreasing in the "
+                     "degree), which β < 0 breaks (their signs alternate); particles on S^{d-1} take any real β "
+                     "(particles.simulate: the pairwise, quadrature and fused sums)")
+
+
 class Diagonal(NamedTuple):
     """A linear operator diagonal in coordinates z = encode(values): A(values) = decode(eigenvalues · encode(values)),
     with decode(encode(v)) = v on the grid's functions (:meth:`Grid.laplacian`)."""
@@ -202,6 +210,9 @@ class Domain(abc.ABC):
         of attention on spheres apply; False in R^d.
     colorbar_orientation : str
         Where the colour bar of its density figures goes: "vertical" (beside), "horizontal" (under a map of S²).
+    repulsion_refusal : str or None
+        Why its density solvers do not take repulsive attention (β < 0, MATH.md §13), or None where they do (the
+        circle's grid). Particles take β < 0 on every sphere: the field's formula holds for any real β.
     """
 
     name: str
@@ -227,6 +238,7 @@ class Domain(abc.ABC):
     nodes_follow_grid: bool = False  # the default chain hands a grid over to fixed Lagrangian nodes without panels
     on_sphere: bool = False  # its points are (or carry) unit vectors: layers normalise them, the sphere's sums apply
     colorbar_orientation: str = "vertical"  # of its density figures' colour bar
+    repulsion_refusal: str | None = REPULSION_REFUSAL
     _family: "Domain | None" = None  # the family object a member of dimension ``dim`` was made from (:meth:`of_dim`)
 
     def __repr__(self) -> str:

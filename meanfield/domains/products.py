@@ -27,7 +27,7 @@ member in R^d, ``ZONAL_CYLINDER.of_dim(d)`` (one instance per d, ``dim`` == d), 
 
 from __future__ import annotations
 
-from .base import Grid
+from .base import REPULSION_REFUSAL, Grid
 from .zonal_sphere.grid import check_dimension
 
 __all__ = ["ProductDomain", "ProductGrid", "CYLINDER", "FREQUENCIES", "ROTATIONS", "ZONAL_CYLINDER"]
@@ -54,6 +54,7 @@ class ProductDomain:
     panels = None
     default_max_n = None
     default_method = "rk4"  # the time integrator of its representations where none is given (run estimates name it)
+    repulsion_refusal = REPULSION_REFUSAL
 
     def __init__(self, name: str, description: str, representation: str, dim: int | None = 2, member_words=None):
         self.name, self.description, self.representation, self.dim = name, description, representation, dim

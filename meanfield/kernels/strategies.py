@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from ..domains.zonal import zonal_refusal
 from . import pairwise_refusal
-from ..models import attention_of
+from ..models import attention_of, repulsive
 from ..models.normalization import density_refusal, normalization_of
 
 __all__ = ["STRATEGIES", "resolve", "for_grid", "for_nodes", "for_particles", "FUSED_UP_TO"]
@@ -99,6 +99,8 @@ def _ngpt_grid(model, grid) -> dict[str, str | None]:
 def _spectral_refusal(model, domain, d: int) -> str | None:
     if domain.point_sums(d) is None:
         return f"the {domain.name} has no spectral sums of points in R^{d} (the circle and S² have)"
+    if repulsive(model) and domain.repulsion_refusal is not None:  # β < 0: the circle's sums only (MATH.md §13)
+        return domain.repulsion_refusal
     return zonal_refusal(model)
 
 

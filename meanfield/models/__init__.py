@@ -22,7 +22,8 @@ kind they hold (:class:`~.base.Head`): ``gaussian_closure`` (or its ``gaussian_r
 """
 
 from . import registry
-from .base import Head, Zonal, heads
+from .base import Head, Zonal, heads, repulsive
+from .context import ContextScaling, at_context, context_dependent, context_refusal, parse_scaling
 from .bounds import HeadConstants, head_constants, head_norms, lipschitz_constants, rate_scale
 from .feedforward import ACTIVATIONS, FeedForward
 from .hardmax import Hardmax
@@ -35,7 +36,8 @@ from .sphere import SelfAttention
 from .transformer import SPLITTINGS, Transformer, as_model, attention_of
 
 __all__ = ["SelfAttention", "MultiHeadAttention", "Softmax", "L2", "Sinkhorn", "Sigmoid", "Masked", "EuclideanAttention",
-           "EUCLIDEAN_MODELS", "Head", "Zonal", "heads", "head_norms", "rate_scale",
+           "EUCLIDEAN_MODELS", "Head", "Zonal", "heads", "repulsive", "ContextScaling", "at_context",
+           "context_dependent", "context_refusal", "parse_scaling", "head_norms", "rate_scale",
            "lipschitz_constants", "head_constants", "HeadConstants", "registry", "KINDS", "ModelKind", "Parameter", "Layers", "layers",
            "FeedForward", "ACTIVATIONS", "Transformer", "SPLITTINGS", "as_model",
            "attention_of", "Normalization", "NORMALIZATIONS", "normalization_of", "Hardmax"]

@@ -16,9 +16,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import checks
+from .context import ContextScaling
 from .schedule import Layers, breakpoints, is_time_dependent
 
-__all__ = ["Head", "Zonal", "heads", "check_weights", "row_chunks", "identity_multiple", "tilted_moments",
+__all__ = ["Head", "Zonal", "heads", "repulsive", "check_weights", "row_chunks", "identity_multiple", "tilted_moments",
            "softmax_jacobian", "log_kernel_excess", "CHUNK"]
 
 #: Work arrays of the pairwise sums are chunked to at most this many entries.
@@ -122,6 +123,8 @@ class Head:
     def _check_scalar(self, name: str, check) -> None:
         """A scalar weight: a constant checked by ``check``, each layer of a schedule likewise, a callable later."""
         value = getattr(self, name)
+        if isinstance(value, ContextScaling):  # β_n: checked where n is known (:func:`.context.at_context`)
+            return
         if isinstance(value, Layers):
             object.__setattr__(self, name, Layers(tuple(check(v, f"{name} (layer {k})")
                                                         for k, v in enumerate(value.values)), value.edges))
@@ -214,6 +217,19 @@ def heads(model) -> tuple:
     if not isinstance(h, tuple) or not all(isinstance(x, Head) for x in h):
         raise TypeError(f"`model` must be an attention model from meanfield.models, got {type(model).__name__}.")
     return h
+
+
+def repulsive(model) -> bool:
+    """Whether a head of ``model`` (a Transformer's attention heads) has a constant β < 0, or a schedule with a
+    layer of β < 0: repulsive attention (MATH.md §13), which only some solvers take
+    (:attr:`meanfield.domains.Domain.repulsion_refusal`). A β(t) given as a callable is not evaluated here."""
+    hs = getattr(model, "heads", None) or ()
+    for h in hs:
+        b = getattr(h, "beta", None)
+        values = b.values if isinstance(b, Layers) else (b,)
+        if any(isinstance(v, (int, float, np.floating)) and v < 0 for v in values):
+            return True
+    return False
 
 
 def check_weights(weights, points) -> np.ndarray:

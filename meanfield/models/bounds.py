@@ -81,8 +81,8 @@ def norm2(M) -> float:
 
 
 def head_norms(head) -> tuple[float, float]:
-    """(a, v) = (β‖Q‖‖K‖, ‖V‖), operator 2-norms: |β⟨Qx, Ky⟩| <= a and |Vy| <= v on the sphere."""
-    return head.beta * norm2(head.Q) * norm2(head.K), norm2(head.V)
+    """(a, v) = (|β|‖Q‖‖K‖, ‖V‖), operator 2-norms: |β⟨Qx, Ky⟩| <= a and |Vy| <= v on the sphere (β < 0 too)."""
+    return abs(head.beta) * norm2(head.Q) * norm2(head.K), norm2(head.V)
 
 
 def exp_or_inf(x: float) -> float:

@@ -37,6 +37,16 @@ def check_points(points, weights, queries, d_model):
     return points, check_weights(weights, points), queries
 
 
+
+def _euclidean_beta(value, name):
+    """β >= 0 of the R^d models, with the reason for β < 0: it only scales A = KᵀQ here (MATH.md §5)."""
+    b = checks.beta(value, name, repulsive=True)
+    if b < 0:
+        raise ValueError(f"`{name}` must be >= 0 for the R^d models, got {value!r}: β only scales A = KᵀQ there "
+                         "(MATH.md §5), so β < 0 is β = |β| with Q replaced by −Q; repulsive attention on the sphere "
+                         "(far tokens weigh more, MATH.md §13) is SelfAttention's.")
+    return b
+
 @dataclass(frozen=True, eq=False)
 class EuclideanAttention(Head):
     """Common parts of the R^d models: Q, K, V (None = identity), A = KᵀQ, row-chunked softmax sums, and the noise
@@ -149,7 +159,7 @@ class Softmax(EuclideanAttention):
 
     def __post_init__(self):
         super().__post_init__()
-        self._check_scalar("beta", checks.beta)
+        self._check_scalar("beta", _euclidean_beta)
 
     def gaussian_closure(self, mean, cov):
         """The tilt e^{β⟨Ax,y⟩} N(α, Σ) ∝ N(α + βΣAx, Σ): Γ(x) = V(α + βΣAx) (:mod:`meanfield.analysis.gaussian`)."""
@@ -490,7 +500,7 @@ class Masked(EuclideanAttention):
 
     def __post_init__(self):
         super().__post_init__()
-        self._check_scalar("beta", checks.beta)
+        self._check_scalar("beta", _euclidean_beta)
 
     @property
     def dim(self) -> int | None:

@@ -32,7 +32,7 @@ __all__ = ["Parameter", "ModelKind", "KINDS", "NOISE", "register", "get", "kinds
 class Parameter:
     """A parameter of a model kind besides Q, K, V: its study-file key.
 
-    ``type`` is "float" or "bool"; ``minimum`` is inclusive, ``positive`` strict.
+    ``type`` is "float", "bool" or "str"; ``minimum`` is inclusive, ``positive`` strict.
     """
 
     name: str
@@ -82,6 +82,8 @@ class ModelKind:
     doc: str = ""
     study: bool = True
     words: Any = None
+    convert: Any = None  # parameters (dict) -> the class's keyword arguments, where a study key is not one of them
+
 
     def title(self, model: dict | None = None) -> str:
         """Its name in a figure's title for the study's ``[model]`` table ``model`` (:attr:`words`)."""
@@ -90,7 +92,9 @@ class ModelKind:
         return self.name if self.words is None else self.words
 
     def build(self, Q=None, K=None, V=None, **parameters):
-        """One head of this kind."""
+        """One head of this kind (its parameters through :attr:`convert` first, where it has one)."""
+        if self.convert is not None:
+            parameters = self.convert(dict(parameters))
         return self.cls(Q=Q, K=K, V=V, **parameters)
 
 

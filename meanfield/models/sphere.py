@@ -33,11 +33,18 @@ from .base import (
     Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian, tilted_moments,
 )
 from .bounds import HeadConstants, exp_or_inf, head_norms
+from .context import ContextScaling, parse_scaling
 from .positions import COMPILED_DECAY_MAX, check_position_rate, rotate_planes
 from .registry import NOISE, ModelKind, Parameter, register
 from .schedule import Layers, is_time_dependent
 
 __all__ = ["SelfAttention", "check_measure", "check_sequence", "divergence_from_average", "number_words", "matrix_words"]
+
+
+def _repulsive_beta(value, name):
+    """β: any finite real on the sphere (β < 0 repels, MATH.md §13: the field's formula holds for every real β; the
+    density solvers that need β >= 0 refuse it, :attr:`meanfield.domains.Domain.repulsion_refusal`)."""
+    return checks.beta(value, name, repulsive=True)
 
 
 def check_measure(points, weights, queries):
@@ -144,8 +151,13 @@ class SelfAttention(Head):
 
     Parameters
     ----------
-    beta : float
-        Inverse temperature β >= 0.
+    beta : float or ContextScaling
+        Inverse temperature β, or β_n = γ log n, γ n^a, a callable of the number of tokens n
+        (:class:`~meanfield.models.context.ContextScaling`, MATH.md §13: resolved by the particles and discrete
+        layers with their n, :func:`~meanfield.models.context.at_context`; refused by the density solvers). Any finite
+        real: β < 0 is repulsive attention (far tokens weigh more, V = I still
+        attracts; MATH.md §13), taken by the particles on S^{d-1} and the circle's density, refused with the reason
+        by the density solvers of the other domains (:attr:`meanfield.domains.Domain.repulsion_refusal`).
     Q, K, V : array_like, shape (d, d), optional
         Query, key and value matrices; ``None`` means the identity (of any d).
     normalized : bool, default True
@@ -192,7 +204,7 @@ class SelfAttention(Head):
     exp_kernel = True  # the compiled pairwise sums, the fused RK4, the span reduction, the S² moments (:class:`Head`)
 
     def __post_init__(self):
-        self._check_scalar("beta", checks.beta)
+        self._check_scalar("beta", _repulsive_beta)
         self._check_matrices()
         self._check_noise()
         if not isinstance(self.normalized, (bool, np.bool_)):
@@ -243,7 +255,8 @@ class SelfAttention(Head):
         β_eff = β q k, and the field is c times the Q = K = V = I field with
         β_eff. This is when the fast spectral strategies apply.
         """
-        if self.time_dependent or self.rope:  # that of at(t) at each time; RoPE turns the kernel with the positions
+        if self.time_dependent or self.rope or isinstance(self.beta, ContextScaling):  # that of at(t) / at_context(n);
+            # RoPE turns the kernel with the positions
             return None
         q, k, c = (identity_multiple(M) for M in (self.Q, self.K, self.V))
         if q is None or k is None or c is None or q * k < 0:
@@ -288,7 +301,8 @@ class SelfAttention(Head):
         words = [("causal " if self.causal else "") + ("SA" if self.normalized else "USA")]
         per_layer = [n for n in ("Q", "K", "V", "beta") if isinstance(getattr(self, n), Layers)]
         if "beta" not in per_layer:
-            words.append("β(t)" if is_time_dependent(self.beta) else f"β = {number_words(self.beta)}")
+            words.append("β(t)" if is_time_dependent(self.beta) else f"β = {self.beta.words}"
+                         if isinstance(self.beta, ContextScaling) else f"β = {number_words(self.beta)}")
         if self.noise:
             words.append(f"noise D = {number_words(self.noise)}")
         if self.decay:
@@ -315,7 +329,8 @@ class SelfAttention(Head):
         kind = ("SA" if self.normalized else "USA") + (", causal" if self.causal else "")
         noise = f", noise={self.noise:g}" if self.noise else ""
         noise += (f", decay={self.decay:g}" if self.decay else "") + (f", rope={self.rope:g}" if self.rope else "")
-        beta = repr(self.beta) if is_time_dependent(self.beta) else f"{self.beta:g}"
+        beta = repr(self.beta) if is_time_dependent(self.beta) or isinstance(self.beta, ContextScaling) else \
+            f"{self.beta:g}"
         return f"SelfAttention({kind}, beta={beta}, {mats}{noise})"
 
     # ------------------------------------------------------------------ field
@@ -548,8 +563,19 @@ class SelfAttention(Head):
         return s * np.exp(beta)
 
 
+def _context_parameters(parameters: dict) -> dict:
+    """A study's ``beta_scaling`` text as the model's β (:func:`~.context.parse_scaling`), replacing ``beta``."""
+    text = parameters.pop("beta_scaling", None)
+    if text is not None:
+        parameters["beta"] = parse_scaling(text)
+    return parameters
+
+
 register(ModelKind("self-attention", SelfAttention, "sphere", (
-    Parameter("beta", "float", 1.0, "inverse temperature β", minimum=0.0),
+    Parameter("beta", "float", 1.0, "inverse temperature β >= 0 (repulsive attention, β < 0, runs through the Python "
+              "API: particles and the circle's density)", minimum=0.0),
+    Parameter("beta_scaling", "str", None, "β_n as a function of the number of tokens n, 'γ*log(n)' or 'γ*n^a' "
+              "(MATH.md §13; replaces beta; resolved for each [particles] n, refused by the density solvers)"),
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
     Parameter("causal", "bool", False, "causal (masked) attention: tokens carry positions s in [0, 1] and see those "
               "at s' <= s; the study runs on [0, 1] × the domain (densities on [0, 1] × S¹)"),
@@ -558,4 +584,4 @@ register(ModelKind("self-attention", SelfAttention, "sphere", (
     Parameter("rope", "float", 0.0, "RoPE phases of causal attention: Qx and Ky turned by the angles ωs and ωs' in "
               "each coordinate plane; needs causal = true (densities: every pair of rows, m²M² a rate)"),
 ), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V; causal",
-    words=lambda m: "SA" if m.get("normalized", True) else "USA"))
+    words=lambda m: "SA" if m.get("normalized", True) else "USA", convert=_context_parameters))

@@ -15,6 +15,8 @@ from __future__ import annotations
 from ..integrate import FIXED, Integrator, Status, StopIntegration
 from ..lagrangian import LagrangianMeasure, LagrangianProblem, start as start_nodes
 from ..lagrangian.panels import NOISE_REFUSAL, PanelProblem, panels_refusal
+from ..domains.base import REPULSION_REFUSAL
+from ..models import repulsive
 from ..models.normalization import density_refusal
 from .base import Part, Representation
 
@@ -33,6 +35,8 @@ class PanelsRepresentation(Representation):
     def refusal(self, model, domain, start=None):
         if start is not None and start.grid is None:
             return f"panels start from a grid Density, not a {type(start).__name__}"
+        if repulsive(model):
+            return REPULSION_REFUSAL
         return panels_refusal(model, domain)
 
     def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
@@ -72,6 +76,8 @@ class NodesRepresentation(Representation):
         why = density_refusal(model)  # the field's divergence along the nodes is post-LN attention's
         if why is not None:
             return why
+        if repulsive(model):
+            return REPULSION_REFUSAL
         return NOISE_REFUSAL if model.noise else None
 
     def check(self, settings, model, start, t0, first):

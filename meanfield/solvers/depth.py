@@ -45,7 +45,7 @@ import numpy as np
 from ..density import Frame
 from ..domains import of_model
 from ..lagrangian import LagrangianMeasure
-from ..models import Transformer, as_model
+from ..models import Transformer, as_model, at_context, context_refusal
 from ..models.normalization import average, normalization_of
 from ..models.transformer import SUBSTEPS
 
@@ -165,8 +165,9 @@ def layer_map(model, points, weights, h: float, projection: str = "auto", jacobi
     ndarray, shape (n, d), and with ``jacobian`` the log-determinants, shape (n,)
     """
     renamed("layer_map", old)
-    after = _check_projection(model, projection)
     x = np.asarray(points, dtype=float)
+    model = at_context(model, x.shape[-2])  # β_n for these n tokens (MATH.md §13)
+    after = _check_projection(model, projection)
     w = np.asarray(weights, dtype=float)
     norm, m = normalization_of(model), as_model(model)
     if not norm.heads_field or getattr(m, "layer_map", None) is not None:
@@ -242,6 +243,9 @@ def push(model, measure: LagrangianMeasure, depth: float, layers: int, projectio
     if not (isinstance(measure, Frame) and measure.lagrangian):  # log ρ carried by the points, pushed with them
         raise TypeError(f"`measure` must be a LagrangianMeasure, got {type(measure).__name__}.")
     renamed("push", old)
+    why = context_refusal(model)
+    if why is not None:
+        raise ValueError(f"{model!r}: {why}.")
     depth, layers = check_depth(depth, layers)
     after = _check_projection(model, projection)
     if not normalization_of(model).heads_field or getattr(as_model(model), "layer_map", None) is not None:

@@ -30,7 +30,7 @@ from ..core import checks
 from ..density import Frame
 from ..integrate import METHODS, Status, step_count
 from ..integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
-from ..models import as_model, heads
+from ..models import as_model, context_refusal, heads, repulsive
 from ..integrate.monitor import ResolutionMonitor
 from ..representations import Hooks, Settings, Solution, check_options, plan, run_chain
 from ..representations.common_noise import CommonNoiseRepresentation, check_common_noise
@@ -256,9 +256,14 @@ def prepare(model, mu0, t_span, t_eval=None, method: str | None = None, dt: floa
     """
     model = as_model(model)  # a feed-forward block alone: a Transformer without attention
     heads(model)  # TypeError for anything but an attention model (or a Transformer)
+    why = context_refusal(model)  # β_n = γ log n: a density has no n
+    if why is not None:
+        raise ValueError(f"`model` {model!r}: {why}.")
     if not isinstance(mu0, Frame) or (mu0.grid is None and not mu0.lagrangian):  # the protocol: a grid or Lagrangian
         raise TypeError(f"`mu0` must be a Density or a LagrangianMeasure, got {type(mu0).__name__}.")
     mu0.domain.check_model(model, mu0)
+    if repulsive(model) and mu0.domain.repulsion_refusal is not None:  # β < 0: the circle's grid only
+        raise ValueError(f"`model` {model!r} on the {mu0.domain.description}: {mu0.domain.repulsion_refusal}.")
     t0, t1, t_eval = checks.time_span(t_span, t_eval)
     if mu0.lagrangian and t0 != mu0.t:
         raise ValueError(f"`t_span` must start at the measure's time t = {mu0.t:g}, got {t0:g}.")

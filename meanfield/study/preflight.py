@@ -49,6 +49,7 @@ from particles.system import run_estimate as particle_estimate
 from validation.wasserstein import EXACT_OT_MAX, OT_BYTES_PER_ENTRY
 
 from .. import domains
+from ..models import at_context
 from ..domains.sphere.moments import moment_degree
 from ..domains.sphere.transforms import dealiased_degree
 from ..core.io import REPLACEABLE, check_output, status_of
@@ -443,13 +444,15 @@ def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | N
         timed("density", lambda timing: solve_estimate(prepared, timing, budget))
     pc = cfg["particles"]
     if pc is not None:
-        t_eval, dt = cfg["time"]["t_eval"], build.particle_step(cfg, model)
+        t_eval = cfg["time"]["t_eval"]
         for n in pc["n"]:
             x0 = build.initial_particles(cfg, mu0, n)
+            model_n = at_context(model, n)  # [model] beta_scaling: β_n of these N tokens (MATH.md §13)
+            dt = build.particle_step(cfg, model_n)
 
-            def estimate(timing, x0=x0, n=n):
+            def estimate(timing, x0=x0, n=n, model_n=model_n, dt=dt):
                 rng = np.random.default_rng([cfg["seed"], 4, n])  # the run's noise stream (runner._particles)
-                return particle_estimate(model, x0, t_eval, method=pc["method"], dt=dt, rng=rng, timing=timing,
+                return particle_estimate(model_n, x0, t_eval, method=pc["method"], dt=dt, rng=rng, timing=timing,
                                          budget=budget)
 
             try:
@@ -493,7 +496,8 @@ def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False,
         if cfg["particles"] is not None:
             stationary.initial_density(cfg)  # what its particles are drawn from
     if cfg["particles"] is not None:
-        build.particle_step(cfg, model)  # the particles' step, as the run forms it
+        for n in cfg["particles"]["n"]:  # the particles' step, as the run forms it (β_n for each N)
+            build.particle_step(cfg, at_context(model, n))
     est = estimate(cfg, grid, prepared)
     if solves:
         est.kernel = kernel_degree(cfg, model, grid)

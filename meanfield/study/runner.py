@@ -47,6 +47,7 @@ from ..core import interrupts
 from ..lagrangian import LagrangianMeasure
 from ..core.io import beside, prepare, save
 from ..kernels import energy as kernel_energy
+from ..models import at_context
 from ..models.normalization import normalization_of
 from ..integrate.monitor import ResolutionError
 from ..core.numerics import EXP_MAX
@@ -292,8 +293,10 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
     pc = cfg["particles"]
     sphere = _unit_vectors(cfg)
     lines = None if progress is None else False  # under the bar over n: no bar of their own; lines in logs
+    every_n = model
     for n in tqdm(pc["n"], desc="particles", disable=progress is not True, leave=False):
         try:
+            model = at_context(every_n, n)  # [model] beta_scaling: β_n of these N tokens (MATH.md §13)
             x0 = build.initial_particles(cfg, mu0, n)
             log.info("simulating %d realisation(s) of N = %d particles", x0.shape[0], n)
             dt = build.particle_step(cfg, model)  # dt, or dt_factor / the largest rate scale over the run
@@ -483,7 +486,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
         for key, name, doc in (("pair_fraction", "pair_fraction",
                                 f"fraction of ordered pairs with {pairs}, δ = {cfg['particles']['delta']:g}"),
                                ("energy", "particle_energy", "E_β of the empirical measure")):
-            if not _unit_vectors(cfg) or (key == "energy" and not _has_particle_energy(model)):
+            if not _unit_vectors(cfg) or (key == "energy" and not _has_particle_energy(at_context(model, ns[0]))):
                 continue
             arr = np.full((len(ns), R, T), np.nan)
             for i, n in enumerate(ns):

@@ -37,5 +37,5 @@ def test_oracle_input_checks():
         exact.wrapped_cauchy(0.0, 1.0)
     with pytest.raises(ValueError, match="`n`"):
         exact.equiangular(1.0, 1, 1.0)
-    with pytest.raises(ValueError, match="`beta`"):
-        exact.equiangular(1.0, 3, -1.0)
+    with pytest.raises(ValueError, match="`beta`"):  # any finite real β (β < 0 repulsive, MATH.md §13)
+        exact.equiangular(1.0, 3, np.nan)

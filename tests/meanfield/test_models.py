@@ -146,7 +146,7 @@ def test_energy_maximised_by_dirac_minimised_by_uniform():
 
 
 # ------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("beta", [-1.0, np.nan, np.inf])
+@pytest.mark.parametrize("beta", [np.nan, np.inf])  # β < 0 is repulsive attention (tests/particles/test_repulsion.py)
 def test_bad_beta(beta):
     with pytest.raises(ValueError, match="beta"):
         mf.SelfAttention(beta)

@@ -183,7 +183,7 @@ def test_a_callable_with_a_nonfinite_entry_is_named():
 
 
 def test_a_callable_beta_is_checked():
-    model = SelfAttention(lambda t: -1.0)
+    model = SelfAttention(lambda t: float("nan"))  # (β < 0 is repulsive attention, accepted: MATH.md §13)
     with pytest.raises(ValueError, match="beta"):
         model.at(0.0)
 

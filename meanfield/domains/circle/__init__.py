@@ -39,6 +39,7 @@ class Circle(UnitSphereGeometry, Domain):
     grid_type = CircleGrid
     default_max_n = 16384
     quadrature_of_any_field = True  # CircleQuadrature/SphereQuadrature sum ``field`` at the nodes (nGPT's too)
+    repulsion_refusal = None  # its grid takes β < 0: multipliers I_k(β) = (−1)^k I_k(|β|), degree from |β|
     volume = 2.0 * np.pi
     periodic = True
     coordinate_label = "θ"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from scipy.special import ive
+from .bessel import scaled_bessel
 
 from ...core.numerics import check_usa_beta
 from . import fourier
@@ -47,8 +47,8 @@ def bessel_multipliers(kmax: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
         D = np.where(k == 0, 2.0 * np.pi, 0.0).astype(complex)
         N = np.where(k == 1, 1j * np.pi, 0.0)
         return D, N
-    I = ive(k, beta)
-    if beta < 1e-8:  # I_k(β)/β from its series, to avoid dividing two subnormals
+    I = scaled_bessel(k, beta)  # e^{-β} I_k(β), β < 0 too
+    if abs(beta) < 1e-8:  # I_k(β)/β from its series, to avoid dividing two subnormals
         from scipy.special import factorial
 
         over_beta = np.where(k > 0, (beta / 2.0) ** np.maximum(k - 1, 0) / (2.0 * factorial(k)), 0.0)
@@ -140,7 +140,7 @@ class CircleSpectral(_CircleRate):
     ----------
     grid : CircleGrid
     beta : float
-        Effective inverse temperature β q k >= 0.
+        Effective inverse temperature β q k (any real: β < 0 repels, MATH.md §13).
     c : float
         V = cI.
     normalized : bool

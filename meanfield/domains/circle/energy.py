@@ -7,6 +7,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import ive
 
+from .bessel import scaled_bessel
+
 from ...core.numerics import EXP_MAX
 from ..zonal import energy_from_excess
 from . import fourier
@@ -16,7 +18,8 @@ __all__ = ["excess_energy", "energy", "i0_minus_one", "pair_fraction"]
 
 
 def i0_minus_one(beta: float) -> float:
-    """I_0(β) − 1 without cancellation."""
+    """I_0(β) − 1 without cancellation (an even function of β)."""
+    beta = abs(beta)
     if beta > 0.5:
         return float(ive(0, beta) * np.exp(beta) - 1.0) if beta < EXP_MAX else np.inf
     term, total, j = 1.0, 0.0, 0
@@ -54,7 +57,7 @@ def _parseval_weights(n: int, beta: float) -> np.ndarray:
     weight[0] = 1.0
     # e^{-β}(I_0(β) − 1); past the overflow threshold e^{-β} is below round-off
     i0m1 = np.exp(-beta) * i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)
-    bessel = np.concatenate([[i0m1], ive(np.arange(1, n // 2 + 1), beta)])
+    bessel = np.concatenate([[i0m1], scaled_bessel(np.arange(1, n // 2 + 1), beta)])
     out = 2.0 * np.pi**2 / beta * bessel * weight
     out.setflags(write=False)
     return out

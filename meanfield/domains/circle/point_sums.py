@@ -18,6 +18,7 @@ from scipy.special import ive
 # modules, not names: the kernels are imported while the domain package may still be initialising
 from ...core.numerics import EXP_MAX
 from . import continuity, energy as circle_energy, fourier, geometry
+from .bessel import scaled_bessel
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
            "spectral_coefficients", "series_multipliers", "fourier_moments", "zonal_rate", "zonal_rates",
@@ -28,7 +29,8 @@ def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
     """Smallest L with 2 Σ_{k>L} (1 + k/β)^order I_k(β) <= tol · I_0(β) (L >= 1).
 
     ``order = 1`` bounds the truncation of K_β*μ and its first derivative, ``order = 2`` also the second
-    (the divergence of the field)."""
+    (the divergence of the field). β < 0: that of |β| (|I_k(β)| = I_k(|β|), MATH.md §13)."""
+    beta = abs(beta)
     k = np.arange(0, 4 * int(beta) + 80)
     s = ive(k, beta) / ive(0, beta) * (1.0 + (k / beta if beta > 0 else 0.0)) ** order
     tail = 2.0 * (np.cumsum(s[::-1])[::-1] - s)  # tail[L] = 2 Σ_{k>L}
@@ -92,10 +94,10 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     num, den = fourier.series(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
     # truncation bounds
     k = np.arange(L + 1, L + 200)
-    Ik = ive(k, beta)
+    Ik = np.abs(scaled_bessel(k, beta))
     mass = np.sum(np.abs(w))
     TD = 2.0 * np.sum(Ik) * mass
-    TN = (2.0 * np.sum(k * Ik) / beta * mass) if beta > 0 else 0.0
+    TN = (2.0 * np.sum(k * Ik) / abs(beta) * mass) if beta != 0 else 0.0
     if normalized:
         v = c * num / den
         margin = den - TD
@@ -210,4 +212,4 @@ def circle_excess_energy(points, weights, beta: float) -> float:
     L = circle_degree(beta)
     a2 = np.abs(fourier_moments(x, w, L)) ** 2
     head = np.exp(-beta) * circle_energy.i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)  # e^{-β}(I_0(β) − 1)
-    return float((head * a2[0] + 2.0 * ive(np.arange(1, L + 1), beta) @ a2[1:]) / (2.0 * beta))
+    return float((head * a2[0] + 2.0 * scaled_bessel(np.arange(1, L + 1), beta) @ a2[1:]) / (2.0 * beta))
