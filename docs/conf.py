@@ -108,6 +108,7 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "reset_modules": ("matplotlib",),
     "show_memory": False,
+    "write_computation_times": _gallery == "1",  # the page of run times, where the examples ran
 }
 
 # --- HTML -------------------------------------------------------------------------------------------------------

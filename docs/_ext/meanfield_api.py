@@ -92,13 +92,14 @@ def generate(app, config=None):
     _write_if_changed(src / "guide" / "study_reference.md", "\n".join(reference) + "\n")
 
 
-# ``X[μ](x)`` in a formula is Markdown's link syntax: in the pages written for GitHub (docs/MATH.md, ...) a
+# ``X[μ](x)`` in a formula is Markdown's link syntax: in the pages written for GitHub (docs/MATH.md, the README's
+# former sections docs/tour.md and docs/scripts.md, ...) a
 # bracket followed by a parenthesis whose content is no path, URL or anchor is a formula, not a link.
 _FORMULA_LINK = re.compile(r"(\[[^\]\n]*\])\((?![^)]*[./#:])")
 
 
 def unlink_formulas(app, docname, source):
-    if docname in ("MATH", "DESIGN", "KNOWLEDGE", "STYLE"):
+    if docname in ("MATH", "DESIGN", "KNOWLEDGE", "STYLE", "tour", "scripts"):
         source[0] = _FORMULA_LINK.sub(r"\1\\(", source[0])
 
 
