@@ -25,7 +25,7 @@ for t, a, ci in zip(r.t, r.exponent, r.exponent_ci):
 
 fig, ax = plt.subplots(figsize=(5.5, 4))
 for k, t in enumerate(r.t):
-    ax.loglog(ns, np.mean(r.distances[k], axis=-1), "o-", label=f"t = {t:g}: N^{r.exponent[k]:.2f}")
+    ax.loglog(ns, r.distances[:, :, k].mean(axis=1), "o-", label=f"t = {t:g}: N^{r.exponent[k]:.2f}")
 ax.loglog(ns, 0.8 * np.array(ns, float) ** -0.5, "k--", label="N^-1/2")
 ax.set(xlabel="N", ylabel="mean W₁(μ_t, μ^N_t)", title="SA, β = 1, on S¹")
 ax.legend()

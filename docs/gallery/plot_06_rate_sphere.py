@@ -23,7 +23,7 @@ for t, a, ci in zip(r.t, r.exponent, r.exponent_ci):
 
 fig, ax = plt.subplots(figsize=(5.5, 4))
 for k, t in enumerate(r.t):
-    ax.loglog(ns, np.mean(r.distances[k], axis=-1), "o-", label=f"t = {t:g}: N^{r.exponent[k]:.2f}")
+    ax.loglog(ns, r.distances[:, :, k].mean(axis=1), "o-", label=f"t = {t:g}: N^{r.exponent[k]:.2f}")
 n = np.array(ns, float)
 ax.loglog(ns, 1.5 * np.sqrt(np.log(n) / n), "k--", label="√(log N / N)")
 ax.set(xlabel="N", ylabel="mean W₁(μ_t, μ^N_t)", title="SA, β = 1, on S²")
