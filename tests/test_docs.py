@@ -79,3 +79,25 @@ def test_docstring_examples(name):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} docstring examples failed"
+
+
+@pytest.mark.skipif(bool(_missing_docs_deps()), reason="the docs extra is not installed: pip install -e '.[docs]'")
+def test_a_reference_to_a_name_that_does_not_exist_is_not_excused():
+    """The build lets a reference to an existing undocumented internal through unlinked, never a missing name."""
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import meanfield_api
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    assert meanfield_api._lookup("meanfield.solve") and meanfield_api._lookup("meanfield.domains.base.PointSums")
+    assert meanfield_api._lookup("meanfield.Solution.densities")
+    assert not meanfield_api._lookup("meanfield.integrate.trackers.EventTracker")  # the name a docstring had wrong
+    assert not meanfield_api._lookup("meanfield.no_such_module.f") and not meanfield_api._lookup("numpy.nonexistent")
+    node = {"reftarget": "fourier.resample", "py:module": "meanfield", "py:class": "CircleGrid"}
+
+    class Node(dict):
+        source = "meanfield/domains/circle/grid.py:docstring of meanfield.domains.circle.grid.CircleGrid.resample"
+
+    found = [c for c in meanfield_api._candidates(Node(node), "api/generated/meanfield.CircleGrid")
+             if meanfield_api._lookup(c)]
+    assert "meanfield.domains.circle.grid.fourier.resample" in found
