@@ -236,7 +236,7 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
     particles): one task per realisation runs its whole step
     sequence, so no interpreter work is done per step. Same scheme as
     :func:`particles.simulate` with ``method="rk4"`` (stages retracted to the
-    sphere) and the same field; single-head :class:`SelfAttention` only. Zonal
+    sphere) and the same field; single-head :class:`meanfield.SelfAttention` only. Zonal
     models (Q = qI, K = kI, V = cI) in d >= :data:`ZONAL_FROM` with n²d <=
     :data:`BLAS_SINGLE_THREAD` take the two-product kernel of the module
     docstring (the same sums to round-off).

@@ -29,7 +29,17 @@ def _batch_shape(batch):
 
 
 def uniform_sphere(n: int, d: int, rng=None, batch=None) -> np.ndarray:
-    """n iid points uniform on S^{d-1}, shape (*batch, n, d)."""
+    """n iid points uniform on S^{d-1}, shape (*batch, n, d).
+
+    Examples
+    --------
+    Normalised Gaussian vectors: unit length to round-off (a few units of 2⁻⁵³ from the norm and the division).
+
+    >>> import numpy as np, particles as pt
+    >>> x = pt.uniform_sphere(100, 3, rng=0, batch=2)
+    >>> x.shape, bool(np.abs(np.linalg.norm(x, axis=-1) - 1).max() < 1e-14)
+    ((2, 100, 3), True)
+    """
     n, d = checks.count(n, "n"), checks.count(d, "d", 2)
     rng = np.random.default_rng(rng)
     x = rng.standard_normal(_batch_shape(batch) + (n, d))

@@ -53,6 +53,15 @@ def ott_antonsen(t, a0) -> np.ndarray:
     .. math:: |a(t)|^2 = \frac{|a_0|^2 e^{t}}{1 - |a_0|^2 + |a_0|^2 e^{t}}.
 
     Returns complex a(t) with the shape of ``t``.
+
+    Examples
+    --------
+    The family starts at a_0 and tends to the Dirac mass at arg a_0 (|a| → 1):
+
+    >>> from meanfield import exact
+    >>> a = exact.ott_antonsen([0.0, 50.0], 0.3j)
+    >>> bool(abs(a[0] - 0.3j) < 1e-15), bool(abs(a[1] - 1j) < 1e-15)
+    (True, True)
     """
     a0 = check_poisson_parameter(a0)
     t = np.asarray(t, dtype=float)
@@ -451,6 +460,15 @@ def wendel(n: int, d: int) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    The binomial tail is ½ at n = 2d by symmetry, and 11/16 at (n, d) = (5, 3), exactly (one correctly rounded
+    division of integers):
+
+    >>> from meanfield import exact
+    >>> exact.wendel(32, 16), exact.wendel(5, 3), exact.wendel(3, 3)
+    (0.5, 0.6875, 1.0)
     """
     from fractions import Fraction
 

@@ -145,7 +145,7 @@ def prepare(path) -> None:
 
 
 def load(path, lazy: bool = False):
-    """Read a results file written by ``meanfield run`` / ``meanfield sweep`` / :func:`save`.
+    """Read a results file written by ``meanfield run`` / ``meanfield sweep`` / :func:`meanfield.core.io.save`.
 
     Parameters
     ----------

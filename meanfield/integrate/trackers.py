@@ -51,7 +51,7 @@ class Status(enum.Enum):
     """How an integration ended.
 
     SUCCESS: the end of the interval was reached; EVENT: a terminal event stopped it
-    (:class:`EventTracker`); RESOLUTION_LOST: the representation could no longer resolve
+    (an event of ``solve(..., events=...)``, :class:`meanfield.representations.base.Event`); RESOLUTION_LOST: the representation could no longer resolve
     the solution to its stated accuracy; FAILED: the integrator failed (a non-finite rate,
     an adaptive step that underflowed); INTERRUPTED: Ctrl-C or SIGTERM.
     """

@@ -411,7 +411,7 @@ register(ZonalCylinderRepresentation())
 
 @dataclass(frozen=True)
 class ZonalRadialSolution:
-    r"""ρ(u_j, s, t) on a :class:`ZonalCylinderGrid` (cell averages in s, density w.r.t. dσ̄(u) ds): a view of the
+    r"""ρ(u_j, s, t) on a :class:`~meanfield.solvers.zonal_cylinder.ZonalCylinderGrid` (cell averages in s, density w.r.t. dσ̄(u) ds): a view of the
     :class:`~meanfield.Solution` that :func:`meanfield.solve` returned (``solution``; its frames are densities on the
     grid).
 
@@ -479,7 +479,7 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
                        radii=(0.25, 8.0), method: str = "rk4", cfl: float = 0.2, dt: float | None = None,
                        edge_tol: float = 1e-10, monitor: ResolutionMonitor | None = None) -> ZonalRadialSolution:
     r"""The density of pre/peri-LN tokens x = rθ whose law is zonal about e (module docstring), on the rings × cells
-    of s: a view of :func:`meanfield.solve` on a :class:`~meanfield.Density` of a :class:`ZonalCylinderGrid`.
+    of s: a view of :func:`meanfield.solve` on a :class:`~meanfield.Density` of a :class:`~meanfield.solvers.zonal_cylinder.ZonalCylinderGrid`.
 
     Parameters
     ----------
@@ -496,7 +496,7 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
     t_eval : array_like, optional
         Strictly increasing output times in [0, t_end] (each landed on by the steps). Default (0, t_end).
     lmax, n_s, radii
-        :class:`ZonalCylinderGrid`.
+        :class:`~meanfield.solvers.zonal_cylinder.ZonalCylinderGrid`.
     method : {"rk4", "ssprk3"}
     cfl, dt
         The step dt = cfl × r_min × min(Δθ_min/max|α sin θ|, Δs/max|a|) at each accepted state (module docstring),
