@@ -19,8 +19,9 @@ import numpy as np
 
 from ..kernels import strategies
 from ..domains import EUCLIDEAN
+from ..domains.base import REPULSION_REFUSAL
 from ..analysis.gaussian import gauss_hermite, gaussian_pdf
-from ..models import attention_of
+from ..models import attention_of, repulsive
 from ..integrate import (
     FiniteTracker, Integrator, InterruptTracker, Problem, ProgressTracker, Status, StopIntegration, Tracker,
 )
@@ -139,6 +140,9 @@ class LagrangianProblem(Problem, Tracker):
     def _set_model(self, model):
         """The field and divergence of ``model`` (a time-dependent one's model of the time) at the points."""
         if model is not self._now:
+            if repulsive(model):  # a β(t) < 0 met during the run: the Lagrangian bounds need β >= 0
+                raise ValueError(f"`model` at t = {self._layer_time:g}: β < 0 (repulsive attention): "
+                                 f"{REPULSION_REFUSAL}.")
             f = self.start
             self.field, self.strategy = field_and_divergence(model, self.domain, f.dim, f.weights, self.requested)
             self._now = model

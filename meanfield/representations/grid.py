@@ -34,7 +34,7 @@ from ..density import Density
 from ..domains.zonal import energy_from_excess
 from ..integrate import Integrator, Problem, Stages, StopIntegration, Tracker
 from ..integrate.steppers import ADAPTIVE, integrating_factor_refusal
-from ..models import normalization_of, rate_scale
+from ..models import normalization_of, rate_scale, repulsive
 from ..models.schedule import piecewise_constant
 from ..integrate.monitor import ResolutionError, ResolutionMonitor
 from ..core.numerics import EXP_MAX
@@ -142,6 +142,9 @@ class GridProblem(Problem):
         if self.model.dim is not None and self.model.dim != self.grid.dim:
             raise ValueError(f"`model` at t = {t:g}: its matrices are {self.model.dim}×{self.model.dim} but the density "
                              f"lives in R^{self.grid.dim} (a time-dependent weight of the wrong shape).")
+        if self.domain.repulsion_refusal is not None and repulsive(self.model):  # a β(t) < 0 met during the run
+            raise ValueError(f"`model` at t = {t:g}: β < 0 (repulsive attention) on the {self.domain.description}: "
+                             f"{self.domain.repulsion_refusal}.")
 
     def at_time(self, t, layer_time=None):
         """The model of time t (a schedule's layer, a callable's value), its right-hand side rebuilt where it changed.

@@ -188,6 +188,23 @@ def test_a_callable_beta_is_checked():
         model.at(0.0)
 
 
+def test_a_callable_beta_turning_repulsive_is_refused_where_the_density_solver_needs_beta_positive():
+    """β(t) < 0 met during a run: the S² grid's sums are wrong there (its multipliers are β >= 0's), so the run stops
+    naming β < 0 and the time (a constant β < 0 is refused before the run the same way); on the circle, which takes
+    β < 0, a callable is the constant's run bit for bit."""
+    import meanfield as mf
+
+    mu = mf.Density.from_function(mf.SphereGrid(12), lambda x: np.exp(x[..., 0]))
+    for beta in (-3.0, lambda t: -3.0, lambda t: 1.0 - 4.0 * t):  # the last turns negative at t = 0.25
+        with pytest.raises(ValueError, match="β < 0"):
+            mf.solve(SelfAttention(beta), mu, (0.0, 0.5), dt=0.01, representation="grid", refine=False,
+                     monitor=mf.ResolutionMonitor(tail_tol=1e-3))  # lmax 12 kept to reach t = 0.25: not accuracy
+    circle = mf.Density.from_function(mf.CircleGrid(64), lambda x: np.exp(x[..., 0]))
+    runs = [mf.solve(SelfAttention(beta), circle, (0.0, 0.5), dt=0.01, representation="grid", refine=False)
+            for beta in (-3.0, lambda t: -3.0)]
+    assert np.array_equal(runs[0].frames[-1].values, runs[1].frames[-1].values)
+
+
 @pytest.mark.parametrize("depths", [0.0, [1.0, -1.0], np.inf, [1.0, 2.0, 3.0]])
 def test_bad_depths_are_refused(depths):
     with pytest.raises(ValueError, match="depths"):
