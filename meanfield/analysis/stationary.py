@@ -75,6 +75,10 @@ def _zonal(model, domain):
         raise ValueError(f"stationary states are computed on domains with zonal functions (the circle, S², the zonal "
                          f"S^(d-1)), not on the {domain.name}.")
     z = model.zonal
+    if z.beta < 0:  # the multipliers here are β > 0's (Miller's ratios, e^{-β} scaling): a NaN otherwise, not a rate
+        raise ValueError(f"`model` has β = {z.beta:g} < 0 (repulsive attention, MATH.md §13): the linear rates, "
+                         f"stationary states and critical noise here are derived for β >= 0; on the circle the rates "
+                         f"at β < 0 are k²I_k(β)/(βI_0(β)) − Dk² (SA), not yet computed by this module.")
     return float(z.beta), float(z.c), bool(model.normalized)
 
 

@@ -138,3 +138,13 @@ def test_critical_exponent(d):
     f = lc.critical_exponent(np.round(np.logspace(2, 5, 4)).astype(np.int64), d, draws=600, groups=10, rng=1)
     lo, hi = f.interval
     assert lo <= 2 / (d - 1) <= hi and hi - lo < 0.1
+
+
+def test_the_zonal_linearisation_refuses_repulsive_attention_instead_of_a_nan():
+    """Its multipliers are β >= 0's (a log(2/β) and e^{−β} scaling): at β < 0 they would be NaN, read as "stable"."""
+    from meanfield.analysis import stationary as st
+    from meanfield.domains import CIRCLE
+
+    for f in (lambda m: st.linear_rates(m, CIRCLE, [1, 2]), lambda m: st.critical_noise(m, CIRCLE)):
+        with pytest.raises(ValueError, match="β = -1.5 < 0"):
+            f(mf.SelfAttention(-1.5))
