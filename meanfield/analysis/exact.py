@@ -722,6 +722,9 @@ def positional_pair(t, theta0: float, beta: float, decay_gap: float = 0.0, rope_
     L, alpha = float(decay_gap), float(rope_gap)
     if not (np.isfinite(L) and np.isfinite(alpha)):
         raise ValueError(f"`decay_gap` and `rope_gap` must be finite, got {decay_gap!r} and {rope_gap!r}.")
+    if L > 700.0:  # e^L of the time scale c = 1 + e^L e0 overflows (the second token is then frozen to round-off)
+        raise ValueError(f"`decay_gap` must be <= 700 (e^decay_gap overflows; beyond it the second token moves by less "
+                         f"than e^-700 of its angle), got {decay_gap!r}.")
     t = np.asarray(t, dtype=float)
     if np.any(t < 0) or not np.all(np.isfinite(t)):
         raise ValueError("`t` must be finite and >= 0.")
@@ -826,9 +829,12 @@ def retrieval_profile(sigma, t, beta: float, decay: float, modes=(1,), weights=N
         raise ValueError(f"`weights` must hold one weight per mode ({len(modes)}), got shape {w.shape}.")
     if lam == 0.0:
         kappa, Y = np.full(sigma.shape, 1.0 / s), np.log(s / sigma)
-    else:  # λe^{λσ}/(e^{λs} − 1) and log((e^{λs} − 1)/(e^{λσ} − 1)) through expm1 (no cancellation at small λσ)
+    elif lam < 0.0:  # λe^{λσ}/(e^{λs} − 1) and log((e^{λs} − 1)/(e^{λσ} − 1)) through expm1 (no cancellation at small λσ)
         kappa = lam * np.exp(lam * sigma) / np.expm1(lam * s)
         Y = np.log(np.expm1(lam * s) / np.expm1(lam * sigma))
+    else:  # the same divided through by e^{λs} and e^{λσ}: no overflow at large λ
+        kappa = lam * np.exp(lam * (sigma - s)) / -np.expm1(-lam * s)
+        Y = lam * (s - sigma) + np.log(-np.expm1(-lam * s)) - np.log(-np.expm1(-lam * sigma))
     out = np.zeros(sigma.shape)
     for k, wk in zip(modes, w):
         c = retrieval_rate(beta, k) * t
@@ -866,12 +872,22 @@ def retrieval_threshold(beta: float, decay: float, modes=(1,), weights=None, pos
     c_k = a_k t, positive iff t < t_crit (arXiv 2605.09213, their t_crit with a_k = k² I_k(β)). λ <= 0: 0 (no
     recency)."""
     lam, s = float(decay), float(position)
-    if lam <= 0:
-        return 0.0
+    if not 0.0 < s <= 1.0:
+        raise ValueError(f"`position` must lie in (0, 1], got {position!r}.")
+    if not np.isfinite(lam):
+        raise ValueError(f"`decay` must be finite, got {decay!r}.")
     modes = [int(k) for k in np.atleast_1d(modes)]
     w = np.ones(len(modes)) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (len(modes),):
+        raise ValueError(f"`weights` must hold one weight per mode ({len(modes)}), got shape {w.shape}.")
+    if lam <= 0:
+        return 0.0
     a = np.array([retrieval_rate(beta, k) for k in modes])
-    return float(2.0 * -np.expm1(-lam * s) * np.sum(w * a) / np.sum(w * a * a))
+    den = np.sum(w * a * a)
+    if not den > 0:
+        raise ValueError(f"no mode moves: Σ w_k a_k² = {den:g} (β = {beta!r}, modes {modes}, weights {w.tolist()}); "
+                         "t_crit needs a mode with a_k > 0 and weight > 0.")
+    return float(2.0 * -np.expm1(-lam * s) * np.sum(w * a) / den)
 
 
 # --------------------------------------------------------------------- natural frequencies (docs/MATH.md §11)

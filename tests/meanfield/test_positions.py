@@ -440,3 +440,23 @@ def test_usa_speed_bound_holds_with_a_growing_weight(rng):
     model = SelfAttention(1.0, causal=True, decay=-3.0, normalized=False)
     assert model.speed_bound() == pytest.approx(np.exp(3.0) * plain, rel=1e-15)
     assert np.max(np.linalg.norm(model.field(pts, w, pts), axis=-1)) <= model.speed_bound()
+
+
+def test_the_retrieval_profile_at_a_large_decay_is_the_unscaled_formula():
+    """λ = 800: κ = λe^{λσ}/(e^{λs} − 1) overflows in double as written; the profile is computed divided through by
+    e^{λs}. Against the formula as written, in 50-digit arithmetic (mpmath): relative 1e-12 (the double form's
+    round-off: a few ulps of λ(s − σ) ~ 700 in an exponent, 700·2e-16 ≈ 1.5e-13, with a 10× margin)."""
+    import mpmath
+
+    from meanfield.analysis.exact import retrieval_profile, retrieval_rate
+
+    lam, beta, t, sigma = 800.0, 1.0, 0.5, np.array([0.2, 0.5, 0.9, 0.999])
+    got = retrieval_profile(sigma, t, beta, lam)
+    mpmath.mp.dps = 50
+    c = mpmath.mpf(retrieval_rate(beta, 1) * t)
+    for g, s in zip(got, sigma):
+        s = mpmath.mpf(float(s))
+        kappa = lam * mpmath.e ** (lam * s) / (mpmath.e ** lam - 1)
+        Y = mpmath.log((mpmath.e ** lam - 1) / (mpmath.e ** (lam * s) - 1))
+        want = kappa * mpmath.sqrt(c / Y) * mpmath.besseli(1, 2 * mpmath.sqrt(c * Y))
+        assert np.isfinite(g) and abs(g - float(want)) <= 1e-12 * float(want)
