@@ -82,6 +82,8 @@ class CommonNoiseRepresentation(Representation):
         grid = start.grid
         cfl = grid.domain.default_cfl(False) if settings.cfl is None else settings.cfl
         path = noise.path
+        path.index(t1, "t_span[1]")
+        path.index(np.asarray(t_eval, dtype=float), "t_eval")
         marks = np.unique(np.concatenate([[t0], t_eval, [t1]]))
         js = path.index(marks, "t_eval")
         outputs = set(np.asarray(t_eval, dtype=float).tolist())

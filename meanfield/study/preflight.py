@@ -400,7 +400,7 @@ def memory_budget() -> tuple[float, str]:
     """
     given = os.environ.get("MEANFIELD_MEMORY", "").strip()
     if given:
-        match = re.fullmatch(r"([0-9.]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)", given.lower())
+        match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?|[0-9]+\.)\s*([a-z]*)", given.lower())
         value = float(match.group(1)) * _UNITS[match.group(2)] if match and match.group(2) in _UNITS else -1.0
         if not value > 0:
             raise StudyError(f"MEANFIELD_MEMORY: a positive size in bytes, or with a unit (e.g. 8GB, 512MiB), "

@@ -214,8 +214,10 @@ def test_common_noise_is_refused_where_not_implemented():
     zonal = mf.Density.from_function(ZonalGrid(3, 16), lambda x: np.exp(x[..., 2]))  # as S² grids: not written yet
     with pytest.raises(ValueError, match="not implemented on this grid"):
         solve_common_noise(mf.SelfAttention(1.0), zonal, [0, 1], CommonNoise(J3, path))
-    with pytest.raises(ValueError, match="`t_eval`.*grid"):
+    with pytest.raises(ValueError, match="`t_span\\[1\\]`.*grid"):
         solve_common_noise(mf.SelfAttention(1.0), density(), [0, 0.55], CommonNoise(J, path))
+    with pytest.raises(ValueError, match="`t_eval`.*grid"):
+        solve_common_noise(mf.SelfAttention(1.0), density(), [0, 0.55, 1.0], CommonNoise(J, path))
     with pytest.raises(ValueError, match="3×3.*R\\^2"):
         solve_common_noise(mf.SelfAttention(1.0), density(), [0, 1], CommonNoise(np.eye(3), path))
     with pytest.raises(ValueError, match="`method`"):
