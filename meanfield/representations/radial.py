@@ -20,16 +20,18 @@ The grids answer ``radii``, ``r_edges``, ``refine_words`` (which resolutions to 
 from __future__ import annotations
 
 import abc
+from dataclasses import replace
 
 import numpy as np
 
+from ..core import checks
 from ..density import Density
 from ..integrate import Integrator, OutputTracker, Problem, Status, StopIntegration, Tracker
 from ..integrate.monitor import ResolutionError, ResolutionMonitor
-from .base import Part, Representation, own_domain_refusal, run_to_end
+from .base import Part, Representation, Settings, own_domain_refusal, run_to_end
 
 __all__ = ["RadiusRangeError", "RadialGuard", "GuardedProblem", "RadialRepresentation", "GUARD_CELLS", "NEG_TOL",
-           "METHODS", "bound_words"]
+           "METHODS", "bound_words", "initial_values", "view_settings", "raise_for_walls"]
 
 #: cells at each end of the s-interval whose mass stops a run (mass there feels the zero-flux wall within a step)
 GUARD_CELLS = 2
@@ -234,3 +236,54 @@ class RadialRepresentation(Representation):
         return Part(self.name, list(outputs.times), [frame(t, s) for t, s in zip(outputs.times, outputs.states)],
                     status, message, float(t_reached), frame(t_reached, y), method, "spectral", integ.nfev,
                     integ.nsteps, hint=hint, diagnostics=diagnostics)
+
+
+# ---------------------------------------------------------------------------------- the views' shared arguments
+def initial_values(rho0, grid, variables: str, shape_words: str, coordinates: str) -> np.ndarray:
+    """The cell values of ``rho0`` on a radial ``grid`` (a callable rho0(``variables``) averaged over the cells, or the
+    values themselves, of shape ``shape_words``), checked finite, >= 0 (a density of ``coordinates``) and of positive
+    mass, normalised to mass 1: the start of the views ``solve_radial`` and ``solve_zonal_radial``."""
+    if callable(rho0):
+        with np.errstate(all="raise"):
+            try:
+                y = np.array(grid.cell_averages(rho0), dtype=float)
+            except FloatingPointError as e:
+                raise ValueError(f"`rho0` raised a floating-point error on the grid {grid!r}: {e}.") from None
+    else:
+        y = np.array(rho0, dtype=float)
+        if y.shape != grid.shape:
+            raise ValueError(f"`rho0` must be a callable rho0({variables}) or the cell values of shape {shape_words} = "
+                             f"{grid.shape}, got shape {y.shape}.")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("`rho0` has non-finite values on the grid (NaN or inf).")
+    if np.any(y < 0):
+        raise ValueError(f"`rho0` must be >= 0 (a density of ({coordinates})), got a value {float(y.min()):.3g}.")
+    mass = grid.mass(y)
+    if not mass > 0:
+        raise ValueError(f"`rho0` has zero mass on {grid!r}: no part of it lies inside `radii` = {grid.radii}.")
+    return y / mass
+
+
+def view_settings(method: str, edge_tol: float, monitor, cfl: float, dt) -> Settings:
+    """The :class:`~.base.Settings` of a radial view's keywords, each checked (naming it): ``method`` of
+    :data:`METHODS`, ``edge_tol`` > 0 into the monitor (default ``neg_tol`` :data:`NEG_TOL`), ``cfl`` > 0, ``dt``."""
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    edge_tol = checks.positive(edge_tol, "edge_tol")
+    monitor = ResolutionMonitor(neg_tol=NEG_TOL) if monitor is None else monitor
+    if not isinstance(monitor, ResolutionMonitor):
+        raise TypeError(f"`monitor` must be a meanfield.integrate.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
+    monitor = replace(monitor, edge_tol=edge_tol)
+    cfl = checks.positive(cfl, "cfl")
+    dt = None if dt is None else checks.positive(dt, "dt")
+    return Settings(method=method, dt=dt, cfl=cfl, monitor=monitor, given=frozenset({"monitor"}))
+
+
+def raise_for_walls(sol, out) -> None:
+    """A view's errors: :class:`RadiusRangeError` where the run reached the walls (``diagnostics["edge"]``),
+    :class:`~meanfield.integrate.monitor.ResolutionError` where it lost resolution, each carrying ``out``."""
+    if "edge" in sol.diagnostics:
+        side, mass = sol.diagnostics["edge"]
+        raise RadiusRangeError(sol.message, sol.t_reached, side, mass, out)
+    if sol.status is Status.RESOLUTION_LOST:
+        raise ResolutionError(sol.t_reached, sol.message, out)

@@ -47,7 +47,7 @@ RESOLUTION_LOST for the first two, ``Solution.diagnostics["edge"]`` saying which
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ive
@@ -60,10 +60,11 @@ from ..domains.marginals import CellLaw, Marginal, directions, log_radii
 from ..domains.products import CYLINDER, ProductGrid
 from ..integrate import Status
 from ..models.normalization import radial_zonal_heads
-from ..integrate.monitor import ResolutionError, ResolutionMonitor
-from ..representations import Settings, register, solve_product
+from ..integrate.monitor import ResolutionMonitor
+from ..representations import register, solve_product
 from ..representations.radial import (
-    GUARD_CELLS, METHODS, NEG_TOL, GuardedProblem, RadialRepresentation, RadiusRangeError,
+    GUARD_CELLS, METHODS, NEG_TOL, GuardedProblem, RadialRepresentation, RadiusRangeError, initial_values,
+    raise_for_walls, view_settings,
 )
 
 __all__ = ["CylinderGrid", "RadialProblem", "RadialSolution", "RadiusRangeError", "solve_radial", "radial_multipliers",
@@ -556,46 +557,12 @@ def solve_radial(model, rho0, t_span, t_eval=None, *, n_theta: int = 256, n_s: i
     """
     norm, _ = _zonal_heads(model)
     grid = CylinderGrid(n_theta, n_s, radii)
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
-    edge_tol = checks.positive(edge_tol, "edge_tol")
-    monitor = ResolutionMonitor(neg_tol=NEG_TOL) if monitor is None else monitor
-    if not isinstance(monitor, ResolutionMonitor):
-        raise TypeError(f"`monitor` must be a meanfield.integrate.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
-    monitor = replace(monitor, edge_tol=edge_tol)
-    cfl = checks.positive(cfl, "cfl")
-    dt = None if dt is None else checks.positive(dt, "dt")
-    start = Density(grid, _initial(rho0, grid), check=False)
-    sol = solve_product(model, start, t_span, t_eval, Settings(method=method, dt=dt, cfl=cfl, monitor=monitor,
-                                                                given=frozenset({"monitor"})))
+    settings = view_settings(method, edge_tol, monitor, cfl, dt)
+    start = Density(grid, initial_values(rho0, grid, "theta, s", "(n_s, n_theta)",
+                                           "θ, log r"), check=False)
+    sol = solve_product(model, start, t_span, t_eval, settings)
     values = np.array([f.values for f in sol.densities]).reshape((len(sol.t),) + grid.shape)
     out = RadialSolution(sol.t, values, grid, model, norm.name, sol.nfev, sol.nsteps, sol.diagnostics["mass_drift"],
                          sol.status, sol.message, sol)
-    if "edge" in sol.diagnostics:
-        side, mass = sol.diagnostics["edge"]
-        raise RadiusRangeError(sol.message, sol.t_reached, side, mass, out)
-    if sol.status is Status.RESOLUTION_LOST:
-        raise ResolutionError(sol.t_reached, sol.message, out)
+    raise_for_walls(sol, out)
     return out.raise_for_status()
-
-
-def _initial(rho0, grid: CylinderGrid) -> np.ndarray:
-    if callable(rho0):
-        with np.errstate(all="raise"):
-            try:
-                y = grid.cell_averages(rho0)
-            except FloatingPointError as e:
-                raise ValueError(f"`rho0` raised a floating-point error on the grid {grid!r}: {e}.") from None
-    else:
-        y = np.array(rho0, dtype=float)
-        if y.shape != grid.shape:
-            raise ValueError(f"`rho0` must be a callable rho0(theta, s) or the cell values of shape (n_s, n_theta) = "
-                             f"{grid.shape}, got shape {y.shape}.")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("`rho0` has non-finite values on the grid (NaN or inf).")
-    if np.any(y < 0):
-        raise ValueError(f"`rho0` must be >= 0 (a density of (θ, log r)), got a value {float(y.min()):.3g}.")
-    mass = grid.mass(y)
-    if not mass > 0:
-        raise ValueError(f"`rho0` has zero mass on {grid!r}: no part of it lies inside `radii` = {grid.radii}.")
-    return y / mass

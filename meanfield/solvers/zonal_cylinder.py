@@ -77,7 +77,7 @@ cylinder); an initial law with mass at the walls is refused (:class:`RadiusRange
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import hyp0f1
@@ -91,10 +91,11 @@ from ..domains.zonal_sphere.continuity import dealiased_nodes
 from ..domains.zonal_sphere.grid import ZonalGrid
 from ..integrate import Status
 from ..models.normalization import radial_zonal_heads
-from ..integrate.monitor import ResolutionError, ResolutionMonitor
-from ..representations import Settings, register, solve_product
+from ..integrate.monitor import ResolutionMonitor
+from ..representations import register, solve_product
 from ..representations.radial import (
-    GUARD_CELLS, METHODS, NEG_TOL, GuardedProblem, RadialRepresentation, RadiusRangeError,
+    GUARD_CELLS, METHODS, NEG_TOL, GuardedProblem, RadialRepresentation, RadiusRangeError, initial_values,
+    raise_for_walls, view_settings,
 )
 
 __all__ = ["ZonalCylinderGrid", "ZonalRadialProblem", "ZonalRadialSolution", "ZonalCylinderRepresentation",
@@ -526,48 +527,13 @@ def solve_zonal_radial(model, d: int, rho0, t_end: float, t_eval=None, *, lmax: 
     _zonal_heads(model, d)
     t_end = checks.positive(t_end, "t_end")
     grid = ZonalCylinderGrid(d, lmax, n_s, radii)
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
-    edge_tol = checks.positive(edge_tol, "edge_tol")
-    monitor = ResolutionMonitor(neg_tol=NEG_TOL) if monitor is None else monitor
-    if not isinstance(monitor, ResolutionMonitor):
-        raise TypeError(f"`monitor` must be a meanfield.integrate.monitor.ResolutionMonitor, got {type(monitor).__name__}.")
-    monitor = replace(monitor, edge_tol=edge_tol)
-    cfl = checks.positive(cfl, "cfl")
-    dt = None if dt is None else checks.positive(dt, "dt")
-    start = Density(grid, _initial(rho0, grid), check=False)
-    sol = solve_product(model, start, (0.0, t_end), t_eval, Settings(method=method, dt=dt, cfl=cfl, monitor=monitor,
-                                                                      given=frozenset({"monitor"})))
+    settings = view_settings(method, edge_tol, monitor, cfl, dt)
+    start = Density(grid, initial_values(rho0, grid, "u, s", "(n_s, lmax + 1)",
+                                           "u, log r"), check=False)
+    sol = solve_product(model, start, (0.0, t_end), t_eval, settings)
     values = np.array([f.values for f in sol.frames]).reshape((len(sol.t),) + grid.shape)
     out = ZonalRadialSolution(sol.t, values, grid, float(sol.diagnostics["min_step"]), sol.mass, sol.status,
                               sol.message, sol)
-    if "edge" in sol.diagnostics:
-        side, mass = sol.diagnostics["edge"]
-        raise RadiusRangeError(sol.message, sol.t_reached, side, mass, out)
-    if sol.status is Status.RESOLUTION_LOST:
-        raise ResolutionError(sol.t_reached, sol.message, out)
+    raise_for_walls(sol, out)
     sol.raise_for_status()
     return out
-
-
-def _initial(rho0, grid: ZonalCylinderGrid) -> np.ndarray:
-    """The cell values of ``rho0`` (a callable rho0(u, s) or the values), checked and normalised to mass 1."""
-    if callable(rho0):
-        with np.errstate(all="raise"):
-            try:
-                y = np.array(grid.cell_averages(rho0), dtype=float)
-            except FloatingPointError as e:
-                raise ValueError(f"`rho0` raised a floating-point error on the grid {grid!r}: {e}.") from None
-    else:
-        y = np.array(rho0, dtype=float)
-        if y.shape != grid.shape:
-            raise ValueError(f"`rho0` must be a callable rho0(u, s) or the cell values of shape (n_s, lmax + 1) = "
-                             f"{grid.shape}, got shape {y.shape}.")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("`rho0` has non-finite values on the grid (NaN or inf).")
-    if np.any(y < 0):
-        raise ValueError(f"`rho0` must be >= 0 (a density of (u, log r)), got a value {float(y.min()):.3g}.")
-    mass = grid.mass(y)
-    if not mass > 0:
-        raise ValueError(f"`rho0` has zero mass on {grid!r}: no part of it lies inside `radii` = {grid.radii}.")
-    return y / mass
