@@ -69,7 +69,7 @@ from meanfield.integrate import (
 from meanfield.integrate.steppers import rk4
 from meanfield.integrate.trackers import LONG_RUN_STEPS, RunEstimate, time_steps, warn_long_run
 from meanfield.kernels.pairwise import UNROLL_MAX
-from meanfield.models import as_model, at_context, heads, repulsive
+from meanfield.models import as_model, at_context, heads
 from meanfield.models.bounds import rate_scale_over
 from meanfield.models.common_noise import CommonNoise
 from meanfield.models.normalization import POST, average, density_refusal, normalization_of, norms_of
@@ -673,9 +673,6 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
     def rate(y, t=None, layer_time=None):
         # a time-dependent model's of the stage's time, in the layer of the step's start
         model = dynamics.at(t, layer_time) if t is not None else dynamics
-        if path == "spectral" and t is not None and domain.repulsion_refusal is not None and repulsive(model):
-            raise ValueError(f"`model` at t = {t:g}: β < 0 (repulsive attention) by the spectral sums on the "
-                             f"{domain.description}: {domain.repulsion_refusal}; pass strategy='pairwise'.")
         if not model.has_blocks:
             return attention_velocity(model, y)
         if radial or not model.normalization.heads_field:  # x = rθ moved by the normalisation's velocity of A(θ)
