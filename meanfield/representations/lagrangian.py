@@ -39,10 +39,19 @@ class PanelsRepresentation(Representation):
             return REPULSION_REFUSAL
         return panels_refusal(model, domain)
 
+    @staticmethod
+    def _problem(model, start, settings, first_step):
+        return PanelProblem(model, start, order=None, panels=None, tol=settings.lagrangian_tol,
+                            rtol=settings.rtol, atol=settings.atol, max_points=settings.max_points,
+                            first_step=first_step)
+
+    def check(self, settings, model, start, t0, first):
+        """Whatever the panels' problem refuses (e.g. USA whose unscaled kernel overflows), by building it as
+        :meth:`run` does."""
+        self._problem(model, start, settings, 0.01)
+
     def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
-        problem = PanelProblem(model, start, order=None, panels=None, tol=settings.lagrangian_tol,
-                               rtol=settings.rtol, atol=settings.atol, max_points=settings.max_points,
-                               first_step=min(0.01, t1 - t0))
+        problem = self._problem(model, start, settings, min(0.01, t1 - t0))
         trackers = [problem] + hooks.for_part(lambda t, y: problem.frame(t))
         integrator = Integrator(problem, "dop853", trackers=trackers, stepper=problem.stepper)
         status, message, hint, t = Status.SUCCESS, "the Lagrangian panels reached the end of the interval", None, t1
@@ -80,21 +89,28 @@ class NodesRepresentation(Representation):
             return REPULSION_REFUSAL
         return NOISE_REFUSAL if model.noise else None
 
-    def check(self, settings, model, start, t0, first):
-        """Fixed steps need a step: the nodes have no CFL bound to choose one."""
-        method = settings.method if first else None
-        if method in FIXED and settings.dt is None:
-            raise ValueError(f"`method` {method!r} advances Lagrangian nodes by fixed steps: give `dt` (they have no "
-                             "stability bound to choose one), or use an adaptive method.")
-
-    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+    def _problem(self, model, start, settings, t0):
         frame = start if start.lagrangian else start_nodes(start)
         if frame.t != t0:
             frame = LagrangianMeasure(frame.state, frame.weights, frame.log_density, frame.domain, frame.mesh, t0,
                                       check=False)
-        method = settings.method if first and settings.method is not None else "dop853"
         strategy = settings.strategy if settings.strategy in self.strategies else "auto"
-        problem = LagrangianProblem(model, frame, strategy)
+        return LagrangianProblem(model, frame, strategy)
+
+    def check(self, settings, model, start, t0, first):
+        """Fixed steps need a step: the nodes have no CFL bound to choose one; and whatever the nodes' problem
+        refuses (e.g. USA whose unscaled kernel overflows), by building it as :meth:`run` does and evaluating its
+        rate at the start (one field evaluation: the sums are chosen at the first)."""
+        method = settings.method if first else None
+        if method in FIXED and settings.dt is None:
+            raise ValueError(f"`method` {method!r} advances Lagrangian nodes by fixed steps: give `dt` (they have no "
+                             "stability bound to choose one), or use an adaptive method.")
+        problem = self._problem(model, start, settings, t0)
+        problem.rate(problem.pack(problem.start), t0)
+
+    def run(self, model, start, t0, t1, t_eval, settings, hooks, first):
+        method = settings.method if first and settings.method is not None else "dop853"
+        problem = self._problem(model, start, settings, t0)
         status, message, t, y, integrator = problem.run(
             t0, t1, t_eval, method=method, dt=settings.dt if first else None, rtol=settings.rtol, atol=settings.atol,
             trackers=hooks.for_part(problem.frame))
