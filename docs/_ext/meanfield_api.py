@@ -6,7 +6,8 @@ At ``config-inited`` (before Sphinx looks for the source files and autosummary w
   the package's ``__all__`` (its public names), so the reference follows the packages as they change — no
   module path is listed by hand;
 - ``guide/study_reference.md``: the study-file keys, from ``meanfield.study.config.reference_markdown()`` (the
-  schema and the model registry).
+  schema and the model registry), with the introduction and the initial laws that were the README's
+  (:func:`study_reference_page`, :func:`write_study_reference`).
 
 At ``build-finished`` it counts the exported names that the build documented as Python objects and warns
 (an error under ``-W``) where the two counts differ; the counts are logged and written to
@@ -78,18 +79,52 @@ def generate(app, config=None):
     for package in PACKAGES:
         _write_if_changed(src / "api" / f"{package}.rst", _package_page(package))
 
+    write_study_reference(src)
+
+
+STUDY_REFERENCE = Path("guide") / "study_reference.md"
+
+_REFERENCE_INTRO = """\
+# Study file reference
+
+A study file (TOML; {doc}`studies` says how to run one) is read against this schema. Unknown keys and wrong types
+are refused with the key's name. Random draws use independent streams of `seed` (matrices, initial noise,
+particles), so a study gives the same numbers wherever it runs. Relative `[initial] path`s are taken from the study
+file's directory; the `[output] path` from the working directory. The tables below are generated from the schema
+(`meanfield.study.config.reference_markdown()`, when the site is built; `tests/study/test_config.py` checks that
+this page holds exactly its text): the `[model]` keys come from the model registry (`meanfield.models.registry`),
+so a registered kind and its parameters are study keys at once, each parameter refused for a kind that lacks it and
+defaulting to the chosen kind's value.
+"""
+
+_REFERENCE_LAWS = """\
+## Initial laws
+
+The `[initial] kind`s (public in `meanfield.laws`): `uniform`; `uniform-noise` (circle: 1 + Σ_k a_k cos(kθ + φ_k);
+sphere: 1 + A Σ_j a_j e^{2(⟨x,u_j⟩−1)}, random phases and centres from `seed`; `laws.uniform_noise`);
+`von-mises-fisher` (mixture Σ_j w_j C_d(κ_j) e^{κ_j⟨x,c_j⟩}, sampled exactly without a grid); `poisson` (the
+wrapped Cauchy law on the circle, the Möbius family on S^{d-1} — exact solutions at β = 0; `laws.poisson`, sampled
+exactly without a grid by `laws.sample_poisson`); `gaussian` (R^d); `file` (an `.npz` with an array `values` on
+the study grid, or the last density of a results file). Particles are drawn iid from the grid density when there
+is one, else from the law itself.
+"""
+
+
+def study_reference_page():
+    """The text of ``guide/study_reference.md``: its introduction, then exactly
+    ``meanfield.study.config.reference_markdown()`` (the schema's tables, the ``[model]`` keys from the model
+    registry) under the heading "Keys", then the initial laws."""
     from meanfield.study import config
 
-    reference = [
-        "# Study file reference",
-        "",
-        "Generated from the schema (`meanfield.study.config.reference_markdown()`): the `[model]` keys come from",
-        "the model registry, so a registered kind and its parameters are study keys at once. Unknown keys and",
-        "wrong types are refused with the key's name.",
-        "",
-        config.reference_markdown(),
-    ]
-    _write_if_changed(src / "guide" / "study_reference.md", "\n".join(reference) + "\n")
+    return "\n".join([_REFERENCE_INTRO, "## Keys", "", config.reference_markdown(), _REFERENCE_LAWS])
+
+
+def write_study_reference(srcdir):
+    """Write :func:`study_reference_page` to ``<srcdir>/guide/study_reference.md`` (where it differs) and return
+    the path. Called at ``config-inited``; the page is generated, not committed (``.gitignore``)."""
+    path = Path(srcdir) / STUDY_REFERENCE
+    _write_if_changed(path, study_reference_page())
+    return path
 
 
 # ``X[μ](x)`` in a formula is Markdown's link syntax: in the pages written for GitHub (docs/MATH.md, the README's
