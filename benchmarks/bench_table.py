@@ -1,4 +1,5 @@
-"""The performance table: each row against its anchor measured in the same run (the figures the README quotes).
+"""The performance table: each row against its anchor measured in the same run (the figures docs/install.md and
+the user guide quote).
 
 One thread unless a row says otherwise (NUMBA_NUM_THREADS, OMP_NUM_THREADS and
 the ducc0 transforms all follow it). Each figure is the median of ``--repeat``

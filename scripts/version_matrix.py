@@ -1,7 +1,7 @@
 """The default tests on the oldest and the newest supported NumPy, SciPy and numba (issue 46).
 
 pyproject.toml's lower bounds are numpy>=1.26, scipy>=1.11, numba>=0.58 (0.58.1 is the first numba for NumPy 1.26).
-For each row of the matrix this makes a fresh virtual environment, installs the project with the README's command
+For each row of the matrix this makes a fresh virtual environment, installs the project with the README's set-up command
 (``pip install -e ".[test]"``) plus the row's pins, prints the versions pip resolved, and runs the README's test
 command (``python -m pytest``); the exit status is 0 only if every row passed.
 

@@ -51,3 +51,20 @@ def rhs(domain, model, grid, strategy: str = "auto", field=None):
 #: in it — a number of ulps times the scale of the quantity, with at least 10x over the worst value measured on two
 #: CPUs (AVX-512 and AVX2) and on the oldest and newest supported NumPy/SciPy/numba (scripts/tolerance_margins.py).
 EPS = float(np.finfo(float).eps)
+
+
+def docs_generators():
+    """docs/_ext/meanfield_api.py, the Sphinx extension that generates the site's API and study-reference pages,
+    imported by path (docs/_ext is no package). It imports Sphinx: a test that calls this is skipped, saying so,
+    where the docs extra is not installed (it is part of the test extra)."""
+    import importlib.util
+    from pathlib import Path
+
+    import pytest
+
+    pytest.importorskip("sphinx", reason="the docs extra is not installed: pip install -e '.[docs]'")
+    path = Path(__file__).resolve().parents[1] / "docs" / "_ext" / "meanfield_api.py"
+    spec = importlib.util.spec_from_file_location("meanfield_api", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

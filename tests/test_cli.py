@@ -92,18 +92,24 @@ def test_demo_studies_take_their_alternatives_from_the_demo_file(argv, grid, ini
     read(study)
 
 
-def test_run_help_points_to_the_readme_section_that_exists(capsys):
-    """`run --help` (and check's) name the README section "Study file reference", which is a heading there."""
+def test_run_help_points_to_the_site_page_that_exists(capsys, tmp_path):
+    """`run --help` (and check's) name the documentation site's page "Study file reference" and its path; the
+    site's generator writes a page at that path whose title is that name, and the page is in a toctree."""
     from pathlib import Path
 
-    headings = [line[4:].strip() for line in (Path(__file__).parents[1] / "README.md").read_text().splitlines()
-                if line.startswith("### ")]
+    from tests.helpers import docs_generators
+
+    docs = Path(__file__).parents[1] / "docs"
+    path = docs_generators().write_study_reference(tmp_path)  # the page the build writes at config-inited
+    title = path.read_text(encoding="utf-8").splitlines()[0]
+    assert title == "# Study file reference"
+    relative = path.relative_to(tmp_path)
     for command in ("run", "check"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
-        assert "'Study file reference'" in text and "'Study files'" not in text
-    assert "Study file reference" in headings
+        assert f"'{title[2:]}'" in text and f"docs/{relative.as_posix()}" in text and "README" not in text
+    assert f"\n{relative.with_suffix('').as_posix()}\n" in (docs / "index.md").read_text()  # in the toctree
 
 
 def test_demo_says_where_it_writes_before_it_runs_and_titles_its_figure_once(tmp_path, caplog, saved_figures, capsys):

@@ -3,7 +3,7 @@
 ``run(path_or_dict)`` runs one study, ``sweep(study, over=...)`` runs it over a
 grid of parameters on dask.distributed, ``load(path)`` reads a results file.
 The study file reference is :data:`meanfield.study.config.SCHEMA` (and the
-README); the command line is ``meanfield run`` / ``meanfield sweep`` /
+documentation site's page generated from it); the command line is ``meanfield run`` / ``meanfield sweep`` /
 ``meanfield demo`` (:mod:`meanfield.cli`).
 
 This is the application layer: it imports ``meanfield``, ``particles`` and

@@ -7,7 +7,8 @@
 - :mod:`meanfield.study.weights` — the [model] weights file (:func:`layer_weights`);
 - :mod:`meanfield.study.overrides` — the command line's ``--over`` (:func:`parse_over`, :func:`resolve_key`,
   :func:`override`);
-- :mod:`meanfield.study.reference` — README's "Study file reference" tables (:func:`reference_markdown`).
+- :mod:`meanfield.study.reference` — the "Study file reference" tables of the documentation site
+  (:func:`reference_markdown`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""README's "Study file reference": the schema's tables in Markdown (:func:`reference_markdown`)."""
+"""The documentation site's "Study file reference": the schema's tables in Markdown (:func:`reference_markdown`)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ def _cell(text: str) -> str:
 
 
 def reference_markdown() -> str:
-    """The README's "Study file reference" tables, one per section, generated from :data:`SCHEMA` (the [model]
+    """The "Study file reference" tables, one per section, generated from :data:`SCHEMA` (the [model]
     keys from the model registry): key, type (with its choices), default ("required", or — where none is
-    filled in before validation) and meaning. tests/study/test_config.py checks that README.md holds this
-    text, so a key that changes here and not there fails the tests."""
+    filled in before validation) and meaning. The documentation site's page docs/guide/study_reference.md is
+    generated from this text when the site is built (docs/_ext/meanfield_api.py); tests/study/test_config.py
+    checks that the page's generator writes exactly it, so the reference cannot drift from the schema."""
     out = []
     for section, keys in SCHEMA.items():
         out += [f"**[{section}]**" if section else "**top level**", "",

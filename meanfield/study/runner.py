@@ -2,8 +2,8 @@
 :func:`particles.simulate`, the distances by :func:`validation.wasserstein`,
 gathered into one :class:`xarray.Dataset`.
 
-The Dataset (see README, "Results files")
------------------------------------------
+The Dataset (see the documentation site, docs/guide/studies.md, "Results files")
+--------------------------------------------------------------------------------
 coordinates  time; theta (circle), colatitude/longitude (sphere, radians), x [, y] (R^d);
              n_particles, repeat, component, p
 density      (time, space...)   the solution on the finest grid reached (earlier frames
@@ -541,7 +541,7 @@ def run(study, *, output=None, progress: bool | None = None, plot: bool | None =
     Parameters
     ----------
     study : path or dict
-        A TOML study file, or its tables as a dict (README, "Study file reference").
+        A TOML study file, or its tables as a dict (the documentation site's "Study file reference").
     output : path, optional
         Results file (NetCDF); default the study's [output] path. ``False``
         writes nothing.

@@ -1,7 +1,7 @@
 """The study-file schema: every key a study file may hold, by section, with its type, default and range.
 
-:data:`SCHEMA` is the reference of every key (and README, "Study file reference", whose tables are
-:func:`meanfield.study.reference.reference_markdown`). Nothing here asks which domain or model a study has: the
+:data:`SCHEMA` is the reference of every key (and the documentation site's "Study file reference", whose tables
+are :func:`meanfield.study.reference.reference_markdown`). Nothing here asks which domain or model a study has: the
 domains' choices, their grid keys, dimensions and initial laws are the domain's own attributes
 (:class:`meanfield.domains.Domain`: ``grid_parameters``, ``check_dimension``, ``initial_laws``, ...), and the
 [model] section is generated from the model registry (:mod:`meanfield.models.registry`) whenever it is read, so a

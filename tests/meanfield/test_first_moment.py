@@ -73,7 +73,7 @@ def test_mean_polar_angle_of_a_concentrated_law_in_high_dimension():
 
 
 def test_order_parameter_of_a_zonal_solve_is_the_norm_of_the_mean():
-    """The README's event pattern |frame.mean()| on a zonal frame is the order parameter r = |∫ cos θ dμ|."""
+    """docs/tour.md's event pattern |frame.mean()| on a zonal frame is the order parameter r = |∫ cos θ dμ|."""
     from meanfield.solvers.transitions import order_parameter
 
     grid = ZonalGrid(16, 32)

@@ -171,7 +171,7 @@ def test_critical_width():
         assert abs(lam[k - 1]) < 1e-12 * k * gc and np.all(lam <= 1e-12 * gc)
     assert exact.lorentzian_critical_width(0.0, 3.0) == (1.5, 1)  # β = 0: c/2 (OA)
     assert exact.lorentzian_critical_width(2.0, -1.0)[0] == 0.0
-    w = exact.lorentzian_critical_width(1.0)  # the number the README prints: .width (and float(w))
+    w = exact.lorentzian_critical_width(1.0)  # the number docs/tour.md prints: .width (and float(w))
     assert w.width == w[0] == float(w) and w.mode == w[1] == 1
 
 

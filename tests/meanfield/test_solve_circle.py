@@ -286,7 +286,7 @@ def test_solve_rejects_wrong_model_or_density():
 
 
 def test_a_refused_initial_density_is_the_errors_solution():
-    """ResolutionError.solution always holds at least the initial state (README: ``sol = e.solution``)."""
+    """ResolutionError.solution always holds at least the initial state (``sol = e.solution`` in a handler)."""
     import meanfield as mf
     from meanfield.integrate.monitor import ResolutionError
 

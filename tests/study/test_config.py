@@ -128,19 +128,24 @@ def test_over_specifications():
             parse_over(bad)
 
 
-def test_readme_reference_is_the_generated_schema():
-    """README's "Study file reference" tables are exactly :func:`reference_markdown` of the schema: a key added,
-    removed or redocumented (a model kind registered, a parameter renamed) fails here until README follows."""
-    from pathlib import Path
+def test_site_reference_is_the_generated_schema(tmp_path):
+    """The site's "Study file reference" page (docs/guide/study_reference.md, written by the docs build's
+    generator, docs/_ext/meanfield_api.py) holds exactly :func:`reference_markdown` of the schema, once, under its
+    "Keys" heading, and a row for every key in its section's table: the reference cannot drift from the schema,
+    whatever key is added, removed or redocumented (a model kind registered, a parameter renamed)."""
+    from tests.helpers import docs_generators
 
     from meanfield.study.config import SCHEMA, reference_markdown
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    ext = docs_generators()
+    path = ext.write_study_reference(tmp_path)  # what the build writes into docs/ at config-inited
+    assert path == tmp_path / "guide" / "study_reference.md"
+    page = path.read_text(encoding="utf-8")
     generated = reference_markdown()
-    reference = readme[readme.index("### Study file reference"):]
-    assert generated in reference, "regenerate README's tables with meanfield.study.config.reference_markdown()"
-    start = reference.index("**top level**")
-    assert reference[start:start + len(generated)] == generated
+    assert page.splitlines()[0] == "# Study file reference"
+    assert page.count(generated) == 1
+    at = page.index("## Keys\n")
+    assert page[at:].split("\n", 2)[2].startswith(generated)
     for section, keys in SCHEMA.items():  # every key has a row, in its section's table
         header = f"**[{section}]**" if section else "**top level**"
         table = generated[generated.index(header):].split("\n\n", 2)[1]

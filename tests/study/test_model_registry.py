@@ -96,7 +96,11 @@ STUDY = {"domain": "euclidean", "seed": 5,
 def test_a_kind_registered_in_a_test_is_a_study_kind(linear):
     model = SCHEMA["model"]
     assert "linear" in model["kind"].choices and model["gain"].default is None
-    assert "| `gain` | number | — | linear: gain g of the linear field (default 1.0) |" in reference_markdown()
+    row = "| `gain` | number | — | linear: gain g of the linear field (default 1.0) |"
+    assert row in reference_markdown()
+    from tests.helpers import docs_generators
+
+    assert row in docs_generators().study_reference_page()  # the site's page, generated when the site is built
     cfg = read(STUDY)
     assert cfg["model"]["kind"] == "linear" and cfg["model"]["gain"] == -1.0 and cfg["model"]["beta"] is None
     assert read({**STUDY, "model": {"kind": "linear"}})["model"]["gain"] == 1.0  # the kind's own default
@@ -112,7 +116,8 @@ def test_a_kind_registered_in_a_test_is_a_study_kind(linear):
 
 
 def test_the_registry_is_left_as_it_was():
-    """After the fixture the kind is gone: schema, reference and README agree again without it."""
+    """After the fixture the kind is gone: the schema and the reference (the site's page is generated from it)
+    agree again without it."""
     assert "linear" not in registry.KINDS and "gain" not in SCHEMA["model"]
     assert "linear" not in reference_markdown()
     with pytest.raises(StudyError, match=r"\[model\] gain: unknown key"):
