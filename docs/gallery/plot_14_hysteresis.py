@@ -36,7 +36,7 @@ grid = ZonalGrid(3, 48)  # axisymmetric densities on S², 48 polar nodes
 usa = SelfAttention(3.0, normalized=False)
 
 # %%
-# The stationary branch and its fold, by continuation in the order parameter r = |∫ x dρ|.
+# The stationary branch and its fold, by continuation in the order parameter r = ‖∫ x dρ‖.
 b = st.branch(usa, grid.domain, np.linspace(0.005, 0.95, 120))
 D_c, (r_f, D_f) = b.critical, b.folds[0]
 print(f"β = 3 > β_*(3) = {st.critical_beta(3):.4f}: the transition is discontinuous")

@@ -11,7 +11,7 @@ A random linear layer shared by all tokens is a common noise (Engel & Shalova, a
 with the *same* Brownian motions W^k for every token. Without attention (V = 0) each token follows the projected
 linear flow dY = Σ_k Σ_k Y ∘ dW^k, which sends every direction towards the top Oseledets direction: the tokens
 synchronise (up to sign, x and −x being carried alike) at the Lyapunov gap λ₁ − λ₂ of the linear flow. The largest
-distance between the tokens' lines, max_{i<j}|x_i ∧ x_j|, decays as e^{−(λ₁−λ₂)t}.
+distance between the tokens' lines, max_{i<j} ‖x_i ∧ x_j‖, decays as e^{−(λ₁−λ₂)t}.
 
 Here on S¹ with the isotropic strain Σ₁ = σ diag(1, −1), Σ₂ = σ[[0, 1], [1, 0]] (σ = 1), whose gap is 2σ² for the
 continuous flow and 2E log cosh(σ√τ R)/τ (R standard normal, τ = dt/2) for the scheme's maps e^{A_j}. The
