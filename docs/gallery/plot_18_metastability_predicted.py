@@ -22,8 +22,10 @@ coincide; :func:`particles.saddles.critical_point` finds the critical point near
 the gradient of E_β and returns its index.
 
 The checks: over 10 seeds at β = 2.2 (k* = 2) and β = 4.4 (k* = 3) the count formed equals k*, and the formed
-angles lie near the predicted ones; on the staircase each plateau's energy is the critical point's, of index
-(count − 1).
+angles lie near the predicted ones; on the staircase each state has a critical point of E_β nearby, of index
+(count − 1). The long plateaus sit at its energy (the two-cluster state to a few 1e-4); the short-lived
+three-cluster state, left while its clusters are still gathering and drifting apart from the saddle, lies a few
+per cent above its level.
 
 Full size (20 seeds, more β, the lifetimes' fit log T₂ ≈ cβ): ``python scripts/metastability_study.py table`` and
 ``… lifetimes``.
@@ -99,9 +101,9 @@ for s in states.states:
     centres, masses = cluster_centres(run.points[k], 1e-4, run.weights[k], 0.0)
     cp = critical_point(centres, beta, masses)
     saddles.append(cp)
-    print(f"{s.count} clusters on [{s.start:.4g}, {s.end:.4g}): plateau 2βe^-β E_β = {scale * s.energy:.6f}, "
-          f"critical point {scale * cp.energy:.6f} (|grad| {cp.gradient_norm:.1e}), index {cp.index} "
-          f"(count - 1 = {s.count - 1})")
+    print(f"{s.count} cluster{'s' if s.count > 1 else ''} on [{s.start:.4g}, {s.end:.4g}): plateau 2βe^-β E_β = {scale * s.energy:.6f}, "
+          f"critical point {scale * cp.energy:.6f} (relative gap {s.energy / cp.energy - 1:.1e}; "
+          f"|grad| {cp.gradient_norm:.1e}), index {cp.index} (count - 1 = {s.count - 1})")
 
 # %%
 # Left: the linear rates, their argmax the predicted count. Middle: the points of seed 0 (β = 4.4) against log t,
