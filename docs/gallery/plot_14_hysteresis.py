@@ -56,7 +56,8 @@ print(f"swept up: the cluster dissolves at D = {loop.jump_up:.4f}; "
       f"D_f in (jump_up - ΔD, jump_up]: {loop.jump_up - step < D_f <= loop.jump_up}")
 print(f"swept down: the uniform law clusters at D = {loop.jump_down:.4f}; "
       f"D_c in [jump_down, jump_down + ΔD): {loop.jump_down <= D_c < loop.jump_down + step}")
-print(f"measured width {loop.width:.4f} in [D_f - D_c, D_f - D_c + 2ΔD) = [{D_f - D_c:.4f}, {D_f - D_c + 2 * step:.4f})")
+print(f"measured width {loop.width:.4f} in [D_f - D_c, D_f - D_c + 2ΔD) = "
+      f"[{D_f - D_c:.4f}, {D_f - D_c + 2 * step:.4f})")
 on_branch = [(r, st.stationary_state(usa, grid.domain, noise=D, r_guess=0.9).r)
              for D, r in zip(loop.up, loop.r_up) if D < D_f]
 print(f"swept up, below D_f: max |r(time solve) - r(stationary branch)| = "

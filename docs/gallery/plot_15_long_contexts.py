@@ -99,7 +99,8 @@ ax.legend(fontsize=8)
 bx.set(xlabel="n", ylabel="|⟨θ_i', θ_j'⟩ − limit|", title="the approach to the limit (dotted: n^{−rate})")
 bx.legend(fontsize=8)
 for d, fit in keys.items():
-    cx.loglog(fit.n, fit.beta, "o-", ms=4, label=f"S^{d - 1}: exponent {fit.exponent:.3f} (2/(d−1) = {2 / (d - 1):.3g})")
+    cx.loglog(fit.n, fit.beta, "o-", ms=4,
+              label=f"S^{d - 1}: exponent {fit.exponent:.3f} (2/(d−1) = {2 / (d - 1):.3g})")
 cx.set(xlabel="n (iid keys)", ylabel="β*(n): E[largest weight] = ½", title="iid keys: the critical scale n^{2/(d−1)}")
 cx.legend(fontsize=8)
 print(f"run time {time.perf_counter() - start_clock:.1f} s")

@@ -85,7 +85,8 @@ bx.semilogy(t, mean_log, "k", lw=1.8, label="geometric mean over 16 paths")
 bx.semilogy(t, mean_log[2] * np.exp(-gap.gap * (t - t[2])), "C3--",
             label=f"slope −(λ₁ − λ₂) = −{gap.gap:.2f} (QR)")
 bx.set(xlabel="t", ylabel="max_{i<j} |x_i ∧ x_j|",
-       title=f"rate {rate.rate:.2f} ± {rate.high - rate.rate:.2f} against the gap {gap.gap:.2f} ± {gap.high - gap.gap:.2f}")
+       title=f"rate {rate.rate:.2f} ± {rate.high - rate.rate:.2f} against the gap "
+             f"{gap.gap:.2f} ± {gap.high - gap.gap:.2f}")
 bx.legend(fontsize=8)
 
 # %%

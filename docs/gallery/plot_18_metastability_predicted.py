@@ -101,7 +101,8 @@ for s in states.states:
     centres, masses = cluster_centres(run.points[k], 1e-4, run.weights[k], 0.0)
     cp = critical_point(centres, beta, masses)
     saddles.append(cp)
-    print(f"{s.count} cluster{'s' if s.count > 1 else ''} on [{s.start:.4g}, {s.end:.4g}): plateau 2βe^-β E_β = {scale * s.energy:.6f}, "
+    print(f"{s.count} cluster{'s' if s.count > 1 else ''} on [{s.start:.4g}, {s.end:.4g}): "
+          f"plateau 2βe^-β E_β = {scale * s.energy:.6f}, "
           f"critical point {scale * cp.energy:.6f} (relative gap {s.energy / cp.energy - 1:.1e}; "
           f"|grad| {cp.gradient_norm:.1e}), index {cp.index} (count - 1 = {s.count - 1})")
 
