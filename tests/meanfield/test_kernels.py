@@ -25,6 +25,44 @@ def test_pairwise_field_matches_model_field(rng, d, normalized):
     assert np.max(np.abs(kernels.field(model, x, u, q) - ref)) <= 1e-13 * np.max(np.abs(ref))
 
 
+@pytest.mark.parametrize("d", [9, 13])  # above UNROLL_MAX: the blocked kernel; 13: a coordinate past the 4-wide sweeps
+def test_blocked_rows_across_key_blocks_match_the_model_field(rng, d):
+    """The kernel for d > UNROLL_MAX sweeps blocks of queries over blocks of keys: n = 600 points cross two key-block
+    boundaries (256 keys a block), m = 37 queries leave a partial query block, and causal rows stop inside, at and
+    before key blocks (a query before every point: field 0). Error model: each of a row's n positive terms carries
+    ~1 ulp from vexp and the blocked reassociation ≲ n u ≈ 1.3e-13 of Σ|terms| against NumPy's sum; the values are
+    O(1) unit vectors, so 1e-12 of max |X| keeps a 10x margin. Identical bits for 1 and 2 threads."""
+    import numba
+
+    from meanfield.kernels import pairwise
+
+    assert d > pairwise.UNROLL_MAX and 600 > 2 * pairwise._KEYS and 37 % pairwise._ROWS
+    x, q = pt.uniform_sphere(600, d, rng=rng), pt.uniform_sphere(37, d, rng=rng)
+    w = rng.uniform(0.5, 1.5, 600)
+    w /= w.sum()
+    for model in (mf.SelfAttention(3.0), mf.SelfAttention(1.5, *(rng.standard_normal((d, d)) for _ in range(3)),
+                                                          normalized=False)):
+        ref = model.field(x, w, q)
+        assert np.max(np.abs(kernels.field(model, x, w, q) - ref)) <= 1e-12 * np.max(np.abs(ref))
+    # causal rows: positions τ_j = j, query s_i anywhere in [−1, 600]: stops at 0, inside and at block edges
+    model = mf.SelfAttention(3.0, causal=True)
+    pts = np.concatenate([np.arange(600.0)[:, None], x], axis=1)
+    s = np.concatenate([[-1.0, 255.0, 256.0, 511.0, 599.0], rng.uniform(0, 600, 32)])
+    qs = np.concatenate([s[:, None], q], axis=1)
+    ref = model.field(pts, w, qs)
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = kernels.field(model, pts, w, qs)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = kernels.field(model, pts, w, qs)
+    finally:
+        numba.set_num_threads(threads)
+    assert np.array_equal(one, two)
+    assert np.all(one[0] == 0.0)
+    assert np.max(np.abs(one - ref)) <= 1e-12 * np.max(np.abs(ref))
+
+
 def test_loose_shift_falls_back_to_exact_maximum(rng):
     """Large β with a K that makes the Cauchy–Schwarz bound loose by far more than 708."""
     d = 3
