@@ -1,9 +1,11 @@
 r"""Fused pairwise sums of the attention kernel: Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), compiled.
 
 The ``pairwise`` strategy (:mod:`meanfield.kernels.strategies`), an optimisation of
-:meth:`meanfield.models.SelfAttention.field` tested against it: one pass per
-query (numba, threads over queries and batch members, SIMD over j, no n×n array
-in memory). Each row is shifted by an upper bound s_i of its exponents
+:meth:`meanfield.models.SelfAttention.field` tested against it: for d <= 8 one pass
+per query (numba, threads over queries and batch members, SIMD over j, no n×n array
+in memory), for larger d blocks of queries over blocks of keys that stay in cache
+(:func:`_pairwise_rows`); the loops vectorised at the machine's widest vectors
+(:func:`.fastexp.wide_vectors`). Each row is shifted by an upper bound s_i of its exponents
 β⟨Qx_i, Ky_j⟩ (the Cauchy–Schwarz bound, exact for Q = K = I on the sphere; the
 exact maximum for rows where the bound is loose enough to underflow) and the
 shift is returned, so SA is safe for any β and USA overflows only where its
@@ -349,7 +351,8 @@ UNROLL_MAX = 8
 #: queries per pass over the keys in the unrolled kernel (full rows; 1: one row per pass, :func:`_fused_kernel`).
 #: Blocks of 2 and 4 (:func:`_blocked_kernel`) measured 0.94-1.06× the one-row kernel at n = 2048, d = 2, 3, one and
 #: two threads (benchmarks/bench_pairs.py, interleaved, on a 2-core machine at load average ~17): no gain within
-#: the noise, so 1 until a quiet machine says otherwise — the exponential's arithmetic, not the loads, bounds the loop
+#: the noise, so 1 until a quiet machine says otherwise — the exponential's arithmetic, not the loads, bounds the loop.
+#: Again with 512-bit vectors (n = 4096, load ~11): blocks of 2 0.86-1.06x, of 4 0.78-0.89x at d = 2, 3
 QUERY_BLOCK = 1
 
 
