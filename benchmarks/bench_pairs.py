@@ -47,7 +47,7 @@ scale of the terms, which does not cancel; column 'err/terms'), judged against i
 :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR`; max |ΔX| / max |X| beside it for reference (uniform
 points: the field cancels to |X| ~ 0.01–0.04).
 
-Run:  python benchmarks/bench_pairs.py [--n 4096] [--repeat 7]
+Run:  python benchmarks/bench_pairs.py [--n 4096] [--repeat 7] [--dims 2,3,16,128]
 """
 
 import argparse
@@ -130,6 +130,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dims", default="2,3,16,128", help="comma-separated dimensions d (default 2,3,16,128)")
     args = ap.parse_args()
     n = args.n
     clock, lanes, source = machine()
@@ -143,7 +144,7 @@ def main():
     print(f"{'d':>4} {'thr':>3} {'variant':<14} {'rate/core':>9} {'% roof':>7} {'% roof c':>8} {'× anchor':>8} "
           f"{'max|ΔX|/max|X|':>15} {'err/terms':>9}")
     model = mf.SelfAttention(BETA)
-    for d in (2, 3, 16, 128):
+    for d in (int(a) for a in args.dims.split(",")):
         x = uniform_sphere(n, d, rng=1)
         w = np.full(n, 1.0 / n)
         ref = numpy_field(x, w, BETA)
