@@ -56,9 +56,12 @@ def wide_vectors(typingctx):
     1.5x in single (benchmarks/bench_pairs.py, the rows '256-bit')."""
 
     def codegen(context, builder, signature, args):
-        # llvmlite's FunctionAttributes knows enumerated attributes only; a string attribute "key"="value" is
-        # written into the function's definition as it is
-        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        # llvmlite's FunctionAttributes (a set) knows enumerated attributes only; a string attribute "key"="value"
+        # added past its check is written into the function's definition as it is. Should a later llvmlite store
+        # attributes otherwise, the hint is skipped (LLVM's own width), never a failed compile.
+        attrs = builder.function.attributes
+        if isinstance(attrs, set):
+            set.add(attrs, '"prefer-vector-width"="512"')
         return context.get_dummy_value()
 
     return types.none(), codegen
