@@ -2,9 +2,12 @@
 
 The fused pairwise field X_i = P_{x_i}⊥ Σ_j w_j e^{β⟨x_i,x_j⟩ − s_i} x_j / Σ_j w_j e^{β⟨x_i,x_j⟩ − s_i} of
 n = 4096 particles on S^{d−1} (SA, β = 4; :func:`meanfield.kernels.field`) for d = 2, 3, 16, 128, on one and two
-threads: the current kernel (one query per pass over the keys: the anchor), the unrolled kernel over blocks of 2
-and 4 queries (d <= 8: :data:`meanfield.kernels.pairwise.QUERY_BLOCK`), single precision (d <= 8), and plain
-NumPy (Gram matrix, exp, matmul). Timings of one row are interleaved (:func:`_timing.interleaved`: a burst of load hits every
+threads: the default kernel (the anchor: d <= 8 one query per pass over the keys, unrolled; d > 8 blocks of 16
+queries over blocks of 256 keys), the same at LLVM's own vector width ('256-bit':
+:data:`meanfield.kernels.pairwise.WIDE_VECTORS` off — 256-bit vectors on AVX-512 cores, the kernel before), the
+unrolled kernel over blocks of 2 and 4 queries (d <= 8: :data:`meanfield.kernels.pairwise.QUERY_BLOCK`), single
+precision (d <= 8), and plain NumPy (Gram matrix, exp, matmul); then the anchor's speed-up on two threads against
+one (interleaved, in the same process). Timings of one row are interleaved (:func:`_timing.interleaved`: a burst of load hits every
 variant alike), so the ratios to the anchor are meaningful on a loaded machine where the absolute rates are not.
 
 Flops per pair, as the kernels compute them (d_v = d, the values V x_j):
@@ -22,20 +25,29 @@ Flops per pair, as the kernels compute them (d_v = d, the values V x_j):
                                                                           ─────
                                                                           4d + 35
 
-(uniform weights drop the weight product: 4d + 34; not counted: loads, the integer work of 2^k). d = 3: 47 flops.
+(uniform weights drop the weight product: 4d + 34 — the unrolled kernel, d <= 8, multiplies once per row; the
+blocked kernel, d > 8, keeps the product: 4d + 35; not counted: loads, the integer work of 2^k, the float→int
+conversion of k). d = 3: 46 flops.
 
 Roofline = clock × flops per cycle / flops per pair, flops per cycle = 2 (FMA) × 2 (FMA units: AMD Zen 2–5, Intel
-server cores; an assumption, stated) × lanes; the lanes of the machine from its flags (avx512f: 8 doubles, avx2: 4,
-else 2), and of the code as compiled (zmm registers in the kernel's assembly: 8, else ymm: 4 — LLVM compiles for
-256-bit vectors on most AVX-512 cores, ``prefer-256-bit``), the clock from ``lscpu`` (max MHz) or /proc/cpuinfo.
+server cores; an assumption, stated: Xeons with one 512-bit FMA unit have half this roofline at 8 lanes) × lanes;
+the lanes of the machine from its flags (avx512f: 8 doubles, avx2: 4, else 2), and of the code as compiled (zmm
+registers in the kernel's assembly: 8, else ymm: 4 — LLVM compiles for 256-bit vectors on most AVX-512 cores,
+``prefer-256-bit``, unless the kernel asks for 512: :func:`meanfield.kernels.fastexp.wide_vectors`), the clock
+from ``lscpu`` (max MHz) or /proc/cpuinfo (the nominal clock: a core that turbos above it runs above its roofline
+share as printed). Every flop counts alike, though the exponential's 2^k and rounding are not FMAs: a pair at d = 3
+is ~30 vector instructions on the FP ports for 46 flops, so ~75 % of this roofline is the most the kernel's
+instruction mix allows on two FP ports.
 
 Correctness: each variant's field against plain NumPy's, max |ΔX| / max |X| <= 1e-11 in double precision (error
 model: each of the n positive terms of a row's sums carries ~1 ulp from vexp and the sums' reassociation adds at
 most n·u ≈ 9e-13 relative to Σ_j |terms| at n = 4096 (u = 1.1e-16); NumPy's own error is of the same order; 10×
-margin), and single precision's error against double printed with its bound
-:data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR`.
+margin), and single precision's against double, max_i |ΔX_i| / T_i with T_i = Σ_j p_ij |x_j| = 1 (unit points, the
+scale of the terms, which does not cancel; column 'err/terms'), judged against its bound
+:data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR`; max |ΔX| / max |X| beside it for reference (uniform
+points: the field cancels to |X| ~ 0.01–0.04).
 
-Run:  python benchmarks/bench_pairs.py [--n 4096] [--repeat 5]
+Run:  python benchmarks/bench_pairs.py [--n 4096] [--repeat 7] [--dims 2,3,16,128]
 """
 
 import argparse
@@ -97,13 +109,20 @@ def numpy_field(x, w, beta):
     return U - np.sum(U * x, axis=1, keepdims=True) * x
 
 
-def variant(model, x, w, block=1, precision="double"):
+def variant(model, x, w, block=1, precision="double", wide=True):
     def run():
-        pairwise.QUERY_BLOCK = block
+        pairwise.QUERY_BLOCK, pairwise.WIDE_VECTORS = block, wide
         try:
             return kernels.field(model, x, w, x, precision=precision)
         finally:
-            pairwise.QUERY_BLOCK = 1
+            pairwise.QUERY_BLOCK, pairwise.WIDE_VECTORS = 1, True
+    return run
+
+
+def on_threads(fn, threads):
+    def run():
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        return fn()
     return run
 
 
@@ -111,6 +130,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dims", default="2,3,16,128", help="comma-separated dimensions d (default 2,3,16,128)")
     args = ap.parse_args()
     n = args.n
     clock, lanes, source = machine()
@@ -122,16 +142,16 @@ def main():
     print(f"n = {n}, SA β = {BETA}, uniform weights; rates in 10⁹ pairs/s per core (two threads: per core = "
           "total / 2); ratio: time of the anchor / time of the variant, interleaved medians")
     print(f"{'d':>4} {'thr':>3} {'variant':<14} {'rate/core':>9} {'% roof':>7} {'% roof c':>8} {'× anchor':>8} "
-          f"{'max|ΔX|/max|X|':>15}")
+          f"{'max|ΔX|/max|X|':>15} {'err/terms':>9}")
     model = mf.SelfAttention(BETA)
-    for d in (2, 3, 16, 128):
+    for d in (int(a) for a in args.dims.split(",")):
         x = uniform_sphere(n, d, rng=1)
         w = np.full(n, 1.0 / n)
         ref = numpy_field(x, w, BETA)
         scale = np.max(np.abs(ref))
-        fpp = flops_per_pair(d)
+        fpp = flops_per_pair(d, uniform=d <= pairwise.UNROLL_MAX)  # the blocked kernel keeps w_j per pair
         roof = {k: clock * v / fpp for k, v in per_cycle.items()}
-        cands = [("anchor", variant(model, x, w))]
+        cands = [("anchor", variant(model, x, w)), ("256-bit", variant(model, x, w, wide=False))]
         if d <= pairwise.UNROLL_MAX:
             cands += [("block 2", variant(model, x, w, 2)), ("block 4", variant(model, x, w, 4)),
                       ("single", variant(model, x, w, 1, "single"))]
@@ -140,7 +160,9 @@ def main():
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
             anchor = cands[0][1]
             for name, fn in cands:
-                err = np.max(np.abs(fn() - ref)) / scale
+                got = fn()
+                err = np.max(np.abs(got - ref)) / scale
+                terms = np.max(np.linalg.norm(got - ref, axis=-1))  # T_i = Σ_j p_ij |x_j| = 1
                 if name == "anchor":
                     ta, tb, _ = interleaved(anchor, anchor, repeat=args.repeat, min_time=0.2)
                     t = min(ta, tb)
@@ -150,10 +172,15 @@ def main():
                     ratio = float(np.median(ratios))
                 rate = n * n / t / threads / 1e9
                 ok = "" if name in ("single", "numpy") or err <= DOUBLE_TOL else "  FAILS 1e-11"
-                if name == "single" and err > pairwise.SINGLE_PRECISION_ERROR:
+                if name == "single" and terms > pairwise.SINGLE_PRECISION_ERROR:
                     ok = f"  FAILS {pairwise.SINGLE_PRECISION_ERROR:g}"
                 print(f"{d:>4} {threads:>3} {name:<14} {rate:9.3f} {100 * rate * 1e9 / roof['machine']:6.1f}% "
-                      f"{100 * rate * 1e9 / roof['compiled']:7.1f}% {ratio:8.2f} {err:15.1e}{ok}")
+                      f"{100 * rate * 1e9 / roof['compiled']:7.1f}% {ratio:8.2f} {err:15.1e} {terms:9.1e}{ok}")
+        t1, t2, ratios = interleaved(on_threads(cands[0][1], 1), on_threads(cands[0][1], 2), repeat=args.repeat,
+                                     min_time=0.2)
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        print(f"     two threads against one, d = {d} (anchor, interleaved): {np.median(ratios):.2f}x "
+              f"[{min(ratios):.2f}, {max(ratios):.2f}]")
         print(f"     roofline d = {d}: {fpp} flops/pair → {roof['machine'] / 1e9:.3f} (machine), "
               f"{roof['compiled'] / 1e9:.3f} (as compiled) 10⁹ pairs/s per core")
 

@@ -337,9 +337,9 @@ def simulate(
     precision : {"double", "single"}
         "single" sums the field in float32 (the pairwise kernel on spheres,
         d <= 8; "auto" then means "pairwise"): about 2.8× faster at n = 4096,
-        d = 3, with the field's relative error up to
-        :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR` (1e-5; 3.4e-6
-        measured) instead of round-off. Positions and time stepping stay float64.
+        d = 3, with the field's error up to
+        :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR` (1e-6 of the
+        scale of its terms; 4.6e-7 measured) instead of round-off. Positions and time stepping stay float64.
     reduce_span : bool, default True
         For a zonal SelfAttention (Q = qI, K = kI, V = cI; constant weights, no noise) with n < d particles and
         RK4 on the fused, pairwise or quadrature path: integrate the coordinates of the tokens in an orthonormal

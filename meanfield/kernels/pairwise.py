@@ -1,9 +1,11 @@
 r"""Fused pairwise sums of the attention kernel: Σ_j w_j e^{β⟨Qx_i, Ky_j⟩} (V y_j, 1), compiled.
 
 The ``pairwise`` strategy (:mod:`meanfield.kernels.strategies`), an optimisation of
-:meth:`meanfield.models.SelfAttention.field` tested against it: one pass per
-query (numba, threads over queries and batch members, SIMD over j, no n×n array
-in memory). Each row is shifted by an upper bound s_i of its exponents
+:meth:`meanfield.models.SelfAttention.field` tested against it: for d <= 8 one pass
+per query (numba, threads over queries and batch members, SIMD over j, no n×n array
+in memory), for larger d blocks of queries over blocks of keys that stay in cache
+(:func:`_pairwise_rows`); the loops vectorised at the machine's widest vectors
+(:func:`.fastexp.wide_vectors`). Each row is shifted by an upper bound s_i of its exponents
 β⟨Qx_i, Ky_j⟩ (the Cauchy–Schwarz bound, exact for Q = K = I on the sphere; the
 exact maximum for rows where the bound is loose enough to underflow) and the
 shift is returned, so SA is safe for any β and USA overflows only where its
@@ -18,6 +20,8 @@ whether numba compiled the kernel or loaded it from its cache.
 
 from __future__ import annotations
 
+import types
+
 import numba as nb
 import numpy as np
 
@@ -25,23 +29,32 @@ from ..domains.sphere.geometry import project_tangent
 from ..models.base import heads
 from ..models.normalization import normalization_of
 from ..core.numerics import EXP_MAX
-from .fastexp import FASTMATH, vexp, vexp32
+from .fastexp import FASTMATH, default_vectors, vexp, vexp32, wide_vectors
 from .layout import aligned
 from .threads import run_tasks
 
 __all__ = ["pairwise_sums", "field", "average", "NGPTField", "exact_row", "UNDERFLOW", "SINGLE_PRECISION_ERROR",
            "UNROLL_MAX"]
 
-_ROWS = 8  # queries per parallel task (they share one work buffer)
+#: d > UNROLL_MAX: queries per parallel task and keys per block (:func:`_pairwise_rows`: the block's scores, 16 × 256
+#: doubles = 32 kB, stay in L1). Against one query per pass over all n keys (the kernel before): 2.1-2.3x at
+#: d = 9 and 16, 5x at d = 128, n = 4096, one thread (interleaved, under load; 8 × 512 and 32 × 256 no better)
+_ROWS, _KEYS = 16, 256
 
 
 #: Rows whose shifted sum falls below this are recomputed with their exact maximum.
 UNDERFLOW = 1e-200
 #: the same in single precision (float32 underflows below ~1e-38)
 UNDERFLOW_SINGLE = 1e-30
-#: relative error (max over queries / max |X|) of the single-precision field: measured at most 3.4e-6 for
-#: n = 1000…4096, d = 2…5, SA and USA, β = 1…10, random Q, K, V and weights (tests/meanfield/test_kernels.py)
-SINGLE_PRECISION_ERROR = 1e-5
+#: the single-precision field's error relative to the scale of its terms: max_i |ΔX_i| / T_i, with T_i =
+#: Σ_j p_ij |Vx_j| for SA (p_ij the softmax weights: 1 for unit points and V = I) and Σ_j w_j e^{β⟨Qx_i,Kx_j⟩} |Vx_j|
+#: for USA — the size of the sum before it cancels, which |X_i| itself can be far below (uniform points: |X| ~ 0.01,
+#: where the same error is 5e-6 of max |X|). Error model: each term carries the float32 rounding of its shifted
+#: score, ~u₃₂ β|Qx_i||Kx_j| absolute (u₃₂ = 6e-8), one ulp of :func:`.fastexp.vexp32`, and the float32 sums'
+#: reassociation; the rounding errors of the n terms largely average out. Measured at most 4.6e-7 for n = 1500 and
+#: 4096, d = 2…8, SA and USA, β = 1…10, random Q, K, V and weights (tests/meanfield/test_kernels.py): an empirical
+#: bound, not a proof (it grows with β|Qx||Kx|)
+SINGLE_PRECISION_ERROR = 1e-6
 
 
 @nb.njit(fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
@@ -66,47 +79,105 @@ def exact_row(q, KxT, VxT, wb, out_num, b, i, n):
 
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=True)
 def _pairwise_rows(Qx, KxT, VxT, w, bound, stops, out_num, out_den, out_shift, start, stop):
-    """Any d: per row a work buffer (d + dv + 2 vectorised passes over j < stops[b, i]).
+    """Any d: a task is a block of _ROWS queries, swept over blocks of _KEYS keys in three vectorised passes.
 
-    Tasks ``start..stop-1`` of the B·⌈m/_ROWS⌉ blocks of rows (see :func:`_threads.run_tasks`)."""
+    Per key block: the shifted scores S[r, j] = β⟨Qx_r, Kx_j⟩ − s_r of the block's queries (the key block, d × _KEYS,
+    loaded once for all _ROWS queries: it stays in L1/L2 where one query per pass streamed all n·d keys from memory
+    at large d; four coordinates per sweep of S), their exponentials in place (w_j e^S, zero past a row's stop),
+    then the value sums (four coordinates per sweep). Each row's sums run over the key blocks in order, so a row's
+    result does not depend on the thread count. Tasks ``start..stop-1`` of the B·⌈m/_ROWS⌉ blocks of rows (see
+    :func:`.threads.run_tasks`)."""
+    wide_vectors()
     m, d = Qx.shape[1], Qx.shape[2]
     dv = VxT.shape[1]
     nblk = (m + _ROWS - 1) // _ROWS
+    S = np.empty((_ROWS, _KEYS))
+    num = np.empty((_ROWS, dv))
+    den = np.empty(_ROWS)
+    d4, dv4 = d - d % 4, dv - dv % 4
     for task in range(start, stop):
         b = task // nblk
         i0 = (task % nblk) * _ROWS
-        buf = np.empty(KxT.shape[2])
+        rows = min(m, i0 + _ROWS) - i0
         wb = w[b]
-        for i in range(i0, min(m, i0 + _ROWS)):
-            sh = bound[b, i]
-            n = stops[b, i]
-            for j in range(n):
-                buf[j] = -sh
-            for a in range(d):
-                qa = Qx[b, i, a]
-                row = KxT[b, a]
-                for j in range(n):
-                    buf[j] += qa * row[j]
-            z = 0.0
-            for j in range(n):
-                e = wb[j] * vexp(buf[j])
-                buf[j] = e
-                z += e
+        K = KxT[b]
+        V = VxT[b]
+        nmax = 0
+        for r in range(rows):
+            nmax = max(nmax, stops[b, i0 + r])
+        num[:] = 0.0
+        den[:] = 0.0
+        for j0 in range(0, nmax, _KEYS):
+            J = min(nmax - j0, _KEYS)
+            for r in range(rows):
+                sh = bound[b, i0 + r]
+                Sr = S[r]
+                for j in range(J):
+                    Sr[j] = -sh
+            for a in range(0, d4, 4):
+                k0, k1, k2, k3 = K[a, j0:j0 + J], K[a + 1, j0:j0 + J], K[a + 2, j0:j0 + J], K[a + 3, j0:j0 + J]
+                for r in range(rows):
+                    q0, q1, q2, q3 = Qx[b, i0 + r, a], Qx[b, i0 + r, a + 1], Qx[b, i0 + r, a + 2], Qx[b, i0 + r, a + 3]
+                    Sr = S[r]
+                    for j in range(J):
+                        Sr[j] += q0 * k0[j] + q1 * k1[j] + q2 * k2[j] + q3 * k3[j]
+            for a in range(d4, d):
+                k0 = K[a, j0:j0 + J]
+                for r in range(rows):
+                    q0 = Qx[b, i0 + r, a]
+                    Sr = S[r]
+                    for j in range(J):
+                        Sr[j] += q0 * k0[j]
+            wj = wb[j0:j0 + J]
+            for r in range(rows):
+                nr = max(0, min(J, stops[b, i0 + r] - j0))
+                Sr = S[r]
+                z = 0.0
+                for j in range(nr):
+                    e = wj[j] * vexp(Sr[j])
+                    Sr[j] = e
+                    z += e
+                for j in range(nr, J):
+                    Sr[j] = 0.0
+                den[r] += z
+            for a in range(0, dv4, 4):
+                v0, v1, v2, v3 = V[a, j0:j0 + J], V[a + 1, j0:j0 + J], V[a + 2, j0:j0 + J], V[a + 3, j0:j0 + J]
+                for r in range(rows):
+                    Sr = S[r]
+                    c0 = c1 = c2 = c3 = 0.0
+                    for j in range(J):
+                        e = Sr[j]
+                        c0 += e * v0[j]
+                        c1 += e * v1[j]
+                        c2 += e * v2[j]
+                        c3 += e * v3[j]
+                    num[r, a] += c0
+                    num[r, a + 1] += c1
+                    num[r, a + 2] += c2
+                    num[r, a + 3] += c3
+            for a in range(dv4, dv):
+                v0 = V[a, j0:j0 + J]
+                for r in range(rows):
+                    Sr = S[r]
+                    c0 = 0.0
+                    for j in range(J):
+                        c0 += Sr[j] * v0[j]
+                    num[r, a] += c0
+        for r in range(rows):
+            i = i0 + r
             for a in range(dv):
-                row = VxT[b, a]
-                acc = 0.0
-                for j in range(n):
-                    acc += buf[j] * row[j]
-                out_num[b, i, a] = acc
-            out_den[b, i] = z
-            out_shift[b, i] = sh
-            if z < UNDERFLOW and n > 0:
+                out_num[b, i, a] = num[r, a]
+            out_den[b, i] = den[r]
+            out_shift[b, i] = bound[b, i]
+            n = stops[b, i]
+            if den[r] < UNDERFLOW and n > 0:
                 out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i, n)
 
 
 _FUSED_TEMPLATE = """
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
 def kernel(Qx, KxT, VxT, w, bound, stops, out_num, out_den, out_shift, start, stop):
+    vectors()
     m = Qx.shape[1]
     for task in range(start, stop):
         b = task // m
@@ -137,7 +208,7 @@ def _fused_kernel(d: int, dv: int, uniform: bool = False, single: bool = False):
     ``uniform``: all weights of a system equal w[b, 0], multiplied once after the sums (one multiplication
     per pair less: 73 → 83 % of the throughput of the exponentials alone at d = 3). ``single``: float32
     arrays, :func:`.fastexp.vexp32` and float32 sums."""
-    key = (d, dv, uniform, single)
+    key = (d, dv, uniform, single, WIDE_VECTORS)
     if key not in _FUSED:
         ind = " " * 8
         zero = "nb.float32(0.0)" if single else "0.0"
@@ -157,7 +228,8 @@ def _fused_kernel(d: int, dv: int, uniform: bool = False, single: bool = False):
             else f"{ind}pass",
         )
         scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "vexp32": vexp32, "exact_row": exact_row,
-                 "UNDERFLOW": UNDERFLOW_SINGLE if single else UNDERFLOW}
+                 "UNDERFLOW": UNDERFLOW_SINGLE if single else UNDERFLOW,
+                 "vectors": wide_vectors if WIDE_VECTORS else default_vectors}
         exec(compile(src, f"<fused kernel d={d} dv={dv}>", "exec"), scope)
         _FUSED[key] = scope["kernel"]
     return _FUSED[key]
@@ -166,6 +238,7 @@ def _fused_kernel(d: int, dv: int, uniform: bool = False, single: bool = False):
 _BLOCKED_TEMPLATE = """
 @nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False, cache=False)
 def kernel(Qx, KxT, VxT, w, bound, stops, out_num, out_den, out_shift, start, stop):
+    vectors()
     m = Qx.shape[1]
     nblk = (m + {R} - 1) // {R}
     for task in range(start, stop):
@@ -208,7 +281,7 @@ def _blocked_kernel(d: int, dv: int, uniform: bool, single: bool, rows: int):
     value and weight loaded once for all of them, ``rows`` independent exponentials in flight), the rows of a block
     sharing their stop (full rows: no causal mask). A task is a block; the last, partial, block runs row by row.
     Each row's sums run over j in the same order as in :func:`_fused_kernel`."""
-    key = ("blocked", d, dv, uniform, single, rows)
+    key = ("blocked", d, dv, uniform, single, rows, WIDE_VECTORS)
     if key not in _FUSED:
         i12, i16, i20 = " " * 12, " " * 16, " " * 20
         zero = "nb.float32(0.0)" if single else "0.0"
@@ -249,10 +322,28 @@ def _blocked_kernel(d: int, dv: int, uniform: bool, single: bool, rows: int):
             rowstores="\n".join(f"{i16}out_num[b, i, {a}] = s{a}" for a in range(dv)) or f"{i16}pass",
         )
         scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "vexp32": vexp32, "exact_row": exact_row,
-                 "UNDERFLOW": UNDERFLOW_SINGLE if single else UNDERFLOW}
+                 "UNDERFLOW": UNDERFLOW_SINGLE if single else UNDERFLOW,
+                 "vectors": wide_vectors if WIDE_VECTORS else default_vectors}
         exec(compile(src, f"<blocked kernel d={d} dv={dv} rows={rows}>", "exec"), scope)
         _FUSED[key] = scope["kernel"]
     return _FUSED[key]
+
+
+#: the compiled sums ask LLVM for the machine's widest vectors (:func:`.fastexp.wide_vectors`: 512 bits on AVX-512,
+#: where LLVM's own choice is 256). False: LLVM's choice (the benchmark's comparison; results equal to round-off).
+WIDE_VECTORS = True
+
+
+def _rows_kernel():
+    """:func:`_pairwise_rows` (any d), or with ``WIDE_VECTORS`` off the same code at LLVM's own vector width."""
+    if WIDE_VECTORS:
+        return _pairwise_rows
+    if "rows" not in _FUSED:
+        fn = _pairwise_rows.py_func
+        scope = dict(fn.__globals__, wide_vectors=default_vectors)
+        plain = types.FunctionType(fn.__code__, scope, fn.__name__)
+        _FUSED["rows"] = nb.njit(nogil=True, fastmath=FASTMATH, error_model="numpy", boundscheck=False)(plain)
+    return _FUSED["rows"]
 
 
 #: dimensions up to which the unrolled single-pass kernel is used
@@ -260,7 +351,8 @@ UNROLL_MAX = 8
 #: queries per pass over the keys in the unrolled kernel (full rows; 1: one row per pass, :func:`_fused_kernel`).
 #: Blocks of 2 and 4 (:func:`_blocked_kernel`) measured 0.94-1.06× the one-row kernel at n = 2048, d = 2, 3, one and
 #: two threads (benchmarks/bench_pairs.py, interleaved, on a 2-core machine at load average ~17): no gain within
-#: the noise, so 1 until a quiet machine says otherwise — the exponential's arithmetic, not the loads, bounds the loop
+#: the noise, so 1 until a quiet machine says otherwise — the exponential's arithmetic, not the loads, bounds the loop.
+#: Again with 512-bit vectors (n = 4096, load ~11): blocks of 2 0.86-1.06x, of 4 0.78-0.89x at d = 2, 3
 QUERY_BLOCK = 1
 
 
@@ -287,8 +379,8 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
     precision : {"double", "single"}
         "single": the exponentials and sums in float32 (d <= 8), the results
         returned as float64; the field then errs by up to
-        :data:`SINGLE_PRECISION_ERROR` relative to its largest value (measured,
-        and asserted in the tests), instead of ~1e-15.
+        :data:`SINGLE_PRECISION_ERROR` relative to the scale of its terms
+        (measured, and asserted in the tests), instead of ~1e-15.
     stops : array_like of int, shape (..., m), optional
         Row i sums over the points j < stops_i only (the causal mask of points sorted by position, each row
         costing stops_i; the threads get equal shares of Σ stops_i). Default: every point.
@@ -369,7 +461,7 @@ def pairwise_sums(points, weights, queries, beta: float, Q=None, K=None, V=None,
             blocks = np.zeros((B, -(-m // _ROWS) * _ROWS), dtype=np.int64)
             blocks[:, :m] = costs.reshape(B, m)
             costs = blocks.reshape(-1, _ROWS).sum(axis=1)
-        run_tasks(_pairwise_rows, B * ((m + _ROWS - 1) // _ROWS), *args, costs=costs)
+        run_tasks(_rows_kernel(), B * ((m + _ROWS - 1) // _ROWS), *args, costs=costs)
     return num.reshape(lead + (m, VxT.shape[1])), den.reshape(lead + (m,)), shift.reshape(lead + (m,))
 
 
@@ -439,8 +531,8 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
 
     No input checks beyond shapes: this is the inner loop of
     :func:`particles.simulate`, which checks its inputs once. ``precision``:
-    see :func:`pairwise_sums` ("single": relative error up to
-    :data:`SINGLE_PRECISION_ERROR`). Causal heads: points and queries are rows (τ, y), (s, x); the points are
+    see :func:`pairwise_sums` ("single": error up to :data:`SINGLE_PRECISION_ERROR` relative to the scale of
+    the field's terms). Causal heads: points and queries are rows (τ, y), (s, x); the points are
     sorted by position once and row i sums over the first ``stops_i`` = #{j: τ_j <= s_i} of them (half the work
     of the full sums for queries at the points). The projection P_x^⊥ makes this post-LN's field; the other
     normalisations move tokens by the averages themselves (:func:`average`).
