@@ -109,7 +109,7 @@ def _demo_options(p):
     p.add_argument("--domain", choices=names, default=names[0],
                    help=f"where the tokens live: the bundled study {' or '.join(f'{n}.toml' for n in names)} "
                         f"(default {names[0]})")
-    p.add_argument("--beta", type=float, default=None, help="inverse temperature β >= 0 (default 4)")
+    p.add_argument("--beta", type=float, default=None, help="inverse temperature β (default 4; β < 0, repulsive, on the circle only)")
     p.add_argument("--usa", action="store_true", help="unnormalised attention (USA) instead of SA")
     p.add_argument("--n", type=int, default=None, help="initial number of grid nodes on the circle (default 128)")
     p.add_argument("--lmax", type=int, default=None, help="initial spherical-harmonic degree on S² (default 24)")

@@ -572,8 +572,9 @@ def _context_parameters(parameters: dict) -> dict:
 
 
 register(ModelKind("self-attention", SelfAttention, "sphere", (
-    Parameter("beta", "float", 1.0, "inverse temperature β >= 0 (repulsive attention, β < 0, runs through the Python "
-              "API: particles and the circle's density)", minimum=0.0),
+    Parameter("beta", "float", 1.0, "inverse temperature β, any finite real: β < 0 is repulsive attention "
+              "(MATH.md §13), taken by the particles on spheres and by the circle's density (SA, USA), refused with "
+              "the reason by the other domains' density solvers and by [stationary]"),
     Parameter("beta_scaling", "str", None, "β_n as a function of the number of tokens n, 'γ*log(n)' or 'γ*n^a' "
               "(MATH.md §13; replaces beta; resolved for each [particles] n, refused by the density solvers)"),
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,

@@ -18,6 +18,8 @@ import math
 import tomllib
 from pathlib import Path
 
+import numpy as np
+
 from .. import domains
 from ..models import registry
 from ..models.normalization import Normalization, ParameterError, variant
@@ -254,6 +256,22 @@ def _check_normalization(m: dict, kind, d: int) -> None:
         raise StudyError(f"[model] noise: {why}, got noise = {m['noise']:g}")
 
 
+def _check_repulsion(m: dict, dom, d: int, solves: bool) -> None:
+    """β < 0 (repulsive attention, MATH.md §13; [model] beta, or a layer's beta in [model] weights) where a density is
+    solved: refused with the domain's own reason (:attr:`meanfield.domains.Domain.repulsion_refusal`: the circle's
+    grid takes it, for SA and USA; the others' spectral sums and bounds assume β >= 0). Particles on spheres take any
+    real β; a [stationary] study's linearisation says its own reason when it is built."""
+    if not solves or dom.repulsion_refusal is None:
+        return
+    values = [] if m.get("beta") is None else [m["beta"]]
+    if m["weights"] is not None:
+        values += [float(b) for b in np.ravel(layer_weights(m["weights"], d).get("beta", []))]
+    negative = [b for b in values if b < 0]
+    if negative:
+        raise StudyError(f"[model] beta: {negative[0]:g} < 0 (repulsive attention) with a [grid] on domain {dom.name!r}: "
+                         f"{dom.repulsion_refusal} (drop [grid] to run the particles alone)")
+
+
 def _check_common_noise(cfg: dict, raw: dict, d: int) -> None:
     """[common_noise] in place (None where the study has none): its kind, its matrices d×d (``d`` the tokens'
     dimension), the path's step ``dt`` (default filled: the largest h <= :data:`COMMON_NOISE_DT` dividing the equal
@@ -382,6 +400,7 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[model] weights: cannot read {str(p)!r} (no such file)")
         m["weights"] = str(p.resolve())
     _check_model(m, tokens, token_d)
+    _check_repulsion(m, dom, token_d, has_grid and not has_stationary)
     if has_stationary and not variant(m["normalization"]).heads_field:
         raise StudyError(f"[model] normalization: a [stationary] study lists the stationary states of post-LN "
                          f"densities; normalization = {m['normalization']!r} has none here (run its particles without "
