@@ -80,7 +80,7 @@ def test_defaults_are_filled_and_json_serialisable():
          r"euclidean manifold \(use softmax, l2, sinkhorn, sigmoid\)"),
         (with_(model={"kind": "masked"}), r"\[model\] kind: must be one of self-attention, softmax"),  # study=False
         (with_(model={"tau": 2.0}), r"\[model\] tau: does not apply to kind 'self-attention' \(it takes beta, "
-                                    r"beta_scaling, normalized, noise, causal, decay, rope\)"),
+                                    r"beta_scaling, normalized, noise, causal, decay, rope, rope_base\)"),
         ({"domain": "euclidean", "particles": {"n": 4}, "model": {"normalized": False}},
          r"\[model\] normalized: does not apply to kind 'softmax' \(it takes beta, noise\)"),
         ({"domain": "euclidean", "particles": {"n": 4}, "model": {"kind": "l2", "tau": 0.0}},
