@@ -110,7 +110,7 @@ def _demo_options(p):
     p.add_argument("--domain", choices=names, default=names[0],
                    help=f"where the tokens live: the bundled study {' or '.join(f'{n}.toml' for n in names)} "
                         f"(default {names[0]})")
-    p.add_argument("--beta", type=float, default=None, help="inverse temperature β >= 0 (default 4)")
+    p.add_argument("--beta", type=float, default=None, help="inverse temperature β (default 4; β < 0, repulsive, on the circle only)")
     p.add_argument("--usa", action="store_true", help="unnormalised attention (USA) instead of SA")
     p.add_argument("--n", type=int, default=None, help="initial number of grid nodes on the circle (default 128)")
     p.add_argument("--lmax", type=int, default=None, help="initial spherical-harmonic degree on S² (default 24)")
@@ -338,7 +338,8 @@ def _study_command(args) -> int:
         from .study import read
         from .study.build import build_model
 
-        direction = _energy_direction(build_model(read(args.study)))
+        cfg = read(args.study)
+        direction = _energy_direction(build_model(cfg), cfg)
     else:
         scheduler = "serial" if args.serial else args.scheduler
         ds = sweep(args.study, args.over, repeats=args.repeats, scheduler=scheduler, workers=args.workers,
@@ -368,12 +369,20 @@ def _plot(args) -> int:
     return 0
 
 
-def _energy_direction(model) -> float:
+def _energy_direction(model, cfg=None) -> float:
     """+1 (non-decreasing) or −1 (non-increasing) where E_β is the Lyapunov functional the solver monitors for
-    ``model`` (a zonal kernel with V = cI, c ≠ 0, no noise, constant weights: GLPR Lemma 3.7), else 0."""
+    ``model`` (a zonal kernel with V = cI, c ≠ 0, no noise, constant weights: GLPR Lemma 3.7), else 0; 0 too where
+    the study ``cfg`` has a common noise whose Σ_k are not all skew (a shared linear layer moves E_β either way; a
+    rotation leaves the zonal E_β unchanged, MATH.md §13)."""
     zonal = getattr(model, "zonal", None)
     if zonal is None or getattr(model, "time_dependent", False) or float(getattr(model, "noise", 0.0) or 0.0):
         return 0.0
+    if cfg is not None and cfg.get("common_noise") is not None:
+        from .study.build import common_sigmas
+
+        S = common_sigmas(cfg)
+        if not np.array_equal(S, -np.swapaxes(S, -1, -2)):
+            return 0.0
     return float(np.sign(zonal.c))
 
 
@@ -533,7 +542,7 @@ def _demo(args) -> int:
         f"max density  {np.max(rho[0]):.4g} → {np.max(rho[-1]):.4g}",
     ]
     if "energy" in ds:
-        line = _energy_line(ds["time"].values, ds["energy"].values, _energy_direction(build_model(cfg)))
+        line = _energy_line(ds["time"].values, ds["energy"].values, _energy_direction(build_model(cfg), cfg))
         if line is not None:
             lines.append(line)
     lines.append(f"wrote        {png}, {path} and {npz}")

@@ -412,7 +412,7 @@ def simulate(
 
 def run_estimate(model, x0, t_eval, method: str = "rk4", dt: float | None = None, rng=None, *,
                  strategy: str = "auto", weights=None, precision: str = "double", reduce_span: bool = True,
-                 timing: bool = True, budget: float = 0.25) -> RunEstimate:
+                 timing: bool = True, budget: float = 0.25, common_noise=None) -> RunEstimate:
     """What :func:`simulate` with these arguments will take, before it starts: its number of RK4 steps, the step h
     and why it is that (the `dt` given, or the default step of the model's rate scale), and, with ``timing``, the
     seconds a step takes, measured on the run's own first steps (:func:`meanfield.integrate.trackers.time_steps`:
@@ -428,7 +428,8 @@ def run_estimate(model, x0, t_eval, method: str = "rk4", dt: float | None = None
     RunEstimate
     """
     plan = _plan(model, x0, t_eval, method, dt, rng, rtol=1e-10, atol=1e-12, strategy=strategy, weights=weights,
-                 precision=precision, reduce_span=reduce_span, span_coordinates=False, observe=None)
+                 precision=precision, reduce_span=reduce_span, span_coordinates=False, observe=None,
+                 common_noise=common_noise)
     steps = plan.steps()
     if steps is None:
         return RunEstimate(method, None, None, f"adaptive {method!r}")
@@ -487,6 +488,9 @@ class _Plan:
         the adaptive methods."""
         if self.method != "rk4":
             return None
+        if self.common is not None:  # one step per step of the common path (each cut into RK4 steps <= h)
+            path = self.common.path
+            return int(path.index(self.t_eval[-1]) - path.index(self.t_eval[0]))
         t = self.t_eval
         inner = self.model.breakpoints(t[0], t[-1]) if self.model.time_dependent else ()
         return step_count(np.concatenate([t, np.asarray(inner, dtype=float)]), self.h)
@@ -495,10 +499,11 @@ class _Plan:
         """:class:`RunEstimate` of ``steps`` steps, a step timed on the run's first steps (a copy of its state and of
         its generator: the run itself is unchanged, its field bound included)."""
         t0, bound = float(self.t_eval[0]), self.state["bound"]
+        h = self.h if self.common is None else self.common.path.dt  # a common noise steps on its path's grid
 
         def run(k):
             rng = copy.deepcopy(self.rng) if self.noise else None
-            self.integrator([], rng).run(t0, np.array(self.x, copy=True), np.array([t0, t0 + k * self.h]))
+            self.integrator([], rng).run(t0, np.array(self.x, copy=True), np.array([t0, t0 + k * h]))
 
         try:
             with warnings.catch_warnings():  # what the first steps warn of, the run itself says
@@ -506,7 +511,8 @@ class _Plan:
                 seconds = time_steps(run, budget, most=steps)
         finally:
             self.state["bound"] = bound
-        return RunEstimate(self.method, steps, self.h, self.why, seconds)
+        return RunEstimate(self.method, steps, h, self.why if self.common is None else
+                           f"the common path's step {h:g} (each cut into RK4 steps <= {self.h:g}: {self.why})", seconds)
 
 
 def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, precision, reduce_span,

@@ -29,7 +29,7 @@ def test_help_and_bad_arguments(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--help"])
     assert e.value.code == 0 and "--beta" in capsys.readouterr().out
-    assert main(["--beta", "-1", "--quiet"]) == 2
+    assert main(["--domain", "sphere", "--beta", "-1", "--quiet"]) == 2  # β < 0: the circle's density only
     assert "beta" in capsys.readouterr().err
 
 

@@ -117,6 +117,12 @@ class ProductGrid(Grid):
 
     finer = "give a finer grid"
 
+    def linear_transport_refusal(self) -> str:
+        return (f"common noise is not solved on {self!r}: its points are rows (s, x) of a position and a token, and "
+                "the push-forward of each row's density by a linear layer's map x ↦ e^A x/|e^A x| (the position "
+                "unmoved) is not written for product grids (nor are the particles' rows moved: the causal tokens' "
+                "particles refuse it too)")
+
     @property
     def points(self):
         """Refused: a product domain's frames have no point set in one ambient R^d yet (its domain says so)."""

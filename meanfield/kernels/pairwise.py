@@ -470,7 +470,7 @@ def _position_terms(h, points, weights, queries, positions):
     w_j e^{λτ_j − c} (c = max_j λτ_j, so they are <= w_j), the row log-factor c − λs_i that turns the sums back into
     Σ_j w_j e^{−λ(s_i − τ_j)}(…) (SA's ratio cancels it; USA multiplies by it), and RoPE's keys R(ωτ_j)Kx_j and query
     vectors R(ωs_i)Qq_i (None where ω = 0). λ = ω = 0: the weights themselves and no factor (today's sums)."""
-    from ..models.positions import rotate_planes
+    from ..models.positions import rope_turn
 
     keys = qv = row = None
     if positions is None:
@@ -481,9 +481,10 @@ def _position_terms(h, points, weights, queries, positions):
         c = np.max(lt, axis=-1, keepdims=True)
         weights = weights * np.exp(lt - c)
         row = c - h.decay * s
-    if h.rope:
-        keys = rotate_planes(points if h.K is None else points @ np.asarray(h.K, dtype=float).T, h.rope * tau)
-        qv = rotate_planes(queries if h.Q is None else queries @ np.asarray(h.Q, dtype=float).T, h.rope * s)
+    if h.rotary:
+        w = h.rope_frequencies(points.shape[-1])
+        keys = rope_turn(points if h.K is None else points @ np.asarray(h.K, dtype=float).T, tau, w)
+        qv = rope_turn(queries if h.Q is None else queries @ np.asarray(h.Q, dtype=float).T, s, w)
     return weights, keys, qv, row
 
 

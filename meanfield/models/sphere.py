@@ -34,7 +34,7 @@ from .base import (
 )
 from .bounds import HeadConstants, exp_or_inf, head_norms
 from .context import ContextScaling, parse_scaling
-from .positions import COMPILED_DECAY_MAX, check_position_rate, rotate_planes
+from .positions import COMPILED_DECAY_MAX, check_position_rate, check_rope, rope_frequencies, rope_turn
 from .registry import NOISE, ModelKind, Parameter, register
 from .schedule import Layers, is_time_dependent
 
@@ -176,10 +176,14 @@ class SelfAttention(Head):
         λ, finite: the decay (ALiBi-type) mask of causal attention, the kernel times e^{−λ(s − τ)} for τ <= s
         (docs/MATH.md §13; n tokens in their order: weights ∝ e^{−(λ/n)(i − j)}). λ = 0 is the causal model above,
         bit for bit. Requires ``causal``.
-    rope : float, default 0, keyword-only
+    rope : float or array_like, default 0, keyword-only
         ω, finite: rotary phases, Qx and Ky turned by R(ωs) and R(ωτ) (a rotation by the angle ωs in each plane
         (x_0, x_1), (x_2, x_3), …; :mod:`meanfield.models.positions`), so the logits are β⟨Qx, R(ω(τ − s))Ky⟩.
-        Requires ``causal``.
+        One number for every plane, or one frequency ω_p per plane (an array of ⌊d/2⌋; equal ones give the number's
+        run bit for bit). Requires ``causal``.
+    rope_base : float, optional, keyword-only
+        b > 0: RoPE's ladder of frequencies ω_p = ω b^{−2p/d}, p = 0 … ⌊d/2⌋ − 1, with ω = ``rope`` the first plane's
+        (Su et al. 2021; on S¹ one plane: ω itself). Needs a number ``rope`` ≠ 0.
 
     Notes
     -----
@@ -199,6 +203,7 @@ class SelfAttention(Head):
     causal: bool = dc_field(default=False, kw_only=True)
     decay: float = dc_field(default=0.0, kw_only=True)
     rope: float = dc_field(default=0.0, kw_only=True)
+    rope_base: float | None = dc_field(default=None, kw_only=True)
 
     kind = "self-attention"
     exp_kernel = True  # the compiled pairwise sums, the fused RK4, the span reduction, the S² moments (:class:`Head`)
@@ -211,10 +216,19 @@ class SelfAttention(Head):
             raise TypeError(f"`normalized` must be a bool, got {self.normalized!r}.")
         if not isinstance(self.causal, (bool, np.bool_)):
             raise TypeError(f"`causal` must be a bool, got {self.causal!r}.")
+        object.__setattr__(self, "decay", check_position_rate(self.decay, "decay"))
+        object.__setattr__(self, "rope", check_rope(self.rope))
+        if self.rope_base is not None:
+            base = check_position_rate(self.rope_base, "rope_base")
+            if not base > 0:
+                raise ValueError(f"`rope_base` must be > 0 (the frequencies ω b^(−2p/d)), got {self.rope_base!r}.")
+            if np.ndim(self.rope) or not self.rope:
+                raise ValueError(f"`rope_base` = {base:g} sets the ladder ω_p = ω b^(−2p/d) of one frequency `rope` = ω "
+                                 f"≠ 0; got rope = {self.rope!r} (give the per-plane frequencies or the base, not both)")
+            object.__setattr__(self, "rope_base", base)
         for name in ("decay", "rope"):
-            value = check_position_rate(getattr(self, name), name)
-            object.__setattr__(self, name, value)
-            if value and not self.causal:
+            value = getattr(self, name)
+            if np.any(value) and not self.causal:
                 raise ValueError(f"`{name}` = {value!r} weighs the tokens by their positions in the sequence, which "
                                  "only causal attention has (tokens (s, x) with s in [0, 1]): pass causal=True, or "
                                  f"{name}=0 for attention without positions.")
@@ -222,7 +236,17 @@ class SelfAttention(Head):
     @property
     def weighs_positions(self) -> bool:
         """Whether the logits depend on the positions beyond the causal mask (a decay λ ≠ 0 or RoPE ω ≠ 0)."""
-        return bool(self.decay or self.rope)
+        return bool(self.decay) or self.rotary
+
+    @property
+    def rotary(self) -> bool:
+        """Whether the head turns its queries and keys by RoPE phases (some ω_p ≠ 0)."""
+        return bool(np.any(self.rope))
+
+    def rope_frequencies(self, d: int):
+        """The frequencies its RoPE turns tokens of R^d by: the number ω for all planes, or one per plane
+        (:func:`meanfield.models.positions.rope_frequencies`: the given array, or the ladder of ``rope_base``)."""
+        return rope_frequencies(self.rope, self.rope_base, d)
 
     @property
     def compiled_refusal(self) -> str | None:
@@ -255,7 +279,7 @@ class SelfAttention(Head):
         β_eff = β q k, and the field is c times the Q = K = V = I field with
         β_eff. This is when the fast spectral strategies apply.
         """
-        if self.time_dependent or self.rope or isinstance(self.beta, ContextScaling):  # that of at(t) / at_context(n);
+        if self.time_dependent or self.rotary or isinstance(self.beta, ContextScaling):  # that of at(t) / at_context(n);
             # RoPE turns the kernel with the positions
             return None
         q, k, c = (identity_multiple(M) for M in (self.Q, self.K, self.V))
@@ -307,8 +331,11 @@ class SelfAttention(Head):
             words.append(f"noise D = {number_words(self.noise)}")
         if self.decay:
             words.append(f"decay λ = {number_words(self.decay)}")
-        if self.rope:
-            words.append(f"RoPE ω = {number_words(self.rope)}")
+        if self.rotary:
+            words.append(f"RoPE ω = {number_words(self.rope)}" if np.ndim(self.rope) == 0 and self.rope_base is None
+                         else f"RoPE ω = {number_words(self.rope)}, base {number_words(self.rope_base)}"
+                         if self.rope_base is not None else
+                         f"RoPE ω = ({', '.join(number_words(w) for w in self.rope)})")
         groups: dict[str, list] = {}
         for name in ("Q", "K", "V"):
             M = getattr(self, name)
@@ -328,7 +355,9 @@ class SelfAttention(Head):
         mats = ", ".join(f"{n}={show(M)}" for n, M in (("Q", self.Q), ("K", self.K), ("V", self.V)))
         kind = ("SA" if self.normalized else "USA") + (", causal" if self.causal else "")
         noise = f", noise={self.noise:g}" if self.noise else ""
-        noise += (f", decay={self.decay:g}" if self.decay else "") + (f", rope={self.rope:g}" if self.rope else "")
+        rope = (f"{self.rope:g}" if np.ndim(self.rope) == 0 else np.array2string(self.rope, precision=3)) + \
+            ("" if self.rope_base is None else f", rope_base={self.rope_base:g}")
+        noise += (f", decay={self.decay:g}" if self.decay else "") + (f", rope={rope}" if self.rotary else "")
         beta = repr(self.beta) if is_time_dependent(self.beta) or isinstance(self.beta, ContextScaling) else \
             f"{self.beta:g}"
         return f"SelfAttention({kind}, beta={beta}, {mats}{noise})"
@@ -344,8 +373,9 @@ class SelfAttention(Head):
         """
         Kx = points if self.K is None else points @ self.K.T
         Qx = queries if self.Q is None else queries @ self.Q.T
-        if self.rope and positions is not None:  # RoPE: R(ωs)Qx against R(ωτ)Ky
-            Kx, Qx = rotate_planes(Kx, self.rope * positions[0]), rotate_planes(Qx, self.rope * positions[1])
+        if self.rotary and positions is not None:  # RoPE: R(ωs)Qx against R(ωτ)Ky
+            w = self.rope_frequencies(Kx.shape[-1])
+            Kx, Qx = rope_turn(Kx, positions[0], w), rope_turn(Qx, positions[1], w)
         Vx = points if self.V is None else points @ self.V.T
         wV = weights[..., :, None] * Vx
         m, n = queries.shape[-2], points.shape[-2]
@@ -406,7 +436,7 @@ class SelfAttention(Head):
         :meth:`average` (the decay mask too: it does not depend on x; RoPE refused: its query matrix R(ωs)Q changes
         with the row and its keys R(ωτ)K with the point, which the per-point constants below do not allow).
         """
-        if self.rope and positions is not None:
+        if self.rotary and positions is not None:
             raise ValueError(f"the divergence of the field with RoPE phases is not written (the Lagrangian measure's "
                              f"log-Jacobian); the field itself is (`field`); got {self!r}.")
         d = points.shape[-1]
@@ -572,8 +602,9 @@ def _context_parameters(parameters: dict) -> dict:
 
 
 register(ModelKind("self-attention", SelfAttention, "sphere", (
-    Parameter("beta", "float", 1.0, "inverse temperature β >= 0 (repulsive attention, β < 0, runs through the Python "
-              "API: particles and the circle's density)", minimum=0.0),
+    Parameter("beta", "float", 1.0, "inverse temperature β, any finite real: β < 0 is repulsive attention "
+              "(MATH.md §13), taken by the particles on spheres and by the circle's density (SA, USA), refused with "
+              "the reason by the other domains' density solvers and by [stationary]"),
     Parameter("beta_scaling", "str", None, "β_n as a function of the number of tokens n, 'γ*log(n)' or 'γ*n^a' "
               "(MATH.md §13; replaces beta; resolved for each [particles] n, refused by the density solvers)"),
     Parameter("normalized", "bool", True, "SA (true) or USA (false)"), NOISE,
@@ -582,6 +613,10 @@ register(ModelKind("self-attention", SelfAttention, "sphere", (
     Parameter("decay", "float", 0.0, "decay (ALiBi) mask of causal attention: the kernel times e^(−λ(s − s')) "
               "(n tokens: e^(−(λ/n)(i − j))); needs causal = true"),
     Parameter("rope", "float", 0.0, "RoPE phases of causal attention: Qx and Ky turned by the angles ωs and ωs' in "
-              "each coordinate plane; needs causal = true (densities: every pair of rows, m²M² a rate)"),
+              "each coordinate plane (with rope_base: ω_p = ω b^(−2p/d) in plane p); needs causal = true "
+              "(densities: every pair of rows, m²M² a rate)"),
+    Parameter("rope_base", "float", None, "RoPE's base b: plane p = (x_2p, x_2p+1) of the d-dimensional tokens turned "
+              "at the frequency ω_p = ω b^(−2p/d), ω = rope (Su et al. 2021); absent: ω in every plane; on S¹ one "
+              "plane, ω itself", positive=True),
 ), doc="SA/USA on the sphere S^{d-1} (GLPR (2.3), (USA)); any Q, K, V; causal",
     words=lambda m: "SA" if m.get("normalized", True) else "USA", convert=_context_parameters))

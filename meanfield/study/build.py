@@ -48,7 +48,7 @@ from ..integrate.monitor import ResolutionMonitor
 from .config import WEIGHT_ARRAYS, StudyError, layer_weights
 from .schema import normalization_keys
 
-__all__ = ["build_model", "normalization", "build_grid", "build_monitor", "solve_options", "solver_error",
+__all__ = ["build_model", "common_noise", "common_sigmas", "normalization", "build_grid", "build_monitor", "solve_options", "solver_error",
            "SOLVER_KEYS", "particle_step", "token_dimension", "initial_density", "initial_particles"]
 
 
@@ -180,9 +180,68 @@ def solver_error(exc: Exception, model=None) -> StudyError:
     key = named.group(1) if named else None
     if key in SOLVER_KEYS + ("representation",):
         return StudyError(f"[time] {key}: {text[named.end():]}")
+    if key == "common_noise":
+        return StudyError(f"[common_noise]: {text[named.end():]}")
     if key == "monitor":
         return StudyError(f"[time] tail_tol/neg_tol/energy_rtol (the resolution monitor): {text[named.end():]}")
     return StudyError(f"[model]/[grid]/[initial]: {text}")
+
+
+# ------------------------------------------------------ the common noise
+def common_sigmas(cfg) -> np.ndarray:
+    """The matrices Σ_k of [common_noise], shape (m, d, d) with d the tokens' dimension: kind 'rotation' gives
+    σ(e_a e_bᵀ − e_b e_aᵀ) for every coordinate plane a < b (σJ on the circle), kind 'matrices' σ times those given."""
+    cn, d = cfg["common_noise"], token_dimension(cfg)
+    sigma = cn["sigma"]
+    if cn["kind"] == "rotation":
+        out = []
+        for a in range(d):
+            for b in range(a + 1, d):
+                S = np.zeros((d, d))
+                S[b, a], S[a, b] = sigma, -sigma
+                out.append(S)
+        return np.array(out)
+    return sigma * np.array(cn["matrices"], dtype=float)
+
+
+def common_noise(cfg, grid=None):
+    r"""The study's common noise (:class:`meanfield.models.common_noise.CommonNoise`: [common_noise]'s matrices,
+    :func:`common_sigmas`, on one :class:`~meanfield.models.common_noise.CommonPath` of step [common_noise] dt over
+    [0, t_end], seeded by [common_noise] seed or else stream 6 of the top-level seed), or None without a
+    [common_noise] table. The one place a study reads it: the density's solve and every particle system get this
+    object, so one realisation of the density and the N particles of every repeat ride the same path, and
+    W_p(density, particles) is measured path by path (MATH.md §13).
+
+    Raises
+    ------
+    StudyError
+        Naming [common_noise], with the library's reason, where the study's particles are not unit vectors (R^d; the
+        rows (s, x) of causal tokens) or its ``grid`` has no push-forward by a linear map (R^d, zonal, causal grids).
+    """
+    cn = cfg.get("common_noise")
+    if cn is None:
+        return None
+    from ..models.common_noise import CommonNoise, CommonPath
+
+    sigmas = common_sigmas(cfg)
+    moved = cn["sigma"] > 0 and np.any(sigmas)  # σ = 0: no common noise, the results those without the table
+    why = grid.linear_transport_refusal() if moved and grid is not None else None
+    if why is not None:
+        raise StudyError(f"[common_noise]: {why}")
+    if sigmas.shape[0] == 0:
+        raise StudyError(f"[common_noise] kind: 'rotation' turns the coordinate planes of the tokens; tokens of "
+                         f"dimension {token_dimension(cfg)} have none")
+    seed = [cfg["seed"], 6] if cn["seed"] is None else cn["seed"]
+    try:
+        noise = CommonNoise(sigmas, CommonPath(sigmas.shape[0], cn["dt"], cfg["time"]["t_eval"][-1], seed=seed))
+        d = cfg["dimension"]
+        why = noise.refusal(domains.get(cfg["domain"]).particle_domain(d), d) \
+            if moved and cfg["particles"] is not None else None
+    except ValueError as exc:  # the matrices' size (checked at reading: a safeguard)
+        raise StudyError(f"[common_noise]: {exc}") from None
+    if why is not None:
+        raise StudyError(f"[common_noise]: {why}")
+    return noise
 
 
 # ------------------------------------------------------- the particles

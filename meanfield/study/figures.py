@@ -138,7 +138,7 @@ def _model_words(ds) -> str:
     if m.get("causal"):
         parts[0] = "causal " + parts[0]
     for name, symbol in (("beta", "β"), ("tau", "τ"), ("b", "b"), ("noise", "noise D"), ("decay", "decay λ"),
-                         ("rope", "RoPE ω")):
+                         ("rope", "RoPE ω"), ("rope_base", "RoPE base b")):
         if name in swept and name in getattr(ds, "coords", {}):
             values = [float(v) for v in np.asarray(ds[name].values).ravel()]
             parts.append(f"{symbol} ∈ {{{', '.join(number_words(v) for v in values)}}}" if len(values) <= 5 else

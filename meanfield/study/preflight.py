@@ -257,8 +257,10 @@ def solver(cfg: dict, model=None, grid=None, mu0=None) -> Prepared | None:
     model = build.build_model(cfg) if model is None else model
     mu0 = build.initial_density(cfg, grid) if mu0 is None else mu0
     t_eval = cfg["time"]["t_eval"]
+    noise = build.common_noise(cfg, grid)  # [common_noise]: refused here with the grid's reason where it has none
     try:
-        return prepare(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, **build.solve_options(cfg))
+        return prepare(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, common_noise=noise,
+                       **build.solve_options(cfg))
     except (ValueError, TypeError, OverflowError) as exc:
         raise build.solver_error(exc, model) from None
 
@@ -445,6 +447,7 @@ def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | N
     pc = cfg["particles"]
     if pc is not None:
         t_eval = cfg["time"]["t_eval"]
+        noise = build.common_noise(cfg)  # the run's common path (runner._particles)
         for n in pc["n"]:
             x0 = build.initial_particles(cfg, mu0, n)
             model_n = at_context(model, n)  # [model] beta_scaling: β_n of these N tokens (MATH.md §13)
@@ -453,7 +456,7 @@ def run_times(cfg: dict, model=None, grid=None, mu0=None, prepared: Prepared | N
             def estimate(timing, x0=x0, n=n, model_n=model_n, dt=dt):
                 rng = np.random.default_rng([cfg["seed"], 4, n])  # the run's noise stream (runner._particles)
                 return particle_estimate(model_n, x0, t_eval, method=pc["method"], dt=dt, rng=rng, timing=timing,
-                                         budget=budget)
+                                         budget=budget, common_noise=noise)
 
             try:
                 estimate(False)  # the run's own checks, before any step
@@ -490,6 +493,7 @@ def check(cfg: dict, path=None, *, announce: bool = True, timing: bool = False,
             raise StudyError(f"[grid]/[initial]: the initial density is not resolved: {reason}; use a finer grid"
                              + (" or loosen [time] tail_tol" if "tail" in reason else ""))
     model = build.build_model(cfg)
+    build.common_noise(cfg, grid if solves else None)  # [common_noise] where the tokens and the grid take it
     prepared = solver(cfg, model, grid, mu0) if solves else None  # what the run's solve asks first
     if cfg.get("stationary") is not None:
         stationary.prepare(cfg, model, grid)  # what the bifurcation study asks first

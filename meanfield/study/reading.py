@@ -18,11 +18,14 @@ import math
 import tomllib
 from pathlib import Path
 
+import numpy as np
+
 from .. import domains
 from ..models import registry
 from ..models.normalization import Normalization, ParameterError, variant
+from ..models.common_noise import GRID_TOL
 from .schema import (
-    DEFAULT_INITIAL, GRID_LAWS, MAX_DPI, MODEL_KEYS, REQUIRED, SCHEMA, Key, StudyError, normalization_keys,
+    COMMON_NOISE_DT, DEFAULT_INITIAL, GRID_LAWS, MAX_DPI, MODEL_KEYS, REQUIRED, SCHEMA, Key, StudyError, normalization_keys,
 )
 from .weights import layer_weights
 
@@ -117,6 +120,16 @@ def _check_value(v, where: str, key: Key):
         if len(m) != len(m[0]):
             raise StudyError(f"{where}: must be a square d×d matrix, got shape {len(m)}×{len(m[0])}")
         return m
+    if k == "matrices":  # one d×d matrix, or an array of them
+        stack = v if isinstance(v, list) and v and isinstance(v[0], list) and v[0] and isinstance(v[0][0], list) \
+            else [v]
+        out = [_rows(m, where) for m in stack]
+        for m in out:
+            if len(m) != len(m[0]):
+                raise StudyError(f"{where}: must be square d×d matrices, got shape {len(m)}×{len(m[0])}")
+        if len({len(m) for m in out}) != 1:
+            raise StudyError(f"{where}: the matrices must have one size, got {[len(m) for m in out]}")
+        return out
     if k == "vectors":
         if isinstance(v, list) and v and all(_is_number(x) for x in v):
             v = [v]
@@ -243,6 +256,64 @@ def _check_normalization(m: dict, kind, d: int) -> None:
         raise StudyError(f"[model] noise: {why}, got noise = {m['noise']:g}")
 
 
+def _check_repulsion(m: dict, dom, d: int, solves: bool) -> None:
+    """β < 0 (repulsive attention, MATH.md §13; [model] beta, or a layer's beta in [model] weights) where a density is
+    solved: refused with the domain's own reason (:attr:`meanfield.domains.Domain.repulsion_refusal`: the circle's
+    grid takes it, for SA and USA; the others' spectral sums and bounds assume β >= 0). Particles on spheres take any
+    real β; a [stationary] study's linearisation says its own reason when it is built."""
+    if not solves or dom.repulsion_refusal is None:
+        return
+    values = [] if m.get("beta") is None else [m["beta"]]
+    if m["weights"] is not None:
+        values += [float(b) for b in np.ravel(layer_weights(m["weights"], d).get("beta", []))]
+    negative = [b for b in values if b < 0]
+    if negative:
+        raise StudyError(f"[model] beta: {negative[0]:g} < 0 (repulsive attention) with a [grid] on domain {dom.name!r}: "
+                         f"{dom.repulsion_refusal} (drop [grid] to run the particles alone)")
+
+
+def _check_common_noise(cfg: dict, raw: dict, d: int) -> None:
+    """[common_noise] in place (None where the study has none): its kind, its matrices d×d (``d`` the tokens'
+    dimension), the path's step ``dt`` (default filled: the largest h <= :data:`COMMON_NOISE_DT` dividing the equal
+    output steps) with every output time on its grid, and the rules of the split scheme that particles and densities
+    share (fixed RK4 steps for the particles; no [stationary] study). What the domain and the grid take (tokens on
+    spheres; grids with a linear transport) their own objects say when the study is built
+    (:func:`meanfield.study.build.common_noise`)."""
+    cn = cfg["common_noise"]
+    if raw.get("common_noise") is None:
+        cfg["common_noise"] = None
+        return
+    kind = cn["kind"] = cn["kind"] or ("matrices" if cn["matrices"] is not None else "rotation")
+    if kind == "matrices" and cn["matrices"] is None:
+        raise StudyError("[common_noise] matrices: missing (kind 'matrices' takes the d×d matrices Σ_k)")
+    if kind != "matrices" and cn["matrices"] is not None:
+        raise StudyError(f"[common_noise] matrices: given with kind {kind!r}, whose matrices are its own; use kind = "
+                         "'matrices'")
+    if cn["matrices"] is not None and len(cn["matrices"][0]) != d:
+        size = len(cn["matrices"][0])
+        raise StudyError(f"[common_noise] matrices: must be {d}×{d} (the tokens' dimension), got {size}×{size}")
+    if cfg["stationary"] is not None:
+        raise StudyError("[common_noise]: a [stationary] study lists stationary states of the deterministic equation; "
+                         "a common noise has none (drop one of the two tables)")
+    pt, tm = cfg["particles"], cfg["time"]
+    if pt is not None and pt["method"] != "rk4":
+        raise StudyError(f"[particles] method: particles under a common noise are advanced by the split scheme on the "
+                         f"path's grid with fixed steps, method = 'rk4'; got {pt['method']!r}")
+    t_eval = tm["t_eval"]
+    if cn["dt"] is None:
+        steps = [b - a for a, b in itertools.pairwise(t_eval)]
+        if (raw.get("time") or {}).get("t_eval") is not None and max(steps) - min(steps) > 1e-12 * t_eval[-1]:
+            raise StudyError("[common_noise] dt: missing (the common path's step; with unequal [time] t_eval every "
+                             "output time must be a multiple of it)")
+        step = t_eval[-1] / (len(t_eval) - 1)
+        cn["dt"] = step / math.ceil(step / COMMON_NOISE_DT - 1e-9)
+    h = cn["dt"]
+    off = [t for t in t_eval if abs(t / h - round(t / h)) > GRID_TOL * max(1.0, t / h)]
+    if off:
+        raise StudyError(f"[common_noise] dt: every output time must be a multiple of the path's step {h:g} (the "
+                         f"density and the particles are moved on its grid), got the time(s) {off[:3]}")
+
+
 def validate(raw: dict, base: str | Path | None = None, name: str | None = None) -> dict:
     """Check a study (a dict as read from TOML) and return it with every default filled in.
 
@@ -329,6 +400,7 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
             raise StudyError(f"[model] weights: cannot read {str(p)!r} (no such file)")
         m["weights"] = str(p.resolve())
     _check_model(m, tokens, token_d)
+    _check_repulsion(m, dom, token_d, has_grid and not has_stationary)
     if has_stationary and not variant(m["normalization"]).heads_field:
         raise StudyError(f"[model] normalization: a [stationary] study lists the stationary states of post-LN "
                          f"densities; normalization = {m['normalization']!r} has none here (run its particles without "
@@ -446,6 +518,8 @@ def validate(raw: dict, base: str | Path | None = None, name: str | None = None)
         if not dom.bounded:
             raise StudyError(f"[stationary]: stationary states are computed on the circle and the sphere, not on "
                              f"{where}")
+
+    _check_common_noise(cfg, raw, token_d)
 
     # --- output
     out = cfg["output"]

@@ -8,6 +8,7 @@ __all__ = ["reference_markdown"]
 
 _TYPES = {"str": "string", "path": "string", "bool": "boolean", "int": "integer", "float": "number",
           "floats": "number or array", "ints": "integer or array", "matrix": "number, array or string",
+          "matrices": "array (d×d) or array of them",
           "vectors": "array of arrays", "bounds": "array of [a, b]", "shape": "integer or array"}
 
 

@@ -21,6 +21,9 @@ wasserstein (p, n_particles, repeat, time)  W_p(μ_t, μ^N_t) (validation.wasser
                                  it fits, else coarsened OT within
 wasserstein_bound (same dims)      its certified error bound (0 where exact)
 rate, rate_low, rate_high (p, time)  exponent α of W_p ~ N^α (W_p/√(log N) on S², R²), 95% interval
+common_path (time, noise_matrix), common_flow (time, flow_row, flow_column), common_sigmas
+                                 with [common_noise]: the path W^k(t) that the density and every particle
+                                 system share, the scheme's linear flow R_t, and the matrices Σ_k (MATH.md §13)
 attributes   the study (JSON), package versions, model, solver status and message,
              t_reached, method, path, nfev, nsteps, refinements
 """
@@ -190,11 +193,12 @@ def _lagrangian_vars(frames, t_eval):
     }
 
 
-def _solve(cfg, model, mu0, t_eval, progress):
-    """The density's solution as the study's [time] table asks (solve's own defaults where it says nothing)."""
+def _solve(cfg, model, mu0, t_eval, progress, noise=None):
+    """The density's solution as the study's [time] table asks (solve's own defaults where it says nothing), on the
+    study's common path where it has one (``noise``, :func:`meanfield.study.build.common_noise`)."""
     log.info("solving the density: %r on %r, t in [0, %g]", model, mu0.grid, t_eval[-1])
     try:  # the options `meanfield check` gave solve.prepare (preflight.check): accepted there, accepted here
-        sol = solve(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, progress=progress,
+        sol = solve(model, mu0, (0.0, float(t_eval[-1])), t_eval=t_eval, progress=progress, common_noise=noise,
                     **build.solve_options(cfg))
     except ResolutionError as exc:  # the initial density itself is not resolved: a study to fix
         raise config.StudyError(f"[grid]: {exc}") from None
@@ -211,6 +215,19 @@ def _solve(cfg, model, mu0, t_eval, progress):
     elif sol.status is not Status.SUCCESS:
         log.warning("%s (t = %.6g)", sol.message, sol.t_reached)
     return sol, False
+
+
+def _common_vars(noise, t_eval):
+    """The study's common path at the output times: W^k(t) and the scheme's linear flow R_t (dR = Σ_k Σ_k R ∘ dW^k,
+    :meth:`meanfield.models.common_noise.CommonNoise.flow`), by which a rotation-equivariant model's solution is the
+    noiseless one turned (MATH.md §13)."""
+    return {"common_path": (("time", "noise_matrix"), noise.path.W(t_eval),
+                            {"long_name": "the common Brownian motions W^k(t) shared by the density and the particles"}),
+            "common_flow": (("time", "flow_row", "flow_column"), noise.flow(t_eval),
+                            {"long_name": "the common noise's linear flow R_t, dR = Σ_k Σ_k R ∘ dW^k (as the scheme "
+                                          "composes it)"}),
+            "common_sigmas": (("noise_matrix", "flow_row", "flow_column"), np.array(noise.sigmas),
+                              {"long_name": "the matrices Σ_k of the common noise"})}
 
 
 # ------------------------------------------------------------ particles
@@ -288,8 +305,9 @@ def _observer(model, delta):
     return observe
 
 
-def _particles(cfg, model, mu0, t_eval, progress, store):
-    """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted."""
+def _particles(cfg, model, mu0, t_eval, progress, store, noise=None):
+    """Simulate every N; fills ``store`` as it goes (kept on Ctrl-C). Returns True if interrupted. ``noise``: the
+    study's common noise (:func:`meanfield.study.build.common_noise`), one path for every N and repeat."""
     pc = cfg["particles"]
     sphere = _unit_vectors(cfg)
     lines = None if progress is None else False  # under the bar over n: no bar of their own; lines in logs
@@ -306,13 +324,15 @@ def _particles(cfg, model, mu0, t_eval, progress, store):
                 # taken at each output inside the run (no history; in a run reduced to its tokens' span, on its
                 # coordinates: a d = 128 phase diagram writes no 6.7 GB of positions per β)
                 traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=lines, rng=rng,
-                                          span_coordinates=True, observe=_observer(model, pc["delta"]))
+                                          span_coordinates=True, observe=_observer(model, pc["delta"]),
+                                          common_noise=noise)
                 energy, radial = _has_particle_energy(model), _radial(model)
                 stats = {"x": None, "pair_fraction": traj.observed[:, 0].T,
                          "energy": traj.observed[:, 1].T if energy else None,
                          "radius": np.moveaxis(traj.observed[:, 1 + energy:], 0, -1) if radial else None}
             else:
-                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=lines, rng=rng)
+                traj = particles.simulate(model, x0, t_eval, method=pc["method"], dt=dt, progress=lines, rng=rng,
+                                          common_noise=noise)
                 x = np.ascontiguousarray(np.moveaxis(traj.x, 0, 1))  # (R, T, N, d), one copy for every statistic
                 stats = {"x": x}
                 if sphere:  # inside the try: Ctrl-C during the statistics keeps the systems finished before
@@ -450,11 +470,15 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
                      "interrupted (Ctrl-C): the file holds what was computed", t_reached=float(t_eval[-1]))
         return xr.Dataset(sdata, coords=coords | scoords, attrs=attrs), interrupted
     mu0 = build.initial_density(cfg, grid)
+    noise = build.common_noise(cfg, grid)  # [common_noise]: one path for the density and every particle system
+    if noise is not None:
+        data.update(_common_vars(noise, t_eval))
+        coords["noise_matrix"] = ("noise_matrix", np.arange(noise.sigmas.shape[0], dtype=np.int64))
     interrupted = False
     densities = []
     status, message, t_reached = Status.SUCCESS.value, "the study ran to the end", float(t_eval[-1])
     if mu0 is not None:
-        sol, interrupted = _solve(cfg, model, mu0, t_eval, inner)
+        sol, interrupted = _solve(cfg, model, mu0, t_eval, inner, noise)
         densities = list(sol.densities[: _on_output_times(sol, t_eval)])  # frames at the output times
         dvars, dcoords = _density_vars(sol, t_eval, grid)
         data.update(dvars)
@@ -475,7 +499,7 @@ def run_config(cfg: dict, progress: bool | None = None) -> tuple[xr.Dataset, boo
                       "handovers": json.dumps([[h.t, h.source, h.target, h.reason] for h in sol.handovers])})
     store = {}
     if cfg["particles"] is not None and not interrupted:
-        interrupted = _particles(cfg, model, mu0, t_eval, inner, store)
+        interrupted = _particles(cfg, model, mu0, t_eval, inner, store, noise)
     if cfg["particles"] is not None:
         ns = cfg["particles"]["n"]
         R, T, d = cfg["particles"]["repeats"], t_eval.size, cfg["dimension"]

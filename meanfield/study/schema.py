@@ -22,7 +22,7 @@ from ..models import normalization as variants
 
 __all__ = ["StudyError", "SCHEMA", "Key", "REQUIRED", "MODEL_KEYS", "normalization_keys", "show_default", "DOMAINS", "INITIAL_KINDS",
            "DEFAULT_INITIAL", "GRID_LAWS", "METHODS", "PARTICLE_METHODS", "FIGURE_FORMATS", "DEFAULT_DPI",
-           "MIN_DPI", "MAX_DPI"]
+           "MIN_DPI", "MAX_DPI", "COMMON_NOISE_KINDS", "COMMON_NOISE_DT"]
 
 DOMAINS = tuple(d.name for d in domains.DOMAINS)
 #: Every initial law of some domain (its ``initial_laws``), and values read from a file on any grid.
@@ -35,6 +35,10 @@ METHODS = ("rk4", "ssprk3", "rk45", "dop853")
 PARTICLE_METHODS = ("rk4", "rk45", "dop853")
 #: The figures' file formats ([output] format, ``--format``): raster PNG, or vector PDF and SVG for print.
 FIGURE_FORMATS = ("png", "pdf", "svg")
+#: [common_noise] kind: the matrices Σ_k of a common noise (MATH.md §13)
+COMMON_NOISE_KINDS = ("rotation", "matrices")
+#: [common_noise] dt's default: the largest path step h <= this that divides the output steps
+COMMON_NOISE_DT = 0.01
 #: [output] dpi's default and range: 150 dpi draws the smallest text (7 pt) 15 pixels high on screen (110, the
 #: default before, 11); print asks for 300
 DEFAULT_DPI, MIN_DPI, MAX_DPI = 150, 50, 1200
@@ -52,7 +56,8 @@ REQUIRED = object()
 class Key:
     """One key of the schema: its type, default and range."""
 
-    kind: str  # "str", "int", "float", "bool", "floats", "ints", "matrix", "vectors", "bounds", "shape", "path"
+    kind: str  # "str", "int", "float", "bool", "floats", "ints", "matrix", "matrices", "vectors", "bounds", "shape",
+    # "path"
     default: Any = None
     doc: str = ""
     choices: tuple | None = None
@@ -172,6 +177,21 @@ _SECTIONS: dict[str, dict[str, Key]] = {
         "betas": Key("floats", [], "a transition diagram over these β (increasing): D_c(β) and the single-cluster "
                      "fold D_f(β) of the model's kind (SA/USA, V = cI) with β_* (meanfield.solvers.transitions; variables "
                      "diagram_critical, diagram_fold on 'beta')", positive=True),
+    },
+    "common_noise": {
+        "kind": Key("str", None, "the matrices Σ_k of the common noise Σ_k P_x(Σ_k x) ∘ dW^k (MATH.md §13): rotation "
+                    "(σ(e_a e_bᵀ − e_b e_aᵀ), one per coordinate plane a < b of the tokens: σJ on S¹, a Brownian "
+                    "rotation on S^{d-1}), or matrices (given; default where [common_noise] matrices is given, else "
+                    "rotation)", choices=COMMON_NOISE_KINDS),
+        "sigma": Key("float", 1.0, "the noise's strength σ >= 0 (rotation: the matrices' scale; matrices: their "
+                     "factor); 0 is no common noise (the study's results unchanged, bit for bit)", minimum=0.0),
+        "matrices": Key("matrices", None, "matrices: the d×d matrices Σ_k (one, or an array of them), d the tokens' "
+                        "dimension"),
+        "seed": Key("int", None, "seed of the common path W (default: stream 6 of the top-level seed); a given seed s "
+                    "is CommonPath(m, dt, t_end, seed=s) of the Python API", minimum=0),
+        "dt": Key("float", None, "step h of the common path, on whose grid t_j = jh the density and every particle "
+                  "system are moved (every output time a multiple of it; default: the largest h <= 0.01 that divides "
+                  "the equal output steps of [time] frames; required with [time] t_eval)", positive=True),
     },
     "output": {
         "path": Key("path", None, "results file (.nc or .zarr), relative to the working directory; "

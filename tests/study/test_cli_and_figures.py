@@ -44,7 +44,7 @@ def test_examples_are_valid_studies():
     "text, message",
     [
         ('domain = "circle"\n[grid]\nn = 32\ncolour = 1\n', r"\[grid\] colour: unknown key"),
-        ('domain = "circle"\n[grid]\nn = 32\n[model]\nbeta = -1.0\n', r"\[model\] beta: must be >= 0"),
+        ('domain = "sphere"\n[grid]\nlmax = 8\n[model]\nbeta = -1.0\n', r"\[model\] beta: -1 < 0 \(repulsive attention\)"),
         ('domain = "sphere"\n[grid]\nlmax = 8\n[model]\nQ = [[1.0, 0.0], [0.0, 1.0]]\n', r"\[model\] Q: must be 3×3"),
         ('domain = "circle"\n[grid]\nn = 32\n[initial]\nkind = "file"\npath = "missing.npz"\n',
          r"\[initial\] path: cannot read"),

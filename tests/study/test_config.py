@@ -35,7 +35,10 @@ def test_defaults_are_filled_and_json_serialisable():
     [
         (with_(colour="red"), "colour: unknown key"),
         (with_(grid={"nn": 3}), r"\[grid\] nn: unknown key"),
-        (with_(model={"beta": -1.0}), r"\[model\] beta: must be >= 0, got -1"),
+        ({"domain": "sphere", "grid": {"lmax": 8}, "model": {"beta": -1.0}},
+         r"\[model\] beta: -1 < 0 \(repulsive attention\) with a \[grid\] on domain 'sphere': .* on the circle only"),
+        ({"domain": "euclidean", "grid": {"bounds": [[-1.0, 1.0]], "shape": 16}, "initial": {"kind": "gaussian"},
+          "model": {"kind": "softmax", "beta": -1.0}}, r"\[model\] beta: must be >= 0, got -1"),
         (with_(model={"beta": "four"}), r"\[model\] beta: must be a number"),
         (with_(model={"beta": float("nan")}), r"\[model\] beta: must be finite"),
         (with_(model={"normalized": 1}), r"\[model\] normalized: must be true or false"),
@@ -77,7 +80,7 @@ def test_defaults_are_filled_and_json_serialisable():
          r"euclidean manifold \(use softmax, l2, sinkhorn, sigmoid\)"),
         (with_(model={"kind": "masked"}), r"\[model\] kind: must be one of self-attention, softmax"),  # study=False
         (with_(model={"tau": 2.0}), r"\[model\] tau: does not apply to kind 'self-attention' \(it takes beta, "
-                                    r"beta_scaling, normalized, noise, causal, decay, rope\)"),
+                                    r"beta_scaling, normalized, noise, causal, decay, rope, rope_base\)"),
         ({"domain": "euclidean", "particles": {"n": 4}, "model": {"normalized": False}},
          r"\[model\] normalized: does not apply to kind 'softmax' \(it takes beta, noise\)"),
         ({"domain": "euclidean", "particles": {"n": 4}, "model": {"kind": "l2", "tau": 0.0}},
@@ -98,8 +101,8 @@ def test_bad_studies_name_the_key(study, message):
 
 def test_file_errors_name_the_file(tmp_path):
     f = tmp_path / "s.toml"
-    f.write_text('domain = "circle"\n[grid]\nn = 32\n[model]\nbeta = -2\n')
-    with pytest.raises(StudyError, match=r"s\.toml: \[model\] beta: must be >= 0"):
+    f.write_text('domain = "sphere"\n[grid]\nlmax = 8\n[model]\nbeta = -2\n')
+    with pytest.raises(StudyError, match=r"s\.toml: \[model\] beta: -2 < 0 \(repulsive attention\)"):
         read(f)
     f.write_text("domain = circle\n")
     with pytest.raises(StudyError, match="not valid TOML"):

@@ -46,8 +46,8 @@ def test_sweep_over_particle_number_and_repeats():
 
 
 def test_bad_sweeps_are_refused_before_running():
-    with pytest.raises(StudyError, match=r"\[model\] beta: must be >= 0"):
-        sweep(STUDY, ["beta=-1:1:3"], scheduler="serial", output=False)
+    with pytest.raises(StudyError, match=r"\[model\] noise: must be >= 0"):
+        sweep(STUDY, ["noise=-1:1:3"], scheduler="serial", output=False)
     with pytest.raises(StudyError, match="--repeats"):
         sweep(STUDY, ["beta=1"], repeats=0, scheduler="serial", output=False)
     with pytest.raises(StudyError, match="swept twice"):

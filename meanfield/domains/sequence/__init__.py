@@ -161,7 +161,7 @@ class Sequence(Domain):
         if strategy == "spectral":
             z = model.zonal
             return SequenceSpectral(grid, z.beta, z.c, model.normalized, model.decay)
-        if any(h.rope for h in model.heads):  # keys turned with their row: no seen measure, every pair of rows
+        if any(h.rotary for h in model.heads):  # keys turned with their row: no seen measure, every pair of rows
             return SequencePairs(grid, model)
         return SequenceQuadrature(grid, model)
 

@@ -116,7 +116,7 @@ class SequenceQuadrature(_SequenceRate):
 
     def __init__(self, grid: SequenceGrid, model, field=None):
         for h in model.heads:
-            if h.rope:
+            if h.rotary:
                 raise ValueError(f"the seen measure of the circle does not hold RoPE phases (the key R(ωτ)Ky turns "
                                  f"with the source row); got {h!r}: SequencePairs sums them.")
         self.decays = tuple(h.decay for h in model.heads)

@@ -62,6 +62,11 @@ class SequenceGrid(Grid):
     dim = 3  # a position and a point of R²
     resolution_name = "n"
 
+    def linear_transport_refusal(self) -> str:
+        return (f"common noise is not solved on {self!r}: its points are rows (s, x) of a position and a token, and "
+                "the push-forward of each row's density by a linear layer's map x ↦ e^A x/|e^A x| (the position "
+                "unmoved) is not written (nor are the rows of causal particles moved: they refuse it too)")
+
     def __init__(self, n: int, positions: int = 33):
         self.circle = CircleGrid(n)
         if isinstance(positions, bool) or not isinstance(positions, (int, np.integer)):

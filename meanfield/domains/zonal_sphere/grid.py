@@ -121,6 +121,12 @@ class ZonalGrid(Grid):
 
     resolution_name = "lmax"  # what refinement doubles
 
+    def linear_transport_refusal(self) -> str:
+        return (f"the push-forward of a zonal density by a linear layer's map u ↦ e^A u/|e^A u| (common noise) is not "
+                f"implemented on this grid ({self!r}): a zonal density is a law of the polar angle alone, and a map "
+                "that moves the pole makes it non-zonal (it needs the sphere's grid: domain 'sphere', S²), while maps "
+                "that fix the pole are not written either; run the density on S² or the particles alone (drop [grid])")
+
     def __init__(self, d: int, lmax: int):
         d = check_dimension(d)
         if isinstance(lmax, bool) or not isinstance(lmax, (int, np.integer)):
