@@ -692,13 +692,17 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
         return model.normalization.velocity(y, A)
 
     def attention_velocity(model, y):
-        y = domain.retract(y)  # F(y) = X(y/|y|) on spheres: the 0-homogeneous extension (y itself in R^d)
         if path == "quadrature":
+            y = domain.retract(y)  # F(y) = X(y/|y|) on spheres: the 0-homogeneous extension (y itself in R^d)
             return model.field(y, w, y)
         if path == "pairwise":
+            y = domain.retract(y)
             return kernels.pairwise_field(model, y, w, y, precision)
         zonal, d = model.zonal, y.shape[-1]
-        spectral_field = domain.point_sums(d).field
+        sums = domain.point_sums(d)
+        if not sums.directions:  # else the sums take the directions y/|y| themselves: no retracted copy per stage
+            y = domain.retract(y)
+        spectral_field = sums.field
         flat = y.reshape(-1, n, d)
         out = np.empty_like(flat)
         for b in range(flat.shape[0]):
