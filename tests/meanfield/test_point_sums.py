@@ -112,3 +112,16 @@ def test_spectral_particles_step_as_the_pairwise_ones(rng):
     b = pt.simulate(model, x, [0.0, 0.1], dt=0.1, strategy="pairwise", progress=False)
     assert a.field_error_bound <= 1e-16
     assert np.max(np.abs(a.x[-1] - b.x[-1])) <= 10 * 0.1 * 1e-12
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_row_norms_are_numpys_to_the_bit(rng, d):
+    """The retraction's row norms (3-4× faster at 10⁶ rows for d = 2, 3) are np.linalg.norm's bits: the same
+    rounded squares summed in the same order (any other order would differ in some of 10⁵ rows)."""
+    from meanfield.domains.sphere.geometry import normalise, row_norms
+
+    y = rng.normal(size=(100000, d)) * rng.uniform(1e-3, 1e3, (100000, 1))
+    assert np.array_equal(row_norms(y), np.linalg.norm(y, axis=-1))
+    assert np.array_equal(normalise(y), y / np.linalg.norm(y, axis=-1, keepdims=True))
+    assert np.array_equal(row_norms(y[:7].reshape(7, 1, d), keepdims=True), np.linalg.norm(y[:7].reshape(7, 1, d),
+                                                                                          axis=-1, keepdims=True))
