@@ -13,7 +13,9 @@ split into
   ``fourier.series``; ducc0's ``adjoint_synthesis_general``/``synthesis_general``);
 - the rest: the RK4 combinations, the retraction, angles, assembling the field and its bound, Python.
 
-The anchor, "the transforms' own cost", is measured alone in the same process, with the same sizes and accuracy:
+The anchor, "the transforms' own cost", is measured alone in the same process, with the same sizes and accuracy,
+one stage of it after each step (alternating: a shared machine's drifts hit both alike; the ratio is the median of
+the pairs'):
 
 - S¹: a type-1 NUFFT (n points → the 2L + 1 moments) and one type-2 NUFFT (2L + 1 modes → n points; the field's
   numerator and denominator are the real and imaginary parts of one complex series) by ducc0.nufft at the
@@ -93,11 +95,16 @@ def instrument(d, clock):
     return undo
 
 
-def step_split(model, x, repeat):
-    """Median total, set-up, transforms of one RK4 step (after a warm-up), and the medians' run."""
+def step_split(model, x, repeat, anchors):
+    """One RK4 step (after a warm-up), ``repeat`` times, each followed by one stage of every anchor (alternating,
+    so that a shared machine's drifts hit both alike). Returns the medians of (total, set-up, transforms), the best
+    step, the medians of the anchors' stages, the medians of the ratios step / (4 × anchor) pair by pair, and the
+    last trajectory."""
     run = lambda: particles.simulate(model, x, [0.0, H], dt=H, strategy="spectral", progress=False)  # noqa: E731
     run()
-    rows = []
+    for fn in anchors.values():
+        fn()
+    rows, stages, ratios = [], {k: [] for k in anchors}, {k: [] for k in anchors}
     for _ in range(repeat):
         clock = Clock()
         undo = instrument(x.shape[1], clock)
@@ -110,22 +117,18 @@ def step_split(model, x, repeat):
                 u()
         assert tr.nsteps == 1 and tr.nfev == 4
         rows.append((total, clock.spent.get("setup", 0.0), clock.spent.get("transforms", 0.0)))
+        for k, fn in anchors.items():
+            t0 = time.perf_counter()
+            fn()
+            stages[k].append(time.perf_counter() - t0)
+            ratios[k].append(total / (4 * stages[k][-1]))
     med = [statistics.median(r[i] for r in rows) for i in range(3)]
-    return med, min(r[0] for r in rows), tr
+    return (med, min(r[0] for r in rows), {k: statistics.median(v) for k, v in stages.items()},
+            {k: statistics.median(v) for k, v in ratios.items()}, tr)
 
 
-def median_of(fn, repeat):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
-def circle_anchor(x, L, repeat):
-    """Seconds of one stage's bare transforms on S¹: {name: seconds}."""
+def circle_anchor(x, L):
+    """One stage's bare transforms on S¹ as callables: {name: fn}."""
     import ducc0
 
     th = np.arctan2(x[:, 1], x[:, 0])[:, None].copy()
@@ -134,34 +137,40 @@ def circle_anchor(x, L, repeat):
     nt = numba.get_num_threads()
     eps = fourier.NUFFT_EPSILON
     grid = np.ones(modes, complex)
-    out = {}
-    t1 = median_of(lambda: ducc0.nufft.nu2u(points=w, coord=th, out=np.empty(modes, complex), forward=True,
-                                            epsilon=eps, nthreads=nt), repeat)
-    t2 = median_of(lambda: ducc0.nufft.u2nu(grid=grid, coord=th, forward=False, epsilon=eps, nthreads=nt), repeat)
-    out["ducc0.nufft type 1 + type 2"] = t1 + t2
+
+    def nufft():
+        ducc0.nufft.nu2u(points=w, coord=th, out=np.empty(modes, complex), forward=True, epsilon=eps, nthreads=nt)
+        ducc0.nufft.u2nu(grid=grid, coord=th, forward=False, epsilon=eps, nthreads=nt)
+
+    out = {"ducc0.nufft type 1 + type 2": nufft}
     try:
         import finufft
 
-        t1 = median_of(lambda: finufft.nufft1d1(th[:, 0], w, modes, eps=eps, nthreads=nt), repeat)
-        t2 = median_of(lambda: finufft.nufft1d2(th[:, 0], grid, eps=eps, nthreads=nt), repeat)
-        out["finufft type 1 + type 2"] = t1 + t2
+        def fi():
+            finufft.nufft1d1(th[:, 0], w, modes, eps=eps, nthreads=nt)
+            finufft.nufft1d2(th[:, 0], grid, eps=eps, nthreads=nt)
+
+        out["finufft type 1 + type 2"] = fi
     except ImportError:
         pass
     return out
 
 
-def sphere_anchor(x, L, repeat):
-    """Seconds of one stage's bare transforms on S² (ducc0, whole arrays, numba's thread count)."""
+def sphere_anchor(x, L):
+    """One stage's bare transforms on S² (ducc0, whole arrays, numba's thread count) as a callable."""
     from ducc0.sht.experimental import adjoint_synthesis_general, synthesis_general
 
     loc = sphere_sums._angles(x)
     w = np.full(len(x), 1.0 / len(x))
     opts = dict(lmax=L, epsilon=sphere_sums.NONUNIFORM_EPSILON, nthreads=numba.get_num_threads())
     a = adjoint_synthesis_general(map=w[None], spin=0, loc=loc, **opts)
-    ta = median_of(lambda: adjoint_synthesis_general(map=w[None], spin=0, loc=loc, **opts), repeat)
-    t0 = median_of(lambda: synthesis_general(alm=a, spin=0, loc=loc, **opts), repeat)
-    t1 = median_of(lambda: synthesis_general(alm=a, spin=1, loc=loc, mode="DERIV1", **opts), repeat)
-    return {"ducc0 adjoint + spin-0 + spin-1 synthesis": ta + t0 + t1}
+
+    def stage():
+        adjoint_synthesis_general(map=w[None], spin=0, loc=loc, **opts)
+        synthesis_general(alm=a, spin=0, loc=loc, **opts)
+        synthesis_general(alm=a, spin=1, loc=loc, mode="DERIV1", **opts)
+
+    return {"ducc0 adjoint + spin-0 + spin-1 synthesis": stage}
 
 
 def direct_field(x, w, q, beta):
@@ -211,14 +220,14 @@ def main():
         x = particles.uniform_sphere(n, d, rng=0)
         w = np.full(n, 1.0 / n)
         L = circle_sums.circle_degree(BETA) if d == 2 else sphere_sums.sphere_degree(BETA)
-        (total, setup, transforms), best, tr = step_split(model, x, args.repeat)
-        anchors = (circle_anchor if d == 2 else sphere_anchor)(x, L, args.repeat)
+        anchors = (circle_anchor if d == 2 else sphere_anchor)(x, L)
+        (total, setup, transforms), best, stages, ratios, tr = step_split(model, x, args.repeat, anchors)
         rest = total - setup - transforms
         print(f"\n{name}: L = {L}; step {total:.3f} s = set-up {setup:.3f} + transforms {transforms:.3f} "
               f"+ rest {rest:.3f} (medians; best step {best:.3f} s); bound stated by the run: {tr.field_error_bound:.2e}")
-        for label, t in anchors.items():
-            print(f"  anchor {label}: {t * 1e3:.1f} ms per stage; step / (4 × anchor) = {total / (4 * t):.2f}; "
-                  f"transforms / (4 × anchor) = {transforms / (4 * t):.2f}")
+        for label, t in stages.items():
+            print(f"  anchor {label}: {t * 1e3:.1f} ms per stage; step / (4 × anchor) = {ratios[label]:.2f} (median "
+                  f"of the pairs); transforms / (4 × anchor) = {transforms / (4 * t):.2f} (medians)")
         if not args.no_error:
             err, bound, vmax = field_error(x, w, d, np.random.default_rng(7))
             # what else separates the two sums: the direct sum's round-off (10⁶ terms of size <= 1 whose sum is

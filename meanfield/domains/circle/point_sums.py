@@ -65,11 +65,11 @@ BLOCK = 256
 
 # The compiled sums below keep a block's state in the rows of one array, with the loop over the block innermost:
 # the compiler turns it into vector instructions (numba proves nothing about separate arrays not aliasing, and
-# vectorises none of them). "contract" lets it fuse a·b + c into one rounding (FMA).
-_FAST = {"contract"}
+# vectorises none of them). No fast-math flags: numba's parallel kernels with them differ in the last bits between
+# the process that compiles and those that load the cache (meanfield.kernels.threads).
 
 
-@nb.njit(parallel=True, cache=True, fastmath=_FAST)
+@nb.njit(parallel=True, cache=True)
 def lane_moments(x, w, L, nchunk):
     """c_k = Σ_j w_j e^{-ikθ_j}, k = 0..L, with e^{iθ_j} = (x_j0 + i x_j1)/|x_j| (rows normalised here).
 
@@ -123,7 +123,7 @@ def lane_moments(x, w, L, nchunk):
     return out
 
 
-@nb.njit(parallel=True, cache=True, fastmath=_FAST)
+@nb.njit(parallel=True, cache=True)
 def lane_field(q, A, D, normalized, scale, TN, TD, v, bound):
     """The field v (m, 2) and its truncation bound (m,) at the queries q (rows normalised here) from the series
     coefficients A (of (1/β)S') and D (of S), k = 0..L: num = Σ_{k>=1} 2Re(A_k z^k), den = D_0 + Σ_{k>=1}

@@ -27,6 +27,7 @@ transforms (O(L² log L + n + m); 2e-14 relative to the recurrences). Tested aga
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 import numba as nb
@@ -325,6 +326,16 @@ def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, 
 
 
 _POOL = None
+
+
+def _forget_pool():
+    global _POOL
+    _POOL = None
+
+
+# a forked child inherits the executor object but not its threads
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _map(fn, parts):
