@@ -17,6 +17,7 @@ from scipy.special import ive
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
 from ...core.numerics import EXP_MAX
+from ...core.pool import map_tasks
 from . import continuity, energy as circle_energy, geometry
 from .bessel import scaled_bessel
 
@@ -63,25 +64,24 @@ def fourier_moments(x, w, L: int):
 LANES = 64
 BLOCK = 256
 
+#: Tasks per call of the lane sums, pulled by the threads one at a time (:func:`meanfield.core.pool.map_tasks`): a
+#: thread that other work holds up takes fewer of them.
+TASKS = 16
+
 # The compiled sums below keep a block's state in the rows of one array, with the loop over the block innermost:
 # the compiler turns it into vector instructions (numba proves nothing about separate arrays not aliasing, and
-# vectorises none of them). No fast-math flags: numba's parallel kernels with them differ in the last bits between
-# the process that compiles and those that load the cache (meanfield.kernels.threads).
+# vectorises none of them). Plain nogil kernels over a range of chunks or blocks, run as tasks on a thread pool
+# (:mod:`meanfield.core.pool`: numba's static prange shares wait for the slowest thread on a loaded machine);
+# "contract" lets them fuse a·b + c into one rounding (FMA), safe in a plain kernel (not in a prange one:
+# meanfield.kernels.threads).
 
 
-@nb.njit(parallel=True, cache=True)
-def lane_moments(x, w, L, nchunk):
-    """c_k = Σ_j w_j e^{-ikθ_j}, k = 0..L, with e^{iθ_j} = (x_j0 + i x_j1)/|x_j| (rows normalised here).
-
-    The sums of :func:`moments`, :data:`LANES` points side by side: each carries its power recurrence
-    p ← p·conj(z) and its own accumulator (rows of one array, the lane loop innermost: vector instructions); the
-    lanes, then the chunks (fixed by n, not by the thread count), are summed in a fixed order, so the result does
-    not depend on the thread count. Round-off: a term of c_k carries k rounded multiplications (≲ 2kε relative), the
-    sum n of them (≲ (n/LANES/nchunk + LANES + nchunk)ε Σ|w| in all)."""
+@nb.njit(nogil=True, cache=True, fastmath={"contract"})
+def _lane_chunks(x, w, L, nchunk, c0, c1, acc):
+    """Chunks c0..c1−1 of :func:`lane_moments` into acc[c] (one task; no GIL)."""
     n = x.shape[0]
-    acc = np.zeros((nchunk, L + 1, 2))
     size = (n + nchunk - 1) // nchunk
-    for c in nb.prange(nchunk):
+    for c in range(c0, c1):
         st = np.zeros((4 + 2 * (L + 1), LANES))  # zr, zi, pr, pi, then Re and Im of each c_k per lane
         stop = min(n, (c + 1) * size)
         for j0 in range(c * size, stop, LANES):
@@ -116,25 +116,32 @@ def lane_moments(x, w, L, nchunk):
                 si += st[5 + 2 * k, s]
             acc[c, k, 0] = sr
             acc[c, k, 1] = si
-    out = np.zeros(L + 1, dtype=np.complex128)
-    for c in range(nchunk):
-        for k in range(L + 1):
-            out[k] += complex(acc[c, k, 0], acc[c, k, 1])
-    return out
 
 
-@nb.njit(parallel=True, cache=True)
-def lane_field(q, A, D, normalized, scale, TN, TD, v, bound):
-    """The field v (m, 2) and its truncation bound (m,) at the queries q (rows normalised here) from the series
-    coefficients A (of (1/β)S') and D (of S), k = 0..L: num = Σ_{k>=1} 2Re(A_k z^k), den = D_0 + Σ_{k>=1}
-    2Re(D_k z^k) (:func:`meanfield.domains.circle.fourier.series`, :data:`BLOCK` queries side by side with the
-    k-loop outside: vector instructions), then SA v = scale·num/den, USA v = scale·num, times the unit tangent
-    (−sin θ, cos θ); the bound as :func:`circle_spectral_field` states it. One query's value does not depend on
-    the others or on the thread count."""
+def lane_moments(x, w, L: int, nchunk: int) -> np.ndarray:
+    """c_k = Σ_j w_j e^{-ikθ_j}, k = 0..L, with e^{iθ_j} = (x_j0 + i x_j1)/|x_j| (rows normalised here).
+
+    The sums of :func:`moments`, :data:`LANES` points side by side: each carries its power recurrence
+    p ← p·conj(z) and its own accumulator (rows of one array, the lane loop innermost: vector instructions); the
+    lanes, then the chunks (fixed by n, not by the thread count), are summed in a fixed order, so the result does
+    not depend on the thread count. Round-off: a term of c_k carries k rounded multiplications (≲ 2kε relative), the
+    sum n of them (≲ (n/LANES/nchunk + LANES + nchunk)ε Σ|w| in all)."""
+    x = np.ascontiguousarray(x, dtype=float)
+    w = np.ascontiguousarray(w, dtype=float)
+    acc = np.empty((nchunk, L + 1, 2))
+    ntasks = min(nchunk, TASKS)
+    edges = [nchunk * i // ntasks for i in range(ntasks + 1)]
+    map_tasks(lambda i: _lane_chunks(x, w, L, nchunk, edges[i], edges[i + 1], acc), ntasks)
+    total = acc.sum(axis=0)  # over the chunks in their order
+    return total[:, 0] + 1j * total[:, 1]
+
+
+@nb.njit(nogil=True, cache=True, fastmath={"contract"})
+def _lane_blocks(q, A, D, normalized, scale, TN, TD, v, bound, b0, b1):
+    """Blocks b0..b1−1 of :func:`lane_field` (one task; no GIL)."""
     m = q.shape[0]
     L = A.size - 1
-    nblock = (m + BLOCK - 1) // BLOCK
-    for b in nb.prange(nblock):
+    for b in range(b0, b1):
         i0 = b * BLOCK
         cnt = min(BLOCK, m - i0)
         st = np.empty((6, BLOCK))  # zr, zi, pr, pi, num, den
@@ -173,6 +180,21 @@ def lane_field(q, A, D, normalized, scale, TN, TD, v, bound):
                 bound[i] = abs(scale) * TN
             v[i, 0] = -val * zi[s]
             v[i, 1] = val * zr[s]
+
+
+def lane_field(q, A, D, normalized: bool, scale: float, TN: float, TD: float, v, bound) -> None:
+    """The field v (m, 2) and its truncation bound (m,) at the queries q (rows normalised here) from the series
+    coefficients A (of (1/β)S') and D (of S), k = 0..L: num = Σ_{k>=1} 2Re(A_k z^k), den = D_0 + Σ_{k>=1}
+    2Re(D_k z^k) (:func:`meanfield.domains.circle.fourier.series`, :data:`BLOCK` queries side by side with the
+    k-loop outside: vector instructions), then SA v = scale·num/den, USA v = scale·num, times the unit tangent
+    (−sin θ, cos θ); the bound as :func:`circle_spectral_field` states it. One query's value does not depend on
+    the others or on the thread count."""
+    nblock = (q.shape[0] + BLOCK - 1) // BLOCK
+    ntasks = min(nblock, TASKS)
+    edges = [nblock * i // ntasks for i in range(ntasks + 1)]
+    A = np.ascontiguousarray(A, dtype=complex)
+    D = np.ascontiguousarray(D, dtype=complex)
+    map_tasks(lambda i: _lane_blocks(q, A, D, normalized, scale, TN, TD, v, bound, edges[i], edges[i + 1]), ntasks)
 
 
 def truncation_tails(L: int, beta: float, mass: float):

@@ -27,7 +27,6 @@ transforms (O(L² log L + n + m); 2e-14 relative to the recurrences). Tested aga
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import numba as nb
@@ -35,6 +34,7 @@ import numpy as np
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
 from ...core.numerics import EXP_MAX
+from ...core.pool import map_tasks
 from . import continuity as sphere_continuity, energy as sphere_energy
 
 __all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zonal_points", "multipliers",
@@ -261,19 +261,35 @@ NONUNIFORM_SPLIT_FROM = 65536
 NONUNIFORM_PARTS = 2
 
 
-@nb.njit(parallel=True, cache=True)
+#: Rows per task of the compiled loops over points (:func:`angles`, :func:`assemble`), pulled by the threads one at a
+#: time (:func:`meanfield.core.pool.map_tasks`)
+ROWS_PER_TASK = 65536
+
+
+def _tasks(n: int):
+    """Row ranges of :data:`ROWS_PER_TASK` covering n rows."""
+    edges = list(range(0, n, ROWS_PER_TASK)) + [n]
+    return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)] or [(0, 0)]
+
+
 def angles(p):
     """(colatitude, longitude in [0, 2π)) of the rows of p (any non-zero vectors: their directions), the colatitude
-    as atan2(ρ, z), ρ = √(x² + y²): accurate at the poles; compiled, one row per iteration."""
-    n = p.shape[0]
-    out = np.empty((n, 2))
-    for i in nb.prange(n):
+    as atan2(ρ, z), ρ = √(x² + y²): accurate at the poles; compiled, in tasks of rows."""
+    p = np.ascontiguousarray(p, dtype=float)
+    out = np.empty((p.shape[0], 2))
+    ranges = _tasks(p.shape[0])
+    map_tasks(lambda k: _angle_rows(p, out, *ranges[k]), len(ranges))
+    return out
+
+
+@nb.njit(nogil=True, cache=True)
+def _angle_rows(p, out, i0, i1):
+    for i in range(i0, i1):
         out[i, 0] = np.arctan2(np.sqrt(p[i, 0] * p[i, 0] + p[i, 1] * p[i, 1]), p[i, 2])
         phi = np.arctan2(p[i, 1], p[i, 0])
         out[i, 1] = phi + 2.0 * np.pi if phi < 0.0 else phi
         if out[i, 1] >= 2.0 * np.pi:  # −tiny + 2π rounds up to 2π
             out[i, 1] = 0.0
-    return out
 
 
 def _angles(p) -> np.ndarray:
@@ -281,7 +297,6 @@ def _angles(p) -> np.ndarray:
     return angles(np.ascontiguousarray(p, dtype=float))
 
 
-@nb.njit(parallel=True, cache=True)
 def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence):
     r"""Velocity (m, 3), divergence (m,) (zeros unless ``divergence``), S (m,) and the truncation bound (m,) at the
     queries q from U, Δ_S U and the (θ, φ) components of ∇_S U at the angles ``at`` ducc0 was given:
@@ -293,7 +308,16 @@ def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, 
     div = np.zeros(m)
     S = np.empty(m)
     bound = np.empty(m)
-    for i in nb.prange(m):
+    ranges = _tasks(m)
+    map_tasks(lambda k: _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence,
+                                       v, div, S, bound, *ranges[k]), len(ranges))
+    return v, div, S, bound
+
+
+@nb.njit(nogil=True, cache=True)
+def _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence, v, div, S, bound,
+                   i0, i1):
+    for i in range(i0, i1):
         x0, x1, x2 = q[i, 0], q[i, 1], q[i, 2]
         rho = np.sqrt(x0 * x0 + x1 * x1)
         r = np.sqrt(rho * rho + x2 * x2)
@@ -322,33 +346,11 @@ def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, 
                 div[i] = scale * LU[i]
             S[i] = 1.0
             bound[i] = abs(scale) * TN
-    return v, div, S, bound
-
-
-_POOL = None
-
-
-def _forget_pool():
-    global _POOL
-    _POOL = None
-
-
-# a forked child inherits the executor object but not its threads
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _map(fn, parts):
     """``[fn(p) for p in parts]``, side by side on up to numba's thread count (ducc0 releases the GIL)."""
-    global _POOL
-    workers = min(len(parts), nb.get_num_threads())
-    if workers <= 1:
-        return [fn(p) for p in parts]
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL = ThreadPoolExecutor(max_workers=NONUNIFORM_PARTS, thread_name_prefix="meanfield-sht")
-    return list(_POOL.map(fn, parts))
+    return map_tasks(lambda i: fn(parts[i]), len(parts))
 
 
 def _parts(n: int):
