@@ -698,18 +698,22 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
         return model.normalization.velocity(y, A)
 
     def attention_velocity(model, y):
-        y = domain.retract(y)  # F(y) = X(y/|y|) on spheres: the 0-homogeneous extension (y itself in R^d)
         if path == "quadrature":
+            y = domain.retract(y)  # F(y) = X(y/|y|) on spheres: the 0-homogeneous extension (y itself in R^d)
             return model.field(y, w, y)
         if path == "pairwise":
+            y = domain.retract(y)
             return kernels.pairwise_field(model, y, w, y, precision)
         zonal, d = model.zonal, y.shape[-1]
-        spectral_field = domain.point_sums(d).field
+        sums = domain.point_sums(d)
+        if not sums.directions:  # else the sums take the directions y/|y| themselves: no retracted copy per stage
+            y = domain.retract(y)
+        spectral_field = sums.field
         flat = y.reshape(-1, n, d)
         out = np.empty_like(flat)
         for b in range(flat.shape[0]):
-            out[b], bound = spectral_field(flat[b], w.reshape(-1, n)[b], flat[b], zonal.beta, model.normalized,
-                                           zonal.c)
+            points = flat[b]  # one object as points and queries: the sums see they are the same without comparing
+            out[b], bound = spectral_field(points, w.reshape(-1, n)[b], points, zonal.beta, model.normalized, zonal.c)
             state["bound"] = max(state["bound"], float(np.max(bound)))
         return out.reshape(y.shape)
 

@@ -55,7 +55,9 @@ class PointSums(NamedTuple):
 
     ``field(points, weights, queries, beta, normalized, c) -> (X, bound)`` (``bound`` a certified bound on the
     truncation error per query); ``field_and_divergence(...) -> (X, div X)``; ``excess_energy(points, weights, β)``
-    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether they beat the pairwise sums for n points (measured crossover).
+    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether they beat the pairwise sums for n points (measured crossover);
+    ``directions``: whether ``field`` takes any non-zero vectors as points and queries and sums at their directions
+    y/|y| (the sphere's 0-homogeneous extension, so a caller need not retract a copy of 10⁶ rows first).
     """
 
     degree: Callable
@@ -63,6 +65,7 @@ class PointSums(NamedTuple):
     field_and_divergence: Callable
     excess_energy: Callable
     pays_off: Callable
+    directions: bool = False
 
 
 class Grid(abc.ABC):

@@ -258,7 +258,7 @@ def test_sphere_sums_by_nonuniform_transforms_equal_the_recurrences(beta, normal
     w /= w.sum()
     assert len(x) >= ps.NONUNIFORM_FROM
     L = ps.sphere_degree(beta)
-    v, div, S, _ = ps._evaluate(x, w, x, beta, normalized, 1.3, L)
+    v, div, S, _, _ = ps._evaluate(x, w, x, beta, normalized, 1.3, L)
     a = ps.harmonic_moments(x, w, L)
     b, S0 = ps.field_coefficients(a, beta)
     _, _, lap = ps.multipliers(L, beta)

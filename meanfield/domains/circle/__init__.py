@@ -156,6 +156,6 @@ class Circle(UnitSphereGeometry, Domain):
 
 
 _POINT_SUMS = PointSums(_sums.circle_degree, _sums.circle_spectral_field, _sums.circle_spectral_divergence,
-                        _sums.circle_excess_energy, lambda n, beta: n >= SPECTRAL_FROM)
+                        _sums.circle_excess_energy, lambda n, beta: n >= SPECTRAL_FROM, directions=True)
 
 CIRCLE = register(Circle())

@@ -17,12 +17,13 @@ from scipy.special import ive
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
 from ...core.numerics import EXP_MAX
-from . import continuity, energy as circle_energy, fourier, geometry
+from ...core.pool import map_tasks
+from . import continuity, energy as circle_energy, geometry
 from .bessel import scaled_bessel
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
            "spectral_coefficients", "series_multipliers", "fourier_moments", "zonal_rate", "zonal_rates",
-           "zonal_scale"]
+           "zonal_scale", "lane_moments", "lane_field", "truncation_tails"]
 
 
 def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
@@ -58,6 +59,154 @@ def fourier_moments(x, w, L: int):
     return moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
 
 
+#: Points per block of :func:`lane_moments` (a block's powers and per-lane accumulators, 2(L + 3) rows of this many
+#: doubles, stay in L1 cache at L ~ 25) and queries per block of :func:`lane_field`.
+LANES = 64
+BLOCK = 256
+
+#: Tasks per call of the lane sums, pulled by the threads one at a time (:func:`meanfield.core.pool.map_tasks`): a
+#: thread that other work holds up takes fewer of them.
+TASKS = 16
+
+# The compiled sums below keep a block's state in the rows of one array, with the loop over the block innermost:
+# the compiler turns it into vector instructions (numba proves nothing about separate arrays not aliasing, and
+# vectorises none of them). Plain nogil kernels over a range of chunks or blocks, run as tasks on a thread pool
+# (:mod:`meanfield.core.pool`: numba's static prange shares wait for the slowest thread on a loaded machine);
+# "contract" lets them fuse a·b + c into one rounding (FMA), safe in a plain kernel (not in a prange one:
+# meanfield.kernels.threads).
+
+
+@nb.njit(nogil=True, cache=True, fastmath={"contract"})
+def _lane_chunks(x, w, L, nchunk, c0, c1, acc):
+    """Chunks c0..c1−1 of :func:`lane_moments` into acc[c] (one task; no GIL)."""
+    n = x.shape[0]
+    size = (n + nchunk - 1) // nchunk
+    for c in range(c0, c1):
+        st = np.zeros((4 + 2 * (L + 1), LANES))  # zr, zi, pr, pi, then Re and Im of each c_k per lane
+        stop = min(n, (c + 1) * size)
+        for j0 in range(c * size, stop, LANES):
+            cnt = min(LANES, stop - j0)
+            for s in range(LANES):
+                if s < cnt:
+                    j = j0 + s
+                    r = np.sqrt(x[j, 0] * x[j, 0] + x[j, 1] * x[j, 1])
+                    st[0, s] = x[j, 0] / r
+                    st[1, s] = -x[j, 1] / r
+                    st[2, s] = w[j]
+                else:
+                    st[0, s] = 1.0
+                    st[1, s] = 0.0
+                    st[2, s] = 0.0
+                st[3, s] = 0.0
+            zr, zi, pr, pi = st[0], st[1], st[2], st[3]
+            for k in range(L + 1):
+                ar, ai = st[4 + 2 * k], st[5 + 2 * k]
+                for s in range(LANES):
+                    a = pr[s]
+                    b = pi[s]
+                    ar[s] += a
+                    ai[s] += b
+                    pr[s] = a * zr[s] - b * zi[s]
+                    pi[s] = a * zi[s] + b * zr[s]
+        for k in range(L + 1):
+            sr = 0.0
+            si = 0.0
+            for s in range(LANES):
+                sr += st[4 + 2 * k, s]
+                si += st[5 + 2 * k, s]
+            acc[c, k, 0] = sr
+            acc[c, k, 1] = si
+
+
+def lane_moments(x, w, L: int, nchunk: int) -> np.ndarray:
+    """c_k = Σ_j w_j e^{-ikθ_j}, k = 0..L, with e^{iθ_j} = (x_j0 + i x_j1)/|x_j| (rows normalised here).
+
+    The sums of :func:`moments`, :data:`LANES` points side by side: each carries its power recurrence
+    p ← p·conj(z) and its own accumulator (rows of one array, the lane loop innermost: vector instructions); the
+    lanes, then the chunks (fixed by n, not by the thread count), are summed in a fixed order, so the result does
+    not depend on the thread count. Round-off: a term of c_k carries k rounded multiplications (≲ 2kε relative), the
+    sum n of them (≲ (n/LANES/nchunk + LANES + nchunk)ε Σ|w| in all)."""
+    x = np.ascontiguousarray(x, dtype=float)
+    w = np.ascontiguousarray(w, dtype=float)
+    acc = np.empty((nchunk, L + 1, 2))
+    ntasks = min(nchunk, TASKS)
+    edges = [nchunk * i // ntasks for i in range(ntasks + 1)]
+    map_tasks(lambda i: _lane_chunks(x, w, L, nchunk, edges[i], edges[i + 1], acc), ntasks)
+    total = acc.sum(axis=0)  # over the chunks in their order
+    return total[:, 0] + 1j * total[:, 1]
+
+
+@nb.njit(nogil=True, cache=True, fastmath={"contract"})
+def _lane_blocks(q, A, D, normalized, scale, TN, TD, v, bound, b0, b1):
+    """Blocks b0..b1−1 of :func:`lane_field` (one task; no GIL)."""
+    m = q.shape[0]
+    L = A.size - 1
+    for b in range(b0, b1):
+        i0 = b * BLOCK
+        cnt = min(BLOCK, m - i0)
+        st = np.empty((6, BLOCK))  # zr, zi, pr, pi, num, den
+        for s in range(BLOCK):
+            if s < cnt:
+                r = np.sqrt(q[i0 + s, 0] * q[i0 + s, 0] + q[i0 + s, 1] * q[i0 + s, 1])
+                st[0, s] = q[i0 + s, 0] / r
+                st[1, s] = q[i0 + s, 1] / r
+            else:
+                st[0, s] = 1.0
+                st[1, s] = 0.0
+            st[2, s] = st[0, s]
+            st[3, s] = st[1, s]
+            st[4, s] = 0.0
+            st[5, s] = D[0].real
+        zr, zi, pr, pi, num, den = st[0], st[1], st[2], st[3], st[4], st[5]
+        for k in range(1, L + 1):
+            a_r, a_i = 2.0 * A[k].real, 2.0 * A[k].imag
+            d_r, d_i = 2.0 * D[k].real, 2.0 * D[k].imag
+            for s in range(BLOCK):
+                x = pr[s]
+                y = pi[s]
+                num[s] += a_r * x - a_i * y
+                den[s] += d_r * x - d_i * y
+                pr[s] = x * zr[s] - y * zi[s]
+                pi[s] = x * zi[s] + y * zr[s]
+        for s in range(cnt):
+            i = i0 + s
+            if normalized:
+                ratio = num[s] / den[s]
+                val = scale * ratio
+                margin = den[s] - TD
+                bound[i] = abs(scale) * (TN + abs(ratio) * TD) / margin if margin > 0 else np.inf
+            else:
+                val = scale * num[s]
+                bound[i] = abs(scale) * TN
+            v[i, 0] = -val * zi[s]
+            v[i, 1] = val * zr[s]
+
+
+def lane_field(q, A, D, normalized: bool, scale: float, TN: float, TD: float, v, bound) -> None:
+    """The field v (m, 2) and its truncation bound (m,) at the queries q (rows normalised here) from the series
+    coefficients A (of (1/β)S') and D (of S), k = 0..L: num = Σ_{k>=1} 2Re(A_k z^k), den = D_0 + Σ_{k>=1}
+    2Re(D_k z^k) (:func:`meanfield.domains.circle.fourier.series`, :data:`BLOCK` queries side by side with the
+    k-loop outside: vector instructions), then SA v = scale·num/den, USA v = scale·num, times the unit tangent
+    (−sin θ, cos θ); the bound as :func:`circle_spectral_field` states it. One query's value does not depend on
+    the others or on the thread count."""
+    nblock = (q.shape[0] + BLOCK - 1) // BLOCK
+    ntasks = min(nblock, TASKS)
+    edges = [nblock * i // ntasks for i in range(ntasks + 1)]
+    A = np.ascontiguousarray(A, dtype=complex)
+    D = np.ascontiguousarray(D, dtype=complex)
+    map_tasks(lambda i: _lane_blocks(q, A, D, normalized, scale, TN, TD, v, bound, edges[i], edges[i + 1]), ntasks)
+
+
+def truncation_tails(L: int, beta: float, mass: float):
+    """(T_D, T_N) = (2Σ_{k>L} e^{-β}I_k(β), 2Σ_{k>L} (k/|β|) e^{-β}I_k(β)) · Σ|w|: the truncation errors of the
+    scaled K_β*μ and of (1/β)∂_θK_β*μ past degree L (:func:`circle_spectral_field`; T_N = 0 at β = 0)."""
+    k = np.arange(L + 1, L + 200)
+    Ik = np.abs(scaled_bessel(k, beta))
+    TD = 2.0 * float(np.sum(Ik)) * mass
+    TN = (2.0 * float(np.sum(k * Ik)) / abs(beta) * mass) if beta != 0 else 0.0
+    return TD, TN
+
+
 def circle_spectral_field(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
                           degree: int | None = None):
     r"""The Q = K = I, V = cI field on the circle in O((n + m)L) operations.
@@ -65,8 +214,10 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     Parameters
     ----------
     points : array_like, shape (n, 2)
+        Points on the circle (any non-zero vectors: their directions are taken).
     weights : array_like, shape (n,)
     queries : array_like, shape (m, 2)
+        As ``points``.
     beta : float
     normalized : bool
         SA or USA.
@@ -84,32 +235,25 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
         (scaled) K_β*μ and (1/β)∂_θK_β*μ, the SA error is
         |c| (T_N + |v/c| T_D)/(D − T_D) (``inf`` where D <= T_D: no guarantee)
         and the USA error |c| e^β T_N.
+
+    Notes
+    -----
+    Compiled in two passes over the points (:func:`lane_moments`, :func:`lane_field`): the moments, then the series
+    and the field at the queries, nothing of size n × L allocated. Round-off on top of the truncation: the power
+    recurrence z^k loses about k·ε, so |v − exact| ≲ |c|(T_N + |v/c|T_D)/(D − T_D) + O(L ε |c|).
     """
     x = np.ascontiguousarray(points, dtype=float)
     q = np.ascontiguousarray(queries, dtype=float)
-    w = np.asarray(weights, dtype=float)
+    w = np.ascontiguousarray(weights, dtype=float)
     L = circle_degree(beta) if degree is None else int(degree)
-    ck = fourier_moments(x, w, L)
+    ck = lane_moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
     Dm, Nm = continuity.bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
-    num, den = fourier.series(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi))
-    # truncation bounds
-    k = np.arange(L + 1, L + 200)
-    Ik = np.abs(scaled_bessel(k, beta))
-    mass = np.sum(np.abs(w))
-    TD = 2.0 * np.sum(Ik) * mass
-    TN = (2.0 * np.sum(k * Ik) / abs(beta) * mass) if beta != 0 else 0.0
-    if normalized:
-        v = c * num / den
-        margin = den - TD
-        with np.errstate(divide="ignore"):
-            bound = np.where(margin > 0, abs(c) * (TN + np.abs(num / den) * TD) / np.where(margin > 0, margin, 1.0), np.inf)
-    else:
-        if beta > EXP_MAX:
-            raise OverflowError(f"USA on the circle overflows float64 for β = {beta:g}.")
-        v = c * np.exp(beta) * num
-        bound = np.full(num.shape, abs(c) * np.exp(beta) * TN)
-    tangent = geometry.tangents(q)
-    return v[:, None] * tangent, bound
+    TD, TN = truncation_tails(L, beta, float(np.sum(np.abs(w))))
+    scale = zonal_scale(beta, normalized, c)
+    v = np.empty((q.shape[0], 2))
+    bound = np.empty(q.shape[0])
+    lane_field(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi), bool(normalized), scale, TN, TD, v, bound)
+    return v, bound
 
 
 def series_multipliers(L: int, beta: float):

@@ -179,6 +179,7 @@ class Sphere(UnitSphereGeometry, Domain):
 
 _POINT_SUMS = PointSums(_sums.sphere_degree, _sums.sphere_spectral_field, _sums.sphere_spectral_divergence,
                         _sums.sphere_excess_energy,
-                        lambda n, beta: n >= SPECTRAL_PER_MODE * (_sums.sphere_degree(beta) + 1) ** 2)
+                        lambda n, beta: n >= SPECTRAL_PER_MODE * (_sums.sphere_degree(beta) + 1) ** 2,
+                        directions=True)
 
 SPHERE = register(Sphere())

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["one_sided_lipschitz", "project_tangent", "surface_divergence", "retract", "normalise", "check_on_sphere",
+__all__ = ["one_sided_lipschitz", "project_tangent", "surface_divergence", "retract", "normalise", "row_norms",
+           "check_on_sphere",
            "on_sphere", "geodesic", "spherical", "UnitSphereGeometry"]
 
 
@@ -41,9 +42,23 @@ def surface_divergence(x: np.ndarray, v: np.ndarray, strain) -> np.ndarray:
     return strain - (np.shape(x)[-1] - 1) * np.sum(x * v, axis=-1)
 
 
+def row_norms(y: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """|y| row by row (last axis): ``np.linalg.norm(y, axis=-1)`` to the bit, for d = 2 and 3 as the sequential
+    sum (y_0² + y_1²) + y_2² of elementwise products, the order numpy's reduction of so short an axis takes,
+    without the reduction's per-row cost (3-4× faster at 10⁶ rows)."""
+    y = np.asarray(y)
+    if y.dtype == np.float64 and y.ndim >= 1 and y.shape[-1] in (2, 3):
+        s = y[..., 0] * y[..., 0] + y[..., 1] * y[..., 1]
+        if y.shape[-1] == 3:
+            s += y[..., 2] * y[..., 2]
+        r = np.sqrt(s)
+        return r[..., None] if keepdims else r
+    return np.linalg.norm(y, axis=-1, keepdims=keepdims)
+
+
 def normalise(y: np.ndarray) -> np.ndarray:
     """``y/|y|`` row by row: the nearest point of the sphere."""
-    return y / np.linalg.norm(y, axis=-1, keepdims=True)
+    return y / row_norms(y, keepdims=True)
 
 
 def retract(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -72,7 +87,7 @@ def check_on_sphere(x: np.ndarray, name: str, atol: float = 1e-8) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
     if x.size:
-        dev = np.max(np.abs(np.linalg.norm(x, axis=-1) - 1.0))
+        dev = np.max(np.abs(row_norms(x) - 1.0))
         if dev > atol:
             raise ValueError(
                 f"`{name}` must hold unit vectors (points on the sphere); "

@@ -34,10 +34,12 @@ import numpy as np
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
 from ...core.numerics import EXP_MAX
+from ...core.pool import map_tasks
 from . import continuity as sphere_continuity, energy as sphere_energy
 
 __all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zonal_points", "multipliers",
-           "sphere_spectral_field", "sphere_spectral_divergence", "sphere_excess_energy", "zonal_scale"]
+           "sphere_spectral_field", "sphere_spectral_divergence", "sphere_excess_energy", "zonal_scale", "angles",
+           "assemble", "nonuniform_moments", "nonuniform_synthesis", "truncation_tails"]
 
 
 def sphere_degree(beta: float, tol: float = 1e-17) -> int:
@@ -251,61 +253,214 @@ NONUNIFORM_FROM = 4096
 NONUNIFORM_EPSILON = 1e-13
 
 
+#: From this many points (or queries) the non-uniform transforms are cut into :data:`NONUNIFORM_PARTS` contiguous parts
+#: of the points (the adjoint: their moments summed in order) and of the queries (the syntheses: each query's value
+#: is that of the whole call, bit for bit), each part one single-threaded ducc0 call, run side by side on up to
+#: numba's thread count: both cores work, and the sums depend on n alone, not on the thread count.
+NONUNIFORM_SPLIT_FROM = 65536
+NONUNIFORM_PARTS = 2
+
+
+#: Rows per task of the compiled loops over points (:func:`angles`, :func:`assemble`), pulled by the threads one at a
+#: time (:func:`meanfield.core.pool.map_tasks`)
+ROWS_PER_TASK = 65536
+
+
+def _tasks(n: int):
+    """Row ranges of :data:`ROWS_PER_TASK` covering n rows."""
+    edges = list(range(0, n, ROWS_PER_TASK)) + [n]
+    return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)] or [(0, 0)]
+
+
+def angles(p):
+    """(colatitude, longitude in [0, 2π)) of the rows of p (any non-zero vectors: their directions), the colatitude
+    as atan2(ρ, z), ρ = √(x² + y²): accurate at the poles; compiled, in tasks of rows."""
+    p = np.ascontiguousarray(p, dtype=float)
+    out = np.empty((p.shape[0], 2))
+    ranges = _tasks(p.shape[0])
+    map_tasks(lambda k: _angle_rows(p, out, *ranges[k]), len(ranges))
+    return out
+
+
+@nb.njit(nogil=True, cache=True)
+def _angle_rows(p, out, i0, i1):
+    for i in range(i0, i1):
+        out[i, 0] = np.arctan2(np.sqrt(p[i, 0] * p[i, 0] + p[i, 1] * p[i, 1]), p[i, 2])
+        phi = np.arctan2(p[i, 1], p[i, 0])
+        out[i, 1] = phi + 2.0 * np.pi if phi < 0.0 else phi
+        if out[i, 1] >= 2.0 * np.pi:  # −tiny + 2π rounds up to 2π
+            out[i, 1] = 0.0
+
+
 def _angles(p) -> np.ndarray:
-    """(colatitude, longitude in [0, 2π)) of unit vectors, the colatitude as atan2(ρ, z): accurate at the poles."""
-    theta = np.arctan2(np.hypot(p[:, 0], p[:, 1]), p[:, 2])
-    phi = np.mod(np.arctan2(p[:, 1], p[:, 0]), 2.0 * np.pi)
-    return np.ascontiguousarray(np.column_stack([theta, phi]))
+    """(colatitude, longitude in [0, 2π)) of unit vectors (:func:`angles`)."""
+    return angles(np.ascontiguousarray(p, dtype=float))
 
 
-def _evaluate_nonuniform(x, w, q, beta, normalized, c, L):
+def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence):
+    r"""Velocity (m, 3), divergence (m,) (zeros unless ``divergence``), S (m,) and the truncation bound (m,) at the
+    queries q from U, Δ_S U and the (θ, φ) components of ∇_S U at the angles ``at`` ducc0 was given:
+    ∇_S U = g_θ e_θ + g_φ e_φ, e_θ = (cos θ cos φ, cos θ sin φ, −sin θ), e_φ = (−sin φ, cos φ, 0), with
+    cos θ = z/|q|, sin θ = ρ/|q|, (cos φ, sin φ) = (x, y)/ρ (from φ itself where ρ = 0); then the fields and the
+    bound of :func:`sphere_spectral_field` (module docstring)."""
+    m = q.shape[0]
+    v = np.empty((m, 3))
+    div = np.zeros(m)
+    S = np.empty(m)
+    bound = np.empty(m)
+    ranges = _tasks(m)
+    map_tasks(lambda k: _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence,
+                                       v, div, S, bound, *ranges[k]), len(ranges))
+    return v, div, S, bound
+
+
+@nb.njit(nogil=True, cache=True)
+def _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence, v, div, S, bound,
+                   i0, i1):
+    for i in range(i0, i1):
+        x0, x1, x2 = q[i, 0], q[i, 1], q[i, 2]
+        rho = np.sqrt(x0 * x0 + x1 * x1)
+        r = np.sqrt(rho * rho + x2 * x2)
+        ct, st = x2 / r, rho / r
+        if rho > 0.0:
+            cp, sp = x0 / rho, x1 / rho
+        else:
+            cp, sp = np.cos(at[i, 1]), np.sin(at[i, 1])
+        gt, gp = g_theta[i], g_phi[i]
+        gx = gt * ct * cp - gp * sp
+        gy = gt * ct * sp + gp * cp
+        gz = -gt * st
+        if normalized:
+            s = S0 + beta * U[i]
+            k = scale / s
+            v[i, 0], v[i, 1], v[i, 2] = gx * k, gy * k, gz * k
+            if divergence:
+                div[i] = scale * (LU[i] / s - beta * (gx * gx + gy * gy + gz * gz) / (s * s))
+            S[i] = s
+            margin = s - TD
+            speed = np.sqrt(gx * gx + gy * gy + gz * gz) / abs(s)
+            bound[i] = abs(scale) * (TN + speed * TD) / margin if margin > 0 else np.inf
+        else:
+            v[i, 0], v[i, 1], v[i, 2] = scale * gx, scale * gy, scale * gz
+            if divergence:
+                div[i] = scale * LU[i]
+            S[i] = 1.0
+            bound[i] = abs(scale) * TN
+
+
+def _map(fn, parts):
+    """``[fn(p) for p in parts]``, side by side on up to numba's thread count (ducc0 releases the GIL)."""
+    return map_tasks(lambda i: fn(parts[i]), len(parts))
+
+
+def _parts(n: int):
+    """Contiguous slices cutting n rows into :data:`NONUNIFORM_PARTS` (one below :data:`NONUNIFORM_SPLIT_FROM`)."""
+    k = NONUNIFORM_PARTS if n >= NONUNIFORM_SPLIT_FROM else 1
+    edges = [n * i // k for i in range(k + 1)]
+    return [slice(edges[i], edges[i + 1]) for i in range(k)]
+
+
+def nonuniform_moments(where, w, L: int):
+    """a_lm = Σ_j w_j conj(Y_l^m(y_j)) in ducc0's order by its adjoint synthesis at the angles ``where``, part by
+    part (:data:`NONUNIFORM_PARTS`), the parts' moments summed in order."""
+    from ducc0.sht.experimental import adjoint_synthesis_general
+
+    opts = dict(lmax=L, epsilon=NONUNIFORM_EPSILON, nthreads=1)
+    parts = _map(lambda s: adjoint_synthesis_general(map=w[None, s], spin=0, loc=where[s], **opts)[0],
+                 _parts(len(w)))
+    a = parts[0]
+    for extra in parts[1:]:
+        a = a + extra
+    return a
+
+
+def nonuniform_synthesis(b, blap, at, L: int):
+    """(U, Δ_S U or None, g_θ, g_φ) at the angles ``at`` from the coefficients b of U (and ``blap`` of Δ_S U, None
+    where the divergence is not asked for): ducc0's scalar synthesis and its spin-1 gradient synthesis ("DERIV1"),
+    part by part of the queries."""
+    from ducc0.sht.experimental import synthesis_general
+
+    opts = dict(lmax=L, epsilon=NONUNIFORM_EPSILON, nthreads=1)
+
+    def part(s):
+        U = synthesis_general(alm=b[None, :], spin=0, loc=at[s], **opts)[0]
+        LU = None if blap is None else synthesis_general(alm=blap[None, :], spin=0, loc=at[s], **opts)[0]
+        g = synthesis_general(alm=b[None, :], spin=1, loc=at[s], mode="DERIV1", **opts)
+        return U, LU, g[0], g[1]
+
+    parts = _map(part, _parts(len(at)))
+    if len(parts) == 1:
+        return parts[0]
+    cat = [np.concatenate([p[i] for p in parts]) if parts[0][i] is not None else None for i in range(4)]
+    return tuple(cat)
+
+
+@lru_cache(maxsize=16)
+def _degrees(L: int) -> np.ndarray:
+    """The degree l of each coefficient in ducc0's (healpy) order, m-major."""
+    out = np.concatenate([np.arange(m, L + 1) for m in range(L + 1)])
+    out.setflags(write=False)
+    return out
+
+
+def _evaluate_nonuniform(x, w, q, beta, normalized, c, L, divergence=True, tails=(0.0, 0.0)):
     """:func:`_evaluate` by ducc0's non-uniform transforms: a_lm = Σ_j w_j conj(Y_l^m(y_j)) by the adjoint of the
-    synthesis at the points, then U, Δ_S U (scalar synthesis of N_l a_lm and −l(l+1) N_l a_lm) and ∇_S U (spin-1
-    synthesis, its (θ, φ) components) at the queries, the same fields as the recurrences (module docstring) in
-    ducc0's phase convention, which cancels between moments and synthesis. One thread: the sums do not depend on the
-    thread count."""
-    from ducc0.sht.experimental import adjoint_synthesis_general, synthesis_general
+    synthesis at the points, then U, Δ_S U (scalar synthesis of N_l a_lm and −l(l+1) N_l a_lm; only where
+    ``divergence``) and ∇_S U (spin-1 synthesis, its (θ, φ) components) at the queries, the same fields as the
+    recurrences (module docstring) in ducc0's phase convention, which cancels between moments and synthesis.
+    Single-threaded ducc0 calls on fixed parts of the points and queries (:data:`NONUNIFORM_PARTS`): the sums do
+    not depend on the thread count. ``tails`` = (T_D, T_N) for the bound (:func:`sphere_spectral_field`).
 
+    Returns (velocity, divergence, S, weights, bound)."""
     where = _angles(x)
     at = where if q is x or (q.shape == x.shape and np.array_equal(q, x)) else _angles(q)  # nodes: queries = points
-    opts = dict(lmax=L, epsilon=NONUNIFORM_EPSILON, nthreads=1)
-    a = adjoint_synthesis_general(map=w[None, :], spin=0, loc=where, **opts)[0]
+    a = nonuniform_moments(where, w, L)
     D, N, lap = multipliers(L, float(beta))
-    degree = np.concatenate([np.arange(m, L + 1) for m in range(L + 1)])  # ducc0's (healpy) order, m-major
+    degree = _degrees(L)
     b = a * N[degree]
     S0 = float(D[0] * a[0].real / np.sqrt(4.0 * np.pi))
-    U = synthesis_general(alm=b[None, :], spin=0, loc=at, **opts)[0]
-    LU = synthesis_general(alm=(b * lap[degree])[None, :], spin=0, loc=at, **opts)[0]
-    g_theta, g_phi = synthesis_general(alm=b[None, :], spin=1, loc=at, mode="DERIV1", **opts)
-    # e_θ = (cos θ cos φ, cos θ sin φ, −sin θ), e_φ = (−sin φ, cos φ, 0) at the angles ducc0 was given
-    theta, phi = at[:, 0], at[:, 1]
-    ct, st, cp, sp = np.cos(theta), np.sin(theta), np.cos(phi), np.sin(phi)
-    grad = np.empty((len(q), 3))
-    grad[:, 0] = g_theta * ct * cp - g_phi * sp
-    grad[:, 1] = g_theta * ct * sp + g_phi * cp
-    grad[:, 2] = -g_theta * st
+    U, LU, g_theta, g_phi = nonuniform_synthesis(b, b * lap[degree] if divergence else None, at, L)
     scale = zonal_scale(beta, normalized, c)
-    if normalized:
-        S = S0 + beta * U
-        v = grad * (scale / S)[:, None]
-        div = scale * (LU / S - beta * np.einsum("ij,ij->i", grad, grad) / S ** 2)
-        return v, div, S, w
-    return scale * grad, scale * LU, np.ones(len(q)), w
+    v, div, S, bound = assemble(q, at, U, U if LU is None else LU, g_theta, g_phi, S0, float(beta), bool(normalized),
+                                scale, float(tails[1]), float(tails[0]), bool(divergence))
+    return v, div, S, w, bound
 
 
-def _evaluate(points, weights, queries, beta, normalized, c, L):
+def _evaluate(points, weights, queries, beta, normalized, c, L, divergence=True, tails=(0.0, 0.0)):
     x = np.ascontiguousarray(points, dtype=float)
     w = np.ascontiguousarray(weights, dtype=float)
     q = np.ascontiguousarray(queries, dtype=float)
     if x.shape[0] + q.shape[0] >= NONUNIFORM_FROM and L >= 2:
-        return _evaluate_nonuniform(x, w, q, beta, normalized, c, L)
-    a = harmonic_moments(x, w, L)
+        return _evaluate_nonuniform(x, w, q, beta, normalized, c, L, divergence, tails)
+    a = harmonic_moments(x / np.linalg.norm(x, axis=-1, keepdims=True), w, L)  # the points' directions
     b, S0 = field_coefficients(a, beta)
     _, _, lap = multipliers(L, float(beta))
     A, B, qmm, c1 = recurrence(L)
     v, div, S = zonal_points(q, b, lap, A, B, qmm, c1, S0, float(beta), bool(normalized),
                              zonal_scale(beta, normalized, c))
-    return v, div, S, w
+    return v, div, S, w, _bound(v, S, beta, normalized, c, tails)
+
+
+def truncation_tails(L: int, beta: float, mass: float):
+    """(T_D, T_N) = (Σ_{l>L} D_l (2l+1)/4π, Σ_{l>L} N_l (2l+1)/4π · l(l+1)/2) · Σ|w|: the truncation errors of S
+    and ∇_S U past degree L (:func:`sphere_spectral_field`)."""
+    Lt = L + 200
+    D, N, _ = multipliers(Lt, beta)
+    l = np.arange(L + 1, Lt + 1)
+    TD = float(np.sum(D[L + 1:] * (2 * l + 1))) / (4 * np.pi) * mass
+    TN = float(np.sum(N[L + 1:] * (2 * l + 1) * l * (l + 1) / 2.0)) / (4 * np.pi) * mass
+    return TD, TN
+
+
+def _bound(v, S, beta, normalized, c, tails):
+    """The truncation bound of :func:`sphere_spectral_field` at the queries, from their velocity v and S."""
+    TD, TN = tails
+    if normalized:
+        speed = np.linalg.norm(v, axis=-1) / abs(c) if c != 0 else np.zeros(len(v))
+        margin = S - TD
+        with np.errstate(divide="ignore"):
+            return np.where(margin > 0, abs(c) * (TN + speed * TD) / np.where(margin > 0, margin, 1.0), np.inf)
+    return np.full(len(v), abs(c) * np.exp(beta) * TN)
 
 
 def sphere_spectral_field(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,
@@ -315,9 +470,10 @@ def sphere_spectral_field(points, weights, queries, beta: float, normalized: boo
     Parameters
     ----------
     points : array_like, shape (n, 3)
-        Unit vectors.
+        Points on S² (any non-zero vectors: their directions are taken).
     weights : array_like, shape (n,)
     queries : array_like, shape (m, 3)
+        As ``points``.
     beta : float
     normalized : bool
         SA or USA.
@@ -338,21 +494,9 @@ def sphere_spectral_field(points, weights, queries, beta: float, normalized: boo
     """
     beta = float(beta)
     L = sphere_degree(beta) if degree is None else int(degree)
-    v, _, S, w = _evaluate(points, weights, queries, beta, normalized, c, L)
-    # truncation bounds
-    Lt = L + 200
-    D, N, _ = multipliers(Lt, beta)
-    l = np.arange(L + 1, Lt + 1)
-    mass = float(np.sum(np.abs(w)))
-    TD = float(np.sum(D[L + 1:] * (2 * l + 1))) / (4 * np.pi) * mass
-    TN = float(np.sum(N[L + 1:] * (2 * l + 1) * l * (l + 1) / 2.0)) / (4 * np.pi) * mass
-    if normalized:
-        speed = np.linalg.norm(v, axis=-1) / abs(c) if c != 0 else np.zeros(len(v))
-        margin = S - TD
-        with np.errstate(divide="ignore"):
-            bound = np.where(margin > 0, abs(c) * (TN + speed * TD) / np.where(margin > 0, margin, 1.0), np.inf)
-    else:
-        bound = np.full(len(v), abs(c) * np.exp(beta) * TN)
+    mass = float(np.sum(np.abs(np.asarray(weights, dtype=float))))
+    v, _, _, _, bound = _evaluate(points, weights, queries, beta, normalized, c, L, divergence=False,
+                                  tails=truncation_tails(L, beta, mass))
     return v, bound
 
 
@@ -371,7 +515,7 @@ def sphere_spectral_divergence(points, weights, queries, beta: float, normalized
     """
     beta = float(beta)
     L = sphere_degree(beta) if degree is None else int(degree)
-    v, div, _, _ = _evaluate(points, weights, queries, beta, normalized, c, L)
+    v, div, _, _, _ = _evaluate(points, weights, queries, beta, normalized, c, L)
     return v, div
 
 

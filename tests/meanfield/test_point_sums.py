@@ -1,0 +1,127 @@
+"""The point sums of S¹ and S² as the million-particle path runs them (issue 50, item 2): against the direct pair sum
+within the truncation bound they state plus their round-off, at the directions of any non-zero vectors, independent
+of the thread count, and the split non-uniform transforms equal to the whole."""
+
+import numba
+import numpy as np
+import pytest
+
+import meanfield as mf
+import particles as pt
+from meanfield.domains.circle import point_sums as cs
+from meanfield.domains.sphere import point_sums as ss
+from tests.helpers import EPS
+
+
+def _direct(x, w, q, beta, c):
+    """The SA field c P_q(Σ_j w_j e^{β⟨q,x_j⟩} x_j / Σ_j w_j e^{β⟨q,x_j⟩}) in float64 (numpy)."""
+    e = np.exp(beta * (q @ x.T - 1.0)) * w
+    avg = (e @ x) / e.sum(axis=1)[:, None]
+    return c * (avg - np.sum(avg * q, axis=1)[:, None] * q)
+
+
+@pytest.mark.parametrize("d, n", [(2, 2000), (3, 2000), (3, 6000)])  # S²: recurrences below 4096 points, ducc0 above
+def test_point_sums_equal_the_direct_sum_within_their_bound(rng, d, n):
+    """SA β = 4, V = cI, random weights: |v − direct| <= the stated truncation bound + the round-off of both sums.
+    Error model: SA's field is c times a convex combination of tangent vectors of norm <= 1, so both sums err by
+    about (log₂ n + 2L)ε|c| relative to the terms (pairwise summation; the power recurrences z^k), amplified by
+    SA's division by S = Σ_j w_j e^{β(⟨q,x_j⟩−1)}, at most 10 for these near-uniform points at β = 4 (e^{β}/∫e^{β⟨x,y⟩}:
+    7.4 on S¹, 8.1 on S²); ducc0's transforms add NONUNIFORM_EPSILON relative to the terms. Tolerance: 10× that."""
+    beta, c = 4.0, -1.3
+    x = pt.uniform_sphere(n, d, rng=rng)
+    w = rng.uniform(0.2, 1.0, n)
+    w /= w.sum()
+    q = pt.uniform_sphere(300, d, rng=rng)
+    field = cs.circle_spectral_field if d == 2 else ss.sphere_spectral_field
+    L = cs.circle_degree(beta) if d == 2 else ss.sphere_degree(beta)
+    v, bound = field(x, w, q, beta, True, c)
+    ref = _direct(x, w, q, beta, c)
+    transforms = ss.NONUNIFORM_EPSILON if d == 3 and n + len(q) >= ss.NONUNIFORM_FROM else 0.0
+    amplification = 10.0
+    allowed = np.max(bound) + 10 * amplification * abs(c) * ((np.log2(n) + 2 * L) * EPS + transforms)
+    assert np.max(np.linalg.norm(v - ref, axis=1)) <= allowed
+    assert np.max(bound) <= 1e-16  # β = 4: the multipliers are cut below round-off
+
+
+@pytest.mark.parametrize("d, n", [(2, 3000), (3, 1500), (3, 6000)])
+def test_point_sums_take_the_directions_of_their_points(rng, d, n):
+    """Particles hand the point sums their unretracted stages (``PointSums.directions``): the field at r_j x_j and
+    s_i q_i (r, s > 0) is the field at x_j, q_i, to the round-off of normalising (a few ε relative to the terms,
+    amplified by at most 10 through SA's 1/S: 1e-13 of |c| keeps 10× that and more)."""
+    x = pt.uniform_sphere(n, d, rng=rng)
+    w = np.full(n, 1.0 / n)
+    q = pt.uniform_sphere(200, d, rng=rng)
+    field = cs.circle_spectral_field if d == 2 else ss.sphere_spectral_field
+    v, _ = field(x, w, q, 4.0)
+    v2, _ = field(x * rng.uniform(0.5, 3.0, (n, 1)), w, q * rng.uniform(0.5, 3.0, (200, 1)), 4.0)
+    assert np.max(np.abs(v2 - v)) <= 1e-13
+
+
+def test_lane_moments_equal_the_power_sums(rng):
+    """:func:`lane_moments` (blocks of 64 lanes) equals :func:`moments` (one point at a time) to round-off: each
+    term of c_k carries k rounded complex products (2kε) and each sum ~log₂ n + 64 additions in another order, so
+    |Δc_k| <= (4L + 2 log₂ n + 128)ε Σ|w|; 10× that."""
+    n, L = 20000, 30
+    th = rng.uniform(0, 2 * np.pi, n)
+    x = np.stack([np.cos(th), np.sin(th)], -1)
+    w = rng.uniform(-1.0, 1.0, n)
+    nchunk = n // 4096 + 1
+    a = cs.lane_moments(x, w, L, nchunk)
+    b = cs.moments(x, w, L, nchunk).ravel()
+    assert np.max(np.abs(a - b)) <= 10 * (4 * L + 2 * np.log2(n) + 128) * EPS * np.sum(np.abs(w))
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
+def test_point_sums_do_not_depend_on_the_thread_count(rng, monkeypatch):
+    """The chunks of the moments, the blocks of the series and the parts of the split transforms are fixed by n, not
+    by the threads: one and two threads give the same bits (S¹ and S², the transforms split from 4096 points here)."""
+    monkeypatch.setattr(ss, "NONUNIFORM_SPLIT_FROM", 4096)
+    xs = [pt.uniform_sphere(20000, 2, rng=rng), pt.uniform_sphere(6000, 3, rng=rng)]
+    threads = numba.get_num_threads()
+    out = {}
+    try:
+        for k in (1, 2):
+            numba.set_num_threads(k)
+            out[k] = [cs.circle_spectral_field(xs[0], np.full(20000, 5e-5), xs[0], 4.0),
+                      ss.sphere_spectral_field(xs[1], np.full(6000, 1 / 6000), xs[1], 4.0)]
+    finally:
+        numba.set_num_threads(threads)
+    for (v1, b1), (v2, b2) in zip(out[1], out[2]):
+        assert np.array_equal(v1, v2) and np.array_equal(b1, b2)
+
+
+def test_split_transforms_equal_the_whole_call(rng, monkeypatch):
+    """S²'s transforms on two parts of the points (moments summed) and of the queries equal one call on all of
+    them to ducc0's tolerance: NONUNIFORM_EPSILON of the terms (norm <= 1, times |c|), amplified by at most 10
+    through SA's 1/S; 10× that."""
+    x = pt.uniform_sphere(6000, 3, rng=rng)
+    w = rng.uniform(0.2, 1.0, 6000)
+    w /= w.sum()
+    whole, _ = ss.sphere_spectral_field(x, w, x, 4.0)
+    monkeypatch.setattr(ss, "NONUNIFORM_SPLIT_FROM", 4096)
+    split, _ = ss.sphere_spectral_field(x, w, x, 4.0)
+    assert np.max(np.abs(split - whole)) <= 10 * 10 * ss.NONUNIFORM_EPSILON
+
+
+def test_spectral_particles_step_as_the_pairwise_ones(rng):
+    """One RK4 step of 5000 particles on S² by the point sums (unretracted stages, split transforms off at this n)
+    and by the pairwise kernel: the same positions to the fields' agreement (1e-13 of |c| = 1) times the step."""
+    x = pt.uniform_sphere(5000, 3, rng=rng)
+    model = mf.SelfAttention(4.0)
+    a = pt.simulate(model, x, [0.0, 0.1], dt=0.1, strategy="spectral", progress=False)
+    b = pt.simulate(model, x, [0.0, 0.1], dt=0.1, strategy="pairwise", progress=False)
+    assert a.field_error_bound <= 1e-16
+    assert np.max(np.abs(a.x[-1] - b.x[-1])) <= 10 * 0.1 * 1e-12
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_row_norms_are_numpys_to_the_bit(rng, d):
+    """The retraction's row norms (3-4× faster at 10⁶ rows for d = 2, 3) are np.linalg.norm's bits: the same
+    rounded squares summed in the same order (any other order would differ in some of 10⁵ rows)."""
+    from meanfield.domains.sphere.geometry import normalise, row_norms
+
+    y = rng.normal(size=(100000, d)) * rng.uniform(1e-3, 1e3, (100000, 1))
+    assert np.array_equal(row_norms(y), np.linalg.norm(y, axis=-1))
+    assert np.array_equal(normalise(y), y / np.linalg.norm(y, axis=-1, keepdims=True))
+    assert np.array_equal(row_norms(y[:7].reshape(7, 1, d), keepdims=True), np.linalg.norm(y[:7].reshape(7, 1, d),
+                                                                                          axis=-1, keepdims=True))
