@@ -7,14 +7,21 @@ A run of 40 steps of SA β = 4 on S¹ (n = 256 and 1024 nodes, RK4 with dt = the
   steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages times the
   Jacobian, a non-uniform FFT); and the general Σ on a path of step 2h (one map per two RK4 steps of h).
 
+A second table times one general-Σ map alone against one noiseless RK4 step (4 right-hand sides) in the same
+run: the map as it is now (``CircleGrid.linear_transport``: an FFT onto 4n nodes and 32-node Lagrange
+interpolation at the preimages) and as it was (the interpolant at the preimages by ducc0's non-uniform FFT,
+``u2nu`` at 2.5e-13, its set-up paid every map since the points change every map).
+
 Both timings are medians of >= 5 runs taken in alternation (``_timing.interleaved``), the ratio is per step (the
 same number of steps in both), in one run of this script.
 
-Run:  python benchmarks/bench_common_noise.py [--repeat 7]
+Run:  PYTHONPATH=. python benchmarks/bench_common_noise.py [--repeat 7]   (from the repository root)
 """
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +68,55 @@ def main(argv=None):
             a, b, ratios = interleaved(noisy, plain, repeat=args.repeat)
             print(f"| {name} | {n} | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
                   f"{np.median(ratios):.3f} |")
+    maps_table(args.repeat)
+
+
+def _nufft_map(grid, values, B):
+    """The general-Σ map as it was before (kept here to time it): ρ at the preimages by ducc0's type-2 NUFFT."""
+    from ducc0.nufft import u2nu
+
+    from meanfield.domains.circle import fourier
+
+    (a, b), (c, d) = B
+    cos, sin = grid.points[:, 0], grid.points[:, 1]
+    px, py = d * cos - b * sin, a * sin - c * cos
+    n = values.shape[-1]
+    D = fourier.interpolant_coefficients(fourier.coefficients(values), n)
+    K = n // 2
+    spectrum = np.zeros(2 * K + 2, dtype=complex)
+    spectrum[K + 1:] = D
+    spectrum[1:K + 1] = np.conj(D[:0:-1])
+    theta = np.ascontiguousarray(np.arctan2(py, px))
+    rho = u2nu(grid=spectrum, coord=theta[:, None], forward=False, epsilon=2.5e-13).real
+    return rho * ((a * d - b * c) / (px * px + py * py))
+
+
+def maps_table(repeat):
+    from meanfield.representations.grid import GridProblem
+
+    B = np.array([[1.04, -0.06], [0.05, 0.97]])  # a general map of the size of one path step's
+    print("\n| one general-Σ map vs one noiseless RK4 step, S¹ | n | map now | map before (NUFFT) | RK4 step | "
+          "now/step | before/step | max |now − before| / max ρ |\n|---|---|---|---|---|---|---|---|")
+    for n in (256, 1024):
+        g = mf.CircleGrid(n)
+        y = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 1])).values
+        problem = GridProblem(mf.SelfAttention(4.0), g, "auto", refine=False, max_n=n, t0=0.0)
+        now, before = g.linear_transport(y, B), _nufft_map(g, y, B)
+        diff = np.max(np.abs(now - before)) / np.max(now)
+        fns = {"now": lambda: g.linear_transport(y, B), "before": lambda: _nufft_map(g, y, B),
+               "step": lambda: [problem.rate(0.0, y) for _ in range(4)]}
+        times = {k: [] for k in fns}
+        for f in fns.values():
+            f()
+        for r in range(repeat):
+            for k, f in (fns.items() if r % 2 == 0 else reversed(fns.items())):
+                t0 = time.perf_counter()
+                for _ in range(20):
+                    f()
+                times[k].append((time.perf_counter() - t0) / 20)
+        m = {k: statistics.median(v) for k, v in times.items()}
+        print(f"| | {n} | {1e6 * m['now']:.1f} µs | {1e6 * m['before']:.1f} µs | {1e6 * m['step']:.1f} µs | "
+              f"{m['now'] / m['step']:.3f} | {m['before'] / m['step']:.3f} | {diff:.1e} |")
 
 
 if __name__ == "__main__":
