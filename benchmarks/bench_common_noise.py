@@ -12,7 +12,7 @@ run: the map as it is now (``CircleGrid.linear_transport``: an FFT onto 4n nodes
 interpolation at the preimages) and as it was (the interpolant at the preimages by ducc0's non-uniform FFT,
 ``u2nu`` at 2.5e-13, its set-up paid every map since the points change every map).
 
-Both timings are medians of >= 5 runs taken in alternation (``_timing.interleaved``), the ratio is per step (the
+Both timings are medians of >= 5 timings (each the mean of calls lasting ~0.1 s) taken in alternation (``_timing.interleaved``), the ratio is per step (the
 same number of steps in both), in one run of this script.
 
 Run:  PYTHONPATH=. python benchmarks/bench_common_noise.py [--repeat 7]   (from the repository root)
@@ -65,7 +65,7 @@ def main(argv=None):
                 sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
                 assert sol.nsteps == steps, sol.nsteps
 
-            a, b, ratios = interleaved(noisy, plain, repeat=args.repeat)
+            a, b, ratios = interleaved(noisy, plain, repeat=args.repeat, min_time=0.1)
             print(f"| {name} | {n} | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
                   f"{np.median(ratios):.3f} |")
     maps_table(args.repeat)

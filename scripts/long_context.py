@@ -6,8 +6,11 @@
    from particles through the library's own layer map (``particles.discrete_depth`` of nGPT's layer at hα = 1, which
    is θ' = N(A(θ)); β_n a ``ContextScaling`` resolved by the particles with their n; tokens in d = n + 1, the fewest
    dimensions n equiangular unit vectors need), and checked against the exact finite-n formula
-   (:func:`meanfield.analysis.exact.one_layer_equiangular`); beyond it (n equiangular tokens need d >= n: n = 10⁶ would be a
-   10⁶ × 10⁶ system) the value is that formula. The rate: the slope of |ρ'_n − limit| against n, fitted over the
+   (:func:`meanfield.analysis.exact.one_layer_equiangular`); beyond it the value is that formula. Why particles stop
+   there: n equiangular unit vectors with ρ > 0 span n dimensions (their Gram matrix (1 − ρ)I + ρ11ᵀ has rank n), so
+   d >= n, and the layer map sums all n² pairs in d dimensions: two n × n × (n + 1) products, O(n³) time, and
+   n(n + 1) × 8 bytes per copy of the tokens (0.8 GB at n = 10⁴, 80 GB at 10⁵). The table prints the layer's time
+   per particle row, the process's peak memory, and the time extrapolated ∝ n³ to the next sizes. The rate: the slope of |ρ'_n − limit| against n, fitted over the
    table's n, with the local slopes between consecutive n, against the predicted 2(1 − a), 1, a − 1
    (:func:`meanfield.analysis.exact.one_layer_rate`).
 2. iid keys on S^{d-1}, d = 2, 3, 4 (Bruno, Chen, Lin, Polyanskiy & Rigollet, arXiv 2605.08505): the β*(n) at which
@@ -17,11 +20,14 @@
 
 Run:  python scripts/long_context.py                 (about two minutes on two cores)
       python scripts/long_context.py --quick         (n up to 10⁵, fewer draws: about twenty seconds)
+      python scripts/long_context.py --particle-max 10000   (n = 10⁴ from particles too: three layers of n = 10⁴
+                                                     tokens in d = 10⁴ + 1, each ~4·10¹² flops and ~5 GB)
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 
 import numpy as np
@@ -35,6 +41,11 @@ from validation import long_context as lc
 REGIMES = ((1.6, 0.5), (2.0, 0.5), (3.0, 0.5))
 
 
+def peak_gb() -> float:
+    """The process's peak resident memory (ru_maxrss: kB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+
+
 def one_layer(ns, particle_max: int) -> None:
     for gamma, rho in REGIMES:
         a = gamma * (1.0 - rho)
@@ -43,15 +54,25 @@ def one_layer(ns, particle_max: int) -> None:
         print(f"\nγ = {gamma:g}, ρ = {rho:g}: a = γ(1 − ρ) = {a:g}; limit {rows[0]['limit']:.10g}; "
               f"predicted rate n^-{exact.one_layer_rate(gamma, rho):g}")
         print(f"{'n':>9}  {'how':<9} {'ρ′_n':>18}  {'|ρ′_n − lim|':>12}  {'local rate':>10}  "
-              f"{'|particles − formula|':>21}  {'spread over pairs':>17}")
+              f"{'|particles − formula|':>21}  {'spread over pairs':>17}  {'layer map time':>24}")
+        last = None
         for i, r in enumerate(rows):
             local = "" if i == 0 else f"{fit.local_orders[i - 1]:.4f}"
             gap = "" if r["formula_gap"] is None else f"{r['formula_gap']:.1e}"
             spread = "" if r["spread"] is None else f"{r['spread']:.1e}"
+            if r["seconds"] is not None:
+                last = (r["n"], r["seconds"])
+                took = f"{r['seconds']:.3g} s"
+            else:  # the layer map's O(n³) from the largest particle row; its tokens' n(n + 1) × 8 bytes
+                took = ("" if last is None else f"~{last[1] * (r['n'] / last[0]) ** 3:.2g} s, ") + \
+                    f"{r['n'] * (r['n'] + 1) * 8 / 1e9:.3g} GB"
             print(f"{r['n']:>9}  {r['how']:<9} {r['value']:18.15f}  {r['error']:12.4e}  {local:>10}  {gap:>21}  "
-                  f"{spread:>17}")
+                  f"{spread:>17}  {took:>24}")
         print(f"fitted rate over n = {ns[0]:g}…{ns[-1]:g}: {fit.order:.4f} ± {fit.order_stderr:.4f} (regression "
               f"standard error; the sequence is deterministic, the local rates show the approach)")
+        if last is not None:
+            print(f"(formula rows: the layer map's time extrapolated ∝ n³ from n = {last[0]} and the memory of one "
+                  f"copy of the tokens; peak memory of this process so far {peak_gb():.2f} GB)")
         far = np.array([1e8, 1e10, 1e12])
         e = np.abs(exact.one_layer_equiangular(far, gamma, rho) - rows[0]["limit"])
         print(f"the formula further out, local rates between n = 1e8, 1e10, 1e12: "

@@ -87,6 +87,16 @@ def test_layer_map_matches_finite_n_formula(gamma):
     assert np.max(np.abs(g - exact.one_layer_equiangular(150, gamma, 0.5))) < 2000 * EPS
 
 
+def test_pair_stats_summarise_the_same_layer():
+    """one_layer_pair_stats (the script's rows: no list of pairs) gives the mean, min and max of the pairs that
+    one_layer_particles lists, from the same layer map: equal to round-off (the mean by |Σθ'|² − Σ|θ'|², ~n² EPS)."""
+    g = lc.one_layer_particles(120, 2.0, 0.5)
+    s = lc.one_layer_pair_stats(120, 2.0, 0.5)
+    assert s["min"] == np.min(g) and s["max"] == np.max(g)
+    assert abs(s["mean"] - np.mean(g)) < 1e4 * EPS
+    assert s["layer_seconds"] > 0 and s["gram_seconds"] >= 0
+
+
 def test_formula_limit_and_rates():
     """The exact formula tends to 1, 4ρ/(1 + 3ρ), ρ (a = γ(1 − ρ) <, =, > 1) at the predicted rates: local slopes
     of |ρ'_n − lim| between n = 1e10 and 1e12 within 2 % of 2(1 − a), 1, a − 1."""
