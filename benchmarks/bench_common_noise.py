@@ -7,7 +7,8 @@ A run of 40 steps of SA β = 4 on S¹ (n = 256 and 1024 nodes, RK4 with dt = the
   steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages times the
   Jacobian, a non-uniform FFT); and the general Σ on a path of step 2h (one map per two RK4 steps of h).
 
-A second table times one general-Σ map alone against one noiseless RK4 step (4 right-hand sides) in the same
+A last row runs the general Σ with the map as it was (``_nufft_pushforward`` patched in for this row only): the
+before/after ratio in the same run. A second table times one general-Σ map alone against one noiseless RK4 step (4 right-hand sides) in the same
 run: the map as it is now (``CircleGrid.linear_transport``: an FFT onto 4n nodes and 32-node Lagrange
 interpolation at the preimages) and as it was (the interpolant at the preimages by ducc0's non-uniform FFT,
 ``u2nu`` at 2.5e-13, its set-up paid every map since the points change every map).
@@ -29,9 +30,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import meanfield as mf  # noqa: E402
-from meanfield.models.common_noise import CommonNoise, CommonPath
+from meanfield.domains.circle import fourier  # noqa: E402
+from meanfield.models.common_noise import CommonNoise, CommonPath  # noqa: E402
 
 from _timing import interleaved  # noqa: E402
+
+LINEAR_PUSHFORWARD = fourier.linear_pushforward
 
 J = np.array([[0.0, -1.0], [1.0, 0.0]])
 SIGMAS = {"rotation (skew Σ = 0.5 J)": 0.5 * J,
@@ -52,8 +56,10 @@ def main(argv=None):
     for n in (256, 1024):
         g = mf.CircleGrid(n)
         mu = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 1]))
-        for (name, S), path_step in [(item, h) for item in SIGMAS.items()] + [(
-                ("general Σ, path step 2h", SIGMAS["general Σ (0.4 diag(1, −1) + 0.5 J)"]), 2 * h)]:
+        general = SIGMAS["general Σ (0.4 diag(1, −1) + 0.5 J)"]
+        for (name, S), path_step, before in [(item, h, False) for item in SIGMAS.items()] + [
+                (("general Σ, path step 2h", general), 2 * h, False),
+                (("general Σ, the map as before (NUFFT)", general), h, True)]:
             noise = CommonNoise(S, CommonPath(1, path_step, t[-1], seed=1))
             noise.half_maps()  # the path's maps once, as a run that reuses its path
 
@@ -65,20 +71,22 @@ def main(argv=None):
                 sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
                 assert sol.nsteps == steps, sol.nsteps
 
-            a, b, ratios = interleaved(noisy, plain, repeat=args.repeat, min_time=0.1)
+            if before:  # the same run with the map as it was: the NUFFT in place of the Lagrange interpolation
+                fourier.linear_pushforward = _nufft_pushforward
+            try:
+                a, b, ratios = interleaved(noisy, plain, repeat=args.repeat, min_time=0.1)
+            finally:
+                fourier.linear_pushforward = LINEAR_PUSHFORWARD
             print(f"| {name} | {n} | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
                   f"{np.median(ratios):.3f} |")
     maps_table(args.repeat)
 
 
-def _nufft_map(grid, values, B):
-    """The general-Σ map as it was before (kept here to time it): ρ at the preimages by ducc0's type-2 NUFFT."""
+def _nufft_pushforward(values, B, cos, sin):
+    """fourier.linear_pushforward as it was: ρ at the preimages by ducc0's type-2 NUFFT (2.5e-13)."""
     from ducc0.nufft import u2nu
 
-    from meanfield.domains.circle import fourier
-
     (a, b), (c, d) = B
-    cos, sin = grid.points[:, 0], grid.points[:, 1]
     px, py = d * cos - b * sin, a * sin - c * cos
     n = values.shape[-1]
     D = fourier.interpolant_coefficients(fourier.coefficients(values), n)
@@ -89,6 +97,11 @@ def _nufft_map(grid, values, B):
     theta = np.ascontiguousarray(np.arctan2(py, px))
     rho = u2nu(grid=spectrum, coord=theta[:, None], forward=False, epsilon=2.5e-13).real
     return rho * ((a * d - b * c) / (px * px + py * py))
+
+
+def _nufft_map(grid, values, B):
+    """The general-Σ map as it was before (kept here to time it): ρ at the preimages by ducc0's type-2 NUFFT."""
+    return _nufft_pushforward(values, B, grid.points[:, 0], grid.points[:, 1])
 
 
 def maps_table(repeat):

@@ -249,6 +249,26 @@ def _lagrange(fine, s, w):
     return out
 
 
+@nb.njit(cache=True)
+def _pushforward(fine, cos, sin, a, b, c, d, w):
+    """:func:`linear_pushforward` at the nodes (cos, sin) from the interpolant on M = fine.size nodes: the
+    preimages' angles and the Jacobian in one loop, the interpolant there by :func:`_lagrange`."""
+    m = cos.size
+    scale = fine.size / TWO_PI
+    det = a * d - b * c
+    s = np.empty(m)
+    jac = np.empty(m)
+    for i in range(m):
+        px = d * cos[i] - b * sin[i]  # adj(B) u = (det B) B^{-1} u: the preimage's direction
+        py = a * sin[i] - c * cos[i]
+        s[i] = np.arctan2(py, px) * scale
+        jac[i] = det / (px * px + py * py)
+    out = _lagrange(fine, s, w)
+    for i in range(m):
+        out[i] *= jac[i]
+    return out
+
+
 def oversampled(values: np.ndarray, sigma: int = OVERSAMPLE) -> np.ndarray:
     """The interpolant of nodal ``values`` (shape (n,)) on σn equispaced nodes, by one inverse FFT of the
     zero-padded spectrum (as :func:`pad`: exact)."""
@@ -282,14 +302,7 @@ def linear_pushforward(values: np.ndarray, B, cos: np.ndarray, sin: np.ndarray) 
     32 divisions a node."""
     (a, b), (c, d) = B
     values = np.asarray(values, dtype=float)
-    px = d * cos - b * sin  # adj(B) u = (det B) B^{-1} u: the preimage's direction
-    py = a * sin - c * cos
-    s = np.arctan2(py, px)
-    s *= OVERSAMPLE * values.shape[-1] / TWO_PI
-    px *= px
-    py *= py
-    px += py
-    return _lagrange(oversampled(values), s, _WEIGHTS) * ((a * d - b * c) / px)
+    return _pushforward(oversampled(values), cos, sin, float(a), float(b), float(c), float(d), _WEIGHTS)
 
 
 def cdf_coefficients(c: np.ndarray, n: int) -> tuple[np.ndarray, float, float]:
