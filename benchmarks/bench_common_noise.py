@@ -7,7 +7,7 @@ A run of 40 steps of SA β = 4 on S¹ (n = 256 and 1024 nodes, RK4 with dt = the
   steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages times the
   Jacobian, a non-uniform FFT); and the general Σ on a path of step 2h (one map per two RK4 steps of h).
 
-A last row runs the general Σ with the map as it was (``_nufft_pushforward`` patched in for this row only): the
+Two rows on S² (lmax = 31, 20 steps): a rotation and a general Σ. A last row on S¹ runs the general Σ with the map as it was (``_nufft_pushforward`` patched in for this row only): the
 before/after ratio in the same run. A second table times one general-Σ map alone against one noiseless RK4 step (4 right-hand sides) in the same
 run: the map as it is now (``CircleGrid.linear_transport``: an FFT onto 4n nodes and 32-node Lagrange
 interpolation at the preimages) and as it was (the interpolant at the preimages by ducc0's non-uniform FFT,
@@ -79,7 +79,35 @@ def main(argv=None):
                 fourier.linear_pushforward = LINEAR_PUSHFORWARD
             print(f"| {name} | {n} | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
                   f"{np.median(ratios):.3f} |")
+    sphere_rows(args.repeat)
     maps_table(args.repeat)
+
+
+def sphere_rows(repeat):
+    """The same on S² (lmax = 31, 20 steps): a rotation (Wigner rotation of the coefficients) and a general Σ (the
+    expansion at the preimages by ducc0's non-uniform synthesis)."""
+    h, steps = 0.01, 20
+    t = np.array([0.0, steps * h])
+    model = mf.SelfAttention(4.0)
+    g = mf.SphereGrid(31)
+    mu = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 2]))
+    J3 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    general = np.array([[0.4, -0.5, 0.1], [0.5, -0.4, 0.0], [0.0, 0.2, 0.0]])
+    for name, S in (("S², rotation (skew Σ = 0.5 J₃)", 0.5 * J3), ("S², general Σ", general)):
+        noise = CommonNoise(S, CommonPath(1, h, t[-1], seed=1))
+        noise.half_maps()
+
+        def noisy():
+            sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, common_noise=noise)
+            assert sol.nsteps == steps, sol.nsteps
+
+        def plain():
+            sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
+            assert sol.nsteps == steps, sol.nsteps
+
+        a, b, ratios = interleaved(noisy, plain, repeat=repeat, min_time=0.1)
+        print(f"| {name} | lmax 31 | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
+              f"{np.median(ratios):.3f} |")
 
 
 def _nufft_pushforward(values, B, cos, sin):
@@ -108,16 +136,17 @@ def maps_table(repeat):
     from meanfield.representations.grid import GridProblem
 
     B = np.array([[1.04, -0.06], [0.05, 0.97]])  # a general map of the size of one path step's
-    print("\n| one general-Σ map vs one noiseless RK4 step, S¹ | n | map now | map before (NUFFT) | RK4 step | "
+    print("\n| one general-Σ map vs the 4 right-hand sides of an RK4 step, S¹ | n | map now | map before (NUFFT) | 4 rates | "
           "now/step | before/step | max |now − before| / max ρ |\n|---|---|---|---|---|---|---|---|")
     for n in (256, 1024):
         g = mf.CircleGrid(n)
         y = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 1])).values
         problem = GridProblem(mf.SelfAttention(4.0), g, "auto", refine=False, max_n=n, t0=0.0)
+        problem.probe(y)
         now, before = g.linear_transport(y, B), _nufft_map(g, y, B)
         diff = np.max(np.abs(now - before)) / np.max(now)
         fns = {"now": lambda: g.linear_transport(y, B), "before": lambda: _nufft_map(g, y, B),
-               "step": lambda: [problem.rate(0.0, y) for _ in range(4)]}
+               "step": lambda: [problem.rate(y) for _ in range(4)]}
         times = {k: [] for k in fns}
         for f in fns.values():
             f()
