@@ -1,20 +1,23 @@
-"""What a common noise costs a density step on the circle, side by side in one run (issue 48: ≤ 1.2×; MATH.md §13).
+"""What a common noise costs a density step, side by side in one run (issue 48: <= 1.2×; MATH.md §13).
 
 A run of 40 steps of SA β = 4 on S¹ (n = 256 and 1024 nodes, RK4 with dt = the path's step h = 0.01):
 
 - noiseless: ``meanfield.solve(..., representation="grid", dt=h, refine=False)``, today's grid run;
-- common noise: ``meanfield.solve(..., common_noise=)`` on a CommonPath with the same h — one noise map per step between the RK4
-  steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages times the
-  Jacobian, a non-uniform FFT); and the general Σ on a path of step 2h (one map per two RK4 steps of h).
+- common noise: ``meanfield.solve(..., common_noise=)`` on a CommonPath with the same h, one noise map per step
+  between the RK4 steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages
+  times the Jacobian: an FFT onto 4n nodes and 32-node Lagrange interpolation, ``fourier.linear_pushforward``);
+  the general Σ on a path of step 2h (one map per two RK4 steps of h); and the general Σ with the map as it was
+  (the interpolant at the preimages by ducc0's non-uniform FFT ``u2nu`` at 2.5e-13, whose set-up is paid every map
+  since the points change every map; ``_nufft_pushforward`` patched in for that row only): the before/after ratio
+  in the same run.
+- two rows on S² (lmax = 31, 20 steps): a rotation (Wigner rotation of the coefficients) and a general Σ (ducc0's
+  non-uniform synthesis at the preimages).
 
-Two rows on S² (lmax = 31, 20 steps): a rotation and a general Σ. A last row on S¹ runs the general Σ with the map as it was (``_nufft_pushforward`` patched in for this row only): the
-before/after ratio in the same run. A second table times one general-Σ map alone against one noiseless RK4 step (4 right-hand sides) in the same
-run: the map as it is now (``CircleGrid.linear_transport``: an FFT onto 4n nodes and 32-node Lagrange
-interpolation at the preimages) and as it was (the interpolant at the preimages by ducc0's non-uniform FFT,
-``u2nu`` at 2.5e-13, its set-up paid every map since the points change every map).
+A second table times one general-Σ map on S¹ alone, now and as it was, against the 4 right-hand sides of a noiseless
+RK4 step (without the integrator's trackers, which the first table's steps include).
 
-Both timings are medians of >= 5 timings (each the mean of calls lasting ~0.1 s) taken in alternation (``_timing.interleaved``), the ratio is per step (the
-same number of steps in both), in one run of this script.
+The timings are medians of >= 5 timings (each the mean of calls lasting ~0.1 s) taken in alternation
+(``_timing.interleaved``); the ratio is per step (the same number of steps in both), in one run of this script.
 
 Run:  PYTHONPATH=. python benchmarks/bench_common_noise.py [--repeat 7]   (from the repository root)
 """
