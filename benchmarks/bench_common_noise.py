@@ -139,8 +139,8 @@ def maps_table(repeat):
     from meanfield.representations.grid import GridProblem
 
     B = np.array([[1.04, -0.06], [0.05, 0.97]])  # a general map of the size of one path step's
-    print("\n| one general-Σ map vs the 4 right-hand sides of an RK4 step, S¹ | n | map now | map before (NUFFT) | 4 rates | "
-          "now/step | before/step | max |now − before| / max ρ |\n|---|---|---|---|---|---|---|---|")
+    print("\n| one general-Σ map vs the 4 right-hand sides of an RK4 step, S¹ | n | map now | map before (NUFFT) | "
+          "4 rates | now/step | before/step | max |now − before| / max ρ |\n|---|---|---|---|---|---|---|---|")
     for n in (256, 1024):
         g = mf.CircleGrid(n)
         y = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 1])).values

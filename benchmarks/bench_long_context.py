@@ -1,7 +1,7 @@
-"""The long-context sweep (issue 48, Performance; MATH.md §13): n = 10², …, 10⁶ iid uniform tokens at β_n = γ log n.
+"""The long-context sweep (issue 48, Performance; MATH.md §13): n = 10², …, 10⁶ iid tokens at β_n = γ log n.
 
-For n iid uniform tokens on S¹ and on S² (seeded), the model SA with β = ContextScaling.log(γ) (β_n = γ log n, read
-by the particles with their n), and for each n:
+For n iid uniform tokens on S¹ and on S² (seeded), the model SA with β = ContextScaling.log(γ) (β_n = γ log n,
+read by the particles with their n), and for each n:
 
 - β_n, the strategy ``auto`` takes (the point sums, "spectral", where ``Domain.point_sums(d).pays_off(n, β_n)``),
   the truncation degree L(β_n) of the point sums (``point_sums(d).degree``: the smallest L whose tail is <= 1e-17 of
@@ -77,7 +77,8 @@ def where_it_goes(fn, top: int = 3) -> str:
 
 
 def steps_to_unit_depth(model_n) -> int:
-    """The RK4 steps ``particles.simulate`` takes to t = 1 at its default step 0.05/rate scale (Domain.particle_step)."""
+    """The RK4 steps ``particles.simulate`` takes to t = 1 at its default step 0.05/rate scale
+    (Domain.particle_step)."""
     return math.ceil(1.0 / (0.05 / rate_scale(model_n)) - 1e-9)
 
 
