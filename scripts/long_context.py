@@ -10,9 +10,9 @@
    there: n equiangular unit vectors with ρ > 0 span n dimensions (their Gram matrix (1 − ρ)I + ρ11ᵀ has rank n), so
    d >= n, and the layer map sums all n² pairs in d dimensions: two n × n × (n + 1) products, O(n³) time, and
    n(n + 1) × 8 bytes per copy of the tokens (0.8 GB at n = 10⁴, 80 GB at 10⁵). The table prints the layer's time
-   per particle row, the process's peak memory, and the time extrapolated ∝ n³ to the next sizes. The rate: the slope of |ρ'_n − limit| against n, fitted over the
-   table's n, with the local slopes between consecutive n, against the predicted 2(1 − a), 1, a − 1
-   (:func:`meanfield.analysis.exact.one_layer_rate`).
+   per particle row, the process's peak memory, and the time extrapolated ∝ n³ to the next sizes. The rate: the
+   slope of |ρ'_n − limit| against n, fitted over the table's n, with the local slopes between consecutive n,
+   against the predicted 2(1 − a), 1, a − 1 (:func:`meanfield.analysis.exact.one_layer_rate`).
 2. iid keys on S^{d-1}, d = 2, 3, 4 (Bruno, Chen, Lin, Polyanskiy & Rigollet, arXiv 2605.08505): the β*(n) at which
    the mean largest attention weight E[p_(1)] is ½, for n = 10², 10^2.5, …, 10⁶, and the exponent of β*(n) fitted,
    with its 95 % interval from 10 independent groups of draws, against 2/(d − 1) (:mod:`validation.long_context`:

@@ -38,8 +38,8 @@ import particles
 from meanfield.analysis import exact
 from meanfield.models import ContextScaling, Normalization, SelfAttention, Transformer
 
-__all__ = ["equiangular_tokens", "one_layer_particles", "one_layer_pair_stats", "nearest_gaps", "mean_top_weight", "critical_scale",
-           "critical_exponent", "ExponentFit"]
+__all__ = ["equiangular_tokens", "one_layer_particles", "one_layer_pair_stats", "nearest_gaps", "mean_top_weight",
+           "critical_scale", "critical_exponent", "ExponentFit"]
 
 
 def equiangular_tokens(n: int, rho: float) -> np.ndarray:
@@ -73,8 +73,8 @@ def one_layer_pair_stats(n: int, gamma: float, rho: float) -> dict:
     tokens) summarised without listing the n(n − 1)/2 pairs (n = 10⁴: 5·10⁷ pairs, whose list and indices took
     1.2 GB): their mean, min and max from the Gram matrix with its diagonal set to an off-diagonal entry (the mean
     by |Σθ'|² − Σ|θ'|² lost 3e-13 at n = 10⁴ to cancellation), and the seconds the layer map took
-    (``layer_seconds``) and the Gram matrix (``gram_seconds``). The layer's cost: two n × n × (n + 1) products (the logits ⟨θ_i, θ_j⟩ and the weights
-    times V θ), O(n³), and n(n + 1) × 8 bytes per copy of the tokens."""
+    (``layer_seconds``) and the Gram matrix (``gram_seconds``). The layer's cost: two n × n × (n + 1) products
+    (the logits ⟨θ_i, θ_j⟩ and the weights times V θ), O(n³), and n(n + 1) × 8 bytes per copy of the tokens."""
     x = equiangular_tokens(n, rho)
     t0 = time.perf_counter()
     y = particles.discrete_depth(one_layer_model(gamma), x, depth=1.0, layers=1).x[-1]

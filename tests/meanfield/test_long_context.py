@@ -89,7 +89,8 @@ def test_layer_map_matches_finite_n_formula(gamma):
 
 def test_pair_stats_summarise_the_same_layer():
     """one_layer_pair_stats (the script's rows: no list of pairs) gives the mean, min and max of the pairs that
-    one_layer_particles lists, from the same layer map: equal to round-off (the mean of ~n² terms by pairwise summation)."""
+    one_layer_particles lists, from the same layer map: equal to round-off (the mean of ~n² terms by pairwise
+    summation)."""
     g = lc.one_layer_particles(120, 2.0, 0.5)
     s = lc.one_layer_pair_stats(120, 2.0, 0.5)
     assert s["min"] == np.min(g) and s["max"] == np.max(g)

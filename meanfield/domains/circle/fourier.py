@@ -31,7 +31,8 @@ import scipy.fft as sfft
 
 __all__ = ["rfft", "irfft", "coefficients", "from_coefficients", "multiplicity", "padded_size", "pad", "resample",
            "series",
-           "interpolant_coefficients", "evaluate", "evaluate_many", "lagrange_bound", "oversampled", "linear_pushforward", "cdf_coefficients", "cdf_and_density", "cdf_equispaced"]
+           "interpolant_coefficients", "evaluate", "evaluate_many", "lagrange_bound", "oversampled",
+           "linear_pushforward", "cdf_coefficients", "cdf_and_density", "cdf_equispaced"]
 
 TWO_PI = 2.0 * np.pi
 
