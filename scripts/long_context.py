@@ -2,8 +2,8 @@
 
 1. One attention layer θ' = N(A(θ)) on n equiangular tokens (⟨θ_i, θ_j⟩ = ρ) at β_n = γ log n, for n = 10², …, 10⁶
    and the three regimes a = γ(1 − ρ) < 1, = 1, > 1 (Chen, Lin, Polyanskiy & Rigollet, arXiv 2510.05554): the limit
-   is 1, 4ρ/(1 + 3ρ), ρ (:func:`meanfield.analysis.exact.one_layer_limit`). For n <= ``--particle-max`` the value is measured
-   from particles through the library's own layer map (``particles.discrete_depth`` of nGPT's layer at hα = 1, which
+   is 1, 4ρ/(1 + 3ρ), ρ (:func:`meanfield.analysis.exact.one_layer_limit`). For n <= ``--particle-max`` (10⁴) the
+   value is measured from particles through the library's own layer map (``particles.discrete_depth`` of nGPT's layer at hα = 1, which
    is θ' = N(A(θ)); β_n a ``ContextScaling`` resolved by the particles with their n; tokens in d = n + 1, the fewest
    dimensions n equiangular unit vectors need), and checked against the exact finite-n formula
    (:func:`meanfield.analysis.exact.one_layer_equiangular`); beyond it the value is that formula. Why particles stop
@@ -18,10 +18,11 @@
    with its 95 % interval from 10 independent groups of draws, against 2/(d − 1) (:mod:`validation.long_context`:
    the K nearest keys drawn exactly in law).
 
-Run:  python scripts/long_context.py                 (about two minutes on two cores)
-      python scripts/long_context.py --quick         (n up to 10⁵, fewer draws: about twenty seconds)
-      python scripts/long_context.py --particle-max 10000   (n = 10⁴ from particles too: three layers of n = 10⁴
-                                                     tokens in d = 10⁴ + 1, each ~4·10¹² flops and ~5 GB)
+Run:  python scripts/long_context.py                 (particles to n = 10⁴: about 7 minutes on two loaded cores,
+                                                     5.7 GB peak; the three layers of 10⁴ tokens in d = 10⁴ + 1
+                                                     take 66-156 s each there)
+      python scripts/long_context.py --particle-max 1000   (particles to 10³: about two minutes)
+      python scripts/long_context.py --quick         (n up to 10⁵, particles to 10³, fewer draws: about twenty seconds)
 """
 
 from __future__ import annotations
@@ -93,11 +94,13 @@ def iid_keys(ns, draws: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="n up to 10⁵, 500 draws")
-    parser.add_argument("--particle-max", type=int, default=1000, help="largest n run as particles")
+    parser.add_argument("--particle-max", type=int, default=None,
+                        help="largest n run as particles (10⁴; 10³ with --quick)")
     args = parser.parse_args()
     start = time.perf_counter()
     top = 5 if args.quick else 6
-    one_layer([10 ** k for k in range(2, top + 1)], args.particle_max)
+    particle_max = args.particle_max or (1000 if args.quick else 10000)
+    one_layer([10 ** k for k in range(2, top + 1)], particle_max)
     iid_keys(np.round(np.logspace(2, top, 2 * (top - 2) + 1)).astype(np.int64), 500 if args.quick else 2000)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
