@@ -1,20 +1,31 @@
-"""What a common noise costs a density step on the circle, side by side in one run (issue 48: ≤ 1.2×; MATH.md §13).
+"""What a common noise costs a density step, side by side in one run (issue 48: <= 1.2×; MATH.md §13).
 
 A run of 40 steps of SA β = 4 on S¹ (n = 256 and 1024 nodes, RK4 with dt = the path's step h = 0.01):
 
 - noiseless: ``meanfield.solve(..., representation="grid", dt=h, refine=False)``, today's grid run;
-- common noise: ``meanfield.solve(..., common_noise=)`` on a CommonPath with the same h — one noise map per step between the RK4
-  steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages times the
-  Jacobian, a non-uniform FFT); and the general Σ on a path of step 2h (one map per two RK4 steps of h).
+- common noise: ``meanfield.solve(..., common_noise=)`` on a CommonPath with the same h, one noise map per step
+  between the RK4 steps: a rotation (skew Σ: the Fourier shift) and a general Σ (the interpolant at the preimages
+  times the Jacobian: an FFT onto 4n nodes and 32-node Lagrange interpolation, ``fourier.linear_pushforward``);
+  the general Σ on a path of step 2h (one map per two RK4 steps of h); and the general Σ with the map as it was
+  (the interpolant at the preimages by ducc0's non-uniform FFT ``u2nu`` at 2.5e-13, whose set-up is paid every map
+  since the points change every map; ``_nufft_pushforward`` patched in for that row only): the before/after ratio
+  in the same run.
+- two rows on S² (lmax = 31, 20 steps): a rotation (Wigner rotation of the coefficients) and a general Σ (ducc0's
+  non-uniform synthesis at the preimages).
 
-Both timings are medians of >= 5 runs taken in alternation (``_timing.interleaved``), the ratio is per step (the
-same number of steps in both), in one run of this script.
+A second table times one general-Σ map on S¹ alone, now and as it was, against the 4 right-hand sides of a noiseless
+RK4 step (without the integrator's trackers, which the first table's steps include).
 
-Run:  python benchmarks/bench_common_noise.py [--repeat 7]
+The timings are medians of >= 5 timings (each the mean of calls lasting ~0.1 s) taken in alternation
+(``_timing.interleaved``); the ratio is per step (the same number of steps in both), in one run of this script.
+
+Run:  PYTHONPATH=. python benchmarks/bench_common_noise.py [--repeat 7]   (from the repository root)
 """
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +33,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import meanfield as mf  # noqa: E402
-from meanfield.models.common_noise import CommonNoise, CommonPath
+from meanfield.domains.circle import fourier  # noqa: E402
+from meanfield.models.common_noise import CommonNoise, CommonPath  # noqa: E402
 
 from _timing import interleaved  # noqa: E402
+
+LINEAR_PUSHFORWARD = fourier.linear_pushforward
 
 J = np.array([[0.0, -1.0], [1.0, 0.0]])
 SIGMAS = {"rotation (skew Σ = 0.5 J)": 0.5 * J,
@@ -45,8 +59,10 @@ def main(argv=None):
     for n in (256, 1024):
         g = mf.CircleGrid(n)
         mu = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 1]))
-        for (name, S), path_step in [(item, h) for item in SIGMAS.items()] + [(
-                ("general Σ, path step 2h", SIGMAS["general Σ (0.4 diag(1, −1) + 0.5 J)"]), 2 * h)]:
+        general = SIGMAS["general Σ (0.4 diag(1, −1) + 0.5 J)"]
+        for (name, S), path_step, before in [(item, h, False) for item in SIGMAS.items()] + [
+                (("general Σ, path step 2h", general), 2 * h, False),
+                (("general Σ, the map as before (NUFFT)", general), h, True)]:
             noise = CommonNoise(S, CommonPath(1, path_step, t[-1], seed=1))
             noise.half_maps()  # the path's maps once, as a run that reuses its path
 
@@ -58,9 +74,94 @@ def main(argv=None):
                 sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
                 assert sol.nsteps == steps, sol.nsteps
 
-            a, b, ratios = interleaved(noisy, plain, repeat=args.repeat)
+            if before:  # the same run with the map as it was: the NUFFT in place of the Lagrange interpolation
+                fourier.linear_pushforward = _nufft_pushforward
+            try:
+                a, b, ratios = interleaved(noisy, plain, repeat=args.repeat, min_time=0.1)
+            finally:
+                fourier.linear_pushforward = LINEAR_PUSHFORWARD
             print(f"| {name} | {n} | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
                   f"{np.median(ratios):.3f} |")
+    sphere_rows(args.repeat)
+    maps_table(args.repeat)
+
+
+def sphere_rows(repeat):
+    """The same on S² (lmax = 31, 20 steps): a rotation (Wigner rotation of the coefficients) and a general Σ (the
+    expansion at the preimages by ducc0's non-uniform synthesis)."""
+    h, steps = 0.01, 20
+    t = np.array([0.0, steps * h])
+    model = mf.SelfAttention(4.0)
+    g = mf.SphereGrid(31)
+    mu = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 2]))
+    J3 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    general = np.array([[0.4, -0.5, 0.1], [0.5, -0.4, 0.0], [0.0, 0.2, 0.0]])
+    for name, S in (("S², rotation (skew Σ = 0.5 J₃)", 0.5 * J3), ("S², general Σ", general)):
+        noise = CommonNoise(S, CommonPath(1, h, t[-1], seed=1))
+        noise.half_maps()
+
+        def noisy():
+            sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, common_noise=noise)
+            assert sol.nsteps == steps, sol.nsteps
+
+        def plain():
+            sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
+            assert sol.nsteps == steps, sol.nsteps
+
+        a, b, ratios = interleaved(noisy, plain, repeat=repeat, min_time=0.1)
+        print(f"| {name} | lmax 31 | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
+              f"{np.median(ratios):.3f} |")
+
+
+def _nufft_pushforward(values, B, cos, sin):
+    """fourier.linear_pushforward as it was: ρ at the preimages by ducc0's type-2 NUFFT (2.5e-13)."""
+    from ducc0.nufft import u2nu
+
+    (a, b), (c, d) = B
+    px, py = d * cos - b * sin, a * sin - c * cos
+    n = values.shape[-1]
+    D = fourier.interpolant_coefficients(fourier.coefficients(values), n)
+    K = n // 2
+    spectrum = np.zeros(2 * K + 2, dtype=complex)
+    spectrum[K + 1:] = D
+    spectrum[1:K + 1] = np.conj(D[:0:-1])
+    theta = np.ascontiguousarray(np.arctan2(py, px))
+    rho = u2nu(grid=spectrum, coord=theta[:, None], forward=False, epsilon=2.5e-13).real
+    return rho * ((a * d - b * c) / (px * px + py * py))
+
+
+def _nufft_map(grid, values, B):
+    """The general-Σ map as it was before (kept here to time it): ρ at the preimages by ducc0's type-2 NUFFT."""
+    return _nufft_pushforward(values, B, grid.points[:, 0], grid.points[:, 1])
+
+
+def maps_table(repeat):
+    from meanfield.representations.grid import GridProblem
+
+    B = np.array([[1.04, -0.06], [0.05, 0.97]])  # a general map of the size of one path step's
+    print("\n| one general-Σ map vs the 4 right-hand sides of an RK4 step, S¹ | n | map now | map before (NUFFT) | "
+          "4 rates | now/step | before/step | max |now − before| / max ρ |\n|---|---|---|---|---|---|---|---|")
+    for n in (256, 1024):
+        g = mf.CircleGrid(n)
+        y = mf.Density.from_function(g, lambda x: np.exp(1.5 * x[..., 0] + 0.4 * x[..., 1])).values
+        problem = GridProblem(mf.SelfAttention(4.0), g, "auto", refine=False, max_n=n, t0=0.0)
+        problem.probe(y)
+        now, before = g.linear_transport(y, B), _nufft_map(g, y, B)
+        diff = np.max(np.abs(now - before)) / np.max(now)
+        fns = {"now": lambda: g.linear_transport(y, B), "before": lambda: _nufft_map(g, y, B),
+               "step": lambda: [problem.rate(y) for _ in range(4)]}
+        times = {k: [] for k in fns}
+        for f in fns.values():
+            f()
+        for r in range(repeat):
+            for k, f in (fns.items() if r % 2 == 0 else reversed(fns.items())):
+                t0 = time.perf_counter()
+                for _ in range(20):
+                    f()
+                times[k].append((time.perf_counter() - t0) / 20)
+        m = {k: statistics.median(v) for k, v in times.items()}
+        print(f"| | {n} | {1e6 * m['now']:.1f} µs | {1e6 * m['before']:.1f} µs | {1e6 * m['step']:.1f} µs | "
+              f"{m['now'] / m['step']:.3f} | {m['before'] / m['step']:.3f} | {diff:.1e} |")
 
 
 if __name__ == "__main__":

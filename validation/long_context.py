@@ -28,6 +28,7 @@ s ~ 10⁻¹²). The keys past the K-th change Σ_{j ≥ 2} e^{−β(s_j − s_1)
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +38,8 @@ import particles
 from meanfield.analysis import exact
 from meanfield.models import ContextScaling, Normalization, SelfAttention, Transformer
 
-__all__ = ["equiangular_tokens", "one_layer_particles", "nearest_gaps", "mean_top_weight", "critical_scale",
-           "critical_exponent", "ExponentFit"]
+__all__ = ["equiangular_tokens", "one_layer_particles", "one_layer_pair_stats", "nearest_gaps", "mean_top_weight",
+           "critical_scale", "critical_exponent", "ExponentFit"]
 
 
 def equiangular_tokens(n: int, rho: float) -> np.ndarray:
@@ -65,6 +66,26 @@ def one_layer_particles(n: int, gamma: float, rho: float) -> np.ndarray:
     y = particles.discrete_depth(one_layer_model(gamma), x, depth=1.0, layers=1).x[-1]
     G = y @ y.T
     return G[np.triu_indices(int(n), 1)]
+
+
+def one_layer_pair_stats(n: int, gamma: float, rho: float) -> dict:
+    """The off-diagonal inner products after one layer (as :func:`one_layer_particles`, the same layer map on the same
+    tokens) summarised without listing the n(n − 1)/2 pairs (n = 10⁴: 5·10⁷ pairs, whose list and indices took
+    1.2 GB): their mean, min and max from the Gram matrix with its diagonal set to an off-diagonal entry (the mean
+    by |Σθ'|² − Σ|θ'|² lost 3e-13 at n = 10⁴ to cancellation), and the seconds the layer map took
+    (``layer_seconds``) and the Gram matrix (``gram_seconds``). The layer's cost: two n × n × (n + 1) products
+    (the logits ⟨θ_i, θ_j⟩ and the weights times V θ), O(n³), and n(n + 1) × 8 bytes per copy of the tokens."""
+    x = equiangular_tokens(n, rho)
+    t0 = time.perf_counter()
+    y = particles.discrete_depth(one_layer_model(gamma), x, depth=1.0, layers=1).x[-1]
+    t1 = time.perf_counter()
+    del x
+    G = y @ y.T
+    np.fill_diagonal(G, G[0, 1])
+    mean = (float(np.sum(G)) - n * float(G[0, 1])) / (n * (n - 1.0))  # pairwise summation: ~1e-16 relative
+    out = {"mean": mean, "min": float(np.min(G)), "max": float(np.max(G)), "layer_seconds": t1 - t0,
+           "gram_seconds": time.perf_counter() - t1}
+    return out
 
 
 def nearest_gaps(n: int, d: int, K: int, draws: int, rng) -> np.ndarray:
@@ -146,19 +167,21 @@ def critical_exponent(ns, d: int, draws: int = 2000, groups: int = 10, K: int = 
 
 def one_layer_table(ns, gamma: float, rho: float, particle_max: int = 1000) -> list[dict]:
     """Rows (n, ρ'_n, how: particles through the layer map for n <= ``particle_max`` (their mean off-diagonal
-    inner product; ``spread`` max − min over the pairs, ``formula_gap`` |particles − exact formula|), the exact
-    finite-n formula otherwise; ``error`` |ρ'_n − limit|)."""
+    inner product; ``spread`` max − min over the pairs, ``formula_gap`` max |particles − exact formula| over the
+    pairs, ``seconds`` the layer map's time: :func:`one_layer_pair_stats`), the exact finite-n formula otherwise;
+    ``error`` |ρ'_n − limit|)."""
     limit = exact.one_layer_limit(gamma, rho)
     rows = []
     for n in ns:
         formula = float(exact.one_layer_equiangular(n, gamma, rho))
         row = {"n": int(n), "formula": formula, "limit": limit}
         if n <= particle_max:
-            g = one_layer_particles(int(n), gamma, rho)
-            row.update(value=float(np.mean(g)), how="particles", spread=float(np.ptp(g)),
-                       formula_gap=float(np.max(np.abs(g - formula))))
+            g = one_layer_pair_stats(int(n), gamma, rho)
+            row.update(value=g["mean"], how="particles", spread=g["max"] - g["min"],
+                       formula_gap=max(abs(g["max"] - formula), abs(g["min"] - formula)),
+                       seconds=g["layer_seconds"])
         else:
-            row.update(value=formula, how="formula", spread=None, formula_gap=None)
+            row.update(value=formula, how="formula", spread=None, formula_gap=None, seconds=None)
         row["error"] = abs(row["value"] - limit)
         rows.append(row)
     return rows

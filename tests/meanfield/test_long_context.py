@@ -87,6 +87,34 @@ def test_layer_map_matches_finite_n_formula(gamma):
     assert np.max(np.abs(g - exact.one_layer_equiangular(150, gamma, 0.5))) < 2000 * EPS
 
 
+def test_pair_stats_summarise_the_same_layer():
+    """one_layer_pair_stats (the script's rows: no list of pairs) gives the mean, min and max of the pairs that
+    one_layer_particles lists, from the same layer map: equal to round-off (the mean of ~n² terms by pairwise
+    summation)."""
+    g = lc.one_layer_particles(120, 2.0, 0.5)
+    s = lc.one_layer_pair_stats(120, 2.0, 0.5)
+    assert s["min"] == np.min(g) and s["max"] == np.max(g)
+    assert abs(s["mean"] - np.mean(g)) < 1e4 * EPS
+    assert s["layer_seconds"] > 0 and s["gram_seconds"] >= 0
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_one_layer_by_point_sums_is_the_layer_map(d):
+    """The long-context benchmark's one layer at large n: θ' = N(θ + h X[μ^n](θ)) with the field from the point sums
+    (particles.velocity, strategy 'spectral', β_n = 1.5 log n) equals the library's layer map (particles.discrete_depth,
+    all pairs) on n = 1500 iid tokens. Error model: the point sums' truncation <= 1e-17 of the field's scale
+    (circle_degree/sphere_degree) and round-off of sums of 1500 terms, ~1e-15; bound 1e-13."""
+    rng = np.random.default_rng(d)
+    x = rng.standard_normal((1500, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    model = SelfAttention(ContextScaling.log(1.5))
+    y = x + particles.velocity(model, x, strategy="spectral")
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    ref = particles.discrete_depth(model, x, depth=1.0, layers=1).x[-1]
+    assert np.max(np.abs(y - ref)) < 1e-13
+    assert np.max(np.abs(ref - x)) > 1e-3  # the layer moves the tokens (iid: a field of order n^(-1/2))
+
+
 def test_formula_limit_and_rates():
     """The exact formula tends to 1, 4ρ/(1 + 3ρ), ρ (a = γ(1 − ρ) <, =, > 1) at the predicted rates: local slopes
     of |ρ'_n − lim| between n = 1e10 and 1e12 within 2 % of 2(1 − a), 1, a − 1."""
