@@ -15,7 +15,17 @@ Panels (SA, β = 4, one thread, medians of ``--repeat`` calls after a warm-up):
 The fitted exponent is the least-squares slope of log t against log n (L, d) over the sizes shown (panel 3: over
 d >= 16, where the dot products dominate). Under another session's load the times move; the slopes much less.
 
+``--crossover`` measures instead the particle count from which ``strategy="auto"`` takes the point sums on S¹ and S²
+(``SPECTRAL_CROSSOVER`` of :mod:`meanfield.domains.circle` and :mod:`meanfield.domains.sphere`): for each β, the
+point sums' field at the n particles (``Domain.point_sums(d).field``, what ``particles.simulate`` calls) against
+``kernels.pairwise_field`` (the pairwise strategy), one thread, the two timed in alternation in one process
+(``_timing.interleaved``: a ratio of two costs, robust to another session's load), n on a grid of ratio 2^{1/4}; the
+crossover n*(β) is the log-log interpolation where the ratio falls below 1 for good. It prints n*(β), n*/(L + 1), and
+the rule max(floor, per_degree (L + 1)) that is at or above every n* measured with the least excess: the values to
+store in ``SPECTRAL_CROSSOVER``.
+
 Run:  python benchmarks/bench_cost_curves.py [--repeat 3] [--out benchmarks/cost_curves.png] [--quick]
+      python benchmarks/bench_cost_curves.py --crossover [--repeat 7]
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median  # noqa: E402
+from _timing import interleaved, median  # noqa: E402
 
 import numba  # noqa: E402
 
@@ -55,6 +65,73 @@ def measured_crossover(n_pair, t_pair, n_point, t_point) -> float:
             a, b = np.log(ratio[k]), np.log(ratio[k + 1])
             return float(np.exp(np.log(common[k]) + a / (a - b) * np.log(common[k + 1] / common[k])))
     return float("nan")
+
+
+def crossing(ns, ratios) -> float:
+    """The n where ``ratios`` (point/pair) falls below 1 for good: log-log interpolation between the last size at or
+    above 1 and the next (the first size if none is above 1; NaN if the last is above 1)."""
+    ns, ratios = np.asarray(ns, float), np.asarray(ratios, float)
+    above = np.flatnonzero(ratios >= 1.0)
+    if not above.size:
+        return float(ns[0])
+    k = int(above[-1])
+    if k == len(ns) - 1:
+        return float("nan")
+    a, b = np.log(ratios[k]), np.log(ratios[k + 1])
+    return float(np.exp(np.log(ns[k]) + a / (a - b) * np.log(ns[k + 1] / ns[k])))
+
+
+def crossover_rule(degrees, crossings):
+    """(floor, per_degree): the rule n >= max(floor, per_degree (L + 1)) at or above every measured crossing, with
+    the least total log-excess over them (floors tried: each crossing, and 0)."""
+    L1, nx = np.asarray(degrees, float) + 1.0, np.asarray(crossings, float)
+    best = None
+    for floor in [0.0] + sorted(nx):
+        above = nx > floor
+        per = float(np.max(nx[above] / L1[above])) if above.any() else 0.0
+        rule = np.maximum(floor, per * L1)
+        excess = float(np.sum(np.log(rule / nx)))
+        if best is None or excess < best[0]:
+            best = (excess, int(np.ceil(floor)), float(np.ceil(per)))
+    return best[1], best[2]
+
+
+def measure_crossovers(repeat):
+    """The crossover table of the point sums against the pairwise sums, S¹ and S² (module docstring)."""
+    from meanfield.domains import CIRCLE, SPHERE
+
+    plans = ((CIRCLE, 2, (0.5, 1.0, 4.0, 16.0, 64.0), 64),
+             (SPHERE, 3, (1.0, 4.0, 16.0, 64.0, 256.0), 512))
+    out = {}
+    for domain, d, betas, n0 in plans:
+        sums = domain.point_sums(d)
+        degrees, crossings = [], []
+        for beta in betas:
+            model = mf.SelfAttention(beta)
+            ns, ratios = [], []
+            n, below = n0, 0
+            while below < 2 and n <= 64 * n0:
+                x = uniform_sphere(n, d, rng=n)
+                w = np.full(n, 1.0 / n)
+                t_pair, t_point, _ = interleaved(lambda: kernels.pairwise_field(model, x, w, x),
+                                                 lambda: sums.field(x, w, x, beta, True, 1.0),
+                                                 repeat=repeat, min_time=0.05)
+                ns.append(n)
+                ratios.append(t_point / t_pair)
+                below = below + 1 if ratios[-1] < 1.0 else 0
+                n = int(round(n * 2 ** 0.25))
+            L = sums.degree(beta)
+            nx = crossing(ns, ratios)
+            degrees.append(L)
+            crossings.append(nx)
+            print(f"{domain.symbol(d)} β = {beta:g} (L = {L}): crossover n* ≈ {nx:.0f}, n*/(L + 1) = {nx / (L + 1):.1f};"
+                  " point/pair: " + ", ".join(f"{m}: {r:.2f}" for m, r in zip(ns, ratios)), flush=True)
+        floor, per = crossover_rule(degrees, crossings)
+        print(f"{domain.symbol(d)}: store SPECTRAL_CROSSOVER = Crossover(floor={floor}, per_degree={per:g}) "
+              f"(now {type(domain).__module__}.SPECTRAL_CROSSOVER = {sys.modules[type(domain).__module__].SPECTRAL_CROSSOVER})",
+              flush=True)
+        out[domain.symbol(d)] = (betas, degrees, crossings, (floor, per))
+    return out
 
 
 def pair_and_point_sums(repeat, quick):
@@ -108,8 +185,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "cost_curves.png"))
     ap.add_argument("--quick", action="store_true", help="the smaller sizes only (a minute)")
+    ap.add_argument("--crossover", action="store_true", help="measure the crossovers of 'auto' on S¹ and S² only")
     args = ap.parse_args()
     numba.set_num_threads(1)
+    if args.crossover:
+        measure_crossovers(max(args.repeat, 5))
+        return
 
     n_pair, t_pair, n_point, t_point = pair_and_point_sums(args.repeat, args.quick)
     L, t_step = sphere_steps(args.repeat, args.quick)
