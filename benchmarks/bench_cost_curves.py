@@ -24,8 +24,15 @@ crossover n*(β) is the log-log interpolation where the ratio falls below 1 for 
 the rule max(floor, per_degree (L + 1)) that is at or above every n* measured with the least excess: the values to
 store in ``SPECTRAL_CROSSOVER``.
 
+``--studies`` times, for the particle systems of the example studies whose counts lie between the old rule and the
+measured crossover (where ``auto`` now takes the point sums: S¹ from 1024 → max(192, 9 (L + 1)), S² from 6 (L + 1)²
+→ max(2048, 17 (L + 1))), ``particles.simulate`` with ``strategy="auto"`` against ``strategy="pairwise"`` (the old
+choice), alternating in one process, on one thread and on the default thread count: the ratio new/old is the
+study's change (< 1: faster).
+
 Run:  python benchmarks/bench_cost_curves.py [--repeat 3] [--out benchmarks/cost_curves.png] [--quick]
       python benchmarks/bench_cost_curves.py --crossover [--repeat 7]
+      python benchmarks/bench_cost_curves.py --studies [--repeat 7]
 """
 
 from __future__ import annotations
@@ -134,6 +141,43 @@ def measure_crossovers(repeat):
     return out
 
 
+def studies_before_after(repeat):
+    """``simulate`` with 'auto' (now the point sums) against 'pairwise' (the old rule's choice), same process."""
+    import particles as pt
+
+    circle = lambda n, seed: uniform_sphere(n, 2, rng=seed)  # noqa: E731
+    cases = [  # (what, model, x0, t_eval, keywords)
+        ("circle_clusters: S¹ SA β = 4, n = 1000, rk45 to t = 0.5", mf.SelfAttention(4.0), circle(1000, 1),
+         [0.0, 0.5], dict(method="rk45")),
+        ("compare_pde_particles: S¹ SA β = 1, n = 316, RK4 50 steps", mf.SelfAttention(1.0), circle(316, 2),
+         [0.0, 0.5], dict(dt=0.01)),
+        ("compare_pde_particles: S¹ SA β = 1, n = 1000, RK4 50 steps", mf.SelfAttention(1.0), circle(1000, 3),
+         [0.0, 0.5], dict(dt=0.01)),
+        ("metastability: S¹ SA β = 5, n = 1000, RK4 50 steps", mf.SelfAttention(5.0), circle(1000, 4),
+         [0.0, 0.5], dict(dt=0.01)),
+        ("noisy_phase_transition: S¹ USA β = 3, D = 1.3, 4 × n = 512, 50 steps",
+         mf.SelfAttention(3.0, normalized=False, noise=1.3), uniform_sphere(512, 2, rng=5, batch=4),
+         [0.0, 0.5], dict(dt=0.01, rng=0)),
+        ("bench_table particles: S² SA β = 4, n = 4096, RK4 5 steps", mf.SelfAttention(4.0),
+         uniform_sphere(4096, 3, rng=6), [0.0, 0.05], dict(dt=0.01)),
+        ("S² SA β = 16, n = 3000, RK4 5 steps", mf.SelfAttention(16.0), uniform_sphere(3000, 3, rng=7),
+         [0.0, 0.05], dict(dt=0.01)),
+    ]
+    default = numba.config.NUMBA_NUM_THREADS
+    print("| system | threads | auto takes | auto / pairwise (median of pairs) | spread of the pairs |")
+    print("|---|---|---|---|---|")
+    for what, model, x0, t, kw in cases:
+        for threads in (1, default):
+            numba.set_num_threads(threads)
+            path = pt.simulate(model, x0, t, progress=False, **kw).strategy
+            t_new, t_old, ratios = interleaved(lambda: pt.simulate(model, x0, t, progress=False, **kw),
+                                               lambda: pt.simulate(model, x0, t, strategy="pairwise", progress=False,
+                                                                   **kw), repeat=repeat)
+            print(f"| {what} | {threads} | {path} | {t_new / t_old:.2f} ({t_new * 1e3:.0f} ms / {t_old * 1e3:.0f} ms)"
+                  f" | {min(ratios):.2f}–{max(ratios):.2f} |", flush=True)
+    numba.set_num_threads(1)
+
+
 def pair_and_point_sums(repeat, quick):
     model = mf.SelfAttention(BETA)
     n_pair = [512, 1024, 2048, 4096] + ([] if quick else [8192])
@@ -186,10 +230,15 @@ def main():
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "cost_curves.png"))
     ap.add_argument("--quick", action="store_true", help="the smaller sizes only (a minute)")
     ap.add_argument("--crossover", action="store_true", help="measure the crossovers of 'auto' on S¹ and S² only")
+    ap.add_argument("--studies", action="store_true", help="the example studies' particles: 'auto' against the "
+                    "pairwise sums (the old rule's choice), same process")
     args = ap.parse_args()
     numba.set_num_threads(1)
     if args.crossover:
         measure_crossovers(max(args.repeat, 5))
+        return
+    if args.studies:
+        studies_before_after(max(args.repeat, 5))
         return
 
     n_pair, t_pair, n_point, t_point = pair_and_point_sums(args.repeat, args.quick)
