@@ -7,13 +7,16 @@ Panels (SA, β = 4, one thread, medians of ``--repeat`` calls after a warm-up):
    fall below round-off, exponent ~1 expected, fitted over n >= 10⁴ where their fixed cost no longer dominates),
    with the crossover n where the point sums become cheaper: measured at the same sizes, interpolated log-log
    between the two sizes that bracket it.
-2. One RK4 step of an S² density on the grid of degree L (ducc0 transforms: ~L³ expected), timed as the difference
-   of a 6-step and a 2-step solve divided by 4, so the set-up cancels.
+2. One RK4 step of a density against the degree L, as ``solve`` takes it (``_anchors.problem_step``: no set-up):
+   S² on ducc0 (one thread; ~L³ expected once the Legendre transforms' L³ dominates their FFTs' L² log L), the
+   shtns loop of ``bench_table`` (4 transforms per right-hand side; drawn where shtns imports: it is optional and
+   needs FFTW to build), and the zonal grid of S^{d−1}, d = 16 (dense Gegenbauer transforms: ~L² expected).
 3. The pairwise field of n = 2048 particles on S^{d−1} against d (the d-dimensional dot products: ~d once d exceeds
    the exponential's own cost, flat below).
 
 The fitted exponent is the least-squares slope of log t against log n (L, d) over the sizes shown (panel 3: over
-d >= 16, where the dot products dominate). Under another session's load the times move; the slopes much less.
+d >= 16, where the dot products dominate), printed with its 95 % interval (Student t on the fit's residuals). Under
+another session's load the times move; the slopes much less.
 
 ``--crossover`` measures instead the particle count from which ``strategy="auto"`` takes the point sums on S¹ and S²
 (``SPECTRAL_CROSSOVER`` of :mod:`meanfield.domains.circle` and :mod:`meanfield.domains.sphere`): for each β, the
@@ -38,8 +41,11 @@ Run:  python benchmarks/bench_cost_curves.py [--repeat 3] [--out benchmarks/cost
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread for shtns's OpenMP too (set before it loads)
 
 import numpy as np
 
@@ -54,12 +60,25 @@ from meanfield.domains.sphere.point_sums import sphere_spectral_field  # noqa: E
 from particles import uniform_sphere  # noqa: E402
 
 BETA = 4.0
+ZONAL_D = 16
 
 
 def slope(x, t):
     """The least-squares exponent of t ~ x^p and its prefactor: (p, c) with t ≈ c x^p."""
     p, logc = np.polyfit(np.log(x), np.log(t), 1)
     return float(p), float(np.exp(logc))
+
+
+def slope_interval(x, t, level=0.95):
+    """The least-squares exponent p of t ~ x^p with its ``level`` confidence interval (Student t on the residuals of
+    the log-log fit; (p, p) for two sizes, where no residual is left)."""
+    from scipy import stats
+
+    fit = stats.linregress(np.log(x), np.log(t))
+    if len(x) < 3:
+        return float(fit.slope) if len(x) == 2 else float("nan"), float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, len(x) - 2) * fit.stderr
+    return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
 
 
 def measured_crossover(n_pair, t_pair, n_point, t_point) -> float:
@@ -194,22 +213,47 @@ def pair_and_point_sums(repeat, quick):
     return np.array(n_pair), np.array(t_pair), np.array(n_point), np.array(t_point)
 
 
-def sphere_steps(repeat, quick):
+def shtns_loop(L, beta):
+    """The shtns anchor of ``bench_table`` (SA on S², state = coefficients, 4 transforms per right-hand side) and its
+    initial coefficients, or None where shtns does not import (it is optional: it needs FFTW to build)."""
+    try:
+        from bench_table import shtns_rhs
+        sh, rhs, theta, phi = shtns_rhs(L, beta)
+    except ImportError:
+        return None
+    tt, pp = np.meshgrid(theta, phi, indexing="ij")
+    x = np.stack([np.sin(tt) * np.cos(pp), np.sin(tt) * np.sin(pp), np.cos(tt)], -1)
+    return rhs, sh.analys(np.exp(2.0 * x[..., 2]))
+
+
+def density_steps(repeat, quick):
+    """Seconds per RK4 step as ``solve`` takes it (``_anchors.problem_step``: no set-up), against L: S² on ducc0
+    (one thread), the shtns loop where shtns imports, and the zonal grid of S^{d−1}, d = ZONAL_D."""
+    from _anchors import problem_step, rk4_step
+    from meanfield.domains import ZonalGrid
+    from meanfield.domains.sphere import DuccBackend
+
+    DuccBackend.nthreads = 1
     model = mf.SelfAttention(BETA)
-    degrees = [31, 63, 127] + ([] if quick else [255, 511])
-    out = []
+    degrees = [31, 63, 127, 255] + ([] if quick else [511, 1023])
+    # shtns plans (times its variants) first, in a quiet process (bench_table's note)
+    loops = {L: shtns_loop(L, BETA) for L in degrees}
+    t_s2, t_sht = [], []
     for L in degrees:
-        grid = mf.SphereGrid(L)
-        mu = mf.Density.from_function(grid, lambda x: np.exp(2.0 * x[..., 2]))
-        h = 1e-3
-
-        def run(k):
-            return mf.solve(model, mu, (0.0, k * h), dt=h, representation="grid", refine=False)
-
-        t6 = median(lambda: run(6), repeat)
-        t2 = median(lambda: run(2), repeat)
-        out.append(max((t6 - t2) / 4.0, 1e-9))
-    return np.array(degrees), np.array(out)
+        grid = mf.SphereGrid(L, backend="ducc0")
+        y = mf.Density.from_function(grid, lambda x: np.exp(2.0 * x[..., 2])).values
+        t_s2.append(median(problem_step(model, grid, y), repeat))
+        if loops[L] is not None:
+            rhs, alm = loops[L]
+            t_sht.append(median(lambda: rk4_step(rhs, alm), repeat))
+    zonal_degrees = [32, 64, 128, 256] + ([] if quick else [512, 1024, 2048])
+    t_zonal = []
+    for L in zonal_degrees:
+        grid = ZonalGrid(ZONAL_D, L)
+        y = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.2, 4, rng=1)).values
+        t_zonal.append(median(problem_step(model, grid, y), repeat))
+    sht = (np.array(degrees[:len(t_sht)]), np.array(t_sht)) if t_sht else None
+    return np.array(degrees), np.array(t_s2), sht, np.array(zonal_degrees), np.array(t_zonal)
 
 
 def particle_dims(repeat, quick):
@@ -242,27 +286,38 @@ def main():
         return
 
     n_pair, t_pair, n_point, t_point = pair_and_point_sums(args.repeat, args.quick)
-    L, t_step = sphere_steps(args.repeat, args.quick)
+    L, t_step, sht, Lz, t_zonal = density_steps(args.repeat, args.quick)
     dims, t_dim = particle_dims(args.repeat, args.quick)
-    p_pair, c_pair = slope(n_pair, t_pair)
     large = n_point >= 10**4
-    p_point, c_point = slope(n_point[large], t_point[large])
-    p_step, _ = slope(L, t_step)
     big = dims >= 16
-    p_dim, _ = slope(dims[big], t_dim[big])
+    top = L >= 255  # the S² step's asymptotic regime: the transforms' L³ (L² log L FFTs are a lower order)
     crossover = measured_crossover(n_pair, t_pair, n_point, t_point)
-    local = np.log(t_step[-1] / t_step[-2]) / np.log(L[-1] / L[-2])
-
-    print("| curve | sizes | fitted exponent | expected |")
+    fits = [  # (curve, sizes, x, t, expected)
+        ("S² field, pair sums, t(n)", "n", n_pair, t_pair, "2"),
+        ("S² field, point sums, t(n)", "n", n_point[large], t_point[large], "~1"),
+        ("S² density RK4 step (ducc0), t(L)", "L", L, t_step, "~3 (L³ transforms; L² log L below)"),
+        ("S² density RK4 step (ducc0), t(L), L >= 255", "L", L[top], t_step[top], "3"),
+    ]
+    if sht is not None:
+        fits.append(("S² RK4 step, shtns loop (4 transforms per RHS), t(L)", "L", sht[0], sht[1], "~3"))
+    fits += [
+        (f"zonal S^{ZONAL_D - 1} density RK4 step, t(L)", "L", Lz, t_zonal, "~2 (dense Gegenbauer transforms)"),
+        ("pairwise field n = 2048 on S^(d−1), t(d), d >= 16", "d", dims[big], t_dim[big], "~1"),
+    ]
+    print("| curve | sizes | fitted exponent [95 % interval] | expected |")
     print("|---|---|---|---|")
-    print(f"| S² field, pair sums, t(n) | n = {n_pair[0]}…{n_pair[-1]} | {p_pair:.2f} | 2 |")
-    print(f"| S² field, point sums, t(n) | n = {n_point[large][0]}…{n_point[-1]} | {p_point:.2f} | ~1 |")
-    print(f"| S² density RK4 step, t(L) | L = {L[0]}…{L[-1]} | {p_step:.2f} (last two sizes: {local:.2f}) | ~3 |")
-    print(f"| particle field n = 2048, t(d), d >= 16 | d = {dims[big][0]}…{dims[-1]} | {p_dim:.2f} | ~1 |")
-    print(f"crossover, measured: point sums cheaper above n ≈ {crossover:.3g} (particles.simulate's 'auto' chooses "
-          "by its own rule; this is this machine's measurement)")
-    for name, xs, ts in (("pair", n_pair, t_pair), ("point", n_point, t_point), ("step L", L, t_step),
-                         ("dim d", dims, t_dim)):
+    exponents = {}
+    for name, var, x, t, expected in fits:
+        p, lo, hi = slope_interval(x, t)
+        exponents[name] = p
+        print(f"| {name} | {var} = {x[0]:g}…{x[-1]:g} | {p:.2f} [{lo:.2f}, {hi:.2f}] | {expected} |")
+    print(f"S² field crossover (these sizes, log-log interpolation): point sums cheaper above n ≈ {crossover:.3g}; "
+          "'auto' uses the crossovers of --crossover (meanfield.domains.sphere/circle.SPECTRAL_CROSSOVER)")
+    if sht is None:
+        print("shtns: not importable here (optional; it needs FFTW to build): its loop is not drawn")
+    rows = [("pair", n_pair, t_pair), ("point", n_point, t_point), ("S² step L", L, t_step),
+            ("zonal step L", Lz, t_zonal), ("dim d", dims, t_dim)] + ([("shtns L", *sht)] if sht is not None else [])
+    for name, xs, ts in rows:
         print(f"{name}: " + ", ".join(f"{x:g}: {t:.3g} s" for x, t in zip(xs, ts)))
 
     import matplotlib
@@ -270,22 +325,32 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4), constrained_layout=True)
+    def guide(ax, x, t, p):  # a dashed line of slope p through the curve's last point
+        x = np.asarray(x, float)
+        ax.loglog(x, t[-1] * (x / x[-1]) ** p, "--", color="0.7", lw=0.8)
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4), constrained_layout=True)
     ax = axes[0]
-    ax.loglog(n_pair, t_pair, "o-", label=f"pair sums (n^{p_pair:.2f})")
-    ax.loglog(n_point, t_point, "s-", label=f"point sums (n^{p_point:.2f})")
+    p_pair, p_point = exponents[fits[0][0]], exponents[fits[1][0]]
+    ax.loglog(n_pair, t_pair, "o-", label=f"pair sums: n^{p_pair:.2f}")
+    ax.loglog(n_point, t_point, "s-", label=f"point sums: n^{p_point:.2f} (n >= 10⁴)")
     if np.isfinite(crossover):
-        ax.axvline(crossover, color="0.6", ls=":", label=f"crossover n ≈ {crossover:.2g}")
-    ax.set(xlabel="n (points on S²)", ylabel="seconds per field", title="S² field, SA β = 4, one thread")
-    ax.legend()
+        ax.axvline(crossover, color="0.5", ls=":", label=f"crossover n ≈ {crossover:.2g}")
+    ax.set(xlabel="n (particles on S²)", ylabel="seconds per field", title=f"S² field, SA β = {BETA:g}, one thread")
+    ax.legend(fontsize=8)
     ax = axes[1]
-    ax.loglog(L, t_step, "o-", label=f"L^{p_step:.2f}")
-    ax.set(xlabel="degree L", ylabel="seconds per RK4 step", title="S² density step (ducc0)")
-    ax.legend()
+    p_all, p_top = exponents[fits[2][0]], exponents[fits[3][0]]
+    ax.loglog(L, t_step, "o-", label=f"S² (ducc0): L^{p_all:.2f}; L^{p_top:.2f} from 255")
+    guide(ax, L, t_step, 3.0)
+    if sht is not None:
+        ax.loglog(sht[0], sht[1], "^-", label=f"S² shtns loop: L^{exponents[fits[4][0]]:.2f}")
+    ax.loglog(Lz, t_zonal, "s-", label=f"zonal S^{ZONAL_D - 1}: L^{exponents[fits[-2][0]]:.2f}")
+    ax.set(xlabel="degree L", ylabel="seconds per RK4 step", title="density RK4 step (dashed: L³)")
+    ax.legend(fontsize=8)
     ax = axes[2]
-    ax.loglog(dims, t_dim, "o-", label=f"d^{p_dim:.2f} (d >= 16)")
+    ax.loglog(dims, t_dim, "o-", label=f"d^{exponents[fits[-1][0]]:.2f} (d >= 16)")
     ax.set(xlabel="d", ylabel="seconds per field", title="pairwise field, n = 2048 on S^(d−1)")
-    ax.legend()
+    ax.legend(fontsize=8)
     from matplotlib.ticker import NullFormatter
 
     for ax in axes:
