@@ -1,6 +1,7 @@
 """Cost curves on one page (issue 50, item 5): time against n, L and d, each log-log with its fitted exponent.
 
-Panels (SA, β = 4, one thread, medians of ``--repeat`` calls after a warm-up):
+Panels (SA, β = 4, one thread, the best of ``--repeat`` calls after a warm-up: under another session's load the
+least-disturbed call estimates the cost; medians moved by 2–10× between neighbouring sizes at load 10):
 
 1. The field of n points on S² by pair sums (``kernels.field``: n² pairs, exponent 2 expected) and by point sums
    (``sphere_spectral_field``: spherical-harmonic sums truncated where the Funk–Hecke multipliers of e^{β⟨x,y⟩}
@@ -33,7 +34,7 @@ measured crossover (where ``auto`` now takes the point sums: S¹ from 1024 → m
 choice), alternating in one process, on one thread and on the default thread count: the ratio new/old is the
 study's change (< 1: faster).
 
-Run:  python benchmarks/bench_cost_curves.py [--repeat 3] [--out benchmarks/cost_curves.png] [--quick]
+Run:  python benchmarks/bench_cost_curves.py [--repeat 5] [--out docs/_static/cost_curves.png] [--quick]
       python benchmarks/bench_cost_curves.py --crossover [--repeat 7]
       python benchmarks/bench_cost_curves.py --studies [--repeat 7]
 """
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from functools import partial
 import sys
 from pathlib import Path
 
@@ -50,7 +52,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread for shtns's OpenMP t
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import interleaved, median  # noqa: E402
+from _timing import best, interleaved  # noqa: E402
 
 import numba  # noqa: E402
 
@@ -111,15 +113,15 @@ def crossover_rule(degrees, crossings):
     """(floor, per_degree): the rule n >= max(floor, per_degree (L + 1)) at or above every measured crossing, with
     the least total log-excess over them (floors tried: each crossing, and 0)."""
     L1, nx = np.asarray(degrees, float) + 1.0, np.asarray(crossings, float)
-    best = None
+    chosen = None
     for floor in [0.0] + sorted(nx):
         above = nx > floor
         per = float(np.max(nx[above] / L1[above])) if above.any() else 0.0
         rule = np.maximum(floor, per * L1)
         excess = float(np.sum(np.log(rule / nx)))
-        if best is None or excess < best[0]:
-            best = (excess, int(np.ceil(floor)), float(np.ceil(per)))
-    return best[1], best[2]
+        if chosen is None or excess < chosen[0]:
+            chosen = (excess, int(np.ceil(floor)), float(np.ceil(per)))
+    return chosen[1], chosen[2]
 
 
 def measure_crossovers(repeat):
@@ -205,11 +207,11 @@ def pair_and_point_sums(repeat, quick):
     for n in n_pair:
         x = uniform_sphere(n, 3, rng=n)
         w = np.full(n, 1.0 / n)
-        t_pair.append(median(lambda: kernels.field(model, x, w, x), repeat))
+        t_pair.append(best(lambda: kernels.field(model, x, w, x), repeat))
     for n in n_point:
         x = uniform_sphere(n, 3, rng=n)
         w = np.full(n, 1.0 / n)
-        t_point.append(median(lambda: sphere_spectral_field(x, w, x, BETA), repeat))
+        t_point.append(best(lambda: sphere_spectral_field(x, w, x, BETA), repeat))
     return np.array(n_pair), np.array(t_pair), np.array(n_point), np.array(t_point)
 
 
@@ -217,10 +219,16 @@ def shtns_loop(L, beta):
     """The shtns anchor of ``bench_table`` (SA on S², state = coefficients, 4 transforms per right-hand side) and its
     initial coefficients, or None where shtns does not import (it is optional: it needs FFTW to build)."""
     try:
+        import shtns
         from bench_table import shtns_rhs
-        sh, rhs, theta, phi = shtns_rhs(L, beta)
     except ImportError:
         return None
+    plan = shtns.sht
+    shtns.sht = partial(plan, nthreads=1)  # its default, 0, takes every core whatever OMP_NUM_THREADS says
+    try:
+        sh, rhs, theta, phi = shtns_rhs(L, beta)
+    finally:
+        shtns.sht = plan
     tt, pp = np.meshgrid(theta, phi, indexing="ij")
     x = np.stack([np.sin(tt) * np.cos(pp), np.sin(tt) * np.sin(pp), np.cos(tt)], -1)
     return rhs, sh.analys(np.exp(2.0 * x[..., 2]))
@@ -242,16 +250,16 @@ def density_steps(repeat, quick):
     for L in degrees:
         grid = mf.SphereGrid(L, backend="ducc0")
         y = mf.Density.from_function(grid, lambda x: np.exp(2.0 * x[..., 2])).values
-        t_s2.append(median(problem_step(model, grid, y), repeat))
+        t_s2.append(best(problem_step(model, grid, y), repeat))
         if loops[L] is not None:
             rhs, alm = loops[L]
-            t_sht.append(median(lambda: rk4_step(rhs, alm), repeat))
+            t_sht.append(best(lambda: rk4_step(rhs, alm), repeat))
     zonal_degrees = [32, 64, 128, 256] + ([] if quick else [512, 1024, 2048])
     t_zonal = []
     for L in zonal_degrees:
         grid = ZonalGrid(ZONAL_D, L)
         y = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.2, 4, rng=1)).values
-        t_zonal.append(median(problem_step(model, grid, y), repeat))
+        t_zonal.append(best(problem_step(model, grid, y), repeat))
     sht = (np.array(degrees[:len(t_sht)]), np.array(t_sht)) if t_sht else None
     return np.array(degrees), np.array(t_s2), sht, np.array(zonal_degrees), np.array(t_zonal)
 
@@ -264,13 +272,13 @@ def particle_dims(repeat, quick):
         x = uniform_sphere(n, d, rng=d)
         w = np.full(n, 1.0 / n)
         model = mf.SelfAttention(BETA)
-        out.append(median(lambda: kernels.field(model, x, w, x), repeat))
+        out.append(best(lambda: kernels.field(model, x, w, x), repeat))
     return np.array(dims), np.array(out)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "cost_curves.png"))
     ap.add_argument("--quick", action="store_true", help="the smaller sizes only (a minute)")
     ap.add_argument("--crossover", action="store_true", help="measure the crossovers of 'auto' on S¹ and S² only")
@@ -285,8 +293,10 @@ def main():
         studies_before_after(max(args.repeat, 5))
         return
 
-    n_pair, t_pair, n_point, t_point = pair_and_point_sums(args.repeat, args.quick)
+    # the density steps first: shtns's OpenMP loop, timed after numba's parallel kernels have started their
+    # thread pool, ran 10–100× slower under load
     L, t_step, sht, Lz, t_zonal = density_steps(args.repeat, args.quick)
+    n_pair, t_pair, n_point, t_point = pair_and_point_sums(args.repeat, args.quick)
     dims, t_dim = particle_dims(args.repeat, args.quick)
     large = n_point >= 10**4
     big = dims >= 16
@@ -335,7 +345,12 @@ def main():
     ax.loglog(n_pair, t_pair, "o-", label=f"pair sums: n^{p_pair:.2f}")
     ax.loglog(n_point, t_point, "s-", label=f"point sums: n^{p_point:.2f} (n >= 10⁴)")
     if np.isfinite(crossover):
-        ax.axvline(crossover, color="0.5", ls=":", label=f"crossover n ≈ {crossover:.2g}")
+        ax.axvline(crossover, color="0.5", ls=":", label=f"crossover of these curves n ≈ {crossover:.2g}")
+    from meanfield.domains.sphere import SPECTRAL_CROSSOVER
+    from meanfield.domains.sphere.point_sums import sphere_degree
+
+    n_auto = SPECTRAL_CROSSOVER.at(sphere_degree(BETA))
+    ax.axvline(n_auto, color="k", ls="--", lw=0.8, label=f"'auto' takes point sums from n = {n_auto}")
     ax.set(xlabel="n (particles on S²)", ylabel="seconds per field", title=f"S² field, SA β = {BETA:g}, one thread")
     ax.legend(fontsize=8)
     ax = axes[1]
