@@ -152,12 +152,13 @@ def measure_crossovers(repeat):
             nx = crossing(ns, ratios)
             degrees.append(L)
             crossings.append(nx)
-            print(f"{domain.symbol(d)} β = {beta:g} (L = {L}): crossover n* ≈ {nx:.0f}, n*/(L + 1) = {nx / (L + 1):.1f};"
+            print(f"{domain.symbol(d)} β = {beta:g} (L = {L}): crossover n* ≈ {nx:.0f}, "
+                  f"n*/(L + 1) = {nx / (L + 1):.1f};"
                   " point/pair: " + ", ".join(f"{m}: {r:.2f}" for m, r in zip(ns, ratios)), flush=True)
         floor, per = crossover_rule(degrees, crossings)
+        module = type(domain).__module__
         print(f"{domain.symbol(d)}: store SPECTRAL_CROSSOVER = Crossover(floor={floor}, per_degree={per:g}) "
-              f"(now {type(domain).__module__}.SPECTRAL_CROSSOVER = {sys.modules[type(domain).__module__].SPECTRAL_CROSSOVER})",
-              flush=True)
+              f"(now {module}.SPECTRAL_CROSSOVER = {sys.modules[module].SPECTRAL_CROSSOVER})", flush=True)
         out[domain.symbol(d)] = (betas, degrees, crossings, (floor, per))
     return out
 

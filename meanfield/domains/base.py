@@ -56,8 +56,8 @@ class PointSums(NamedTuple):
 
     ``field(points, weights, queries, beta, normalized, c) -> (X, bound)`` (``bound`` a certified bound on the
     truncation error per query); ``field_and_divergence(...) -> (X, div X)``; ``excess_energy(points, weights, β)``
-    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether ``strategy="auto"`` takes them for n particles (the measured
-    :class:`Crossover` and the error bound :data:`POINT_SUMS_TOLERANCE`: :func:`point_sums_pay_off`).
+    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether ``strategy="auto"`` takes them for n particles (the
+    measured :class:`Crossover` and the error bound :data:`POINT_SUMS_TOLERANCE`: :func:`point_sums_pay_off`).
     """
 
     degree: Callable
