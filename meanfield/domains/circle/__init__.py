@@ -26,9 +26,9 @@ from .sampling import cdf
 #: particles, L = circle_degree(β) (24 at β = 4: from 225), where their error bound holds (``POINT_SUMS_TOLERANCE``).
 #: Measured by ``python benchmarks/bench_cost_curves.py --crossover`` (their field at the n particles against
 #: ``kernels.pairwise_field``'s, one thread, timed alternately in one process; 2026-12-02, 2-core Intel Xeon VM
-#: (AVX-512) under load 4–7): n* ≈ 195, 104, 116, 344, 613 at β = 0.5, 1, 4, 16, 64, i.e. ~5–8 (L + 1) (the sums
-#: cost ~n L against the pairs' n²; below ~200 the two are within 10 % of each other). Re-measure and update this
-#: one line when either sum changes speed.
+#: (AVX-512) under load 4–7): n* ≈ 195, 104, 116, 344, 613 at β = 0.5, 1, 4, 16, 64 (97, 88, 143, 337, 560 at load
+#: 1), i.e. ~5–8 (L + 1) (the sums cost ~n L against the pairs' n²; below ~200 the two are within 10 % of each
+#: other). Re-measure and update this one line when either sum changes speed.
 SPECTRAL_CROSSOVER = Crossover(floor=192, per_degree=9.0)
 
 __all__ = ["CIRCLE", "Circle", "CircleGrid", "CircleSpectral", "CircleQuadrature", "bessel_multipliers",
