@@ -328,10 +328,12 @@ def simulate(
         V = cI on the circle and S²) the O(nL) and O(nL²) spectral sums, with
         a certified truncation bound (``field_error_bound``); or, for RK4 with one
         head, "fused": whole step sequences of each realisation in compiled
-        code. "auto" picks spectral on the circle from 1024 particles and on
-        S² from 6 (L + 1)² particles (``Domain.point_sums``; L = ``sphere_degree(β)``: 26 at β = 4,
-        so n >= 4374), fused for batches of at most 64 particles, pairwise
-        otherwise on spheres and for every R^d model (every R^d model has
+        code. "auto" picks spectral above the measured crossover with the pairwise sums
+        (``SPECTRAL_CROSSOVER`` of :mod:`meanfield.domains.circle` and :mod:`meanfield.domains.sphere`), where
+        their a-priori error bound at the particles is within ``POINT_SUMS_TOLERANCE`` (1e-9 relative to |c|):
+        on the circle from max(192, 9 (L + 1)) particles (L = ``circle_degree(β)``: 225 at β = 4), on S² from
+        max(2048, 17 (L + 1)) (L = ``sphere_degree(β)``: 2048 at β = 4); fused for batches of at most 64
+        particles, pairwise otherwise on spheres and for every R^d model (every R^d model has
         compiled sums). The normalisations other than post-LN take the pairwise or quadrature sums of their average
         (spectral and fused compute post-LN's P_θA: refused), hardmax attention its own sums (quadrature).
     precision : {"double", "single"}

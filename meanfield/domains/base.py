@@ -24,8 +24,9 @@ import numpy as np
 
 from ..core import checks
 
-__all__ = ["Domain", "Grid", "Measure", "PointSums", "Diagonal", "register", "unregister", "get", "infer", "unit_sphere",
-           "for_manifold", "of_model", "sphere_of_dim"]
+__all__ = ["Domain", "Grid", "Measure", "PointSums", "Crossover", "POINT_SUMS_TOLERANCE", "point_sums_pay_off",
+           "Diagonal", "register", "unregister", "get", "infer", "unit_sphere", "for_manifold", "of_model",
+           "sphere_of_dim"]
 
 
 #: digits as superscripts, for the domains' symbols (S², ℝ³)
@@ -55,7 +56,8 @@ class PointSums(NamedTuple):
 
     ``field(points, weights, queries, beta, normalized, c) -> (X, bound)`` (``bound`` a certified bound on the
     truncation error per query); ``field_and_divergence(...) -> (X, div X)``; ``excess_energy(points, weights, β)``
-    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether they beat the pairwise sums for n points (measured crossover);
+    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether ``strategy="auto"`` takes them for n particles (the
+    measured :class:`Crossover` and the error bound :data:`POINT_SUMS_TOLERANCE`: :func:`point_sums_pay_off`);
     ``directions``: whether ``field`` takes any non-zero vectors as points and queries and sums at their directions
     y/|y| (the sphere's 0-homogeneous extension, so a caller need not retract a copy of 10⁶ rows first).
     """
@@ -66,6 +68,37 @@ class PointSums(NamedTuple):
     excess_energy: Callable
     pays_off: Callable
     directions: bool = False
+
+
+#: The error bound at which a domain's point sums replace the pairwise sums under ``strategy="auto"``: their
+#: a-priori bound on the SA field error at the particles themselves (any configuration of n particles of equal
+#: weights), relative to |c|, the SA speed's bound. The per-query bound of a run is ``field_error_bound``.
+POINT_SUMS_TOLERANCE = 1e-9
+
+
+class Crossover(NamedTuple):
+    """The particle count from which a domain's point sums beat its pairwise sums for n particles (their field at the
+    particles themselves, one thread): ``max(floor, ceil(per_degree · (L + 1)))`` at the point sums' degree L = L(β).
+
+    A *measured* ratio of two costs, re-measured by ``python benchmarks/bench_cost_curves.py --crossover`` (it prints
+    the values to store here); a faster point sum lowers it, a faster pairwise kernel raises it."""
+
+    floor: int
+    per_degree: float
+
+    def at(self, degree: int) -> int:
+        return max(int(self.floor), int(np.ceil(self.per_degree * (degree + 1))))
+
+
+def point_sums_pay_off(crossover: Crossover, degree: Callable, self_bound: Callable) -> Callable:
+    """``pays_off(n, beta)`` of :class:`PointSums`: n at or above the measured ``crossover`` at the degree L(β), and
+    the a-priori bound ``self_bound(n, beta)`` on the field error at the particles within :data:`POINT_SUMS_TOLERANCE`
+    (else the pairwise sums, exact to round-off)."""
+
+    def pays_off(n: int, beta: float) -> bool:
+        return n >= crossover.at(degree(beta)) and self_bound(n, beta) <= POINT_SUMS_TOLERANCE
+
+    return pays_off
 
 
 class Grid(abc.ABC):

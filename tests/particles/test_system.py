@@ -135,9 +135,9 @@ def test_spectral_and_pairwise_trajectories_agree(rng):
 @pytest.mark.parametrize("beta, normalized, c", [(4.0, True, 1.0), (2.0, False, -0.5)])
 def test_sphere_spectral_and_pairwise_trajectories_agree(rng, beta, normalized, c):
     """S² particles through the O(nL²) spectral sums follow the pairwise trajectories to round-off, with a
-    certified truncation bound below 1e-14; 'auto' takes them from 6 (L + 1)² particles on."""
+    certified truncation bound below 1e-14; 'auto' takes them from the measured crossover on."""
     from meanfield.domains.sphere.point_sums import sphere_degree
-    from meanfield.domains.sphere import SPECTRAL_PER_MODE as SPHERE_SPECTRAL_PER_MODE
+    from meanfield.domains.sphere import SPECTRAL_CROSSOVER
 
     x0 = pt.uniform_sphere(1500, 3, rng=rng)
     model = mf.SelfAttention(beta, V=c * np.eye(3), normalized=normalized)
@@ -146,11 +146,82 @@ def test_sphere_spectral_and_pairwise_trajectories_agree(rng, beta, normalized, 
     assert a.strategy == "spectral" and b.strategy == "pairwise"
     assert np.max(np.abs(a.x - b.x)) <= 1e-12
     assert a.field_error_bound <= 1e-14
-    n_auto = SPHERE_SPECTRAL_PER_MODE * (sphere_degree(1.0) + 1) ** 2
+    n_auto = SPECTRAL_CROSSOVER.at(sphere_degree(1.0))
     assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto, 3, rng=1), [0, 0.1]).strategy == "spectral"
     assert pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(n_auto - 1, 3, rng=1), [0, 0.1]).strategy == "pairwise"
     with pytest.raises(ValueError, match="spectral"):
         pt.simulate(mf.SelfAttention(1.0), pt.uniform_sphere(50, 4, rng=1), [0, 0.1], strategy="spectral")
+
+
+def _auto(domain, model, n, d):
+    from meanfield.kernels import strategies
+
+    offered = strategies.for_particles(model, domain, n, d, method="rk4", batched=False, weighted=False)
+    return strategies.resolve("auto", offered, "particles")
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("beta", [1.0, 4.0, 16.0, 256.0])
+def test_auto_takes_point_sums_from_the_measured_crossover(d, beta, monkeypatch):
+    """'auto' asks the domain: the pairwise sums below the measured crossover max(floor, per_degree (L + 1))
+    (``SPECTRAL_CROSSOVER``, S¹ and S² each their own), the point sums at it and above, and the pairwise sums again
+    wherever the point sums' a-priori error bound at the particles exceeds ``POINT_SUMS_TOLERANCE``."""
+    import meanfield.domains.base as base
+    from meanfield.domains import CIRCLE, SPHERE
+    from meanfield.domains import circle as circle_domain, sphere as sphere_domain
+
+    domain, module = (CIRCLE, circle_domain) if d == 2 else (SPHERE, sphere_domain)
+    sums = domain.point_sums(d)
+    n_star = module.SPECTRAL_CROSSOVER.at(sums.degree(beta))
+    assert n_star == max(module.SPECTRAL_CROSSOVER.floor,
+                         int(np.ceil(module.SPECTRAL_CROSSOVER.per_degree * (sums.degree(beta) + 1))))
+    model = mf.SelfAttention(beta)
+    assert _auto(domain, model, n_star - 1, d) == "pairwise"
+    assert _auto(domain, model, n_star, d) == "spectral"
+    assert _auto(domain, model, 10**6, d) == "spectral"
+    # the bound at a million particles of equal weights is within the stated tolerance (1e-9 relative to |c|) ...
+    assert sums_bound(d)(10**6, beta) <= base.POINT_SUMS_TOLERANCE
+    # ... and where it is not, 'auto' keeps the pairwise sums, however many particles
+    monkeypatch.setattr(base, "POINT_SUMS_TOLERANCE", 0.5 * sums_bound(d)(n_star, beta))
+    assert _auto(domain, model, n_star, d) == "pairwise"
+
+
+def sums_bound(d):
+    """The a-priori bound of the point sums at the particles (``self_query_bound``) on S¹ (d = 2) or S² (d = 3)."""
+    from meanfield.domains.circle import point_sums as circle_sums
+    from meanfield.domains.sphere import point_sums as sphere_sums
+
+    return (circle_sums if d == 2 else sphere_sums).self_query_bound
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_point_and_pair_fields_agree_within_the_bound_on_each_side_of_the_crossover(d, rng):
+    """The SA β = 4 field at the particles by the point sums and by the pairwise sums, at a size below and above the
+    crossover (on S² both evaluations of the point sums: the recurrences below 4096 points + queries, ducc0's
+    non-uniform transforms above): their difference is within the run's own bound (the per-query truncation bound,
+    itself within the a-priori bound ``self_query_bound``) plus round-off. Error model of the round-off: the pairwise
+    sums ~n ε |X| with |X| <= 1 (≈ 1e-12 at n = 4000), ducc0's transforms ``NONUNIFORM_EPSILON`` = 1e-13 relative;
+    allowed 1e-11 (a 10x margin)."""
+    from meanfield import kernels
+    from meanfield.domains import CIRCLE, SPHERE
+    from meanfield.domains import circle as circle_domain, sphere as sphere_domain
+
+    domain = CIRCLE if d == 2 else SPHERE
+    sums = domain.point_sums(d)
+    beta = 4.0
+    model = mf.SelfAttention(beta)
+    crossover = (circle_domain if d == 2 else sphere_domain).SPECTRAL_CROSSOVER
+    n_star = crossover.at(sums.degree(beta))
+    for n in (n_star // 2, 2 * n_star):
+        x = pt.uniform_sphere(n, d, rng=rng)
+        x[: n // 4] = x[0] + 0.05 * x[: n // 4]  # a cluster: the softmax weights far from uniform
+        x /= np.linalg.norm(x, axis=-1, keepdims=True)
+        w = np.full(n, 1.0 / n)
+        v, bound = sums.field(x, w, x, beta, True, 1.0)
+        exact = kernels.pairwise_field(model, x, w, x)
+        assert np.all(np.isfinite(bound)) and np.max(bound) <= sums_bound(d)(n, beta)
+        err = np.linalg.norm(v - exact, axis=-1)
+        assert np.all(err <= bound + 1e-11), (n, float(np.max(err)))
 
 
 def test_density_initial_condition_is_sampled_with_rng():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Domain, PointSums, register, sphere_of_dim
+from ..base import Crossover, Domain, PointSums, point_sums_pay_off, register, sphere_of_dim
 from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..sphere.geometry import UnitSphereGeometry, check_on_sphere, on_sphere
@@ -22,8 +22,14 @@ from .grid import CircleGrid
 from .panels import CircleField, CirclePanels
 from .sampling import cdf
 
-#: Particles: the O(nL) Fourier sums beat the pairwise kernel from this many points on (measured crossover).
-SPECTRAL_FROM = 1024
+#: Particles: ``strategy="auto"`` takes the O(nL) Fourier sums (``point_sums``) from n >= max(192, 9 (L + 1))
+#: particles, L = circle_degree(β) (24 at β = 4: from 225), where their error bound holds (``POINT_SUMS_TOLERANCE``).
+#: Measured by ``python benchmarks/bench_cost_curves.py --crossover`` (their field at the n particles against
+#: ``kernels.pairwise_field``'s, one thread, timed alternately in one process; 2026-12-02, 2-core Intel Xeon VM
+#: (AVX-512) under load 4–7): n* ≈ 195, 104, 116, 344, 613 at β = 0.5, 1, 4, 16, 64 (97, 88, 143, 337, 560 at load
+#: 1), i.e. ~5–8 (L + 1) (the sums cost ~n L against the pairs' n²; below ~200 the two are within 10 % of each
+#: other). Re-measure and update this one line when either sum changes speed.
+SPECTRAL_CROSSOVER = Crossover(floor=192, per_degree=9.0)
 
 __all__ = ["CIRCLE", "Circle", "CircleGrid", "CircleSpectral", "CircleQuadrature", "bessel_multipliers",
            "angles_to_points", "points_to_angles", "tangents", "cdf"]
@@ -156,6 +162,8 @@ class Circle(UnitSphereGeometry, Domain):
 
 
 _POINT_SUMS = PointSums(_sums.circle_degree, _sums.circle_spectral_field, _sums.circle_spectral_divergence,
-                        _sums.circle_excess_energy, lambda n, beta: n >= SPECTRAL_FROM, directions=True)
+                        _sums.circle_excess_energy,
+                        point_sums_pay_off(SPECTRAL_CROSSOVER, _sums.circle_degree, _sums.self_query_bound),
+                        directions=True)
 
 CIRCLE = register(Circle())

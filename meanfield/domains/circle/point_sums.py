@@ -23,7 +23,7 @@ from .bessel import scaled_bessel
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
            "spectral_coefficients", "series_multipliers", "fourier_moments", "zonal_rate", "zonal_rates",
-           "zonal_scale", "lane_moments", "lane_field", "truncation_tails"]
+           "zonal_scale", "lane_moments", "lane_field", "truncation_tails", "self_query_bound"]
 
 
 def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
@@ -357,3 +357,18 @@ def circle_excess_energy(points, weights, beta: float) -> float:
     a2 = np.abs(fourier_moments(x, w, L)) ** 2
     head = np.exp(-beta) * circle_energy.i0_minus_one(beta) if beta < EXP_MAX else ive(0, beta)  # e^{-β}(I_0(β) − 1)
     return float((head * a2[0] + 2.0 * scaled_bessel(np.arange(1, L + 1), beta) @ a2[1:]) / (2.0 * beta))
+
+
+def self_query_bound(n: int, beta: float) -> float:
+    r"""A bound on the SA field error of :func:`circle_spectral_field` at the points themselves, relative to |c|,
+    for any n points of equal weights (the particles' use): with t_D, t_N the truncation errors T_D, T_N per unit
+    mass (:func:`circle_spectral_field`), the scaled K_β*μ at x_i is >= w_i = Σ|w|/n (the point's own term; the
+    others are positive) and |v/c| <= 1 (the SA speed over |c|), so |error| <= |c| n (t_N + t_D)/(1 − n t_D)
+    (``inf`` where n t_D >= 1). USA's error |c| e^β T_N is smaller relative to its field's scale |c| e^β Σ|w|.
+    """
+    L = circle_degree(beta)
+    k = np.arange(L + 1, L + 200)
+    Ik = np.abs(scaled_bessel(k, beta))
+    tD = 2.0 * float(np.sum(Ik))
+    tN = 2.0 * float(np.sum(k * Ik)) / abs(beta) if beta != 0 else 0.0
+    return n * (tN + tD) / (1.0 - n * tD) if n * tD < 1.0 else float("inf")

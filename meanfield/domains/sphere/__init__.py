@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import SUPERSCRIPT, Domain, PointSums, register, sphere_of_dim
+from ..base import SUPERSCRIPT, Crossover, Domain, PointSums, point_sums_pay_off, register, sphere_of_dim
 from ..gegenbauer import ZonalBasis
 from ..panels import PanelSupport
 from ..zonal import energy_beta, zonal_refusal
@@ -24,9 +24,17 @@ from .moments import SphereMoments, moments_refusal
 from .panels import SphereField, SpherePanels
 from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, ShtnsBackend, dealiased_degree, default_backend
 
-#: Particles: the O(nL²) harmonic sums beat the pairwise kernel from n >= this × (L + 1)² points, L = sphere_degree(β)
-#: (they cost ~2.5 ns · n(L + 1)² against ~0.5 ns · n² for the pairwise kernel on one thread: a crossover near 5 (L + 1)²)
-SPECTRAL_PER_MODE = 6
+#: Particles: ``strategy="auto"`` takes the O(nL²) harmonic sums (``point_sums``) from n >= max(2048, 17 (L + 1))
+#: particles, L = sphere_degree(β) (26 at β = 4: from 2048), where their error bound holds (``POINT_SUMS_TOLERANCE``).
+#: Measured by ``python benchmarks/bench_cost_curves.py --crossover`` (their field at the n particles against
+#: ``kernels.pairwise_field``'s, one thread, timed alternately in one process; 2026-12-02, 2-core Intel Xeon VM
+#: (AVX-512) under load 4–7): n* ≈ 774, 1661, 1879, 1999, 2678 at β = 1, 4, 16, 64, 256 (819, 1742, 1879, 1989,
+#: 2709 at load 1). Below 4096 points and
+#: queries the sums run on compiled recurrences, which lose to the pairs for β >= 4; from there ducc0's non-uniform
+#: transforms (``point_sums.NONUNIFORM_FROM``) cost 0.3–0.7 of the pairs at n = 2048 for β <= 64, and their
+#: O(L² log L) part moves the crossover to ~17 (L + 1) at large β. Re-measure and update this one line when either
+#: sum changes speed.
+SPECTRAL_CROSSOVER = Crossover(floor=2048, per_degree=17.0)
 
 __all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature", "SphereMoments", "funk_hecke",
            "project_tangent", "retract", "normalise", "check_on_sphere", "geodesic", "spherical", "BACKENDS",
@@ -179,7 +187,7 @@ class Sphere(UnitSphereGeometry, Domain):
 
 _POINT_SUMS = PointSums(_sums.sphere_degree, _sums.sphere_spectral_field, _sums.sphere_spectral_divergence,
                         _sums.sphere_excess_energy,
-                        lambda n, beta: n >= SPECTRAL_PER_MODE * (_sums.sphere_degree(beta) + 1) ** 2,
+                        point_sums_pay_off(SPECTRAL_CROSSOVER, _sums.sphere_degree, _sums.self_query_bound),
                         directions=True)
 
 SPHERE = register(Sphere())

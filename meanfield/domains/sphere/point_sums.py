@@ -39,7 +39,7 @@ from . import continuity as sphere_continuity, energy as sphere_energy
 
 __all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zonal_points", "multipliers",
            "sphere_spectral_field", "sphere_spectral_divergence", "sphere_excess_energy", "zonal_scale", "angles",
-           "assemble", "nonuniform_moments", "nonuniform_synthesis", "truncation_tails"]
+           "assemble", "nonuniform_moments", "nonuniform_synthesis", "truncation_tails", "self_query_bound"]
 
 
 def sphere_degree(beta: float, tol: float = 1e-17) -> int:
@@ -529,3 +529,20 @@ def sphere_excess_energy(points, weights, beta: float) -> float:
     a = harmonic_moments(points, weights, sphere_degree(beta))
     # Σ_{|m|<=l} |a_lm|² per degree l (a_{l,−m} = (−1)^m conj(a_lm) for a real measure)
     return sphere_energy.excess_from_power(np.abs(a[0]) ** 2 + 2.0 * np.sum(np.abs(a[1:]) ** 2, axis=0), beta)
+
+
+def self_query_bound(n: int, beta: float) -> float:
+    r"""A bound on the SA field error of :func:`sphere_spectral_field` at the points themselves, relative to |c|,
+    for any n points of equal weights (the particles' use): with t_D, t_N the truncation errors T_D, T_N per unit
+    mass (:func:`sphere_spectral_field`), S(x_i) >= w_i = Σ|w|/n (the point's own term e^{β⟨x_i,x_i⟩−β} = 1;
+    the others are positive) and |∇_S U|/S <= 1 (the SA speed over |c|), so |error| <= |c| n (t_N + t_D)/(1 − n t_D)
+    (``inf`` where n t_D >= 1). USA's error |c| e^β T_N is smaller relative to its field's scale |c| e^β Σ|w|.
+    """
+    beta = float(beta)
+    L = sphere_degree(beta)
+    Lt = L + 200
+    D, N, _ = multipliers(Lt, beta)
+    l = np.arange(L + 1, Lt + 1)
+    tD = float(np.sum(D[L + 1:] * (2 * l + 1))) / (4 * np.pi)
+    tN = float(np.sum(N[L + 1:] * (2 * l + 1) * l * (l + 1) / 2.0)) / (4 * np.pi)
+    return n * (tN + tD) / (1.0 - n * tD) if n * tD < 1.0 else float("inf")
