@@ -19,7 +19,8 @@ the pairs'):
 
 - S¹: a type-1 NUFFT (n points → the 2L + 1 moments) and one type-2 NUFFT (2L + 1 modes → n points; the field's
   numerator and denominator are the real and imaginary parts of one complex series) by ducc0.nufft at the
-  library's ``fourier.NUFFT_EPSILON`` (and finufft where it imports), nthreads = numba's;
+  accuracy ``NUFFT_EPSILON`` = 2.5e-13 (the tolerance of the circle NUFFT the library used before; finufft
+  where it imports), nthreads = numba's;
 - S²: ducc0's ``adjoint_synthesis_general`` (n points → a_lm), ``synthesis_general`` of spin 0 (U) and spin 1 in
   mode "DERIV1" (∇U) at lmax = L, epsilon = ``NONUNIFORM_EPSILON``, one call each on the whole arrays,
   nthreads = numba's.
@@ -127,6 +128,10 @@ def step_split(model, x, repeat, anchors):
             {k: statistics.median(v) for k, v in ratios.items()}, tr)
 
 
+#: the anchor NUFFT's relative accuracy (the tolerance the circle's non-uniform transforms used in the library)
+NUFFT_EPSILON = 2.5e-13
+
+
 def circle_anchor(x, L):
     """One stage's bare transforms on S¹ as callables: {name: fn}."""
     import ducc0
@@ -135,7 +140,7 @@ def circle_anchor(x, L):
     w = np.full(len(x), 1.0 / len(x)).astype(complex)
     modes = 2 * L + 1
     nt = numba.get_num_threads()
-    eps = fourier.NUFFT_EPSILON
+    eps = NUFFT_EPSILON
     grid = np.ones(modes, complex)
 
     def nufft():
