@@ -18,6 +18,12 @@ __all__ = ["map_tasks"]
 
 _POOL: dict = {}
 
+#: Operations (multiply-adds) a task must carry for threads to pay: handing a call to the pool costs ~50–90 µs
+#: (measured on a 2-core Xeon: 1632 calls of two tasks each, 0.14 s of a 0.27 s run of 4 × 512 particles on S¹),
+#: a compiled multiply-add ~1.3 ns (the S¹ moments of 10⁴ points at L = 25: 0.34 ms), so below ~2·10⁵ operations
+#: a call runs in the calling thread. The split never changes a result (each task writes its own outputs).
+MIN_TASK_WORK = 2**18
+
 
 def _pool(workers: int) -> ThreadPoolExecutor:
     if workers not in _POOL:
@@ -30,10 +36,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_POOL.clear)
 
 
-def map_tasks(fn, count: int) -> list:
+def map_tasks(fn, count: int, work: float | None = None) -> list:
     """``[fn(i) for i in range(count)]``, on up to ``numba.get_num_threads()`` threads (``fn`` releases the GIL:
-    a ``nogil`` kernel or ducc0), in that order."""
+    a ``nogil`` kernel or ducc0), in that order; in the calling thread where the call's ``work`` (its operations,
+    when given) is below :data:`MIN_TASK_WORK` per worker."""
     workers = min(int(count), numba.get_num_threads())
+    if work is not None:
+        workers = min(workers, max(1, int(work // MIN_TASK_WORK)))
     if workers <= 1:
         return [fn(i) for i in range(count)]
     return list(_pool(workers).map(fn, range(count)))

@@ -11,6 +11,8 @@ the ``pairwise`` and ``quadrature`` sums.
 
 from __future__ import annotations
 
+import functools
+
 import numba as nb
 import numpy as np
 from scipy.special import ive
@@ -30,7 +32,13 @@ def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
     """Smallest L with 2 Σ_{k>L} (1 + k/β)^order I_k(β) <= tol · I_0(β) (L >= 1).
 
     ``order = 1`` bounds the truncation of K_β*μ and its first derivative, ``order = 2`` also the second
-    (the divergence of the field). β < 0: that of |β| (|I_k(β)| = I_k(|β|), MATH.md §13)."""
+    (the divergence of the field). β < 0: that of |β| (|I_k(β)| = I_k(|β|), MATH.md §13). Remembered per
+    (β, tol, order): particles ask it at every stage (it was a quarter of a field of 10⁴ points)."""
+    return _circle_degree(float(beta), float(tol), int(order))
+
+
+@functools.lru_cache(maxsize=1024)
+def _circle_degree(beta: float, tol: float, order: int) -> int:
     beta = abs(beta)
     k = np.arange(0, 4 * int(beta) + 80)
     s = ive(k, beta) / ive(0, beta) * (1.0 + (k / beta if beta > 0 else 0.0)) ** order
@@ -131,7 +139,8 @@ def lane_moments(x, w, L: int, nchunk: int) -> np.ndarray:
     acc = np.empty((nchunk, L + 1, 2))
     ntasks = min(nchunk, TASKS)
     edges = [nchunk * i // ntasks for i in range(ntasks + 1)]
-    map_tasks(lambda i: _lane_chunks(x, w, L, nchunk, edges[i], edges[i + 1], acc), ntasks)
+    map_tasks(lambda i: _lane_chunks(x, w, L, nchunk, edges[i], edges[i + 1], acc), ntasks,
+              work=x.shape[0] * (L + 1))
     total = acc.sum(axis=0)  # over the chunks in their order
     return total[:, 0] + 1j * total[:, 1]
 
@@ -194,7 +203,8 @@ def lane_field(q, A, D, normalized: bool, scale: float, TN: float, TD: float, v,
     edges = [nblock * i // ntasks for i in range(ntasks + 1)]
     A = np.ascontiguousarray(A, dtype=complex)
     D = np.ascontiguousarray(D, dtype=complex)
-    map_tasks(lambda i: _lane_blocks(q, A, D, normalized, scale, TN, TD, v, bound, edges[i], edges[i + 1]), ntasks)
+    map_tasks(lambda i: _lane_blocks(q, A, D, normalized, scale, TN, TD, v, bound, edges[i], edges[i + 1]), ntasks,
+              work=q.shape[0] * A.shape[0])
 
 
 def truncation_tails(L: int, beta: float, mass: float):
