@@ -28,7 +28,9 @@ from .sampling import cdf
 #: ``kernels.pairwise_field``'s, one thread, timed alternately in one process; 2026-12-02, 2-core Intel Xeon VM
 #: (AVX-512) under load 4–7): n* ≈ 195, 104, 116, 344, 613 at β = 0.5, 1, 4, 16, 64 (97, 88, 143, 337, 560 at load
 #: 1), i.e. ~5–8 (L + 1) (the sums cost ~n L against the pairs' n²; below ~200 the two are within 10 % of each
-#: other). Re-measure and update this one line when either sum changes speed.
+#: other). After the point sums' rewrite for 10⁶ points and the 512-bit pair kernels: n* ≈ 64 (the sweep's
+#: smallest n), 64, 64, 123, 385 (load ~7), so the rule stays at or above every crossover measured. Re-measure and
+#: update this one line when either sum changes speed.
 SPECTRAL_CROSSOVER = Crossover(floor=192, per_degree=9.0)
 
 __all__ = ["CIRCLE", "Circle", "CircleGrid", "CircleSpectral", "CircleQuadrature", "bessel_multipliers",

@@ -24,17 +24,17 @@ from .moments import SphereMoments, moments_refusal
 from .panels import SphereField, SpherePanels
 from .transforms import BACKENDS, DuccBackend, PyshtoolsBackend, ShtnsBackend, dealiased_degree, default_backend
 
-#: Particles: ``strategy="auto"`` takes the O(nL²) harmonic sums (``point_sums``) from n >= max(2048, 17 (L + 1))
+#: Particles: ``strategy="auto"`` takes the O(nL²) harmonic sums (``point_sums``) from n >= max(2048, 19 (L + 1))
 #: particles, L = sphere_degree(β) (26 at β = 4: from 2048), where their error bound holds (``POINT_SUMS_TOLERANCE``).
 #: Measured by ``python benchmarks/bench_cost_curves.py --crossover`` (their field at the n particles against
 #: ``kernels.pairwise_field``'s, one thread, timed alternately in one process; 2026-12-02, 2-core Intel Xeon VM
-#: (AVX-512) under load 4–7): n* ≈ 774, 1661, 1879, 1999, 2678 at β = 1, 4, 16, 64, 256 (819, 1742, 1879, 1989,
-#: 2709 at load 1). Below 4096 points and
-#: queries the sums run on compiled recurrences, which lose to the pairs for β >= 4; from there ducc0's non-uniform
-#: transforms (``point_sums.NONUNIFORM_FROM``) cost 0.3–0.7 of the pairs at n = 2048 for β <= 64, and their
-#: O(L² log L) part moves the crossover to ~17 (L + 1) at large β. Re-measure and update this one line when either
-#: sum changes speed.
-SPECTRAL_CROSSOVER = Crossover(floor=2048, per_degree=17.0)
+#: (AVX-512)): n* ≈ 819, 1742, 1879, 1989, 2709 at β = 1, 4, 16, 64, 256 (load 1, before the point sums' rewrite
+#: for 10⁶ points and the 512-bit pair kernels); after both, n* ≈ 1189, 1789, 1876, 2008, 3058 (load ~7). Below
+#: 4096 points and queries the sums run on compiled recurrences, which lose to the pairs for β >= 4; from there
+#: ducc0's non-uniform transforms (``point_sums.NONUNIFORM_FROM``) cost 0.3–0.7 of the pairs at n = 2048 for
+#: β <= 64, and their O(L² log L) part moves the crossover to ~19 (L + 1) at large β. Re-measure and update this
+#: one line when either sum changes speed.
+SPECTRAL_CROSSOVER = Crossover(floor=2048, per_degree=19.0)
 
 __all__ = ["SPHERE", "Sphere", "SphereGrid", "SphereSpectral", "SphereQuadrature", "SphereMoments", "funk_hecke",
            "project_tangent", "retract", "normalise", "check_on_sphere", "geodesic", "spherical", "BACKENDS",
