@@ -125,3 +125,36 @@ def test_row_norms_are_numpys_to_the_bit(rng, d):
     assert np.array_equal(normalise(y), y / np.linalg.norm(y, axis=-1, keepdims=True))
     assert np.array_equal(row_norms(y[:7].reshape(7, 1, d), keepdims=True), np.linalg.norm(y[:7].reshape(7, 1, d),
                                                                                           axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("call", [
+    lambda b: ss.sphere_degree(b),
+    lambda b: ss.truncation_tails(8, b, 1.0),
+    lambda b: ss.sphere_spectral_field(np.eye(3), np.ones(3), np.eye(3), b),
+    lambda b: ss.sphere_spectral_divergence(np.eye(3), np.ones(3), np.eye(3), b),
+    lambda b: ss.sphere_excess_energy(np.eye(3), np.ones(3), b),
+])
+@pytest.mark.parametrize("beta", [-0.001, -1.0, -32.0])
+def test_sphere_point_sums_refuse_negative_beta(call, beta):
+    """β < 0: the Funk–Hecke multipliers D_l = e^{-β}4π i_l(β) alternate in sign, so the tails that bound the
+    truncation (sphere_degree's stopping rule, truncation_tails) are no bound; the S² point sums refuse, naming β."""
+    with pytest.raises(ValueError, match=rf"beta.*{beta:g}.*Funk–Hecke"):
+        call(beta)
+
+
+@pytest.mark.parametrize("beta", [-0.001, -4.0, -32.0])
+def test_sphere_point_sums_never_pay_off_for_negative_beta(beta):
+    """No a-priori bound for β < 0 on S²: self_query_bound is inf and strategy="auto" does not take the point sums."""
+    assert ss.self_query_bound(4096, beta) == np.inf
+    assert not mf.domains.SPHERE.point_sums(3).pays_off(10**6, beta)
+
+
+def test_energy_of_points_on_the_sphere_at_negative_beta_is_the_pair_sum(rng):
+    """A particle snapshot's excess energy on S² at β < 0 (the point sums refuse): the pair sum
+    e^{-β}(½ Σ_ij w_i w_j e^{β⟨x_i,x_j⟩}/β − m²/2β), here in numpy; round-off ~1e-15 of e^{2|β|}/|β|: 1e-12."""
+    from meanfield.lagrangian import measure
+    x = pt.uniform_sphere(50, 3, rng=rng)
+    w = np.full(50, 1 / 50)
+    beta = -1.0
+    exact = np.exp(-beta) * (0.5 * w @ np.exp(beta * x @ x.T) @ w / beta - 1 / (2 * beta))
+    assert measure.excess_energy(x, w, mf.domains.SPHERE, beta) == pytest.approx(exact, rel=1e-12)
