@@ -503,12 +503,24 @@ def sphere_spectral_field(points, weights, queries, beta: float, normalized: boo
         A bound on |velocity − exact|: with T_D = Σ_{l>L} D_l (2l+1)/4π Σ|w| and
         T_N = Σ_{l>L} N_l (2l+1)/4π · l(l+1)/2 · Σ|w| the truncation errors of S and ∇_S U, the SA
         error is |c|(T_N + |∇_S U|/S · T_D)/(S − T_D) (``inf`` where S <= T_D: no guarantee) and the USA
-        error |c| e^β T_N.
+        error |c| e^β T_N. It counts the truncation only, not round-off (Notes).
 
     Raises
     ------
     ValueError
         For β < 0 (the bound assumes positive Funk–Hecke multipliers).
+
+    Notes
+    -----
+    Round-off, not in ``error_bound``: the moments and the recurrences are off by about L ε Σ|w| in absolute terms
+    (ducc0's transforms from :data:`NONUNIFORM_FROM`: :data:`NONUNIFORM_EPSILON` Σ|w| in place of L ε Σ|w|), and SA
+    divides by S(q) = Σ_j w_j e^{β(⟨q,y_j⟩−1)}, so
+
+        |velocity − exact| ≲ error_bound + O(L ε |c| Σ|w| / S(q)),
+
+    where S(q) is ~Σ|w| among crowded points but can be as small as e^{-2β}Σ|w| at a query far from all points
+    (large β): there the round-off may exceed the stated bound. USA's round-off is O(|c| e^β L ε Σ|w|), L ε relative
+    to its field's scale |c| e^β Σ|w|.
     """
     beta = _refuse_negative(beta)
     L = sphere_degree(beta) if degree is None else int(degree)
