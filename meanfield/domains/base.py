@@ -96,7 +96,8 @@ def point_sums_pay_off(crossover: Crossover, degree: Callable, self_bound: Calla
     (else the pairwise sums, exact to round-off)."""
 
     def pays_off(n: int, beta: float) -> bool:
-        return n >= crossover.at(degree(beta)) and self_bound(n, beta) <= POINT_SUMS_TOLERANCE
+        # the bound first: where there is none (inf; S² at β < 0) the degree need not exist
+        return self_bound(n, beta) <= POINT_SUMS_TOLERANCE and n >= crossover.at(degree(beta))
 
     return pays_off
 

@@ -31,9 +31,12 @@ def _pairwise_excess(points, weights, beta):
 def excess_energy(points, weights, domain, beta: float) -> float:
     """e^{-β}(E_β − m²/2β) of the point measure Σ_i w_i δ_{x_i} of ``domain``, finite for every β (½|Σ w_i x_i|² at
     β = 0): by the domain's spectral sums where it has them (the circle's O(nL) Fourier moments, S²'s O(nL²) harmonic
-    moments), else pairwise — the one sum of every point frame (a Lagrangian measure, a particle snapshot)."""
+    moments), else pairwise — the one sum of every point frame (a Lagrangian measure, a particle snapshot). For β < 0
+    pairwise where the domain refuses repulsion (``repulsion_refusal``: S²'s sums have no truncation bound there)."""
     points = np.asarray(points, dtype=float)
     sums = domain.point_sums(points.shape[-1])
+    if float(beta) < 0.0 and domain.repulsion_refusal is not None:
+        sums = None
     return (_pairwise_excess if sums is None else sums.excess_energy)(points, np.asarray(weights, dtype=float),
                                                                       float(beta))
 

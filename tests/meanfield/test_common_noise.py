@@ -230,6 +230,35 @@ def test_interpolant_at_any_angles_within_the_lagrange_bound(n):
     assert err <= bound * l1 + 1e-15 * n * l1, (err, l1)  # a stencil of 8 nodes is off by 4e-6 l1 here
 
 
+def test_interpolant_next_to_a_node_is_the_node_value_not_nan():
+    """Angles a hair from a node (|θ − θ_j| below ulp(σn/2π · 2π)/2, where x + p/2 − 1 rounds onto the stencil's node,
+    and −1e-17, where θ mod 2π rounds to 2π): evaluate_many and linear_pushforward are finite and within the
+    Lagrange bound of the exact trigonometric interpolant, mixed with random angles and exact nodes."""
+    n = 64
+    th = 2 * np.pi * np.arange(n) / n
+    values = np.exp(np.cos(th))
+    values /= values.mean()
+    rng = np.random.default_rng(1)
+    theta = np.concatenate([[-1e-17, 1e-17, -1e-300, 1e-300, 0.0, 2 * np.pi - 1e-16, 2 * np.pi, th[5] + 1e-16,
+                             th[5] - 1e-16, th[9]], rng.uniform(0, 2 * np.pi, 40), [-1e-17, 1e-17]])
+    D = fourier.interpolant_coefficients(fourier.coefficients(values), n)
+    k = np.arange(D.size)
+    exact = D[0].real + 2 * np.real(np.exp(1j * np.outer(theta, k[1:])) @ D[1:])
+    l1 = 2 * np.sum(np.abs(D))
+    # as the test above: the Lagrange bound plus round-off 1e-15 n Σ|D|
+    tol = fourier.lagrange_bound() * l1 + 1e-15 * n * l1
+    for alone in (theta[:1], theta[1:2], theta[-2:]):  # no node among them: no other point triggers a fix-up
+        got = fourier.evaluate_many(values, alone)
+        assert np.all(np.isfinite(got)) and np.max(np.abs(got - exact[:1])) <= tol, got
+    got = fourier.evaluate_many(values, theta)
+    assert np.all(np.isfinite(got)) and np.max(np.abs(got - exact)) <= tol
+    # the pushforward by a rotation R_α (det 1, |adj(R) u| = 1): ρ at θ_j − α, node 0's preimage a hair off node 0
+    for alpha in (1e-18, -1e-18, 1e-17, -1e-17):
+        R = np.array([[np.cos(alpha), -np.sin(alpha)], [np.sin(alpha), np.cos(alpha)]])
+        got = fourier.linear_pushforward(values, R, np.cos(th), np.sin(th))
+        assert np.all(np.isfinite(got)) and np.max(np.abs(got - values)) <= tol, (alpha, got[:3])
+
+
 def test_common_noise_is_refused_where_not_implemented():
     path = CommonPath(1, 0.1, 1.0, seed=0)
     box = mf.Density.from_function(EuclideanGrid(((-3.0, 3.0),), 64), lambda x: np.exp(-x[..., 0] ** 2))

@@ -43,6 +43,27 @@ def test_point_sums_equal_the_direct_sum_within_their_bound(rng, d, n):
     assert np.max(bound) <= 1e-16  # β = 4: the multipliers are cut below round-off
 
 
+@pytest.mark.parametrize("d, n, loose", [(2, 2000, 1e3), (3, 2000, 1e4), (3, 6000, 1e4)])  # S²: recurrences, ducc0
+def test_truncated_point_sums_err_within_a_bound_that_is_not_vacuous(rng, d, n, loose):
+    """Truncated on purpose at L = 8 (β = 4, SA, random weights): the truncation error (~1e-5–1e-4, far above the
+    ~1e-13 round-off) is at most the stated bound at every query, and the bound is within a modest factor of the
+    largest error (measured 40–90 on S¹; 350–1100 on S², whose bound takes |P_l| <= 1 and |∇_S P_l| <= l(l+1)/2:
+    10× that), so a bound of 0 or one inflated ×1e6 fails, unlike at the default degree where the bound is ~1e-18."""
+    beta, c, L = 4.0, -1.3, 8
+    x = pt.uniform_sphere(n, d, rng=rng)
+    w = rng.uniform(0.2, 1.0, n)
+    w /= w.sum()
+    q = pt.uniform_sphere(300, d, rng=rng)
+    if d == 3:  # the path under test: the recurrences below NONUNIFORM_FROM points + queries, ducc0 from there
+        assert (n + len(q) >= ss.NONUNIFORM_FROM) == (n > 4000)
+    field = cs.circle_spectral_field if d == 2 else ss.sphere_spectral_field
+    v, bound = field(x, w, q, beta, True, c, degree=L)
+    err = np.linalg.norm(v - _direct(x, w, q, beta, c), axis=1)
+    assert 1e-6 < np.max(err) < 1e-3  # truncation dominates: round-off (test above) is ~1e-13 here
+    assert np.all(err <= bound * (1 + 1e-8))
+    assert np.max(bound) <= loose * np.max(err)
+
+
 @pytest.mark.parametrize("d, n", [(2, 3000), (3, 1500), (3, 6000)])
 def test_point_sums_take_the_directions_of_their_points(rng, d, n):
     """Particles hand the point sums their unretracted stages (``PointSums.directions``): the field at r_j x_j and
@@ -125,3 +146,36 @@ def test_row_norms_are_numpys_to_the_bit(rng, d):
     assert np.array_equal(normalise(y), y / np.linalg.norm(y, axis=-1, keepdims=True))
     assert np.array_equal(row_norms(y[:7].reshape(7, 1, d), keepdims=True), np.linalg.norm(y[:7].reshape(7, 1, d),
                                                                                           axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("call", [
+    lambda b: ss.sphere_degree(b),
+    lambda b: ss.truncation_tails(8, b, 1.0),
+    lambda b: ss.sphere_spectral_field(np.eye(3), np.ones(3), np.eye(3), b),
+    lambda b: ss.sphere_spectral_divergence(np.eye(3), np.ones(3), np.eye(3), b),
+    lambda b: ss.sphere_excess_energy(np.eye(3), np.ones(3), b),
+])
+@pytest.mark.parametrize("beta", [-0.001, -1.0, -32.0])
+def test_sphere_point_sums_refuse_negative_beta(call, beta):
+    """β < 0: the Funk–Hecke multipliers D_l = e^{-β}4π i_l(β) alternate in sign, so the tails that bound the
+    truncation (sphere_degree's stopping rule, truncation_tails) are no bound; the S² point sums refuse, naming β."""
+    with pytest.raises(ValueError, match=rf"beta.*{beta:g}.*Funk–Hecke"):
+        call(beta)
+
+
+@pytest.mark.parametrize("beta", [-0.001, -4.0, -32.0])
+def test_sphere_point_sums_never_pay_off_for_negative_beta(beta):
+    """No a-priori bound for β < 0 on S²: self_query_bound is inf and strategy="auto" does not take the point sums."""
+    assert ss.self_query_bound(4096, beta) == np.inf
+    assert not mf.domains.SPHERE.point_sums(3).pays_off(10**6, beta)
+
+
+def test_energy_of_points_on_the_sphere_at_negative_beta_is_the_pair_sum(rng):
+    """A particle snapshot's excess energy on S² at β < 0 (the point sums refuse): the pair sum
+    e^{-β}(½ Σ_ij w_i w_j e^{β⟨x_i,x_j⟩}/β − m²/2β), here in numpy; round-off ~1e-15 of e^{2|β|}/|β|: 1e-12."""
+    from meanfield.lagrangian import measure
+    x = pt.uniform_sphere(50, 3, rng=rng)
+    w = np.full(50, 1 / 50)
+    beta = -1.0
+    exact = np.exp(-beta) * (0.5 * w @ np.exp(beta * x @ x.T) @ w / beta - 1 / (2 * beta))
+    assert measure.excess_energy(x, w, mf.domains.SPHERE, beta) == pytest.approx(exact, rel=1e-12)

@@ -223,30 +223,36 @@ def _lagrange(fine, s, w):
     m = s.size
     first = np.empty(m, np.int64)
     x = np.empty(m)
+    node = np.empty(m, np.int64)  # the node a point lies on after the shift, −1 if none
     on_node = False
     for i in range(m):
         si = s[i]
         if si < 0.0 or si >= M:
             si -= int(si / M) * M  # truncation toward zero
             if si < 0.0:
-                si += M
+                si += M  # may round to M (si = −1e-17): wrapped below
         i0 = int(si)
-        if i0 >= M:  # si rounded up to M
+        xi = si - i0  # in [0, 1)
+        if i0 >= M:  # si at or past M by rounding
             i0 -= M
         first[i] = i0
-        x[i] = si - i0
-        if x[i] == 0.0:
+        # "on a node" decided after the shift: x + half rounds onto the node half (or half + 1) when x is below
+        # ulp(half)/2 (or above 1 − ulp/2), where t_j = w_j/(x − j) would divide by zero (inf/inf = NaN)
+        xi += half
+        node[i] = -1
+        if xi == half:
+            node[i] = i0
+        elif xi == half + 1.0:
+            node[i] = i0 + 1 if i0 + 1 < M else 0
+        if node[i] >= 0:
             on_node = True
-            x[i] = 0.5  # computed below, then replaced by the node's value
-        x[i] += half
+            xi = half + 0.5  # computed below, then replaced by the node's value
+        x[i] = xi
     out = _barycentric(g, first, x, w)
     if on_node:
         for i in range(m):
-            si = s[i] - int(s[i] / M) * M
-            if si < 0.0:
-                si += M
-            if si - first[i] == 0.0 or si == M:
-                out[i] = fine[first[i]]
+            if node[i] >= 0:
+                out[i] = fine[node[i]]
     return out
 
 

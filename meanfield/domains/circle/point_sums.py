@@ -244,13 +244,20 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
         T_N = 2Σ_{k>L} (k/β) e^{-β}I_k(β) Σ|w| the truncation errors of the
         (scaled) K_β*μ and (1/β)∂_θK_β*μ, the SA error is
         |c| (T_N + |v/c| T_D)/(D − T_D) (``inf`` where D <= T_D: no guarantee)
-        and the USA error |c| e^β T_N.
+        and the USA error |c| e^β T_N. It counts the truncation only, not round-off (Notes).
 
     Notes
     -----
     Compiled in two passes over the points (:func:`lane_moments`, :func:`lane_field`): the moments, then the series
-    and the field at the queries, nothing of size n × L allocated. Round-off on top of the truncation: the power
-    recurrence z^k loses about k·ε, so |v − exact| ≲ |c|(T_N + |v/c|T_D)/(D − T_D) + O(L ε |c|).
+    and the field at the queries, nothing of size n × L allocated. Round-off on top of the truncation, which
+    ``error_bound`` does not include: the power recurrence z^k loses about k·ε, so the series are off by about
+    L ε Σ|w| in absolute terms, and SA divides them by D = S(q) = Σ_j w_j e^{β(⟨q,y_j⟩−1)}:
+
+        |v − exact| ≲ |c|(T_N + |v/c|T_D)/(D − T_D) + O(L ε |c| Σ|w| / S(q)).
+
+    S(q) is ~Σ|w| where the points crowd near q but can be as small as e^{-2β}Σ|w| at a query far from all of them
+    (large β), where the round-off term grows by that factor and may exceed the stated bound. USA's round-off is
+    O(|c| e^β L ε Σ|w|), L ε relative to its field's scale |c| e^β Σ|w|.
     """
     x = np.ascontiguousarray(points, dtype=float)
     q = np.ascontiguousarray(queries, dtype=float)

@@ -42,13 +42,24 @@ __all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zo
            "assemble", "nonuniform_moments", "nonuniform_synthesis", "truncation_tails", "self_query_bound"]
 
 
+def _refuse_negative(beta: float) -> float:
+    """β as a float, refused below 0: for β < 0 the Funk–Hecke multipliers D_l = e^{-β}4π i_l(β) alternate in sign
+    (i_l(−β) = (−1)^l i_l(β)), so the tails Σ_{l>L} that bound the truncation are no bound (they cancel, even
+    go negative)."""
+    beta = float(beta)
+    if beta < 0.0:
+        raise ValueError(f"beta = {beta:g} < 0: the S² point sums' truncation bound assumes positive Funk–Hecke "
+                         "multipliers D_l = e^{-β}4π i_l(β), which alternate in sign for β < 0.")
+    return beta
+
+
 def sphere_degree(beta: float, tol: float = 1e-17) -> int:
     """Smallest L with Σ_{l>L} (2l + 1)(D_l + l(l+1) N_l) <= tol · D_0 (L >= 1).
 
     The degree-l part of the kernel is D_l (2l+1)/4π P_l(⟨x,y⟩) (addition theorem), and |P_l| <= 1,
     |∇_S P_l(⟨x,y⟩)| <= l(l+1)/2, Δ_S P_l = −l(l+1)P_l; so this bounds the truncation of S, ∇_S U and Δ_S U relative to S's scale D_0 Σ|w|/4π:
-    the field and its divergence are exact to ``tol`` relative to it."""
-    beta = float(beta)
+    the field and its divergence are exact to ``tol`` relative to it. β >= 0 (else ValueError)."""
+    beta = _refuse_negative(beta)
     if beta == 0.0:
         return 1
     L = 4 * int(beta) + 80
@@ -443,7 +454,9 @@ def _evaluate(points, weights, queries, beta, normalized, c, L, divergence=True,
 
 def truncation_tails(L: int, beta: float, mass: float):
     """(T_D, T_N) = (Σ_{l>L} D_l (2l+1)/4π, Σ_{l>L} N_l (2l+1)/4π · l(l+1)/2) · Σ|w|: the truncation errors of S
-    and ∇_S U past degree L (:func:`sphere_spectral_field`)."""
+    and ∇_S U past degree L (:func:`sphere_spectral_field`). β >= 0 (else ValueError: the tails of alternating
+    multipliers bound nothing)."""
+    beta = _refuse_negative(beta)
     Lt = L + 200
     D, N, _ = multipliers(Lt, beta)
     l = np.arange(L + 1, Lt + 1)
@@ -490,9 +503,26 @@ def sphere_spectral_field(points, weights, queries, beta: float, normalized: boo
         A bound on |velocity − exact|: with T_D = Σ_{l>L} D_l (2l+1)/4π Σ|w| and
         T_N = Σ_{l>L} N_l (2l+1)/4π · l(l+1)/2 · Σ|w| the truncation errors of S and ∇_S U, the SA
         error is |c|(T_N + |∇_S U|/S · T_D)/(S − T_D) (``inf`` where S <= T_D: no guarantee) and the USA
-        error |c| e^β T_N.
+        error |c| e^β T_N. It counts the truncation only, not round-off (Notes).
+
+    Raises
+    ------
+    ValueError
+        For β < 0 (the bound assumes positive Funk–Hecke multipliers).
+
+    Notes
+    -----
+    Round-off, not in ``error_bound``: the moments and the recurrences are off by about L ε Σ|w| in absolute terms
+    (ducc0's transforms from :data:`NONUNIFORM_FROM`: :data:`NONUNIFORM_EPSILON` Σ|w| in place of L ε Σ|w|), and SA
+    divides by S(q) = Σ_j w_j e^{β(⟨q,y_j⟩−1)}, so
+
+        |velocity − exact| ≲ error_bound + O(L ε |c| Σ|w| / S(q)),
+
+    where S(q) is ~Σ|w| among crowded points but can be as small as e^{-2β}Σ|w| at a query far from all points
+    (large β): there the round-off may exceed the stated bound. USA's round-off is O(|c| e^β L ε Σ|w|), L ε relative
+    to its field's scale |c| e^β Σ|w|.
     """
-    beta = float(beta)
+    beta = _refuse_negative(beta)
     L = sphere_degree(beta) if degree is None else int(degree)
     mass = float(np.sum(np.abs(np.asarray(weights, dtype=float))))
     v, _, _, _, bound = _evaluate(points, weights, queries, beta, normalized, c, L, divergence=False,
@@ -506,14 +536,14 @@ def sphere_spectral_divergence(points, weights, queries, beta: float, normalized
 
     SA: X = c ∇_S U/S, div_S X = c(Δ_S U/S − β|∇_S U|²/S²); USA: X = c e^β ∇_S U, div_S X = c e^β Δ_S U
     (module docstring; docs/MATH.md §6). At β = 0 these are X = c P_x^⊥ m and div_S X = −2c⟨m, x⟩.
-    The degree defaults to :func:`sphere_degree`.
+    The degree defaults to :func:`sphere_degree`. β >= 0 (else ValueError, as :func:`sphere_spectral_field`).
 
     Returns
     -------
     velocity : ndarray, shape (m, 3)
     divergence : ndarray, shape (m,)
     """
-    beta = float(beta)
+    beta = _refuse_negative(beta)
     L = sphere_degree(beta) if degree is None else int(degree)
     v, div, _, _, _ = _evaluate(points, weights, queries, beta, normalized, c, L)
     return v, div
@@ -523,9 +553,9 @@ def sphere_excess_energy(points, weights, beta: float) -> float:
     r"""e^{-β}(E_β − m²/2β) of Σ_j w_j δ_{x_j} on S² from its harmonic moments, O(nL²).
 
     E_β = (1/2β) Σ_l λ_l Σ_{|m|<=l} |a_lm|² (λ_l = 4π i_l(β); :func:`meanfield.domains.sphere.energy.excess_from_power`,
-    ½|Σ w_j x_j|² at β = 0); the degree is :func:`sphere_degree`.
+    ½|Σ w_j x_j|² at β = 0); the degree is :func:`sphere_degree`. β >= 0 (else ValueError).
     """
-    beta = float(beta)
+    beta = _refuse_negative(beta)
     a = harmonic_moments(points, weights, sphere_degree(beta))
     # Σ_{|m|<=l} |a_lm|² per degree l (a_{l,−m} = (−1)^m conj(a_lm) for a real measure)
     return sphere_energy.excess_from_power(np.abs(a[0]) ** 2 + 2.0 * np.sum(np.abs(a[1:]) ** 2, axis=0), beta)
@@ -537,8 +567,11 @@ def self_query_bound(n: int, beta: float) -> float:
     mass (:func:`sphere_spectral_field`), S(x_i) >= w_i = Σ|w|/n (the point's own term e^{β⟨x_i,x_i⟩−β} = 1;
     the others are positive) and |∇_S U|/S <= 1 (the SA speed over |c|), so |error| <= |c| n (t_N + t_D)/(1 − n t_D)
     (``inf`` where n t_D >= 1). USA's error |c| e^β T_N is smaller relative to its field's scale |c| e^β Σ|w|.
+    ``inf`` for β < 0: the multipliers alternate in sign and the tails bound nothing (so ``pays_off`` is False).
     """
     beta = float(beta)
+    if beta < 0.0:
+        return float("inf")
     L = sphere_degree(beta)
     Lt = L + 200
     D, N, _ = multipliers(Lt, beta)
