@@ -125,3 +125,15 @@ def test_row_norms_are_numpys_to_the_bit(rng, d):
     assert np.array_equal(normalise(y), y / np.linalg.norm(y, axis=-1, keepdims=True))
     assert np.array_equal(row_norms(y[:7].reshape(7, 1, d), keepdims=True), np.linalg.norm(y[:7].reshape(7, 1, d),
                                                                                           axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("beta", [-4.0, -8.0, -16.0])
+def test_circle_degree_bounds_the_repulsive_tail(beta):
+    """β < 0: the scaled multipliers e^{-β}I_k(β) are e^{2|β|} times those of |β|, and S >= Σw (MATH.md §13), so the
+    default degree must make the scaled truncation T_D, T_N per unit mass <= 1e-17 e^{-|β|}I_0(|β|) (the degree of |β|
+    alone left T_D ≈ 1.5e-5 at β = −16)."""
+    from scipy.special import ive
+
+    L = cs.circle_degree(beta)
+    tD, tN = cs.truncation_tails(L, beta, 1.0)
+    assert tD + tN <= 1e-17 * ive(0, abs(beta)) * (1 + 1e-12)
