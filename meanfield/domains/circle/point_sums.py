@@ -23,7 +23,7 @@ from .bessel import scaled_bessel
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
            "spectral_coefficients", "series_multipliers", "fourier_moments", "zonal_rate", "zonal_rates",
-           "zonal_scale", "lane_moments", "lane_field", "truncation_tails", "self_query_bound"]
+           "zonal_scale", "lane_moments", "lane_field", "truncation_tails", "self_query_bound", "repulsive_round_off"]
 
 
 def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
@@ -245,7 +245,9 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     -----
     Compiled in two passes over the points (:func:`lane_moments`, :func:`lane_field`): the moments, then the series
     and the field at the queries, nothing of size n × L allocated. Round-off on top of the truncation: the power
-    recurrence z^k loses about k·ε, so |v − exact| ≲ |c|(T_N + |v/c|T_D)/(D − T_D) + O(L ε |c|).
+    recurrence z^k loses about k·ε, so |v − exact| ≲ |c|(T_N + |v/c|T_D)/(D − T_D) + O(L ε |c|) for β >= 0. For
+    β < 0 the multipliers reach e^{2|β|}/√(2π|β|) while D may be as small as Σ|w| (a cluster): the round-off
+    (:func:`repulsive_round_off`) times Σ|w| is added to T_D and T_N in the returned bound.
     """
     x = np.ascontiguousarray(points, dtype=float)
     q = np.ascontiguousarray(queries, dtype=float)
@@ -254,6 +256,9 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     ck = lane_moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
     Dm, Nm = continuity.bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
     TD, TN = truncation_tails(L, beta, float(np.sum(np.abs(w))))
+    if beta < 0:  # the round-off of the e^{2|β|}-sized multipliers, no longer O(Lε) of the field (docstring)
+        R = repulsive_round_off(L, beta) * float(np.sum(np.abs(w)))
+        TD, TN = TD + R, TN + R
     scale = zonal_scale(beta, normalized, c)
     v = np.empty((q.shape[0], 2))
     bound = np.empty(q.shape[0])
@@ -374,21 +379,24 @@ def self_query_bound(n: float, beta: float) -> float:
     the others are positive), so |error| <= |c| n (t_N + t_D)/(1 − n t_D) (``inf`` where n t_D >= 1; at n = inf
     ``inf``). β < 0 (MATH.md §13): every scaled term e^{β(⟨x,y⟩−1)} = e^{|β|(1−⟨x,y⟩)} >= 1, so the scaled K_β*μ
     is >= Σ|w| at any query (a zero-weight particle's too) and |error| <= |c| (t_N + t_D + r)/(1 − t_D − r),
-    free of n, where r = 2ε Σ_{k<=L} (1 + k)(1 + k/|β|) e^{-β}I_k(β) bounds the round-off per unit mass: the
+    free of n, where r (:func:`repulsive_round_off`) bounds the round-off per unit mass: the
     multipliers reach e^{2|β|}/√(2π|β|) while the sum they make may be as small as Σ|w| (a cluster), and the power
     recurrence loses about kε per moment (measured on clusters of 2000 points at β = −4 … −16: 10x to 70x under
     r). USA's error |c| e^β T_N is smaller relative to its field's scale |c| e^β Σ|w|.
     """
-    L = circle_degree(beta)
-    k = np.arange(L + 1, L + 200)
-    Ik = np.abs(scaled_bessel(k, beta))
-    tD = 2.0 * float(np.sum(Ik))
-    tN = 2.0 * float(np.sum(k * Ik)) / abs(beta) if beta != 0 else 0.0
+    tD, tN = truncation_tails(circle_degree(beta), beta, 1.0)
     if beta < 0:
-        head = np.arange(L + 1)
-        r = 2.0 * np.finfo(float).eps * float(np.sum((1.0 + head) * (1.0 + head / abs(beta))
-                                                     * np.abs(scaled_bessel(head, beta))))
+        r = repulsive_round_off(circle_degree(beta), beta)
         return (tN + tD + r) / (1.0 - tD - r) if tD + r < 1.0 else float("inf")
     if not np.isfinite(n):
         return float("inf")
     return n * (tN + tD) / (1.0 - n * tD) if n * tD < 1.0 else float("inf")
+
+
+def repulsive_round_off(L: int, beta: float) -> float:
+    """r = 2ε Σ_{k<=L} (1 + k)(1 + k/|β|) |e^{-β}I_k(β)|: a bound on the round-off per unit mass of the scaled
+    K_β*μ and (1/β)∂_θK_β*μ of degree L (the power recurrence loses about kε per moment, the series ε per term),
+    for β < 0, where the multipliers reach e^{2|β|}/√(2π|β|) (:func:`self_query_bound`)."""
+    k = np.arange(L + 1)
+    terms = (1.0 + k) * (1.0 + k / abs(beta)) * np.abs(scaled_bessel(k, beta))
+    return 2.0 * np.finfo(float).eps * float(np.sum(terms))
