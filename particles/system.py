@@ -330,7 +330,8 @@ def simulate(
         head, "fused": whole step sequences of each realisation in compiled
         code. "auto" picks spectral above the measured crossover with the pairwise sums
         (``SPECTRAL_CROSSOVER`` of :mod:`meanfield.domains.circle` and :mod:`meanfield.domains.sphere`), where
-        their a-priori error bound at the particles is within ``POINT_SUMS_TOLERANCE`` (1e-9 relative to |c|):
+        their a-priori error bound at the particles is within ``POINT_SUMS_TOLERANCE`` (1e-9 relative to |c|; given
+        ``weights`` count as Σ|w|/min|w| particles there):
         on the circle from max(192, 9 (L + 1)) particles (L = ``circle_degree(β)``: 225 at β = 4), on S² from
         max(2048, 17 (L + 1)) (L = ``sphere_degree(β)``: 2048 at β = 4); fused for batches of at most 64
         particles, pairwise otherwise on spheres and for every R^d model (every R^d model has

@@ -25,8 +25,8 @@ import numpy as np
 from ..core import checks
 
 __all__ = ["Domain", "Grid", "Measure", "PointSums", "Crossover", "POINT_SUMS_TOLERANCE", "point_sums_pay_off",
-           "effective_count", "Diagonal", "register", "unregister", "get", "infer", "unit_sphere", "for_manifold", "of_model",
-           "sphere_of_dim"]
+           "effective_count", "Diagonal", "register", "unregister", "get", "infer", "unit_sphere", "for_manifold",
+           "of_model", "sphere_of_dim"]
 
 
 #: digits as superscripts, for the domains' symbols (S², ℝ³)
@@ -56,8 +56,9 @@ class PointSums(NamedTuple):
 
     ``field(points, weights, queries, beta, normalized, c) -> (X, bound)`` (``bound`` a certified bound on the
     truncation error per query); ``field_and_divergence(...) -> (X, div X)``; ``excess_energy(points, weights, β)``
-    e^{-β}(E_β − m²/2β); ``pays_off(n, beta, weights=None)``: whether ``strategy="auto"`` takes them for n particles (the
-    measured :class:`Crossover` and the error bound :data:`POINT_SUMS_TOLERANCE`: :func:`point_sums_pay_off`);
+    e^{-β}(E_β − m²/2β); ``pays_off(n, beta, weights=None)``: whether ``strategy="auto"`` takes them for n particles
+    of these weights (the measured :class:`Crossover` and the error bound :data:`POINT_SUMS_TOLERANCE`:
+    :func:`point_sums_pay_off`);
     ``directions``: whether ``field`` takes any non-zero vectors as points and queries and sums at their directions
     y/|y| (the sphere's 0-homogeneous extension, so a caller need not retract a copy of 10⁶ rows first).
     """
@@ -72,7 +73,8 @@ class PointSums(NamedTuple):
 
 #: The error bound at which a domain's point sums replace the pairwise sums under ``strategy="auto"``: their
 #: a-priori bound on the SA field error at the particles themselves (any configuration of n particles of equal
-#: weights, or of weights whose effective count Σ|w|/min|w| is n), relative to |c|, the SA speed's bound. The per-query bound of a run is ``field_error_bound``.
+#: weights, or of weights whose effective count Σ|w|/min|w| is n), relative to |c|, the SA speed's bound. The
+#: per-query bound of a run is ``field_error_bound``.
 POINT_SUMS_TOLERANCE = 1e-9
 
 

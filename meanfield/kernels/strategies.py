@@ -118,8 +118,8 @@ def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, 
                   noisy: bool = False, weights=None) -> dict[str, str | None]:
     """Particles: spectral sums where they pay off (``PointSums.pays_off`` for these ``weights``: their error bound
     rests on the smallest weight's share; ``weighted`` without ``weights`` takes none under "auto"), the fused RK4 of
-    small batches, the compiled pairwise sums, the model's own sums (before the pairwise sums from :data:`BLAS_FROM` on: many points in
-    high dimension); applicable strategies that do not pay off come last."""
+    small batches, the compiled pairwise sums, the model's own sums (before the pairwise sums from :data:`BLAS_FROM`
+    on: many points in high dimension); applicable strategies that do not pay off come last."""
     att = attention_of(model)  # the sums are the attention's; feed-forward blocks are added to them
     if att is None:
         return {"quadrature": None}
