@@ -330,7 +330,8 @@ def simulate(
         head, "fused": whole step sequences of each realisation in compiled
         code. "auto" picks spectral above the measured crossover with the pairwise sums
         (``SPECTRAL_CROSSOVER`` of :mod:`meanfield.domains.circle` and :mod:`meanfield.domains.sphere`), where
-        their a-priori error bound at the particles is within ``POINT_SUMS_TOLERANCE`` (1e-9 relative to |c|):
+        their a-priori error bound at the particles is within ``POINT_SUMS_TOLERANCE`` (1e-9 relative to |c|; given
+        ``weights`` count as Σ|w|/min|w| particles there):
         on the circle from max(192, 9 (L + 1)) particles (L = ``circle_degree(β)``: 225 at β = 4), on S² from
         max(2048, 17 (L + 1)) (L = ``sphere_degree(β)``: 2048 at β = 4); fused for batches of at most 64
         particles, pairwise otherwise on spheres and for every R^d model (every R^d model has
@@ -581,7 +582,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
                              f"strategy {strategy!r} for {model!r} in d = {d}.")
         strategy = "pairwise"
     offered = particle_strategies(model, domain, n, d, method=method, batched=x.ndim == 3,
-                                  weighted=weights is not None, noisy=noise > 0 or common is not None)
+                                  weighted=weights is not None, noisy=noise > 0 or common is not None, weights=weights)
     path = strategies.resolve(strategy, offered, "particles")
     if weights is None:
         w = np.full(x.shape[:-1], 1.0 / n)
@@ -650,7 +651,7 @@ POST_ONLY = ("the {name} path computes post-LN's field P_θA of softmax attentio
 
 
 def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool,
-                        noisy: bool = False) -> dict[str, str | None]:
+                        noisy: bool = False, weights=None) -> dict[str, str | None]:
     """The field strategies for the particles of ``model`` (name → None where it applies, else why not; best first).
 
     Post-LN attention with a finite β: :func:`meanfield.kernels.strategies.for_particles`. The other normalisations
@@ -659,7 +660,7 @@ def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: 
     (MATH.md §11) has its own sums only ("quadrature")."""
     if density_refusal(model) is None:
         return strategies.for_particles(model, domain, n, d, method=method, batched=batched, weighted=weighted,
-                                        noisy=noisy)
+                                        noisy=noisy, weights=weights)
     att = model.attention if model.has_blocks else model
     norm = normalization_of(model)
     what = f"{att!r}" if norm.heads_field else f"normalization {norm!r}"
@@ -669,7 +670,7 @@ def particle_strategies(model, domain, n: int, d: int, *, method: str, batched: 
                 "attention's)", **refused}
     sphere = unit_sphere(d)  # where the directions θ live, whose sums these are
     offered = strategies.for_particles(att, sphere, n, d, method=method, batched=batched, weighted=weighted,
-                                       noisy=noisy)
+                                       noisy=noisy, weights=weights)
     return {name: (refused[name] if name in refused else why) for name, why in offered.items()}
 
 
@@ -753,7 +754,7 @@ def velocity(model, x, t: float = 0.0, weights=None, strategy: str = "auto", pre
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     domain = domain_of(model, d)
     offered = particle_strategies(model, domain, n, d, method="rk4", batched=x.ndim == 3,
-                                  weighted=weights is not None)
+                                  weighted=weights is not None, weights=weights)
     offered["fused"] = "the fused path steps whole RK4 sequences in compiled code: it has no rate of its own"
     if strategy == "auto" and precision == "single":
         strategy = "pairwise"

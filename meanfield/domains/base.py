@@ -25,8 +25,8 @@ import numpy as np
 from ..core import checks
 
 __all__ = ["Domain", "Grid", "Measure", "PointSums", "Crossover", "POINT_SUMS_TOLERANCE", "point_sums_pay_off",
-           "Diagonal", "register", "unregister", "get", "infer", "unit_sphere", "for_manifold", "of_model",
-           "sphere_of_dim"]
+           "effective_count", "Diagonal", "register", "unregister", "get", "infer", "unit_sphere", "for_manifold",
+           "of_model", "sphere_of_dim"]
 
 
 #: digits as superscripts, for the domains' symbols (S², ℝ³)
@@ -56,8 +56,9 @@ class PointSums(NamedTuple):
 
     ``field(points, weights, queries, beta, normalized, c) -> (X, bound)`` (``bound`` a certified bound on the
     truncation error per query); ``field_and_divergence(...) -> (X, div X)``; ``excess_energy(points, weights, β)``
-    e^{-β}(E_β − m²/2β); ``pays_off(n, beta)``: whether ``strategy="auto"`` takes them for n particles (the
-    measured :class:`Crossover` and the error bound :data:`POINT_SUMS_TOLERANCE`: :func:`point_sums_pay_off`);
+    e^{-β}(E_β − m²/2β); ``pays_off(n, beta, weights=None)``: whether ``strategy="auto"`` takes them for n particles
+    of these weights (the measured :class:`Crossover` and the error bound :data:`POINT_SUMS_TOLERANCE`:
+    :func:`point_sums_pay_off`);
     ``directions``: whether ``field`` takes any non-zero vectors as points and queries and sums at their directions
     y/|y| (the sphere's 0-homogeneous extension, so a caller need not retract a copy of 10⁶ rows first).
     """
@@ -72,7 +73,8 @@ class PointSums(NamedTuple):
 
 #: The error bound at which a domain's point sums replace the pairwise sums under ``strategy="auto"``: their
 #: a-priori bound on the SA field error at the particles themselves (any configuration of n particles of equal
-#: weights), relative to |c|, the SA speed's bound. The per-query bound of a run is ``field_error_bound``.
+#: weights, or of weights whose effective count Σ|w|/min|w| is n), relative to |c|, the SA speed's bound. The
+#: per-query bound of a run is ``field_error_bound``.
 POINT_SUMS_TOLERANCE = 1e-9
 
 
@@ -90,14 +92,31 @@ class Crossover(NamedTuple):
         return max(int(self.floor), int(np.ceil(self.per_degree * (degree + 1))))
 
 
-def point_sums_pay_off(crossover: Crossover, degree: Callable, self_bound: Callable) -> Callable:
-    """``pays_off(n, beta)`` of :class:`PointSums`: n at or above the measured ``crossover`` at the degree L(β), and
-    the a-priori bound ``self_bound(n, beta)`` on the field error at the particles within :data:`POINT_SUMS_TOLERANCE`
-    (else the pairwise sums, exact to round-off)."""
+def effective_count(n: int, weights=None) -> float:
+    """Σ|w|/min|w| over the particle axis (the last) of ``weights`` (the largest over a batch's sequences): the count
+    of equal weights whose smallest share Σ|w|/n the smallest weight has (n for equal weights, ``inf`` with a zero
+    weight); n where ``weights`` is None (equal weights)."""
+    if weights is None:
+        return float(n)
+    w = np.abs(np.asarray(weights, dtype=float))
+    total, least = w.sum(axis=-1), w.min(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(least > 0, total / np.where(least > 0, least, 1.0), np.inf)
+    return float(np.max(ratio))
 
-    def pays_off(n: int, beta: float) -> bool:
+
+def point_sums_pay_off(crossover: Crossover, degree: Callable, self_bound: Callable) -> Callable:
+    """``pays_off(n, beta, weights=None)`` of :class:`PointSums`: n at or above the measured ``crossover`` at the
+    degree L(β), and the a-priori bound ``self_bound(n_eff, beta)`` on the field error at the particles within
+    :data:`POINT_SUMS_TOLERANCE` (else the pairwise sums, exact to round-off). The bound rests on the smallest share
+    of the query's own term in K_β*μ, min|w|/Σ|w|, so it takes the :func:`effective_count` n_eff = Σ|w|/min|w| of
+    the ``weights`` (n for equal weights; ``inf`` with a zero weight, whose own term is nothing: the domain's bound
+    then holds only where it does not rest on that term, e.g. the circle at β < 0)."""
+
+    def pays_off(n: int, beta: float, weights=None) -> bool:
         # the bound first: where there is none (inf; S² at β < 0) the degree need not exist
-        return self_bound(n, beta) <= POINT_SUMS_TOLERANCE and n >= crossover.at(degree(beta))
+        return self_bound(effective_count(n, weights), beta) <= POINT_SUMS_TOLERANCE and \
+            n >= crossover.at(degree(beta))
 
     return pays_off
 

@@ -115,10 +115,11 @@ def for_nodes(model, domain, d: int) -> dict[str, str | None]:
 
 
 def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, weighted: bool,
-                  noisy: bool = False) -> dict[str, str | None]:
-    """Particles: spectral sums where they pay off (``PointSums.pays_off``), the fused RK4 of small batches, the
-    compiled pairwise sums, the model's own sums (before the pairwise sums from :data:`BLAS_FROM` on: many points in
-    high dimension); applicable strategies that do not pay off come last."""
+                  noisy: bool = False, weights=None) -> dict[str, str | None]:
+    """Particles: spectral sums where they pay off (``PointSums.pays_off`` for these ``weights``: their error bound
+    rests on the smallest weight's share; ``weighted`` without ``weights`` takes none under "auto"), the fused RK4 of
+    small batches, the compiled pairwise sums, the model's own sums (before the pairwise sums from :data:`BLAS_FROM`
+    on: many points in high dimension); applicable strategies that do not pay off come last."""
     att = attention_of(model)  # the sums are the attention's; feed-forward blocks are added to them
     if att is None:
         return {"quadrature": None}
@@ -128,7 +129,8 @@ def for_particles(model, domain, n: int, d: int, *, method: str, batched: bool, 
         "the fused path runs RK4 for a single SelfAttention head with constant weights on a sphere (no feed-forward "
         f"block), equal weights and no noise; got method {method!r}, {model!r}, weights "
         f"{'given' if weighted else 'equal'}")
-    pays = spectral is None and domain.point_sums(d).pays_off(n, att.zonal.beta)
+    pays = spectral is None and (weights is not None or not weighted) and \
+        domain.point_sums(d).pays_off(n, att.zonal.beta, weights)
     small = fused is None and batched and n <= FUSED_UP_TO
     # many points in high dimension on spheres: the BLAS products of the model's own sums beat the compiled pairwise
     # loops (measured SA, n = 4000: 1.6× at d = 64, 3.4× at d = 128; n = 1000, d = 128: 1.3×); R^d's rows block theirs

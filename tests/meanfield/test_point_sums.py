@@ -179,3 +179,35 @@ def test_energy_of_points_on_the_sphere_at_negative_beta_is_the_pair_sum(rng):
     beta = -1.0
     exact = np.exp(-beta) * (0.5 * w @ np.exp(beta * x @ x.T) @ w / beta - 1 / (2 * beta))
     assert measure.excess_energy(x, w, mf.domains.SPHERE, beta) == pytest.approx(exact, rel=1e-12)
+
+
+@pytest.mark.parametrize("beta", [-4.0, -8.0, -16.0])
+def test_circle_degree_bounds_the_repulsive_tail(beta):
+    """β < 0: the scaled multipliers e^{-β}I_k(β) are e^{2|β|} times those of |β|, and S >= Σw (MATH.md §13), so the
+    default degree must make the scaled truncation T_D, T_N per unit mass <= 1e-17 e^{-|β|}I_0(|β|) (the degree of |β|
+    alone left T_D ≈ 1.5e-5 at β = −16)."""
+    from scipy.special import ive
+
+    L = cs.circle_degree(beta)
+    tD, tN = cs.truncation_tails(L, beta, 1.0)
+    assert tD + tN <= 1e-17 * ive(0, abs(beta)) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("beta", [-8.0, -12.0])
+def test_circle_field_bound_holds_for_repulsion_on_a_cluster(beta):
+    """β < 0 on a cluster of 2000 points (S near its least, Σw): the multipliers e^{-β}I_k(β) reach e^{2|β|}/√(2π|β|),
+    so the round-off, not the truncation, dominates (≈ 4e-10 at β = −8, 100x the truncation bound alone); the bound
+    the sums return adds it (``repulsive_round_off`` Σw) and holds against the pairwise sums, whose own round-off is
+    ~n ε ≈ 4e-13 (allowed 1e-11 on top)."""
+    n = 2000
+    th = np.random.default_rng(3).uniform(0.0, 1.0, n)
+    x = np.stack([np.cos(th), np.sin(th)], axis=-1)
+    w = np.full(n, 1.0 / n)
+    v, bound = cs.circle_spectral_field(x, w, x, beta)
+    g = x @ x.T
+    e = np.exp(beta * (g - g.max(axis=1, keepdims=True))) * w  # the softmax weights, stable for β < 0
+    y = (e @ x) / e.sum(axis=1, keepdims=True)
+    exact = y - np.sum(y * x, axis=1, keepdims=True) * x
+    err = np.linalg.norm(v - exact, axis=-1)
+    assert np.all(err <= bound + 1e-11), float(np.max(err / bound))
+    assert np.max(bound) <= cs.self_query_bound(n, beta)

@@ -320,3 +320,60 @@ def test_a_batched_trajectory_gives_measures_and_frames_by_batch_index():
         tr.frame(-1)
     a, b = tr.frame(-1, 1).as_measure(), tr.measure(-1, 1)
     assert np.array_equal(a.points, b.points) and np.array_equal(a.weights, b.weights)
+
+
+def test_auto_bound_takes_the_smallest_weight():
+    """The point sums' a-priori bound rests on S(x_i) >= w_i >= min|w| (the query's own term): 'auto' takes the
+    effective count Σ|w|/min|w|. Circle, β = 16, n = 3000 (above the crossover): equal weights keep the point sums
+    (n_eff = n, the choice at the crossover unchanged), one far particle of relative weight 1e-20 or a zero weight
+    (n_eff = inf: its S may be tiny) gives the pairwise sums, in ``simulate`` too."""
+    from meanfield.domains import CIRCLE
+    from meanfield.domains.base import effective_count
+    from meanfield.kernels import strategies
+
+    n, beta = 3000, 16.0
+    model = mf.SelfAttention(beta)
+    th = np.linspace(0.0, 0.5, n)
+    th[-1] = np.pi  # far from the others: its S is its own term
+    x = np.stack([np.cos(th), np.sin(th)], axis=-1)
+    w = np.ones(n)
+    w[-1] = 1e-20
+    zero = np.ones(n)
+    zero[-1] = 0.0
+    assert effective_count(n) == n and effective_count(n, np.full(n, 0.25)) == n
+    assert effective_count(n, w) == pytest.approx((n - 1) * 1e20) and effective_count(n, zero) == np.inf
+
+    def auto(weights):
+        offered = strategies.for_particles(model, CIRCLE, n, 2, method="rk4", batched=False,
+                                           weighted=weights is not None, weights=weights)
+        return strategies.resolve("auto", offered, "particles")
+
+    assert auto(None) == "spectral" and auto(np.full(n, 1.0 / n)) == "spectral"
+    assert auto(w) == "pairwise" and auto(zero) == "pairwise"
+    assert pt.simulate(model, x, [0, 0.01], dt=0.01, weights=w).strategy == "pairwise"
+
+
+def test_auto_takes_the_point_sums_at_any_count_for_repulsion_on_the_circle():
+    """β < 0 on S¹ (MATH.md §13): every scaled term e^{β(⟨x,y⟩−1)} >= 1, so S >= Σw at every query and the a-priori
+    bound of the point sums is free of n (truncation and round-off per unit mass): 'auto' takes them at β = −4 for
+    10⁶ particles (they were refused from 10⁶ on when the bound carried the factor n), and their field at 3000
+    clustered particles (S near its least, Σw: the worst cancellation of the e^{2|β|}-sized multipliers) agrees with
+    the pairwise sums within that bound plus the pairwise round-off (~n ε ≈ 1e-12; the bound at β = −4 is ≈ 3e-12,
+    measured error ≈ 3e-13)."""
+    from meanfield.domains import CIRCLE
+    from meanfield.domains.circle import point_sums as circle_sums
+
+    beta = -4.0
+    model = mf.SelfAttention(beta)
+    bound = circle_sums.self_query_bound(np.inf, beta)
+    assert bound == circle_sums.self_query_bound(10, beta) <= 1e-9
+    assert _auto(CIRCLE, model, 10**6, 2) == "spectral"
+    n = 3000
+    th = np.random.default_rng(5).uniform(0.0, 1.0, n)
+    x = np.stack([np.cos(th), np.sin(th)], axis=-1)
+    w = np.full(n, 1.0 / n)
+    S = np.exp(beta * (x @ x.T - 1.0)) @ w
+    assert np.min(S) >= np.sum(w) * (1 - 1e-12)  # the lower bound the n-free bound rests on
+    v, _ = CIRCLE.point_sums(2).field(x, w, x, beta, True, 1.0)
+    err = np.linalg.norm(v - kernels.pairwise_field(model, x, w, x), axis=-1)
+    assert np.max(err) <= bound + 1e-11

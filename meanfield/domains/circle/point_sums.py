@@ -25,25 +25,30 @@ from .bessel import scaled_bessel
 
 __all__ = ["circle_degree", "moments", "circle_spectral_field", "circle_spectral_divergence", "circle_excess_energy",
            "spectral_coefficients", "series_multipliers", "fourier_moments", "zonal_rate", "zonal_rates",
-           "zonal_scale", "lane_moments", "lane_field", "truncation_tails", "self_query_bound"]
+           "zonal_scale", "lane_moments", "lane_field", "truncation_tails", "self_query_bound", "repulsive_round_off"]
 
 
 def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
-    """Smallest L with 2 Σ_{k>L} (1 + k/β)^order I_k(β) <= tol · I_0(β) (L >= 1).
+    """Smallest L with 2 Σ_{k>L} (1 + k/|β|)^order |e^{-β}I_k(β)| <= tol · e^{-|β|}I_0(|β|) (L >= 1).
 
-    ``order = 1`` bounds the truncation of K_β*μ and its first derivative, ``order = 2`` also the second
-    (the divergence of the field). β < 0: that of |β| (|I_k(β)| = I_k(|β|), MATH.md §13). Remembered per
-    (β, tol, order): particles ask it at every stage (it was a quarter of a field of 10⁴ points)."""
+    ``order = 1`` bounds the truncation of the scaled K_β*μ and of its first derivative, ``order = 2`` also the
+    second (the divergence of the field). β >= 0: the tail relative to I_0(β). β < 0 (MATH.md §13): |I_k(β)| =
+    I_k(|β|) but the scaling e^{-β} = e^{|β|} makes the scaled multipliers e^{2|β|} times those of |β|, so the same
+    absolute tail asks the ratio I_k(|β|)/I_0(|β|) below tol e^{-2|β|}; relative to the scaled K_β*μ, which is
+    >= Σw for β < 0 (every term e^{β(⟨x,y⟩−1)} >= 1), the truncation is then within tol (the degree of |β| alone
+    left 2e-5 at β = −16). Remembered per (β, tol, order): particles ask it at every stage (it was a quarter of a
+    field of 10⁴ points)."""
     return _circle_degree(float(beta), float(tol), int(order))
 
 
 @functools.lru_cache(maxsize=1024)
 def _circle_degree(beta: float, tol: float, order: int) -> int:
-    beta = abs(beta)
-    k = np.arange(0, 4 * int(beta) + 80)
-    s = ive(k, beta) / ive(0, beta) * (1.0 + (k / beta if beta > 0 else 0.0)) ** order
+    b = abs(beta)
+    k = np.arange(0, 4 * int(b) + 80)
+    s = ive(k, b) / ive(0, b) * (1.0 + (k / b if b > 0 else 0.0)) ** order
     tail = 2.0 * (np.cumsum(s[::-1])[::-1] - s)  # tail[L] = 2 Σ_{k>L}
-    return int(max(1, np.argmax(tail <= tol)))
+    ok = tail <= (tol * np.exp(-2.0 * b) if beta < 0 else tol)
+    return int(max(1, np.argmax(ok) if ok.any() else k.size - 1))
 
 
 @nb.njit(parallel=True, cache=True)
@@ -250,14 +255,16 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     -----
     Compiled in two passes over the points (:func:`lane_moments`, :func:`lane_field`): the moments, then the series
     and the field at the queries, nothing of size n × L allocated. Round-off on top of the truncation, which
-    ``error_bound`` does not include: the power recurrence z^k loses about k·ε, so the series are off by about
-    L ε Σ|w| in absolute terms, and SA divides them by D = S(q) = Σ_j w_j e^{β(⟨q,y_j⟩−1)}:
+    ``error_bound`` does not include for β >= 0: the power recurrence z^k loses about k·ε, so the series are off by
+    about L ε Σ|w| in absolute terms, and SA divides them by D = S(q) = Σ_j w_j e^{β(⟨q,y_j⟩−1)}:
 
         |v − exact| ≲ |c|(T_N + |v/c|T_D)/(D − T_D) + O(L ε |c| Σ|w| / S(q)).
 
     S(q) is ~Σ|w| where the points crowd near q but can be as small as e^{-2β}Σ|w| at a query far from all of them
     (large β), where the round-off term grows by that factor and may exceed the stated bound. USA's round-off is
-    O(|c| e^β L ε Σ|w|), L ε relative to its field's scale |c| e^β Σ|w|.
+    O(|c| e^β L ε Σ|w|), L ε relative to its field's scale |c| e^β Σ|w|. For β < 0 the multipliers reach
+    e^{2|β|}/√(2π|β|) while D may be as small as Σ|w| (a cluster): there the round-off
+    (:func:`repulsive_round_off`) times Σ|w| is added to T_D and T_N in the returned bound.
     """
     x = np.ascontiguousarray(points, dtype=float)
     q = np.ascontiguousarray(queries, dtype=float)
@@ -266,6 +273,9 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     ck = lane_moments(x, w, L, max(1, min(64, x.shape[0] // 4096 + 1)))
     Dm, Nm = continuity.bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
     TD, TN = truncation_tails(L, beta, float(np.sum(np.abs(w))))
+    if beta < 0:  # the round-off of the e^{2|β|}-sized multipliers, no longer O(Lε) of the field (docstring)
+        R = repulsive_round_off(L, beta) * float(np.sum(np.abs(w)))
+        TD, TN = TD + R, TN + R
     scale = zonal_scale(beta, normalized, c)
     v = np.empty((q.shape[0], 2))
     bound = np.empty(q.shape[0])
@@ -376,16 +386,34 @@ def circle_excess_energy(points, weights, beta: float) -> float:
     return float((head * a2[0] + 2.0 * scaled_bessel(np.arange(1, L + 1), beta) @ a2[1:]) / (2.0 * beta))
 
 
-def self_query_bound(n: int, beta: float) -> float:
+def self_query_bound(n: float, beta: float) -> float:
     r"""A bound on the SA field error of :func:`circle_spectral_field` at the points themselves, relative to |c|,
-    for any n points of equal weights (the particles' use): with t_D, t_N the truncation errors T_D, T_N per unit
-    mass (:func:`circle_spectral_field`), the scaled K_β*μ at x_i is >= w_i = Σ|w|/n (the point's own term; the
-    others are positive) and |v/c| <= 1 (the SA speed over |c|), so |error| <= |c| n (t_N + t_D)/(1 − n t_D)
-    (``inf`` where n t_D >= 1). USA's error |c| e^β T_N is smaller relative to its field's scale |c| e^β Σ|w|.
+    for points of non-negative weights whose effective count is n = Σ|w|/min|w| (n points of equal weights: n; a
+    zero weight: n = inf), the particles' use.
+
+    With t_D, t_N the truncation errors T_D, T_N per unit mass (:func:`circle_spectral_field`) and |v/c| <= 1
+    (the SA speed over |c|): β >= 0: the scaled K_β*μ at x_i is >= w_i >= Σ|w|/n (the point's own term e^0 = 1;
+    the others are positive), so |error| <= |c| n (t_N + t_D)/(1 − n t_D) (``inf`` where n t_D >= 1; at n = inf
+    ``inf``). β < 0 (MATH.md §13): every scaled term e^{β(⟨x,y⟩−1)} = e^{|β|(1−⟨x,y⟩)} >= 1, so the scaled K_β*μ
+    is >= Σ|w| at any query (a zero-weight particle's too) and |error| <= |c| (t_N + t_D + r)/(1 − t_D − r),
+    free of n, where r (:func:`repulsive_round_off`) bounds the round-off per unit mass: the
+    multipliers reach e^{2|β|}/√(2π|β|) while the sum they make may be as small as Σ|w| (a cluster), and the power
+    recurrence loses about kε per moment (measured on clusters of 2000 points at β = −4 … −16: 10x to 70x under
+    r). USA's error |c| e^β T_N is smaller relative to its field's scale |c| e^β Σ|w|.
     """
-    L = circle_degree(beta)
-    k = np.arange(L + 1, L + 200)
-    Ik = np.abs(scaled_bessel(k, beta))
-    tD = 2.0 * float(np.sum(Ik))
-    tN = 2.0 * float(np.sum(k * Ik)) / abs(beta) if beta != 0 else 0.0
+    tD, tN = truncation_tails(circle_degree(beta), beta, 1.0)
+    if beta < 0:
+        r = repulsive_round_off(circle_degree(beta), beta)
+        return (tN + tD + r) / (1.0 - tD - r) if tD + r < 1.0 else float("inf")
+    if not np.isfinite(n):
+        return float("inf")
     return n * (tN + tD) / (1.0 - n * tD) if n * tD < 1.0 else float("inf")
+
+
+def repulsive_round_off(L: int, beta: float) -> float:
+    """r = 2ε Σ_{k<=L} (1 + k)(1 + k/|β|) |e^{-β}I_k(β)|: a bound on the round-off per unit mass of the scaled
+    K_β*μ and (1/β)∂_θK_β*μ of degree L (the power recurrence loses about kε per moment, the series ε per term),
+    for β < 0, where the multipliers reach e^{2|β|}/√(2π|β|) (:func:`self_query_bound`)."""
+    k = np.arange(L + 1)
+    terms = (1.0 + k) * (1.0 + k / abs(beta)) * np.abs(scaled_bessel(k, beta))
+    return 2.0 * np.finfo(float).eps * float(np.sum(terms))

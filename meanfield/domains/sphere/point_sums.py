@@ -561,10 +561,11 @@ def sphere_excess_energy(points, weights, beta: float) -> float:
     return sphere_energy.excess_from_power(np.abs(a[0]) ** 2 + 2.0 * np.sum(np.abs(a[1:]) ** 2, axis=0), beta)
 
 
-def self_query_bound(n: int, beta: float) -> float:
+def self_query_bound(n: float, beta: float) -> float:
     r"""A bound on the SA field error of :func:`sphere_spectral_field` at the points themselves, relative to |c|,
-    for any n points of equal weights (the particles' use): with t_D, t_N the truncation errors T_D, T_N per unit
-    mass (:func:`sphere_spectral_field`), S(x_i) >= w_i = Σ|w|/n (the point's own term e^{β⟨x_i,x_i⟩−β} = 1;
+    for any n points of equal weights, or of weights whose effective count Σ|w|/min|w| is n (the particles' use;
+    ``inf`` at n = inf, a zero weight): with t_D, t_N the truncation errors T_D, T_N per unit
+    mass (:func:`sphere_spectral_field`), S(x_i) >= w_i >= Σ|w|/n (the point's own term e^{β⟨x_i,x_i⟩−β} = 1;
     the others are positive) and |∇_S U|/S <= 1 (the SA speed over |c|), so |error| <= |c| n (t_N + t_D)/(1 − n t_D)
     (``inf`` where n t_D >= 1). USA's error |c| e^β T_N is smaller relative to its field's scale |c| e^β Σ|w|.
     ``inf`` for β < 0: the multipliers alternate in sign and the tails bound nothing (so ``pays_off`` is False).
