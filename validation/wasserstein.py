@@ -98,7 +98,7 @@ import numpy as np
 from meanfield.core import checks
 from meanfield import domains
 from meanfield.density import Density, Frame
-from meanfield.domains import CIRCLE, EUCLIDEAN, SPHERE
+from meanfield.domains import CIRCLE, SPHERE
 from meanfield.domains.circle import fourier
 
 from .coarsening import coarsen

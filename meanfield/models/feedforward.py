@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erf
 
-from ..core import checks
 from ..domains import for_manifold
 from .schedule import Layers, breakpoints, is_time_dependent
 

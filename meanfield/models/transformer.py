@@ -25,7 +25,6 @@ schedules in the blocks' weights (:func:`meanfield.models.layers`).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field as dc_field
 
 import numpy as np
@@ -36,7 +35,7 @@ from .base import Head, check_weights
 from .feedforward import FeedForward
 from .multihead import MultiHeadAttention
 from .normalization import as_normalization, average, density_refusal
-from .schedule import Layers, is_time_dependent
+from .schedule import Layers
 
 __all__ = ["Transformer", "add", "as_model", "attention_of", "SPLITTINGS", "SUBSTEPS"]
 

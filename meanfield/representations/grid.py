@@ -27,7 +27,6 @@ import warnings
 
 import numpy as np
 
-from ..core import checks
 from .. import kernels
 from ..kernels import strategies
 from ..density import Density
@@ -38,7 +37,7 @@ from ..models import normalization_of, rate_scale, repulsive
 from ..models.schedule import piecewise_constant
 from ..integrate.monitor import ResolutionError, ResolutionMonitor
 from ..core.numerics import EXP_MAX
-from .base import Hooks, Part, Representation, Settings, run_to_end
+from .base import Part, Representation, Settings, run_to_end
 
 __all__ = ["GridRepresentation", "GridProblem", "ResolutionTracker", "HistoryTracker", "OutflowTracker",
            "step_bound"]
