@@ -30,7 +30,7 @@ store in ``SPECTRAL_CROSSOVER``.
 
 ``--studies`` times, for the particle systems of the example studies whose counts lie between the old rule and the
 measured crossover (where ``auto`` now takes the point sums: S¹ from 1024 → max(192, 9 (L + 1)), S² from 6 (L + 1)²
-→ max(2048, 17 (L + 1))), ``particles.simulate`` with ``strategy="auto"`` against ``strategy="pairwise"`` (the old
+→ max(2048, 19 (L + 1))), ``particles.simulate`` with ``strategy="auto"`` against ``strategy="pairwise"`` (the old
 choice), alternating in one process, on one thread and on the default thread count: the ratio new/old is the
 study's change (< 1: faster).
 

@@ -333,7 +333,7 @@ def simulate(
         their a-priori error bound at the particles is within ``POINT_SUMS_TOLERANCE`` (1e-9 relative to |c|; given
         ``weights`` count as Σ|w|/min|w| particles there):
         on the circle from max(192, 9 (L + 1)) particles (L = ``circle_degree(β)``: 225 at β = 4), on S² from
-        max(2048, 17 (L + 1)) (L = ``sphere_degree(β)``: 2048 at β = 4); fused for batches of at most 64
+        max(2048, 19 (L + 1)) (L = ``sphere_degree(β)``: 2048 at β = 4); fused for batches of at most 64
         particles, pairwise otherwise on spheres and for every R^d model (every R^d model has
         compiled sums). The normalisations other than post-LN take the pairwise or quadrature sums of their average
         (spectral and fused compute post-LN's P_θA: refused), hardmax attention its own sums (quadrature).
