@@ -211,3 +211,13 @@ def test_circle_field_bound_holds_for_repulsion_on_a_cluster(beta):
     err = np.linalg.norm(v - exact, axis=-1)
     assert np.all(err <= bound + 1e-11), float(np.max(err / bound))
     assert np.max(bound) <= cs.self_query_bound(n, beta)
+
+
+@pytest.mark.parametrize("beta", [5e-324, 2.225073858507203e-309, 1e-300, -2.225073858507203e-309])
+def test_circle_degree_at_subnormal_beta(beta):
+    """β → 0: (1 + k/β) I_k(β)/I_0(β) → 1/2 at k = 1 and 0 beyond (I_k(β) ~ (β/2)^k/k!), so the degree is 1; k/β
+    overflows float64 below β ~ 1e-307 and must not turn the tail into inf·0 = NaN (hypothesis found β = 2.2e-309 in
+    CI, where auto asks the bound of every particle system, small ones included)."""
+    with np.errstate(all="raise"):
+        assert cs.circle_degree(beta) == 1
+        assert mf.domains.CIRCLE.point_sums(2).pays_off(10**6, beta)

@@ -45,7 +45,11 @@ def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
 def _circle_degree(beta: float, tol: float, order: int) -> int:
     b = abs(beta)
     k = np.arange(0, 4 * int(b) + 80)
-    s = ive(k, b) / ive(0, b) * (1.0 + (k / b if b > 0 else 0.0)) ** order
+    if 0 < b < 1e-290:  # k/b overflows: (1 + k/b)^order I_k(b)/I_0(b) by logarithms (I_k(b) ~ (b/2)^k/k! underflows)
+        with np.errstate(divide="ignore"):
+            s = np.exp(order * (np.log(b + k) - np.log(b)) + np.log(ive(k, b)) - np.log(ive(0, b)))
+    else:
+        s = ive(k, b) / ive(0, b) * (1.0 + (k / b if b > 0 else 0.0)) ** order
     tail = 2.0 * (np.cumsum(s[::-1])[::-1] - s)  # tail[L] = 2 Σ_{k>L}
     ok = tail <= (tol * np.exp(-2.0 * b) if beta < 0 else tol)
     return int(max(1, np.argmax(ok) if ok.any() else k.size - 1))
@@ -415,5 +419,8 @@ def repulsive_round_off(L: int, beta: float) -> float:
     K_β*μ and (1/β)∂_θK_β*μ of degree L (the power recurrence loses about kε per moment, the series ε per term),
     for β < 0, where the multipliers reach e^{2|β|}/√(2π|β|) (:func:`self_query_bound`)."""
     k = np.arange(L + 1)
-    terms = (1.0 + k) * (1.0 + k / abs(beta)) * np.abs(scaled_bessel(k, beta))
-    return 2.0 * np.finfo(float).eps * float(np.sum(terms))
+    Ik = np.abs(scaled_bessel(np.arange(-1, L + 2), beta))  # |e^{-β}I_j(β)|, j = −1..L+1
+    # (1 + k/|β|)|I_k| = |I_k| + |I_{k−1} − I_{k+1}|/2 (I_{k−1}(x) − I_{k+1}(x) = (2k/x)I_k(x)): no k/|β| to overflow
+    # at a subnormal β
+    scaled = Ik[1:-1] + np.where(k > 0, 0.5 * np.abs(Ik[:-2] - Ik[2:]), 0.0)
+    return 2.0 * np.finfo(float).eps * float(np.sum((1.0 + k) * scaled))
