@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 
-__all__ = ["map_tasks"]
+__all__ = ["executor", "map_tasks"]
 
 _POOL: dict = {}
 
@@ -25,7 +25,9 @@ _POOL: dict = {}
 MIN_TASK_WORK = 2**18
 
 
-def _pool(workers: int) -> ThreadPoolExecutor:
+def executor(workers: int) -> ThreadPoolExecutor:
+    """The library's one thread pool of ``workers`` threads (made on first use, forgotten in a forked child): the
+    compiled kernels' tasks (:func:`meanfield.kernels.threads.run_tasks`) and :func:`map_tasks` run on it."""
     if workers not in _POOL:
         _POOL[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="meanfield-tasks")
     return _POOL[workers]
@@ -45,4 +47,4 @@ def map_tasks(fn, count: int, work: float | None = None) -> list:
         workers = min(workers, max(1, int(work // MIN_TASK_WORK)))
     if workers <= 1:
         return [fn(i) for i in range(count)]
-    return list(_pool(workers).map(fn, range(count)))
+    return list(executor(workers).map(fn, range(count)))

@@ -26,16 +26,14 @@ results are the same bits as in one round.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 
 from ..core import interrupts
+from ..core.pool import executor
 
 __all__ = ["run_tasks", "ROUND_SECONDS"]
 
@@ -43,16 +41,6 @@ __all__ = ["run_tasks", "ROUND_SECONDS"]
 ROUND_SECONDS = 0.1
 #: The first round: this share of the work (its time sizes the next); a round grows at most by ``_GROWTH``
 _FIRST_SHARE, _GROWTH = 1.0 / 256, 16.0
-
-@functools.cache
-def _pool(nthreads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=nthreads, thread_name_prefix="meanfield-kernels")
-
-
-# a forked child inherits the executor object but not its threads
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_pool.cache_clear)
-
 
 def run_tasks(kernel, ntasks: int, *args, nthreads: int | None = None, costs=None) -> None:
     """Call ``kernel(*args, start, stop)`` on contiguous chunks covering ``range(ntasks)``.
@@ -120,6 +108,6 @@ def _round(kernel, args, start: int, stop: int, nthreads: int, costs) -> None:
         total = np.cumsum(costs[start:stop])
         inner = np.searchsorted(total, total[-1] * np.arange(1, nchunks) / nchunks)
         bounds = sorted({start, stop, *(start + int(b) for b in inner)})
-    futures = [_pool(nthreads).submit(kernel, *args, a, b) for a, b in itertools.pairwise(bounds)]
+    futures = [executor(nthreads).submit(kernel, *args, a, b) for a, b in itertools.pairwise(bounds)]
     for f in futures:
         f.result()
