@@ -182,7 +182,6 @@ def kernel(Qx, KxT, VxT, w, bound, stops, out_num, out_den, out_shift, start, st
     for task in range(start, stop):
         b = task // m
         i = task % m
-        wb = w[b]
         sh = bound[b, i]
         n = stops[b, i]
 {loads}
@@ -197,7 +196,7 @@ def kernel(Qx, KxT, VxT, w, bound, stops, out_num, out_den, out_shift, start, st
         out_den[b, i] = z
         out_shift[b, i] = sh
         if z < UNDERFLOW and n > 0:
-            out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, wb, out_num, b, i, n)
+            out_den[b, i], out_shift[b, i] = exact_row(Qx[b, i], KxT, VxT, w[b], out_num, b, i, n)
 """
 _FUSED = {}
 
@@ -213,18 +212,15 @@ def _fused_kernel(d: int, dv: int, uniform: bool = False, single: bool = False):
         ind = " " * 8
         zero = "nb.float32(0.0)" if single else "0.0"
         src = _FUSED_TEMPLATE.format(
-            loads="\n".join(
-                [f"{ind}q{a} = Qx[b, i, {a}]\n{ind}k{a} = KxT[b, {a}]" for a in range(d)]
-                + [f"{ind}v{a} = VxT[b, {a}]" for a in range(dv)]
-            ),
+            loads="\n".join(f"{ind}q{a} = Qx[b, i, {a}]" for a in range(d)),
             zeros="\n".join(f"{ind}s{a} = {zero}" for a in range(dv)) or f"{ind}pass",
             zero=zero,
             exp="vexp32" if single else "vexp",
-            dot=" + ".join(f"q{a} * k{a}[j]" for a in range(d)),
-            accumulate="\n".join(f"{ind}    s{a} += e * v{a}[j]" for a in range(dv)) or f"{ind}    pass",
+            dot=" + ".join(f"q{a} * KxT[b, {a}, j]" for a in range(d)),
+            accumulate="\n".join(f"{ind}    s{a} += e * VxT[b, {a}, j]" for a in range(dv)) or f"{ind}    pass",
             stores="\n".join(f"{ind}out_num[b, i, {a}] = s{a}" for a in range(dv)) or f"{ind}pass",
-            weight="" if uniform else "wb[j] * ",
-            scale="\n".join([f"{ind}z *= wb[0]"] + [f"{ind}s{a} *= wb[0]" for a in range(dv)]) if uniform
+            weight="" if uniform else "w[b, j] * ",
+            scale="\n".join([f"{ind}z *= w[b, 0]"] + [f"{ind}s{a} *= w[b, 0]" for a in range(dv)]) if uniform
             else f"{ind}pass",
         )
         scope = {"nb": nb, "np": np, "FASTMATH": FASTMATH, "vexp": vexp, "vexp32": vexp32, "exact_row": exact_row,
