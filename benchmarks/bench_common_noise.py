@@ -64,26 +64,33 @@ def main(argv=None):
                 (("general Σ, path step 2h", general), 2 * h, False),
                 (("general Σ, the map as before (NUFFT)", general), h, True)]:
             noise = CommonNoise(S, CommonPath(1, path_step, t[-1], seed=1))
-            noise.half_maps()  # the path's maps once, as a run that reuses its path
-
-            def noisy():
-                sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, common_noise=noise)
-                assert sol.nsteps == steps, sol.nsteps
-
-            def plain():
-                sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
-                assert sol.nsteps == steps, sol.nsteps
-
             if before:  # the same run with the map as it was: the NUFFT in place of the Lagrange interpolation
                 fourier.linear_pushforward = _nufft_pushforward
             try:
-                a, b, ratios = interleaved(noisy, plain, repeat=args.repeat, min_time=0.1)
+                print(against_noiseless(name, n, model, mu, t, h, steps, noise, args.repeat))
             finally:
                 fourier.linear_pushforward = LINEAR_PUSHFORWARD
-            print(f"| {name} | {n} | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
-                  f"{np.median(ratios):.3f} |")
     sphere_rows(args.repeat)
     maps_table(args.repeat)
+
+
+def against_noiseless(name, size, model, mu, t, h, steps, noise, repeat) -> str:
+    """One table row: the density step with the common ``noise`` against the noiseless one (same model, start and
+    fixed step h, ``steps`` steps each), timed alternately; the path's maps are made once beforehand, as a run that
+    reuses its path."""
+    noise.half_maps()
+
+    def noisy():
+        sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, common_noise=noise)
+        assert sol.nsteps == steps, sol.nsteps
+
+    def plain():
+        sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
+        assert sol.nsteps == steps, sol.nsteps
+
+    a, b, ratios = interleaved(noisy, plain, repeat=repeat, min_time=0.1)
+    return (f"| {name} | {size} | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
+            f"{np.median(ratios):.3f} |")
 
 
 def sphere_rows(repeat):
@@ -98,19 +105,7 @@ def sphere_rows(repeat):
     general = np.array([[0.4, -0.5, 0.1], [0.5, -0.4, 0.0], [0.0, 0.2, 0.0]])
     for name, S in (("S², rotation (skew Σ = 0.5 J₃)", 0.5 * J3), ("S², general Σ", general)):
         noise = CommonNoise(S, CommonPath(1, h, t[-1], seed=1))
-        noise.half_maps()
-
-        def noisy():
-            sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, common_noise=noise)
-            assert sol.nsteps == steps, sol.nsteps
-
-        def plain():
-            sol = mf.solve(model, mu, (t[0], t[-1]), t_eval=t, dt=h, representation="grid", refine=False)
-            assert sol.nsteps == steps, sol.nsteps
-
-        a, b, ratios = interleaved(noisy, plain, repeat=repeat, min_time=0.1)
-        print(f"| {name} | lmax 31 | {1e3 * a / steps:.3f} ms/step | {1e3 * b / steps:.3f} ms/step | "
-              f"{np.median(ratios):.3f} |")
+        print(against_noiseless(name, "lmax 31", model, mu, t, h, steps, noise, repeat))
 
 
 def _nufft_pushforward(values, B, cos, sin):
