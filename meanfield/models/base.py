@@ -72,6 +72,12 @@ class Head:
     #: Why the compiled pairwise sums do not take this head although its kind has them, or None.
     compiled_refusal = None
 
+    @property
+    def sparse_refusal(self) -> str | None:
+        """Why this head's ``average`` does not take its points (keys) as a 2-D scipy.sparse array, or None where
+        it does (:mod:`meanfield.core.tokens`; a kind that does says so by its own property)."""
+        return f"{type(self).__name__}'s sums take dense points only"
+
     def gaussian_closure(self, mean, cov) -> tuple[np.ndarray, np.ndarray]:
         """(M, c) with Γ(x) = M x + c on the Gaussian N(mean, cov) (:mod:`meanfield.analysis.gaussian`): ``TypeError`` saying
         why for a kind without a closure (its :attr:`gaussian_refusal`)."""

@@ -53,6 +53,7 @@ import numpy as np
 from ..core import checks
 from ..domains.sphere.geometry import project_tangent
 from ..core.numerics import check_usa_beta
+from ..core.tokens import is_sparse
 from .registry import Parameter
 
 __all__ = ["Normalization", "NORMALIZATIONS", "VARIANTS", "VariantParameter", "ParameterError", "study_doc", "POST", "as_normalization",
@@ -574,7 +575,9 @@ def average(model, points, weights, queries) -> np.ndarray:
     r"""A = Σ_h u_h(queries), the heads' averages before any projection (module docstring), shape (..., m, d).
 
     The reference sum (NumPy, row chunks); ``meanfield.kernels.average`` is its compiled twin. No input checks: the
-    callers pass unit vectors (the directions θ) and their weights.
+    callers pass unit vectors (the directions θ) and their weights. ``points`` may be a 2-D scipy.sparse array
+    (the keys; ``queries`` dense) where every head takes them (its ``sparse_refusal`` None; ``ValueError`` with
+    the first head's reason otherwise): O(m · nnz) work (:mod:`meanfield.core.tokens`).
     """
     from .base import heads
 
@@ -582,6 +585,10 @@ def average(model, points, weights, queries) -> np.ndarray:
     for h in hs:
         if getattr(h, "causal", False):
             raise ValueError(f"{h!r} is causal: the normalisation variants take non-causal heads.")
+        why = getattr(h, "sparse_refusal", "its sums take dense points only") if is_sparse(points) else None
+        if why is not None:
+            raise ValueError(f"`points` are a sparse {points.shape[0]}×{points.shape[1]} array, which the "
+                             f"{type(h).__name__} head does not take: {why}.")
     return sum(h.average(points, weights, queries) for h in hs)
 
 

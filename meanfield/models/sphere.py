@@ -29,6 +29,7 @@ import numpy as np
 from ..core import checks
 from ..domains.sphere.geometry import check_on_sphere, project_tangent, surface_divergence
 from ..core.numerics import EXP_MAX
+from ..core.tokens import transposed
 from .base import (
     Head, Zonal, check_weights, identity_multiple, log_kernel_excess, row_chunks, softmax_jacobian, tilted_moments,
 )
@@ -259,6 +260,21 @@ class SelfAttention(Head):
         return None
 
     @property
+    def sparse_refusal(self) -> str | None:
+        """Why :meth:`average` does not take the points (keys) as a 2-D scipy.sparse array, or None: it does for
+        non-causal attention with Q = K = V = I (``None``), whose keys enter only through the products K q and
+        Kᵀ p. A d×d matrix times sparse keys is dense (and exists only for d small enough to be dense anyway); the
+        causal rows (τ, y) carry positions."""
+        if self.causal:
+            return ("causal attention's tokens are rows (τ, y) with positions, its mask and phases per pair: dense "
+                    "points only")
+        given = [name for name in ("Q", "K", "V") if getattr(self, name) is not None]
+        if given:
+            return (f"{', '.join(given)} given as d×d matrices: the keys times a matrix are dense (sparse keys take "
+                    "Q = K = V = I, i.e. None)")
+        return None
+
+    @property
     def manifold(self) -> str:
         """Where its tokens live: "sphere" (S^{d-1}), or "sequence" ([0, 1] × S^{d-1}, tokens with positions) for
         causal attention."""
@@ -369,7 +385,9 @@ class SelfAttention(Head):
         No input checks (:meth:`field` checks); exponents are shifted by their
         row maximum, so SA is safe for any β; USA raises ``OverflowError``
         where e^{β⟨Qx,Ky⟩} overflows. ``positions`` = (τ (..., n), s (..., m)): the causal mask, each row summing
-        over the points with τ_j <= s_i only (0 where there are none).
+        over the points with τ_j <= s_i only (0 where there are none). ``points`` may be a 2-D scipy.sparse
+        array (CSR) where :attr:`sparse_refusal` is None: the same code then costs O(m · nnz) (the logits
+        ``queries @ pointsᵀ`` and ``e @ (w points)`` are sparse products; :mod:`meanfield.core.tokens`).
         """
         Kx = points if self.K is None else points @ self.K.T
         Qx = queries if self.Q is None else queries @ self.Q.T
@@ -381,8 +399,8 @@ class SelfAttention(Head):
         m, n = queries.shape[-2], points.shape[-2]
         out = np.empty(np.broadcast_shapes(queries.shape[:-2], points.shape[:-2]) + (m, Vx.shape[-1]))
         for sl in row_chunks(m, n):
-            s, smax = _masked(self.beta * (Qx[..., sl, :] @ np.swapaxes(Kx, -1, -2)), positions, sl,
-                              self.decay)  # (..., mc, n)
+            s, smax = _masked(self.beta * (Qx[..., sl, :] @ transposed(Kx)), positions, sl,
+                              self.decay)  # (..., mc, n); K q by one product also for sparse keys
             e = np.exp(s - smax)
             num = e @ wV
             if self.normalized:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.tokens import as_tokens, check_rows, directions, is_sparse, rows
 from ..density import Frame
 from ..domains import of_model
 from ..lagrangian import LagrangianMeasure
@@ -128,9 +129,10 @@ def blocks(model, t: float):
             for lo, hi, a, b in SUBSTEPS[model.splitting]]
 
 
-def _average_and_jacobian(model, points, weights):
-    """(u, Du) with X = P_x u on the sphere, X = u in R^d, at the points themselves; Du of shape (n, d, d)."""
-    return as_model(model).average_and_jacobian(points, weights, points)  # a Transformer's: its blocks' sum
+def _average_and_jacobian(model, points, weights, queries):
+    """(u, Du) with X = P_x u on the sphere, X = u in R^d, at the queries (the points or some of them); Du of shape
+    (m, d, d)."""
+    return as_model(model).average_and_jacobian(points, weights, queries)  # a Transformer's: its blocks' sum
 
 
 def _tangent_basis(x):
@@ -143,13 +145,20 @@ def _tangent_basis(x):
     return q[:, :, 1:d]
 
 
-def layer_map(model, points, weights, h: float, projection: str = "auto", jacobian: bool = False, **old):
+def layer_map(model, points, weights, h: float, projection: str = "auto", jacobian: bool = False, at=None,
+              **old):
     r"""One layer T(x) = N(x + h X[μ](x)) at the points of μ = Σ w_j δ_{x_j} (module docstring).
 
     Parameters
     ----------
     model : a constant model (``model.at(t)`` for a time-dependent one), summed (no splitting)
-    points : ndarray, shape (n, d)
+    points : ndarray, shape (n, d), or a 2-D scipy.sparse array (n, d)
+        The tokens; μ is all of them (and a β_n = γ log n is resolved with this n, whatever ``at``). Sparse tokens
+        (keys with few non-zeros: n equiangular tokens need d = n + 1, MATH.md §13) are taken where the layer is
+        computed from the heads' average A alone, T(x) = layer(x, A(x/|x|)) — a Transformer normalised otherwise
+        than post-LN (pre, peri, nGPT) whose heads take sparse keys (their ``sparse_refusal``: SA with
+        Q = K = V = I) — without ``jacobian``; ``ValueError`` saying why elsewhere. A costs O(m · nnz) at m queries
+        (:mod:`meanfield.core.tokens`), so pass ``at``: the output is dense, (m, d).
     weights : ndarray, shape (n,)
     h : float
         The layer's depth.
@@ -159,62 +168,76 @@ def layer_map(model, points, weights, h: float, projection: str = "auto", jacobi
     jacobian : bool
         Also return log |det DT| at the points (tangent spaces on the sphere; not for "rms", whose image is a
         sphere inside R^d: no density there).
+    at : array_like of int, optional
+        The indices of the points at which T is evaluated, m of them (all n by default): T(x_i), i in ``at``, with
+        the field of all n points. The output of token i needs no other output, so a few pairs ⟨T x_i, T x_j⟩
+        cost O(m n d) (O(m · nnz) for sparse points) instead of the whole layer's O(n² d).
 
     Returns
     -------
-    ndarray, shape (n, d), and with ``jacobian`` the log-determinants, shape (n,)
+    ndarray, shape (m, d) (m = n without ``at``), and with ``jacobian`` the log-determinants, shape (m,)
     """
     renamed("layer_map", old)
-    x = np.asarray(points, dtype=float)
-    model = at_context(model, x.shape[-2])  # β_n for these n tokens (MATH.md §13)
+    x = as_tokens(points)
+    model = at_context(model, x.shape[-2])  # β_n for these n tokens (MATH.md §13): all of them, not the queries
     after = _check_projection(model, projection)
     w = np.asarray(weights, dtype=float)
+    q = rows(x, None if at is None else check_rows(at, x.shape[-2]))  # the queries: x itself without ``at``
     norm, m = normalization_of(model), as_model(model)
+    if is_sparse(x) and (jacobian or norm.heads_field or getattr(m, "layer_map", None) is not None):
+        raise ValueError(f"`points` are a sparse {x.shape[0]}×{x.shape[1]} array: the layer map takes sparse keys "
+                         "where its layer is computed from the heads' average alone (a Transformer normalised "
+                         "otherwise than post-LN, e.g. Transformer(SelfAttention(β), normalization=Normalization("
+                         "'ngpt', alpha=1)), no Jacobian); "
+                         + ("the Jacobian (a density's push) is dense" if jacobian else
+                            f"the layer of {model!r} sums its field (post-LN) or is its own: pass dense points"
+                            ) + ".")
     if not norm.heads_field or getattr(m, "layer_map", None) is not None:
         if jacobian:
             raise ValueError(f"{model!r}: the Lagrangian measure's push is post-LN's (a density on S^(d-1)); push "
                              "particles through this layer (particles.discrete_depth).")
-        if norm.heads_field:  # hardmax: AFZ's x ↦ x + γ(u − x), γ = h
-            return m.layer_map(x, w, h)
+        if norm.heads_field:  # hardmax: AFZ's x ↦ x + γ(u − x), γ = h (with ``at``: every point's, then those asked)
+            y = m.layer_map(x, w, h)
+            return y if at is None else y[check_rows(at, x.shape[-2])]
         if norm.time_dependent:
             raise ValueError(f"{model!r}: Mix-LN's layer depends on its depth; take the model of the layer, "
                              "model.at(t) (``steps`` does).")
-        theta = x / np.linalg.norm(x, axis=-1, keepdims=True)
-        return norm.layer(x, average(m.attention, theta, w, theta), h)
+        theta = directions(x)
+        return norm.layer(q, average(m.attention, theta, w, theta if q is x else directions(q)), h)
     if of_model(as_model(model)).has_positions:  # rows (s, x): the position is carried, x moves and is normalised
         if jacobian:
             raise ValueError(f"{model!r} is causal: the Lagrangian measure does not apply (no density follows "
                              "the layer map on [0, 1] × S^(d-1) here); push particles.")
-        y = x + h * as_model(model).field(x, w, x)
+        y = q + h * as_model(model).field(x, w, q)
         y[:, 1:] /= np.linalg.norm(y[:, 1:], axis=1, keepdims=True)
         return y
     if not jacobian:
-        y = x + h * as_model(model).field(x, w, x)
+        y = q + h * as_model(model).field(x, w, q)
     else:
         if not after.density:
             raise ValueError("the RMS layer maps R^d onto a sphere of radius √d: no density follows it (use "
                              "projection='none', or a sphere model).")
-        u, Du = _average_and_jacobian(model, x, w)
+        u, Du = _average_and_jacobian(model, x, w, q)
         if after.unit:
-            xu = np.sum(x * u, axis=1)
-            X = u - xu[:, None] * x
-            xDu = np.einsum("ni,nij->nj", x, Du)  # ⟨x, Du v⟩ = (xᵀDu) v
-            DX = Du - x[:, :, None] * (u + xDu)[:, None, :] - xu[:, None, None] * np.eye(x.shape[1])
+            xu = np.sum(q * u, axis=1)
+            X = u - xu[:, None] * q
+            xDu = np.einsum("ni,nij->nj", q, Du)  # ⟨x, Du v⟩ = (xᵀDu) v
+            DX = Du - q[:, :, None] * (u + xDu)[:, None, :] - xu[:, None, None] * np.eye(q.shape[1])
         else:
             X, DX = u, Du
-        y = x + h * X
-        J = np.eye(x.shape[1]) + h * DX
+        y = q + h * X
+        J = np.eye(q.shape[1]) + h * DX
     if not after.normalises:
         return (y, np.linalg.slogdet(J)[1]) if jacobian else y
     r = np.linalg.norm(y, axis=1, keepdims=True)
     if not after.unit:
-        return np.sqrt(x.shape[1]) * y / r
+        return np.sqrt(q.shape[1]) * y / r
     Ty = y / r
     if not jacobian:
         return Ty
-    DN = (np.eye(x.shape[1]) - Ty[:, :, None] * Ty[:, None, :]) / r[:, :, None]
+    DN = (np.eye(q.shape[1]) - Ty[:, :, None] * Ty[:, None, :]) / r[:, :, None]
     DT = DN @ J
-    Ex, Ey = _tangent_basis(x), _tangent_basis(Ty)
+    Ex, Ey = _tangent_basis(q), _tangent_basis(Ty)
     return Ty, np.linalg.slogdet(np.swapaxes(Ey, 1, 2) @ DT @ Ex)[1]
 
 
