@@ -2,27 +2,26 @@
 
 1. One attention layer θ' = N(A(θ)) on n equiangular tokens (⟨θ_i, θ_j⟩ = ρ) at β_n = γ log n, for n = 10², …, 10⁶
    and the three regimes a = γ(1 − ρ) < 1, = 1, > 1 (Chen, Lin, Polyanskiy & Rigollet, arXiv 2510.05554): the limit
-   is 1, 4ρ/(1 + 3ρ), ρ (:func:`meanfield.analysis.exact.one_layer_limit`). For n <= ``--particle-max`` (10⁴) the
-   value is measured from particles through the library's own layer map (``particles.discrete_depth`` of nGPT's layer at hα = 1, which
-   is θ' = N(A(θ)); β_n a ``ContextScaling`` resolved by the particles with their n; tokens in d = n + 1, the fewest
-   dimensions n equiangular unit vectors need), and checked against the exact finite-n formula
-   (:func:`meanfield.analysis.exact.one_layer_equiangular`); beyond it the value is that formula. Why particles stop
-   there: n equiangular unit vectors with ρ > 0 span n dimensions (their Gram matrix (1 − ρ)I + ρ11ᵀ has rank n), so
-   d >= n, and the layer map sums all n² pairs in d dimensions: two n × n × (n + 1) products, O(n³) time, and
-   n(n + 1) × 8 bytes per copy of the tokens (0.8 GB at n = 10⁴, 80 GB at 10⁵). The table prints the layer's time
-   per particle row, the process's peak memory, and the time extrapolated ∝ n³ to the next sizes. The rate: the
-   slope of |ρ'_n − limit| against n, fitted over the table's n, with the local slopes between consecutive n,
+   is 1, 4ρ/(1 + 3ρ), ρ (:func:`meanfield.analysis.exact.one_layer_limit`). Every n <= ``--particle-max`` (10⁶) is
+   measured from particles through the library's own layer map (:func:`meanfield.solvers.depth.layer_map`, the one
+   ``particles.discrete_depth`` calls, of nGPT's layer at hα = 1, which is θ' = N(A(θ)); β_n a ``ContextScaling``
+   resolved with the n keys), and checked against the exact finite-n formula
+   (:func:`meanfield.analysis.exact.one_layer_equiangular`); beyond it the value is that formula. The tokens need
+   d = n + 1 dimensions (their Gram matrix (1 − ρ)I + ρ11ᵀ has rank n), but they have two non-zeros each: they are
+   held sparse, and the layer is evaluated at three tokens (the first, middle and last: ``at=``), whose outputs need
+   every key but no other output — O(n) time and memory (:func:`validation.long_context.one_layer_at`). The table
+   prints per row the seconds (tokens and layer) and the memory NumPy/SciPy held at once (tracemalloc). The rate:
+   the slope of |ρ'_n − limit| against n, fitted over the table's n, with the local slopes between consecutive n,
    against the predicted 2(1 − a), 1, a − 1 (:func:`meanfield.analysis.exact.one_layer_rate`).
 2. iid keys on S^{d-1}, d = 2, 3, 4 (Bruno, Chen, Lin, Polyanskiy & Rigollet, arXiv 2605.08505): the β*(n) at which
    the mean largest attention weight E[p_(1)] is ½, for n = 10², 10^2.5, …, 10⁶, and the exponent of β*(n) fitted,
    with its 95 % interval from 10 independent groups of draws, against 2/(d − 1) (:mod:`validation.long_context`:
    the K nearest keys drawn exactly in law).
 
-Run:  python scripts/long_context.py                 (particles to n = 10⁴: about 7 minutes on two loaded cores,
-                                                     5.7 GB peak; the three layers of 10⁴ tokens in d = 10⁴ + 1
-                                                     take 66-156 s each there)
-      python scripts/long_context.py --particle-max 1000   (particles to 10³: about two minutes)
-      python scripts/long_context.py --quick         (n up to 10⁵, particles to 10³, fewer draws: about twenty seconds)
+Run:  python scripts/long_context.py                 (particles to n = 10⁶; about a second a regime at 10⁶ and
+                                                     0.3 GB; the iid keys take most of the run)
+      python scripts/long_context.py --top 7         (n to 10⁷, particles too: about 10 s and 2.3 GB a regime)
+      python scripts/long_context.py --quick         (n up to 10⁵, fewer draws: about twenty seconds)
 """
 
 from __future__ import annotations
@@ -55,29 +54,22 @@ def one_layer(ns, particle_max: int) -> None:
         print(f"\nγ = {gamma:g}, ρ = {rho:g}: a = γ(1 − ρ) = {a:g}; limit {rows[0]['limit']:.10g}; "
               f"predicted rate n^-{exact.one_layer_rate(gamma, rho):g}")
         print(f"{'n':>9}  {'how':<9} {'ρ′_n':>18}  {'|ρ′_n − lim|':>12}  {'local rate':>10}  "
-              f"{'|particles − formula|':>21}  {'spread over pairs':>17}  {'layer map time':>24}")
-        last = None
+              f"{'|particles − formula|':>21}  {'spread, 3 pairs':>15}  {'seconds':>8}  {'memory':>9}")
         for i, r in enumerate(rows):
             local = "" if i == 0 else f"{fit.local_orders[i - 1]:.4f}"
             gap = "" if r["formula_gap"] is None else f"{r['formula_gap']:.1e}"
             spread = "" if r["spread"] is None else f"{r['spread']:.1e}"
-            if r["seconds"] is not None:
-                last = (r["n"], r["seconds"])
-                took = f"{r['seconds']:.3g} s"
-            else:  # the layer map's O(n³) from the largest particle row; its tokens' n(n + 1) × 8 bytes
-                took = ("" if last is None else f"~{last[1] * (r['n'] / last[0]) ** 3:.2g} s, ") + \
-                    f"{r['n'] * (r['n'] + 1) * 8 / 1e9:.3g} GB"
+            took = "" if r["seconds"] is None else f"{r['seconds']:.3g}"
+            mem = "" if r["peak_bytes"] is None else f"{r['peak_bytes'] / 1e6:.3g} MB"
             print(f"{r['n']:>9}  {r['how']:<9} {r['value']:18.15f}  {r['error']:12.4e}  {local:>10}  {gap:>21}  "
-                  f"{spread:>17}  {took:>24}")
+                  f"{spread:>15}  {took:>8}  {mem:>9}")
         print(f"fitted rate over n = {ns[0]:g}…{ns[-1]:g}: {fit.order:.4f} ± {fit.order_stderr:.4f} (regression "
               f"standard error; the sequence is deterministic, the local rates show the approach)")
-        if last is not None:
-            print(f"(formula rows: the layer map's time extrapolated ∝ n³ from n = {last[0]} and the memory of one "
-                  f"copy of the tokens; peak memory of this process so far {peak_gb():.2f} GB)")
         far = np.array([1e8, 1e10, 1e12])
         e = np.abs(exact.one_layer_equiangular(far, gamma, rho) - rows[0]["limit"])
         print(f"the formula further out, local rates between n = 1e8, 1e10, 1e12: "
               f"{np.round(-np.diff(np.log(e)) / np.diff(np.log(far)), 4)}")
+    print(f"(peak resident memory of this process so far {peak_gb():.2f} GB)")
 
 
 def iid_keys(ns, draws: int) -> None:
@@ -94,12 +86,13 @@ def iid_keys(ns, draws: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="n up to 10⁵, 500 draws")
-    parser.add_argument("--particle-max", type=int, default=None,
-                        help="largest n run as particles (10⁴; 10³ with --quick)")
+    parser.add_argument("--top", type=int, default=None, help="n up to 10^top (6; 5 with --quick)")
+    parser.add_argument("--particle-max", type=float, default=None,
+                        help="largest n run as particles (default: every n of the table)")
     args = parser.parse_args()
     start = time.perf_counter()
-    top = 5 if args.quick else 6
-    particle_max = args.particle_max or (1000 if args.quick else 10000)
+    top = args.top or (5 if args.quick else 6)
+    particle_max = args.particle_max or 10 ** top
     one_layer([10 ** k for k in range(2, top + 1)], particle_max)
     iid_keys(np.round(np.logspace(2, top, 2 * (top - 2) + 1)).astype(np.int64), 500 if args.quick else 2000)
     print(f"\n{time.perf_counter() - start:.0f} s")

@@ -18,12 +18,14 @@ so with a = γ(1 − ρ) the inner product after the layer tends, as n → ∞, 
 
 at the rates n^{−2(1−a)}, n^{−1}, n^{−(a−1)} (:func:`meanfield.analysis.exact.one_layer_rate`).
 
-Here the layer is the library's own: ``particles.discrete_depth`` of nGPT's layer at hα = 1, which is exactly
-θ' = N(A(θ)), with β a :class:`meanfield.models.ContextScaling` that the particles resolve with their own n
-(:func:`validation.long_context.one_layer_particles`; n tokens need d = n + 1 dimensions to be equiangular, so
-particles run to n = 1000 here). They are checked against the exact finite-n formula
-(:func:`meanfield.analysis.exact.one_layer_equiangular`), which then carries the curves to n = 10¹²; the limits are
-:func:`meanfield.analysis.exact.one_layer_limit`.
+Here the layer is the library's own: the layer map of ``particles.discrete_depth``
+(:func:`meanfield.solvers.depth.layer_map`) of nGPT's layer at hα = 1, which is exactly θ' = N(A(θ)), with β a
+:class:`meanfield.models.ContextScaling` resolved with the n tokens. n tokens need d = n + 1 dimensions to be
+equiangular (θ_i = √ρ e_0 + √(1 − ρ) e_i), n(n + 1) floats if dense; they have two non-zeros each, so they are held
+sparse, and the layer is evaluated at three tokens only (``at=``: a token's output needs every key but no other
+output), which costs O(n): particles run to n = 10⁶ here (:func:`validation.long_context.one_layer_at`). They are
+checked against the exact finite-n formula (:func:`meanfield.analysis.exact.one_layer_equiangular`), which then
+carries the curves to n = 10¹²; the limits are :func:`meanfield.analysis.exact.one_layer_limit`.
 
 For n iid keys on S^{d−1} and one query (Bruno, Chen, Lin, Polyanskiy & Rigollet, arXiv 2605.08505) the critical
 scale, where the largest attention weight stays macroscopic, is β_n ≍ n^{2/(d−1)}: the last part measures β*(n) with
@@ -40,12 +42,12 @@ import numpy as np
 
 from meanfield.analysis import exact
 from meanfield.models import ContextScaling, SelfAttention, at_context
-from validation.long_context import critical_exponent, one_layer_particles
+from validation.long_context import critical_exponent, one_layer_at
 
 start_clock = time.perf_counter()
 rho = 0.5
 regimes = {1.6: "a = 0.8 < 1", 2.0: "a = 1", 3.0: "a = 1.5 > 1"}  # γ: a = γ(1 − ρ)
-n_particles = [10, 30, 100, 300, 1000]
+n_particles = [10, 100, 10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6]
 n_formula = np.logspace(np.log10(2), 12, 300)
 
 print(f"β_n = γ log n is resolved by the model with each n: γ = 3, n = 1000 -> β = "
@@ -55,13 +57,13 @@ for gamma in regimes:
     limit, rate = exact.one_layer_limit(gamma, rho), exact.one_layer_rate(gamma, rho)
     measured, gaps = [], []
     for n in n_particles:
-        g = one_layer_particles(n, gamma, rho)  # every off-diagonal ⟨θ_i', θ_j'⟩ after the layer
+        g = one_layer_at(n, gamma, rho)["pairs"]  # ⟨θ_i', θ_j'⟩ among the first, middle and last tokens
         measured.append(g.mean())
         gaps.append(np.max(np.abs(g - exact.one_layer_equiangular(n, gamma, rho))))
     results[gamma] = (limit, rate, np.array(measured))
     far = np.array([1e10, 1e12])
     e = np.abs(exact.one_layer_equiangular(far, gamma, rho) - limit)
-    print(f"γ = {gamma:g} ({regimes[gamma]}): limit {limit:.6f}; particles n = {n_particles[0]}..{n_particles[-1]}: "
+    print(f"γ = {gamma:g} ({regimes[gamma]}): limit {limit:.6f}; particles n = {n_particles[0]}..{n_particles[-1]:.0e}: "
           f"{np.round(measured, 6)}; max |particles - exact formula| = {max(gaps):.1e}")
     print(f"    rate of |ρ'_n - limit| between n = 1e10 and 1e12: {-np.diff(np.log(e))[0] / np.log(100):.4f}, "
           f"predicted {rate:g}")
