@@ -20,7 +20,8 @@
 
 Run:  python scripts/long_context.py                 (particles to n = 10⁶; about a second a regime at 10⁶ and
                                                      0.3 GB; the iid keys take most of the run)
-      python scripts/long_context.py --top 7         (n to 10⁷, particles too: about 10 s and 2.3 GB a regime)
+      python scripts/long_context.py --top 7         (n to 10⁷, particles too: 2.3 GB and 8-35 s a regime
+                                                     on two loaded cores)
       python scripts/long_context.py --quick         (n up to 10⁵, fewer draws: about twenty seconds)
 """
 

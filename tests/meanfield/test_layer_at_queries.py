@@ -149,3 +149,16 @@ def test_what_sparse_keys_cannot_do_is_refused_with_why():
     for bad in ([n], [-1], [0.5], [], [[0, 1]]):
         with pytest.raises(ValueError, match="`at`"):
             layer_map(_ngpt(2.0), x, w, 0.5, at=bad)
+
+
+def test_one_layer_table_rows_from_particles_to_their_limit():
+    """The script's table: rows up to ``particle_max`` from particles (within 2n EPS of the formula, as above), the
+    rest from the formula; the distance to the limit 4ρ/(1 + 3ρ) at a = 1 falls like n^{-1}: the local rate between
+    n = 10³ and 10⁴ within 1e-3 of 1 (the formula's own is 1 − O(1/n))."""
+    rows = lc.one_layer_table([10 ** 3, 10 ** 4, 10 ** 5], 2.0, 0.5, particle_max=10 ** 4)
+    assert [r["how"] for r in rows] == ["particles", "particles", "formula"]
+    for r in rows[:2]:
+        assert r["formula_gap"] < 2 * r["n"] * EPS and r["seconds"] > 0 and r["peak_bytes"] > 0
+    assert rows[2]["value"] == rows[2]["formula"] and rows[2]["seconds"] is None
+    local = np.log(rows[0]["error"] / rows[1]["error"]) / np.log(10.0)
+    assert abs(local - 1.0) < 1e-3
