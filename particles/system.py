@@ -58,6 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield.core import checks
+from meanfield.core.tokens import is_sparse
 from meanfield import kernels
 from meanfield.kernels import strategies
 from meanfield.density import Frame
@@ -811,6 +812,10 @@ def initial_points(x0, rng, domain, radial: bool = False):
     batch]) tuple sampled with ``rng``; non-zero points where ``radial`` (pre-, peri-, Mix-LN tokens x = rθ, r > 0)."""
     if isinstance(x0, tuple) and len(x0) in (2, 3) and isinstance(x0[0], Frame) and x0[0].grid is not None:
         return sample(x0[0], x0[1], rng=rng, batch=x0[2] if len(x0) == 3 else None)
+    if is_sparse(x0):
+        raise ValueError(f"`x0` is a sparse {x0.shape[0]}×{x0.shape[1]} array: the particles carry every token as a "
+                         "dense row; sparse tokens (keys) go through one layer at a few of them, "
+                         "meanfield.solvers.depth.layer_map(model, x, weights, h, at=[...]).")
     x = (SPHERE if domain is None else domain).check_particles(x0, "x0")
     if radial:
         if not SPHERE.has_dim(x.shape[-1]):  # where the directions θ = x/|x| live: the circle or S^(d-1)
