@@ -23,6 +23,8 @@ Run:  python scripts/long_context.py                 (particles to n = 10⁶; ab
       python scripts/long_context.py --top 7         (n to 10⁷, particles too: 2.3 GB and 8-35 s a regime
                                                      on two loaded cores)
       python scripts/long_context.py --quick         (n up to 10⁵, fewer draws: about twenty seconds)
+      python scripts/long_context.py --timing        (medians of 5: the sparse layer at n = 2000, 10⁵, 10⁶ against
+                                                     the dense all-pairs one at n = 2000, in one process)
 """
 
 from __future__ import annotations
@@ -84,14 +86,38 @@ def iid_keys(ns, draws: int) -> None:
               f"{f.beta[0]:12.4g}, {f.beta[-1]:12.4g}  {np.round(f.local, 3)}")
 
 
+def timing(repeats: int = 5) -> None:
+    """Medians of ``repeats`` runs, in one process: the dense layer map over all n² pairs at n = 2000 (the anchor:
+    ``one_layer_pair_stats``, O(n³)) against the sparse layer at three tokens (``one_layer_at``) at n = 2000, 10⁵,
+    10⁶ (O(n))."""
+    def median(f):
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+    dense = median(lambda: lc.one_layer_pair_stats(2000, 2.0, 0.5))
+    print(f"\ntiming (γ = 2, ρ = 0.5; medians of {repeats}): the dense layer map, all pairs, n = 2000: {dense:.3g} s")
+    for n in (2000, 10 ** 5, 10 ** 6):
+        t = median(lambda: lc.one_layer_at(n, 2.0, 0.5))
+        print(f"  sparse, at 3 tokens, n = {n:>7}: {t:.3g} s = {t / dense:.3g} × the dense n = 2000 layer")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="n up to 10⁵, 500 draws")
     parser.add_argument("--top", type=int, default=None, help="n up to 10^top (6; 5 with --quick)")
     parser.add_argument("--particle-max", type=float, default=None,
                         help="largest n run as particles (default: every n of the table)")
+    parser.add_argument("--timing", action="store_true",
+                        help="only the timing: dense all pairs at n = 2000 against sparse at 3 tokens, medians of 5")
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.timing:
+        timing()
+        return
     top = args.top or (5 if args.quick else 6)
     particle_max = args.particle_max or 10 ** top
     one_layer([10 ** k for k in range(2, top + 1)], particle_max)

@@ -41,12 +41,18 @@ def transposed(a):
 
 
 def directions(x):
-    """θ = x/|x| row by row (no check for |x| = 0): dense in, dense out; sparse in, a sparse CSR array out (the
-    norms from the stored non-zeros)."""
+    """θ = x/|x| row by row: dense in, dense out (no check for |x| = 0, as before); sparse in, a sparse CSR array out
+    (the norms from the stored entries; ``ValueError`` naming the first row with |x| = 0, which has no direction)."""
     if not sparse.issparse(x):
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
-    r = np.sqrt(np.asarray(x.multiply(x).sum(axis=1), dtype=float).reshape(-1))
-    return sparse.csr_array(x.multiply(1.0 / r[:, None]))
+    x = sparse.csr_array(x)
+    counts = np.diff(x.indptr)
+    r = np.zeros(x.shape[0])
+    full = counts > 0
+    r[full] = np.sqrt(np.add.reduceat(x.data * x.data, x.indptr[:-1][full]))  # each row's stored squares
+    if np.any(r == 0.0):
+        raise ValueError(f"token {int(np.argmax(r == 0.0))} has |x| = 0: no direction x/|x|.")
+    return sparse.csr_array((x.data / np.repeat(r, counts), x.indices, x.indptr), shape=x.shape)
 
 
 def check_rows(at, n: int) -> np.ndarray:

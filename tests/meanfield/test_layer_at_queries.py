@@ -164,3 +164,18 @@ def test_one_layer_table_rows_from_particles_to_their_limit():
     assert rows[2]["value"] == rows[2]["formula"] and rows[2]["seconds"] is None
     local = np.log(rows[0]["error"] / rows[1]["error"]) / np.log(10.0)
     assert abs(local - 1.0) < 1e-3
+
+
+def test_sparse_directions_are_the_dense_ones():
+    """core.tokens.directions on a sparse array: x/|x| row by row as the dense expression, to round-off (a row's
+    norm sums its few stored squares: a few EPS), and a row of zeros refused (no direction; dense gives NaN)."""
+    from meanfield.core.tokens import directions
+
+    a = sparse.random_array((40, 60), density=0.1, format="csr", rng=np.random.default_rng(5))
+    a = sparse.csr_array(a + sparse.eye_array(40, 60))  # every row has an entry
+    dense = a.toarray()
+    assert np.max(np.abs(directions(a).toarray() - dense / np.linalg.norm(dense, axis=1, keepdims=True))) < 8 * EPS
+    b = a.tolil()
+    b[7, :] = 0.0
+    with pytest.raises(ValueError, match="token 7 has \\|x\\| = 0"):
+        directions(sparse.csr_array(b))
