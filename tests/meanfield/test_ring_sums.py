@@ -42,6 +42,8 @@ def test_compiled_moments_equal_the_table_moments(rng, d):
     g = zs.ring_moments(theta, w, K, d)
     assert g.shape == (K + 1,)
     assert np.all(np.abs(g - w @ P) <= 10 * _kappa(len(w), K) * EPS * (np.abs(w) @ np.abs(P)))
+    state = np.concatenate([theta, np.ones_like(theta)], axis=1)  # the Lagrangian state (θ, ℓ): a strided column
+    assert np.array_equal(zs.ring_moments(state[:, :1], w, K, d), g)
 
 
 def _magnitudes(d, K, beta, theta, w, q):

@@ -70,12 +70,12 @@ def _steps(d: int, K: int):
 
 @nb.njit(nogil=True, cache=True, fastmath={"contract"})
 def _moment_chunks(theta, w, a, c, nchunk, c0, c1, acc):
-    """Chunks c0..c1−1 of :func:`ring_moments` into acc[chunk] (one task; no GIL)."""
+    """Chunks c0..c1−1 of :func:`ring_moments` into acc[chunk]: ĝ_0..ĝ_K, then Σ|w_j| (one task; no GIL)."""
     n = theta.shape[0]
-    K = acc.shape[1] - 1
+    K = acc.shape[1] - 2
     size = (n + nchunk - 1) // nchunk
     for ch in range(c0, c1):
-        st = np.zeros((4 + K, LANES))  # u, p̄_{l−1}, p̄_l (weighted), then the accumulators of l = 0..K
+        st = np.zeros((5 + K, LANES))  # u, p̄_{l−1}, p̄_l (weighted), Σ|w|, then the accumulators of l = 0..K
         stop = min(n, (ch + 1) * size)
         for j0 in range(ch * size, stop, LANES):
             cnt = min(LANES, stop - j0)
@@ -86,13 +86,14 @@ def _moment_chunks(theta, w, a, c, nchunk, c0, c1, acc):
                 else:
                     st[0, s] = 0.0
                     st[1, s] = 0.0
-            u, q, p, r = st[0], st[1], st[2], st[3]
+            u, q, p, mass, r = st[0], st[1], st[2], st[3], st[4]
             a0 = a[0]
             for s in range(LANES):  # l = 0: w p̄_0 = w; p̄_1 = a_0 u
+                mass[s] += abs(q[s])
                 r[s] += q[s]
                 p[s] = a0 * u[s] * q[s]
             for l in range(1, K + 1):
-                r = st[3 + l]
+                r = st[4 + l]
                 al = a[l]
                 cl = c[l]
                 for s in range(LANES):
@@ -100,10 +101,11 @@ def _moment_chunks(theta, w, a, c, nchunk, c0, c1, acc):
                     r[s] += x
                     p[s] = al * u[s] * x - cl * q[s]
                     q[s] = x
-        for l in range(K + 1):
+        for l in range(K + 2):  # ĝ_l in column l, Σ|w| in column K + 1
             total = 0.0
+            row = 4 + l if l <= K else 3
             for s in range(LANES):
-                total += st[3 + l, s]
+                total += st[row, s]
             acc[ch, l] = total
 
 
@@ -185,17 +187,24 @@ def ring_moments(points, weights, K: int, d: int) -> np.ndarray:
     not by the thread count), are summed in a fixed order: the same bits on any thread count. Round-off: p̄_l(u)
     carries the recurrence's rounding (a few ε per step, relative to the terms a_l u p̄_l and c_l p̄_{l−1}, carried
     along by the stable recurrence), the sum over n rings (n/LANES/nchunk + LANES + nchunk)ε Σ_j|w_j p̄_l(u_j)|."""
-    theta = np.ascontiguousarray(_angles(points), dtype=float).ravel()
-    w = np.ascontiguousarray(weights, dtype=float).ravel()
+    return _moments(points, weights, K, d)[0]
+
+
+def _moments(points, weights, K: int, d: int):
+    """(ĝ_0..ĝ_K, Σ_j|w_j|) in one compiled pass (:func:`ring_moments`); the angles may be a strided view (the
+    Lagrangian state's first column): no copy."""
+    theta = np.asarray(_angles(points), dtype=float).reshape(-1)
+    w = np.asarray(weights, dtype=float).reshape(-1)
     if w.shape != theta.shape:
         raise ValueError(f"`weights` must hold one mass per ring: {w.size} masses for {theta.size} rings.")
     K = int(K)
     a, c = _steps(d, K)
     nchunk = _chunks(theta.size)
-    acc = np.zeros((nchunk, K + 1))
+    acc = np.zeros((nchunk, K + 2))
     map_ranges(lambda c0, c1: _moment_chunks(theta, w, a, c, nchunk, c0, c1, acc), nchunk, TASKS,
                work=theta.size * (K + 1))
-    return acc.sum(axis=0)  # over the chunks in their order
+    total = acc.sum(axis=0)  # over the chunks in their order
+    return total[:-1], float(total[-1])
 
 
 def _multipliers(d, K, beta):
@@ -225,10 +234,10 @@ def _ring_sums(points, weights, queries, beta, normalized, c, d, second):
     if not normalized and beta > EXP_MAX:
         raise OverflowError(f"USA on S^{d - 1} overflows float64 for β = {beta:g} (it keeps e^β unscaled).")
     K = ring_degree(d, beta)
-    g = ring_moments(points, weights, K, d)
+    g, mass = _moments(points, weights, K, d)
     m, n = _multipliers(d, K, beta)
-    TD, TN = _tails(d, K, beta, float(np.sum(np.abs(weights))))
-    theta = np.ascontiguousarray(_angles(queries), dtype=float).ravel()
+    TD, TN = _tails(d, K, beta, mass)
+    theta = np.asarray(_angles(queries), dtype=float).reshape(-1)
     a, cc = _steps(d, K)
     scale = float(c) if normalized else float(c) * np.exp(beta)
     vel, out = np.empty(theta.size), np.empty(theta.size)
