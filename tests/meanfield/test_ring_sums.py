@@ -140,9 +140,11 @@ def test_ring_sums_do_not_depend_on_the_thread_count(rng, monkeypatch, d):
     assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2]))
 
 
-def test_ring_moments_refuse_a_mass_count_that_differs_from_the_rings():
+def test_bad_rings_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="weights"):
         zs.ring_moments(np.zeros((5, 1)), np.ones(4), 8, 3)
+    with pytest.raises(ValueError, match="total mass"):  # SA's φ is 0: no field (not a silent NaN)
+        zs.ring_field(np.zeros((0, 1)), np.zeros(0), np.ones((3, 1)), 4.0, d=3)
 
 
 def test_compiled_sin_and_cos_are_within_an_ulp_or_two_of_libm(rng):

@@ -101,14 +101,14 @@ def _sincos(t):
     return (c if odd else s) * (-1.0 if q >= 2.0 else 1.0), (s if odd else c) * (-1.0 if q == 1.0 or q == 2.0 else 1.0)
 
 
-@nb.njit(fastmath={"contract"})
+@nb.njit(cache=True, fastmath={"contract"})
 def sincos(theta, sin_out, cos_out):
     """sin θ and cos θ of the angles θ in [0, π] into the two arrays: the compiled passes' own (the comment above)."""
     for i in range(theta.shape[0]):
         sin_out[i], cos_out[i] = _sincos(theta[i])
 
 
-@nb.njit(nogil=True, cache=True, fastmath={"contract"})
+@nb.njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
 def _moment_chunks(theta, w, a, c, nchunk, c0, c1, acc):
     """Chunks c0..c1−1 of :func:`ring_moments` into acc[chunk]: ĝ_0..ĝ_K, then Σ|w_j| (one task; no GIL)."""
     n = theta.shape[0]
@@ -149,7 +149,7 @@ def _moment_chunks(theta, w, a, c, nchunk, c0, c1, acc):
             acc[ch, l] = total
 
 
-@nb.njit(nogil=True, cache=True, fastmath={"contract"})
+@nb.njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
 def _field_blocks(theta, a, c, M, N, second, normalized, scale, beta, dm1, TN, TD, vel, out, b0, b1):
     """Blocks b0..b1−1 of :func:`_ring_sums` (one task; no GIL): ψ′ (and ψ″) from the series, then θ̇ into ``vel``
     and the divergence (``second``) or the truncation bound into ``out``."""
@@ -275,6 +275,9 @@ def _ring_sums(points, weights, queries, beta, normalized, c, d, second):
         raise OverflowError(f"USA on S^{d - 1} overflows float64 for β = {beta:g} (it keeps e^β unscaled).")
     K = ring_degree(d, beta)
     g, mass = _moments(points, weights, K, d)
+    if normalized and not mass > 0:
+        raise ValueError(f"`weights`: SA divides by the kernel sum φ, which is 0 for rings of total mass "
+                         f"Σ|w| = {mass:g} ({np.size(weights)} rings).")
     m, n = _multipliers(d, K, beta)
     TD, TN = _tails(d, K, beta, mass)
     theta = np.asarray(_angles(queries), dtype=float).reshape(-1)
