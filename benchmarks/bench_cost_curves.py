@@ -7,11 +7,19 @@ least-disturbed call estimates the cost; medians moved by 2–10× between neigh
    (``sphere_spectral_field``: spherical-harmonic sums truncated where the Funk–Hecke multipliers of e^{β⟨x,y⟩}
    fall below round-off, exponent ~1 expected, fitted over n >= 10⁴ where their fixed cost no longer dominates),
    with the crossover n where the point sums become cheaper: measured at the same sizes, interpolated log-log
-   between the two sizes that bracket it.
+   between the two sizes that bracket it. Beside them the zonal rings' sums on S^{d−1}, d = 16 (``ring_field_and_
+   divergence``: θ̇ and div X of n rings at the n rings, the compiled Gegenbauer recurrences; exponent 1 expected,
+   fitted over n >= 10⁴).
 2. One RK4 step of a density against the degree L, as ``solve`` takes it (``_anchors.problem_step``: no set-up):
    S² on ducc0 (one thread; ~L³ expected once the Legendre transforms' L³ dominates their FFTs' L² log L), the
    shtns loop of ``bench_table`` (4 transforms per right-hand side; drawn where shtns imports: it is optional and
-   needs FFTW to build), and the zonal grid of S^{d−1}, d = 16 (dense Gegenbauer transforms: ~L² expected).
+   needs FFTW to build), and the zonal grid of S^{d−1}, d = 16 (dense Gegenbauer transforms: ~L² expected). Beside
+   the S² step, at the same L in the same run, ducc0's own bare transforms: one ``synthesis_2d`` and one
+   ``adjoint_synthesis_2d`` of spin 0 on a Gauss–Legendre grid of L + 1 rings of 2L + 2 points (one thread; not the
+   grid's 2L + 1, where ducc0's one-call transforms pay 3–4× in ring FFTs of prime length, 127 at L = 63, which the
+   library's batched ring FFTs avoid: :mod:`meanfield.domains.sphere.ducc`), the anchor curve with its own fitted exponent: where the step's curve runs parallel to it, the step costs a fixed
+   number of transforms and its exponent is ducc0's (Legendre transforms O(L³) with a small constant against the
+   O(L² log L) ring FFTs at these L, so below 3); the printed ratio step / (synthesis + adjoint) is that number.
 3. The pairwise field of n = 2048 particles on S^{d−1} against d (the d-dimensional dot products: ~d once d exceeds
    the exponential's own cost, flat below).
 
@@ -63,6 +71,13 @@ from particles import uniform_sphere  # noqa: E402
 
 BETA = 4.0
 ZONAL_D = 16
+# the fits the figure's labels read (the table prints every fit)
+RING_FIT = f"zonal S^{ZONAL_D - 1} rings, field and divergence, t(n), n >= 10⁴"
+BARE_FIT = "ducc0 bare synthesis + adjoint (GL grid, same L), t(L)"
+BARE_FIT_TOP = "ducc0 bare synthesis + adjoint, t(L), L >= 255"
+SHTNS_FIT = "S² RK4 step, shtns loop (4 transforms per RHS), t(L)"
+ZONAL_FIT = f"zonal S^{ZONAL_D - 1} density RK4 step, t(L)"
+DIM_FIT = "pairwise field n = 2048 on S^(d−1), t(d), d >= 16"
 
 
 def slope(x, t):
@@ -216,6 +231,19 @@ def pair_and_point_sums(repeat, quick):
     return np.array(n_pair), np.array(t_pair), np.array(n_point), np.array(t_point)
 
 
+def ring_sums(repeat, quick):
+    """Seconds per field and divergence of n rings at the rings on S^{d−1}, d = ZONAL_D (one thread)."""
+    from meanfield.domains.zonal_sphere.point_sums import ring_field_and_divergence
+
+    n_ring = [10**3, 10**4, 10**5] + ([] if quick else [10**6])
+    t = []
+    for n in n_ring:
+        theta = np.random.default_rng(n).uniform(0.0, np.pi, (n, 1))
+        w = np.full(n, 1.0 / n)
+        t.append(best(lambda: ring_field_and_divergence(theta, w, theta, BETA, d=ZONAL_D), repeat))
+    return np.array(n_ring), np.array(t)
+
+
 def shtns_loop(L, beta):
     """The shtns anchor of ``bench_table`` (SA on S², state = coefficients, 4 transforms per right-hand side) and its
     initial coefficients, or None where shtns does not import (it is optional: it needs FFTW to build)."""
@@ -247,11 +275,12 @@ def density_steps(repeat, quick):
     degrees = [31, 63, 127, 255] + ([] if quick else [511, 1023])
     # shtns plans (times its variants) first, in a quiet process (bench_table's note)
     loops = {L: shtns_loop(L, BETA) for L in degrees}
-    t_s2, t_sht = [], []
+    t_s2, t_sht, t_bare = [], [], []
     for L in degrees:
         grid = mf.SphereGrid(L, backend="ducc0")
         y = mf.Density.from_function(grid, lambda x: np.exp(2.0 * x[..., 2])).values
         t_s2.append(best(problem_step(model, grid, y), repeat))
+        t_bare.append(best(ducc_transforms(L), repeat))
         if loops[L] is not None:
             rhs, alm = loops[L]
             t_sht.append(best(lambda: rk4_step(rhs, alm), repeat))
@@ -262,7 +291,28 @@ def density_steps(repeat, quick):
         y = mf.Density.from_function(grid, mf.laws.uniform_noise(grid, 0.2, 4, rng=1)).values
         t_zonal.append(best(problem_step(model, grid, y), repeat))
     sht = (np.array(degrees[:len(t_sht)]), np.array(t_sht)) if t_sht else None
-    return np.array(degrees), np.array(t_s2), sht, np.array(zonal_degrees), np.array(t_zonal)
+    return np.array(degrees), np.array(t_s2), sht, np.array(zonal_degrees), np.array(t_zonal), np.array(t_bare)
+
+
+def ducc_transforms(L):
+    """ducc0's bare transforms at degree L on a Gauss–Legendre grid of L + 1 rings of 2L + 2 longitudes: one spin-0
+    ``synthesis_2d`` and one ``adjoint_synthesis_2d``, one thread, as a callable (the anchor of the S² step's curve;
+    module docstring)."""
+    from ducc0.sht import adjoint_synthesis_2d, synthesis_2d
+
+    rng = np.random.default_rng(L)
+    nalm = (L + 1) * (L + 2) // 2
+    alm = (rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm))).astype(np.complex128)
+    alm[0, : L + 1] = alm[0, : L + 1].real  # m = 0: real coefficients of a real map
+    ntheta, nphi = L + 1, 2 * L + 2
+    values = np.empty((1, ntheta, nphi))
+    out = np.empty_like(alm)
+
+    def pair():
+        synthesis_2d(alm=alm, spin=0, lmax=L, geometry="GL", ntheta=ntheta, nphi=nphi, nthreads=1, map=values)
+        adjoint_synthesis_2d(map=values, spin=0, lmax=L, geometry="GL", nthreads=1, alm=out)
+
+    return pair
 
 
 def particle_dims(repeat, quick):
@@ -296,8 +346,9 @@ def main():
 
     # the density steps first: shtns's OpenMP loop, timed after numba's parallel kernels have started their
     # thread pool, ran 10–100× slower under load
-    L, t_step, sht, Lz, t_zonal = density_steps(args.repeat, args.quick)
+    L, t_step, sht, Lz, t_zonal, t_bare = density_steps(args.repeat, args.quick)
     n_pair, t_pair, n_point, t_point = pair_and_point_sums(args.repeat, args.quick)
+    n_ring, t_ring = ring_sums(args.repeat, args.quick)
     dims, t_dim = particle_dims(args.repeat, args.quick)
     large = n_point >= 10**4
     big = dims >= 16
@@ -306,14 +357,18 @@ def main():
     fits = [  # (curve, sizes, x, t, expected)
         ("S² field, pair sums, t(n)", "n", n_pair, t_pair, "2"),
         ("S² field, point sums, t(n)", "n", n_point[large], t_point[large], "~1"),
+        (RING_FIT, "n", n_ring[n_ring >= 10**4],
+         t_ring[n_ring >= 10**4], "1"),
         ("S² density RK4 step (ducc0), t(L)", "L", L, t_step, "~3 (L³ transforms; L² log L below)"),
         ("S² density RK4 step (ducc0), t(L), L >= 255", "L", L[top], t_step[top], "3"),
+        (BARE_FIT, "L", L, t_bare, "the step's if it follows them"),
+        (BARE_FIT_TOP, "L", L[top], t_bare[top], "the step's from 255"),
     ]
     if sht is not None:
-        fits.append(("S² RK4 step, shtns loop (4 transforms per RHS), t(L)", "L", sht[0], sht[1], "~3"))
+        fits.append((SHTNS_FIT, "L", sht[0], sht[1], "~3"))
     fits += [
-        (f"zonal S^{ZONAL_D - 1} density RK4 step, t(L)", "L", Lz, t_zonal, "~2 (dense Gegenbauer transforms)"),
-        ("pairwise field n = 2048 on S^(d−1), t(d), d >= 16", "d", dims[big], t_dim[big], "~1"),
+        (ZONAL_FIT, "L", Lz, t_zonal, "~2 (dense Gegenbauer transforms)"),
+        (DIM_FIT, "d", dims[big], t_dim[big], "~1"),
     ]
     print("| curve | sizes | fitted exponent [95 % interval] | expected |")
     print("|---|---|---|---|")
@@ -326,7 +381,10 @@ def main():
           "'auto' uses the crossovers of --crossover (meanfield.domains.sphere/circle.SPECTRAL_CROSSOVER)")
     if sht is None:
         print("shtns: not importable here (optional; it needs FFTW to build): its loop is not drawn")
-    rows = [("pair", n_pair, t_pair), ("point", n_point, t_point), ("S² step L", L, t_step),
+    print("S² step / ducc0 (synthesis + adjoint) at the same L: " + ", ".join(
+        f"L = {x:g}: {a / b:.1f}" for x, a, b in zip(L, t_step, t_bare)) + " (flat: the step follows the transforms)")
+    rows = [("pair", n_pair, t_pair), ("point", n_point, t_point), ("rings", n_ring, t_ring), ("S² step L", L, t_step),
+            ("ducc0 synthesis + adjoint L", L, t_bare),
             ("zonal step L", Lz, t_zonal), ("dim d", dims, t_dim)] + ([("shtns L", *sht)] if sht is not None else [])
     for name, xs, ts in rows:
         print(f"{name}: " + ", ".join(f"{x:g}: {t:.3g} s" for x, t in zip(xs, ts)))
@@ -342,9 +400,11 @@ def main():
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.4), constrained_layout=True)
     ax = axes[0]
-    p_pair, p_point = exponents[fits[0][0]], exponents[fits[1][0]]
+    p_pair, p_point = exponents["S² field, pair sums, t(n)"], exponents["S² field, point sums, t(n)"]
     ax.loglog(n_pair, t_pair, "o-", label=f"pair sums: n^{p_pair:.2f}")
     ax.loglog(n_point, t_point, "s-", label=f"point sums: n^{p_point:.2f} (n >= 10⁴)")
+    ax.loglog(n_ring, t_ring, "v-", label=f"zonal S^{ZONAL_D - 1} rings (θ̇, div): n^{exponents[RING_FIT]:.2f} "
+              "(n >= 10⁴)")
     if np.isfinite(crossover):
         ax.axvline(crossover, color="0.5", ls=":", label=f"crossover of these curves n ≈ {crossover:.2g}")
     from meanfield.domains.sphere import SPECTRAL_CROSSOVER
@@ -352,19 +412,23 @@ def main():
 
     n_auto = SPECTRAL_CROSSOVER.at(sphere_degree(BETA))
     ax.axvline(n_auto, color="k", ls="--", lw=0.8, label=f"'auto' takes point sums from n = {n_auto}")
-    ax.set(xlabel="n (particles on S²)", ylabel="seconds per field", title=f"S² field, SA β = {BETA:g}, one thread")
+    ax.set(xlabel=f"n (particles on S², rings on S^{ZONAL_D - 1})", ylabel="seconds per field",
+           title=f"S² field, SA β = {BETA:g}, one thread")
     ax.legend(fontsize=8)
     ax = axes[1]
-    p_all, p_top = exponents[fits[2][0]], exponents[fits[3][0]]
+    p_all = exponents["S² density RK4 step (ducc0), t(L)"]
+    p_top = exponents["S² density RK4 step (ducc0), t(L), L >= 255"]
     ax.loglog(L, t_step, "o-", label=f"S² (ducc0): L^{p_all:.2f}; L^{p_top:.2f} from 255")
     guide(ax, L, t_step, 3.0)
+    ax.loglog(L, t_bare, "d:", color="C3", label=f"ducc0 alone, synthesis + adjoint: L^{exponents[BARE_FIT]:.2f}; "
+              f"L^{exponents[BARE_FIT_TOP]:.2f} from 255")
     if sht is not None:
-        ax.loglog(sht[0], sht[1], "^-", label=f"S² shtns loop: L^{exponents[fits[4][0]]:.2f}")
-    ax.loglog(Lz, t_zonal, "s-", label=f"zonal S^{ZONAL_D - 1}: L^{exponents[fits[-2][0]]:.2f}")
+        ax.loglog(sht[0], sht[1], "^-", label=f"S² shtns loop: L^{exponents[SHTNS_FIT]:.2f}")
+    ax.loglog(Lz, t_zonal, "s-", label=f"zonal S^{ZONAL_D - 1}: L^{exponents[ZONAL_FIT]:.2f}")
     ax.set(xlabel="degree L", ylabel="seconds per RK4 step", title="density RK4 step (dashed: L³)")
     ax.legend(fontsize=8)
     ax = axes[2]
-    ax.loglog(dims, t_dim, "o-", label=f"d^{exponents[fits[-1][0]]:.2f} (d >= 16)")
+    ax.loglog(dims, t_dim, "o-", label=f"d^{exponents[DIM_FIT]:.2f} (d >= 16)")
     ax.set(xlabel="d", ylabel="seconds per field", title="pairwise field, n = 2048 on S^(d−1)")
     ax.legend(fontsize=8)
     from matplotlib.ticker import NullFormatter

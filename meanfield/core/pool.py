@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 
-__all__ = ["executor", "map_tasks"]
+__all__ = ["executor", "map_tasks", "map_ranges"]
 
 _POOL: dict = {}
 
@@ -48,3 +48,12 @@ def map_tasks(fn, count: int, work: float | None = None) -> list:
     if workers <= 1:
         return [fn(i) for i in range(count)]
     return list(executor(workers).map(fn, range(count)))
+
+
+def map_ranges(fn, count: int, tasks: int, work: float | None = None) -> list:
+    """``fn(start, stop)`` on ``min(count, tasks)`` consecutive parts of ``range(count)`` (as equal as integers allow,
+    in order) by :func:`map_tasks`: the split depends on ``count`` and ``tasks`` alone, never on the threads, so a
+    kernel whose parts write their own outputs gives the same bits on any thread count."""
+    parts = max(1, min(int(count), int(tasks)))
+    edges = [int(count) * i // parts for i in range(parts + 1)]
+    return map_tasks(lambda i: fn(edges[i], edges[i + 1]), parts, work=work)
