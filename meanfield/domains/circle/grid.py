@@ -156,8 +156,9 @@ class CircleGrid(Grid):
         A rotation B = R_α (BᵀB = I to 1e-13) shifts the interpolant, ρ̂_k ↦ ρ̂_k e^{−ikα}: exact for the
         trigonometric polynomial, mass and spectrum kept. Any other B: (φ_#ρ)(θ) = ρ(φ^{-1}(θ)) |(φ^{-1})'(θ)| with
         φ^{-1}(u) = B^{-1}u/|B^{-1}u| and (φ^{-1})'(θ) = det B^{-1} / |B^{-1}u(θ)|², the interpolant evaluated at the
-        preimages (:func:`fourier.linear_pushforward`: the interpolant on 4n nodes by an FFT, then local Lagrange
-        interpolation on 32 of them, to 1.4e-14 of Σ|ρ̂_k| plus round-off): spectrally accurate for a resolved
+        preimages (:func:`fourier.linear_pushforward`: local Lagrange interpolation of the interpolant on σn nodes,
+        σ and the stencil chosen from the spectrum's a-priori bound, to 1.4e-14 of Σ|ρ̂_k| plus round-off — the bound
+        of the fixed (4n nodes, 32) it replaced): spectrally accurate for a resolved
         density (the result is no longer a trigonometric polynomial of degree n/2; its mass changes by that
         truncation and the interpolation's accuracy alone).
         """
