@@ -8,8 +8,8 @@ the mean-field limit of the tokens of :func:`particles.simulate` with the same `
 particles' (:mod:`meanfield.models.common_noise`): on the path's grid t_j = t0 + jh the density is pushed forward by
 the noise map u ↦ e^A u/|e^A u| (``Grid.linear_transport``: on the circle a shift of the Fourier coefficients for
 a rotation, exact, and the interpolant at the preimages times the Jacobian otherwise; on S² the Wigner rotation of
-the coefficients for a rotation, and the expansion at the preimages times the Jacobian by ducc0's non-uniform
-synthesis otherwise), and between two maps it is
+the coefficients for a rotation, and the expansion at the preimages times the Jacobian by local Lagrange stencils
+on an equiangular grid otherwise, their size from an a-priori bound), and between two maps it is
 advanced by the noiseless grid problem (:class:`~.grid.GridProblem`: the domain's right-hand side for the strategy,
 DΔ by the integrating factor) with RK4 steps that cut each path step into the fewest equal steps <= ``dt``, or <=
 the CFL step ``cfl`` × the problem's bound where ``dt`` is not given. The same maps of the same path as the
