@@ -24,6 +24,8 @@ on the double Fourier sphere (the general-Σ common-noise map, MATH.md §13).
 
 from __future__ import annotations
 
+import threading
+
 import numba as nb
 import numpy as np
 
@@ -96,20 +98,38 @@ def interpolate_pushforward(fine: np.ndarray, points: np.ndarray, B, p: int) -> 
     if not (4 <= p <= _WIDTH and p % 2 == 0):
         raise ValueError(f"`p` must be an even stencil size in [4, {_WIDTH}], got {p}.")
     B = np.asarray(B, dtype=float)
-    qx, qy, qz, rho, r2 = _preimages(np.asarray(points, dtype=float), np.ascontiguousarray(np.linalg.inv(B)))
-    st = np.arctan2(rho, qz)  # numpy's arctan2 runs in vector lanes, numba's scalar one at ~25 ns a call
-    sp = np.arctan2(qy, qx)
-    M = fine.shape[1]
+    points = np.asarray(points, dtype=float)
+    n, M = points.shape[0], fine.shape[1]
+    q = _scratch("q", (5, n))  # work arrays kept between maps: a map's ~1 MB of fresh pages cost more than its sums
+    _preimages(points, np.ascontiguousarray(np.linalg.inv(B)), q)
+    st = np.arctan2(q[3], q[2], out=q[3])  # numpy's arctan2 runs in vector lanes, numba's scalar one at ~25 ns a call
+    sp = np.arctan2(q[1], q[0], out=q[1])
     half = p // 2 - 1
-    E = _extended(np.ascontiguousarray(fine), M, half, p)
-    return _tensor(E, M, half, p, st, sp, r2, 1.0 / float(np.linalg.det(B)), _WEIGHTS[p])
+    E = _scratch("E", (M + _WIDTH, M + _WIDTH))
+    _extended(np.ascontiguousarray(fine), M, half, p, E)
+    return _tensor(E, M, half, p, st, sp, q[4], 1.0 / float(np.linalg.det(B)), _WEIGHTS[p],
+                   _scratch("work", (4 * _WIDTH + 3, n)), _scratch("lanes", (n, _WIDTH)))
+
+
+_LOCAL = threading.local()
+
+
+def _scratch(name: str, shape: tuple) -> np.ndarray:
+    """A float work array of ``shape`` kept per thread between calls (contents undefined)."""
+    store = getattr(_LOCAL, "arrays", None)
+    if store is None:
+        store = _LOCAL.arrays = {}
+    a = store.get(name)
+    if a is None or a.shape != shape:
+        a = store[name] = np.empty(shape)
+    return a
 
 
 @nb.njit(cache=True)
-def _preimages(points, Binv):
-    """The components of q = B^{-1}x at each point, |q_xy| and |q|² (vector lanes)."""
+def _preimages(points, Binv, out):
+    """out = (q_x, q_y, q_z, |q_xy|, |q|²) of q = B^{-1}x at each point (vector lanes)."""
     n = points.shape[0]
-    qx, qy, qz, rho, r2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    qx, qy, qz, rho, r2 = out[0], out[1], out[2], out[3], out[4]
     for i in range(n):
         x, y, z = points[i, 0], points[i, 1], points[i, 2]
         a = Binv[0, 0] * x + Binv[0, 1] * y + Binv[0, 2] * z
@@ -118,14 +138,12 @@ def _preimages(points, Binv):
         qx[i], qy[i], qz[i] = a, b, c
         rho[i] = np.sqrt(a * a + b * b)
         r2[i] = a * a + b * b + c * c
-    return qx, qy, qz, rho, r2
 
 
 @nb.njit(cache=True)
-def _extended(fine, M, half, p):
+def _extended(fine, M, half, p, E):
     """E[r, c] = ρ on the double Fourier sphere at θ-index r − half and φ-index c − half (both mod M), r < M + p,
     c < M + :data:`_WIDTH`: θ-index i <= M/2 is ring i, M/2 < i < M is ring M − i half a turn round."""
-    E = np.empty((M + p, M + _WIDTH))
     for r in range(M + p):
         i = r - half
         if i < 0:
@@ -143,40 +161,37 @@ def _extended(fine, M, half, p):
             run = min(M - k, M + _WIDTH - c)
             E[r, c:c + run] = fine[i, k:k + run]
             c += run
-    return E
 
 
 @nb.njit(cache=True, fastmath={"contract"})
-def _lagrange_rows(x, w, p):
-    """ℓ_j(x_i) = w_j Π_{k≠j}(x_i − k), shape (p, n), by suffix and prefix products (no division: exact 0/1 on a
-    node), each pass over all points in vector lanes."""
+def _lagrange_rows(x, w, p, S, P, out):
+    """out[j, i] = ℓ_j(x_i) = w_j Π_{k≠j}(x_i − k), j < p, by suffix and prefix products (no division: exact 0/1 on
+    a node), each pass over all points in vector lanes (S: work rows, P: a work row)."""
     n = x.size
-    S = np.empty((p, n))
     S[p - 1, :] = 1.0
     for j in range(p - 1, 0, -1):
         src, dst = S[j], S[j - 1]
         for i in range(n):
             dst[i] = src[i] * (x[i] - j)
-    P = np.ones(n)
-    out = np.empty((p, n))
+    P[:] = 1.0
     for j in range(p):
         wj, o, sj = w[j], out[j], S[j]
         for i in range(n):
             o[i] = wj * P[i] * sj[i]
             P[i] *= x[i] - j
-    return out
 
 
 @nb.njit(cache=True, fastmath={"reassoc", "contract"})  # the stencil's sums in vector lanes
-def _tensor(E, M, half, p, st, sp, r2, inv_det, w):
+def _tensor(E, M, half, p, st, sp, r2, inv_det, w, work, lp):
     """Σ_a ℓ_a(θ) Σ_b ℓ_b(φ) E[it + a, ip + b] times the Jacobian inv_det / r³ at each point (θ ∈ [0, π],
-    φ ∈ [−π, π])."""
+    φ ∈ [−π, π]); work (4·16 + 3, n) and lp (n, 16) are work arrays."""
     n = st.size
     cols = E.shape[1]
     flat = E.ravel()
     scale = M / (2.0 * np.pi)
     base = np.empty(n, np.uint64)
-    xt, xp = np.empty(n), np.empty(n)
+    xt, xp, P = work[0], work[1], work[2]
+    S, lt, rows = work[3:3 + p], work[3 + _WIDTH:3 + _WIDTH + p], work[3 + 2 * _WIDTH:3 + 2 * _WIDTH + p]
     for i in range(n):
         s = st[i] * scale  # in [0, M/2]
         it = int(s)
@@ -189,12 +204,13 @@ def _tensor(E, M, half, p, st, sp, r2, inv_det, w):
         if ip >= M:
             ip -= M
         base[i] = it * cols + ip
-    lt = _lagrange_rows(xt, w, p)  # (p, n): read one at a time
-    rows = _lagrange_rows(xp, w, p)
-    lp = np.zeros((n, _WIDTH))  # (n, 16): read in vector lanes, zero past p
-    for i in range(n):
+    _lagrange_rows(xt, w, p, S, P, lt)  # (p, n): read one at a time
+    _lagrange_rows(xp, w, p, S, P, rows)
+    for i in range(n):  # lp (n, 16): read in vector lanes, zero past p
         for j in range(p):
             lp[i, j] = rows[j, i]
+        for j in range(p, _WIDTH):
+            lp[i, j] = 0.0
     out = np.empty(n)
     for i in range(n):
         acc = 0.0
