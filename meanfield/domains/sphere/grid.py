@@ -7,7 +7,7 @@ import numpy as np
 from ..base import Diagonal, Grid, Measure, get
 from .ducc import complex_alm, real_cilm
 from .geometry import check_on_sphere
-from .pushforward import equiangular, interpolate_pushforward, pushforward_stencil
+from .pushforward import determinant_and_gram_defect, equiangular, interpolate_pushforward, pushforward_stencil
 from .transforms import BACKENDS, default_backend, degree_power, evaluate, glq, laplacian, nodes
 
 __all__ = ["SphereGrid"]
@@ -163,10 +163,10 @@ class SphereGrid(Grid):
         B = np.asarray(B, dtype=float)
         if B.shape != (3, 3) or not np.all(np.isfinite(B)):
             raise ValueError(f"`B` must be a finite 3×3 matrix, got shape {B.shape}.")
-        det = float(np.linalg.det(B))
+        det, defect = determinant_and_gram_defect(B)  # det B and max |BᵀB − I| (compiled: numpy's calls cost more)
         if not det > 0:
             raise ValueError(f"`B` must preserve orientation (det B > 0), got det B = {det!r}.")
-        if np.max(np.abs(B.T @ B - np.eye(3))) <= 1e-13:  # a rotation: its Wigner matrices on the coefficients,
+        if defect <= 1e-13:  # a rotation: its Wigner matrices on the coefficients,
             c = self.coefficients(values)  # added as a change (the transforms' error scales with the rotation's size)
             return values + self.from_coefficients(rotated(c, B, self.lmax) - c)
         alm_of = getattr(self.backend, "analysis_alm", None)  # ducc0's layout straight from its analysis, on one

@@ -31,7 +31,8 @@ import numpy as np
 
 from ...core import stencils
 
-__all__ = ["PUSHFORWARD_TOL", "pushforward_stencil", "pushforward_bound", "equiangular", "interpolate_pushforward"]
+__all__ = ["PUSHFORWARD_TOL", "pushforward_stencil", "pushforward_bound", "equiangular", "interpolate_pushforward",
+           "determinant_and_gram_defect"]
 
 #: The tolerance of the interpolation relative to Σ_l U_l (>= sup|ρ|): the accuracy ducc0's non-uniform synthesis
 #: was asked for (1e-14), now an a-priori bound.
@@ -97,17 +98,17 @@ def interpolate_pushforward(fine: np.ndarray, points: np.ndarray, B, p: int) -> 
     by p × p Lagrange stencils on the double Fourier sphere (module docstring; even p <= 16), times the Jacobian."""
     if not (4 <= p <= _WIDTH and p % 2 == 0):
         raise ValueError(f"`p` must be an even stencil size in [4, {_WIDTH}], got {p}.")
-    B = np.asarray(B, dtype=float)
+    B = np.ascontiguousarray(B, dtype=float)
     points = np.asarray(points, dtype=float)
     n, M = points.shape[0], fine.shape[1]
     q = _scratch("q", (5, n))  # work arrays kept between maps: a map's ~1 MB of fresh pages cost more than its sums
-    _preimages(points, np.ascontiguousarray(np.linalg.inv(B)), q)
+    det = _preimages(points, B, q)
     st = np.arctan2(q[3], q[2], out=q[3])  # numpy's arctan2 runs in vector lanes, numba's scalar one at ~25 ns a call
     sp = np.arctan2(q[1], q[0], out=q[1])
     half = p // 2 - 1
     E = _scratch("E", (M + _WIDTH, M + _WIDTH))
     _extended(np.ascontiguousarray(fine), M, half, p, E)
-    return _tensor(E, M, half, p, st, sp, q[4], 1.0 / float(np.linalg.det(B)), _WEIGHTS[p],
+    return _tensor(E, M, half, p, st, sp, q[4], 1.0 / det, _WEIGHTS[p],
                    _scratch("work", (4 * _WIDTH + 3, n)), _scratch("lanes", (n, _WIDTH)))
 
 
@@ -126,8 +127,29 @@ def _scratch(name: str, shape: tuple) -> np.ndarray:
 
 
 @nb.njit(cache=True)
-def _preimages(points, Binv, out):
-    """out = (q_x, q_y, q_z, |q_xy|, |q|²) of q = B^{-1}x at each point (vector lanes)."""
+def determinant_and_gram_defect(B):
+    """(det B, max |BᵀB − I|) of a 3×3 matrix."""
+    det = (B[0, 0] * (B[1, 1] * B[2, 2] - B[1, 2] * B[2, 1]) - B[0, 1] * (B[1, 0] * B[2, 2] - B[1, 2] * B[2, 0])
+           + B[0, 2] * (B[1, 0] * B[2, 1] - B[1, 1] * B[2, 0]))
+    defect = 0.0
+    for i in range(3):
+        for j in range(3):
+            g = B[0, i] * B[0, j] + B[1, i] * B[1, j] + B[2, i] * B[2, j] - (1.0 if i == j else 0.0)
+            defect = max(defect, abs(g))
+    return det, defect
+
+
+@nb.njit(cache=True)
+def _preimages(points, B, out):
+    """out = (q_x, q_y, q_z, |q_xy|, |q|²) of q = B^{-1}x at each point (vector lanes); returns det B.
+    B^{-1} = adj(B)/det B, the cofactors in closed form."""
+    det, _ = determinant_and_gram_defect(B)
+    Binv = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):  # (B^{-1})_ij = C_ji / det, C the cofactor matrix
+            a, b = (j + 1) % 3, (j + 2) % 3
+            c, d = (i + 1) % 3, (i + 2) % 3
+            Binv[i, j] = (B[a, c] * B[b, d] - B[a, d] * B[b, c]) / det
     n = points.shape[0]
     qx, qy, qz, rho, r2 = out[0], out[1], out[2], out[3], out[4]
     for i in range(n):
@@ -138,6 +160,7 @@ def _preimages(points, Binv, out):
         qx[i], qy[i], qz[i] = a, b, c
         rho[i] = np.sqrt(a * a + b * b)
         r2[i] = a * a + b * b + c * c
+    return det
 
 
 @nb.njit(cache=True)
