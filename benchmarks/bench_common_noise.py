@@ -121,7 +121,7 @@ def sphere_rows(repeat):
             SphereGrid.linear_transport = now
 
 
-def _sphere_map_before(grid, values, B):
+def _sphere_map_before(grid, values, B, spectrum=None):
     """SphereGrid.linear_transport of a general B as it was: the expansion at the preimages by ducc0's non-uniform
     synthesis (1e-14, its threads)."""
     from meanfield.domains.sphere.transforms import evaluate
@@ -129,10 +129,11 @@ def _sphere_map_before(grid, values, B):
     B = np.asarray(B, dtype=float)
     pre = grid.points @ np.linalg.inv(B).T
     r = np.linalg.norm(pre, axis=-1)
-    return evaluate(grid.coefficients(values), pre / r[..., None]) / (np.linalg.det(B) * r ** 3)
+    c = grid.coefficients(values) if spectrum is None else spectrum
+    return evaluate(c, pre / r[..., None]) / (np.linalg.det(B) * r ** 3)
 
 
-def _nufft_pushforward(values, B, cos, sin):
+def _nufft_pushforward(values, B, cos, sin, **_):
     """fourier.linear_pushforward as it was: ρ at the preimages by ducc0's type-2 NUFFT (2.5e-13)."""
     from ducc0.nufft import u2nu
 

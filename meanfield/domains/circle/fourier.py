@@ -370,18 +370,19 @@ def pushforward_bound(spectrum: np.ndarray, n: int, sigma: int, p: int) -> float
 
 
 def linear_pushforward(values: np.ndarray, B, cos: np.ndarray, sin: np.ndarray,
-                       tol: float = PUSHFORWARD_TOL, stencil: tuple[int, int] | None = None) -> np.ndarray:
+                       tol: float = PUSHFORWARD_TOL, stencil: tuple[int, int] | None = None,
+                       rfft_values: np.ndarray | None = None) -> np.ndarray:
     r"""The density of nodal ``values`` pushed forward by φ(u) = Bu/|Bu| (B = [[a, b], [c, d]], det B > 0), at the
     nodes u_j = (cos θ_j, sin θ_j): (φ_#ρ)(θ) = ρ(φ^{-1}θ) det B / |adj(B) u|² with φ^{-1}(u) = adj(B)u/|adj(B)u|
     (MATH.md §13), ρ at the preimages by local Lagrange interpolation of its interpolant on σn nodes (one FFT):
     σ and the stencil p from the spectrum's a-priori bound (:func:`pushforward_stencil`), off by at most
     ``tol`` Σ_k m_k|ρ̂_k| (default :data:`PUSHFORWARD_TOL` = 1.4e-14, the bound of the fixed (σ, p) = (4, 32)) plus
     round-off, times the Jacobian. ``stencil`` = (σ, p) imposes them instead (its bound:
-    :func:`pushforward_bound`)."""
+    :func:`pushforward_bound`); ``rfft_values``: rfft(values), if known."""
     (a, b), (c, d) = B
     values = np.asarray(values, dtype=float)
     n = values.shape[-1]
-    spectrum = rfft(values)
+    spectrum = rfft(values) if rfft_values is None else rfft_values
     sigma, p = pushforward_stencil(spectrum, n, tol)[:2] if stencil is None else stencil
     if p not in _PUSHFORWARD_WEIGHTS or sigma < 1:
         raise ValueError(f"`stencil` must be (σ >= 1, even p in [4, {STENCIL}]), got {stencil!r}.")

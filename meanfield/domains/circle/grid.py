@@ -150,7 +150,7 @@ class CircleGrid(Grid):
     def linear_transport_refusal(self) -> None:
         return None
 
-    def linear_transport(self, values: np.ndarray, B) -> np.ndarray:
+    def linear_transport(self, values: np.ndarray, B, spectrum: np.ndarray | None = None) -> np.ndarray:
         r"""The density pushed forward by φ(u) = Bu/|Bu| (B a 2×2 matrix, det B > 0), at the nodes (MATH.md §13).
 
         A rotation B = R_α (BᵀB = I to 1e-13) shifts the interpolant, ρ̂_k ↦ ρ̂_k e^{−ikα}: exact for the
@@ -174,7 +174,8 @@ class CircleGrid(Grid):
             k = np.arange(self.n // 2 + 1)
             return fourier.irfft(fourier.rfft(values) * np.exp(-1j * alpha * k), self.n)
         # the preimages adj(B)u_j = (det B) B^{-1}u_j (the factor leaves their angles alone) and the Jacobian
-        return fourier.linear_pushforward(values, ((a, b), (c, d)), self._cos, self._sin)
+        return fourier.linear_pushforward(values, ((a, b), (c, d)), self._cos, self._sin,
+                                          rfft_values=None if spectrum is None else spectrum * self.n)
 
     def spectrum(self, values: np.ndarray) -> np.ndarray:
         """ρ̂_k (:meth:`coefficients`), which the resolution check and the energy both read."""

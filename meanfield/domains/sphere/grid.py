@@ -149,7 +149,7 @@ class SphereGrid(Grid):
     def linear_transport_refusal(self) -> None:
         return None
 
-    def linear_transport(self, values: np.ndarray, B) -> np.ndarray:
+    def linear_transport(self, values: np.ndarray, B, spectrum: np.ndarray | None = None) -> np.ndarray:
         r"""The density pushed forward by φ(u) = Bu/|Bu| (B a 3×3 matrix, det B > 0), at the nodes (MATH.md §13):
         (φ_#ρ)(x) = ρ(φ^{-1}(x)) J(x), φ^{-1}(x) = B^{-1}x/|B^{-1}x|, J(x) = det B^{-1} / |B^{-1}x|³ (the Jacobian
         of u ↦ Au/|Au| on S² is det A/|Au|³), the expansion at the preimages by p × p Lagrange stencils on its
@@ -167,12 +167,18 @@ class SphereGrid(Grid):
         if not det > 0:
             raise ValueError(f"`B` must preserve orientation (det B > 0), got det B = {det!r}.")
         if defect <= 1e-13:  # a rotation: its Wigner matrices on the coefficients,
-            c = self.coefficients(values)  # added as a change (the transforms' error scales with the rotation's size)
+            c = self.coefficients(values) if spectrum is None else spectrum  # added as a change (the transforms'
+            # error scales with the rotation's size)
             return values + self.from_coefficients(rotated(c, B, self.lmax) - c)
         alm_of = getattr(self.backend, "analysis_alm", None)  # ducc0's layout straight from its analysis, on one
         # thread as the rest of the map (a second thread's hand-off costs more than it saves at this size, and much
         # more on a loaded machine)
-        alm = alm_of(values, self.lmax, 1) if alm_of is not None else complex_alm(self.coefficients(values), self.lmax)
+        if spectrum is not None:
+            alm = complex_alm(spectrum, self.lmax)
+        elif alm_of is not None:
+            alm = alm_of(values, self.lmax, 1)
+        else:
+            alm = complex_alm(self.coefficients(values), self.lmax)
         sigma, p, _ = pushforward_stencil(alm, self.lmax)
         if sigma:  # the expansion on an equiangular grid, then p × p local stencils within the bound
             fine = equiangular(alm, self.lmax, 2 * sigma * (self.lmax + 1))

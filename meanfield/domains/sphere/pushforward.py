@@ -65,7 +65,7 @@ def _stencil(alm, L, tol, W, factor):
         U[l] = np.sqrt(U[l] * (2 * l + 1) / (4 * np.pi))
         total += U[l]
     total = max(total, 1e-300)
-    for sigma in (2, 4):
+    for sigma in (2, 3, 4):
         p, bound = stencils.stencil_search(U, 2 * np.pi / (2 * sigma * (L + 1)), W, factor, tol * total, 4, _WIDTH)
         if p > 0:
             return sigma, p, bound / total
