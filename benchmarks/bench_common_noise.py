@@ -202,7 +202,8 @@ def sphere_maps_table(repeat):
     later = mf.solve(mf.SelfAttention(4.0), mu, (0.0, 0.2), t_eval=[0.2], dt=0.01, representation="grid",
                      refine=False).densities[-1]
     print("\n| one general-Σ map vs the 4 right-hand sides of an RK4 step, S² lmax 31 | (σ, p) | map now | "
-          "map before | 4 rates | now/step | before/step | a-priori bound now / Σ U_l |\n|---|---|---|---|---|---|---|---|")
+          "map before | 4 rates | now/step | before/step | a-priori bound now / Σ U_l |\n"
+          "|---|---|---|---|---|---|---|---|")
     for name, d in (("start", mu), ("after 20 steps", later)):
         y = d.values
         problem = GridProblem(mf.SelfAttention(4.0), g, "auto", refine=False, max_n=g.n, t0=0.0)

@@ -22,8 +22,8 @@ from functools import lru_cache
 import numba as nb
 import numpy as np
 
-__all__ = ["barycentric_weights", "remainder_constant", "lebesgue_constant", "remainders", "smallest_stencil", "stencil_search",
-           "MAX_STENCIL"]
+__all__ = ["barycentric_weights", "remainder_constant", "lebesgue_constant", "remainders", "smallest_stencil",
+           "stencil_search", "MAX_STENCIL"]
 
 #: The largest stencil the tables hold.
 MAX_STENCIL = 32

@@ -34,7 +34,8 @@ from ...core import stencils
 __all__ = ["rfft", "irfft", "coefficients", "from_coefficients", "multiplicity", "padded_size", "pad", "resample",
            "series",
            "interpolant_coefficients", "evaluate", "evaluate_many", "lagrange_bound", "oversampled",
-           "linear_pushforward", "pushforward_stencil", "pushforward_bound", "PUSHFORWARD_TOL", "cdf_coefficients", "cdf_and_density", "cdf_equispaced"]
+           "linear_pushforward", "pushforward_stencil", "pushforward_bound", "PUSHFORWARD_TOL", "cdf_coefficients",
+           "cdf_and_density", "cdf_equispaced"]
 
 TWO_PI = 2.0 * np.pi
 

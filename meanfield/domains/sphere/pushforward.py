@@ -17,9 +17,10 @@ on the double Fourier sphere (the general-Σ common-noise map, MATH.md §13).
 
        |I ρ − ρ| <= (1 + Λ_p) W_p Σ_l U_l (lh)^p,
 
-   Λ_p <= 1.75 (p <= 16) the stencils' Lebesgue constant. :func:`pushforward_stencil` picks the smallest σ ∈ {2, 4}
-   and even p <= 16 with this below ``tol`` Σ_l U_l (Σ_l U_l >= sup|ρ|), and none (the caller's route by ducc0's
-   non-uniform synthesis) if no p <= 16 does (energy near degree L above ~1e-7 of the total). Round-off adds ~p ε Λ_p sup|ρ| (the Lagrange weights as products) and the synthesis' own.
+   Λ_p <= 1.75 (p <= 16) the stencils' Lebesgue constant. :func:`pushforward_stencil` picks the smallest
+   σ ∈ {2, 3, 4} and even p <= 16 with this below ``tol`` Σ_l U_l (Σ_l U_l >= sup|ρ|), and none (the caller's
+   route by ducc0's non-uniform synthesis) if no p <= 16 does (at σ = 4, p = 16 a degree-L part above ~1e-7 of
+   Σ_l U_l). Round-off adds ~p ε Λ_p sup|ρ| (the Lagrange weights as products) and the synthesis' own.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ _WEIGHTS = {p: stencils.barycentric_weights(p) for p in range(4, _WIDTH + 1, 2)}
 def pushforward_stencil(alm: np.ndarray, lmax: int, tol: float = PUSHFORWARD_TOL) -> tuple[int, int, float]:
     """(σ, p, bound) for the expansion of healpy-ordered ``alm`` of degree ``lmax`` (module docstring, 3.): the
     equiangular grid's M = 2σ(L + 1) and the stencil size, and the bound (1 + max_{p<=16} Λ_p) W_p Σ_l U_l (lh)^p
-    relative to Σ_l U_l; (0, 0, inf) where no σ ∈ {2, 4} with p <= 16 meets ``tol``."""
+    relative to Σ_l U_l; (0, 0, inf) where no σ ∈ {2, 3, 4} with p <= 16 meets ``tol``."""
     sigma, p, bound = _stencil(np.ascontiguousarray(alm, dtype=complex), int(lmax), float(tol), stencils.remainders(),
                                _TENSOR)
     return int(sigma), int(p), float(bound)
