@@ -170,9 +170,10 @@ class Grid(abc.ABC):
         return (f"the push-forward of a density on {self!r} by a linear layer's map u ↦ e^A u/|e^A u| (common noise) "
                 "is not implemented on this grid")
 
-    def linear_transport(self, values, B) -> np.ndarray:
+    def linear_transport(self, values, B, spectrum=None) -> np.ndarray:
         """The density B_#ρ pushed forward by u ↦ Bu/|Bu| (B a d×d matrix with det B > 0), sampled on this grid: the
-        exact flow map of a common noise over a step (:mod:`meanfield.models.common_noise`)."""
+        exact flow map of a common noise over a step (:mod:`meanfield.models.common_noise`). ``spectrum``:
+        :meth:`spectrum` of ``values``, if known (the resolution check's, which then spares the map its analysis)."""
         raise NotImplementedError(self.linear_transport_refusal())
 
     def spectrum(self, values):

@@ -8,8 +8,8 @@ the mean-field limit of the tokens of :func:`particles.simulate` with the same `
 particles' (:mod:`meanfield.models.common_noise`): on the path's grid t_j = t0 + jh the density is pushed forward by
 the noise map u ↦ e^A u/|e^A u| (``Grid.linear_transport``: on the circle a shift of the Fourier coefficients for
 a rotation, exact, and the interpolant at the preimages times the Jacobian otherwise; on S² the Wigner rotation of
-the coefficients for a rotation, and the expansion at the preimages times the Jacobian by ducc0's non-uniform
-synthesis otherwise), and between two maps it is
+the coefficients for a rotation, and the expansion at the preimages times the Jacobian by local Lagrange stencils
+on an equiangular grid otherwise, their size from an a-priori bound), and between two maps it is
 advanced by the noiseless grid problem (:class:`~.grid.GridProblem`: the domain's right-hand side for the strategy,
 DΔ by the integrating factor) with RK4 steps that cut each path step into the fewest equal steps <= ``dt``, or <=
 the CFL step ``cfl`` × the problem's bound where ``dt`` is not given. The same maps of the same path as the
@@ -89,7 +89,8 @@ class CommonNoiseRepresentation(Representation):
         outputs = set(np.asarray(t_eval, dtype=float).tolist())
         problem = GridProblem(model, grid, settings.strategy, refine=False, max_n=grid.n, t0=t0)
         y = np.array(start.values, dtype=float)
-        reason = monitor.check_state(grid, y)
+        checked, spectrum = y, grid.spectrum(y)  # the state the resolution check last read and its spectrum, which
+        reason = monitor.check_state(grid, y, spectrum)  # the next map reads rather than analyse the state again
         if reason is not None:
             raise ValueError(f"`mu0` is not resolved: {reason}.")
         stages, h_path = problem.stages(), path.dt
@@ -111,7 +112,7 @@ class CommonNoiseRepresentation(Representation):
             maps = interval_maps(noise, int(a), int(b))
             for i, j in enumerate(range(int(a), int(b))):
                 if maps[i] is not None:
-                    y = grid.linear_transport(y, maps[i])
+                    y = grid.linear_transport(y, maps[i], spectrum=spectrum if checked is y else None)
                 t = path.t0 + j * h_path
                 stepper = FixedStepper(problem.rate, t, y, t + h_path, method=method,
                                        h=dt if dt is not None else cfl_step, subdivide=dt is not None, stages=stages)
@@ -122,7 +123,8 @@ class CommonNoiseRepresentation(Representation):
                 y = stepper.y
                 if maps[-1] is not None and j == int(b) - 1:
                     y = grid.linear_transport(y, maps[-1])
-                reason = monitor.check_state(grid, y)
+                checked, spectrum = y, grid.spectrum(y)
+                reason = monitor.check_state(grid, y, spectrum)
                 if reason is not None:
                     status, message = Status.RESOLUTION_LOST, f"at t = {t + h_path:.6g}: {reason}"
                     break

@@ -29,10 +29,13 @@ import numba as nb
 import numpy as np
 import scipy.fft as sfft
 
+from ...core import stencils
+
 __all__ = ["rfft", "irfft", "coefficients", "from_coefficients", "multiplicity", "padded_size", "pad", "resample",
            "series",
            "interpolant_coefficients", "evaluate", "evaluate_many", "lagrange_bound", "oversampled",
-           "linear_pushforward", "cdf_coefficients", "cdf_and_density", "cdf_equispaced"]
+           "linear_pushforward", "pushforward_stencil", "pushforward_bound", "PUSHFORWARD_TOL", "cdf_coefficients",
+           "cdf_and_density", "cdf_equispaced"]
 
 TWO_PI = 2.0 * np.pi
 
@@ -257,22 +260,28 @@ def _lagrange(fine, s, w):
 
 
 @nb.njit(cache=True)
+def _preimages(cos, sin, a, b, c, d):
+    """The preimages' directions adj(B)u = (det B) B^{-1}u at the nodes u = (cos, sin) and the Jacobian
+    det B / |adj(B)u|² (vector lanes; the angles by numpy's arctan2, which vectorises where numba's loop does not)."""
+    m = cos.size
+    px, py, jac = np.empty(m), np.empty(m), np.empty(m)
+    det = a * d - b * c
+    for i in range(m):
+        x = d * cos[i] - b * sin[i]
+        y = a * sin[i] - c * cos[i]
+        px[i], py[i] = x, y
+        jac[i] = det / (x * x + y * y)
+    return px, py, jac
+
+
 def _pushforward(fine, cos, sin, a, b, c, d, w):
     """:func:`linear_pushforward` at the nodes (cos, sin) from the interpolant on M = fine.size nodes: the
-    preimages' angles and the Jacobian in one loop, the interpolant there by :func:`_lagrange`."""
-    m = cos.size
-    scale = fine.size / TWO_PI
-    det = a * d - b * c
-    s = np.empty(m)
-    jac = np.empty(m)
-    for i in range(m):
-        px = d * cos[i] - b * sin[i]  # adj(B) u = (det B) B^{-1} u: the preimage's direction
-        py = a * sin[i] - c * cos[i]
-        s[i] = np.arctan2(py, px) * scale
-        jac[i] = det / (px * px + py * py)
+    preimages' angles and the Jacobian, the interpolant there by :func:`_lagrange` on the stencil of ``w``."""
+    px, py, jac = _preimages(cos, sin, a, b, c, d)
+    s = np.arctan2(py, px)
+    s *= fine.size / TWO_PI
     out = _lagrange(fine, s, w)
-    for i in range(m):
-        out[i] *= jac[i]
+    out *= jac
     return out
 
 
@@ -302,14 +311,84 @@ def evaluate_many(values: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return _lagrange(oversampled(values), theta * (OVERSAMPLE * n / TWO_PI), _WEIGHTS)
 
 
-def linear_pushforward(values: np.ndarray, B, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+#: The general-Σ map's tolerance relative to Σ_k m_k|ρ̂_k|: :func:`lagrange_bound` at (σ, p) = (4, 32), the bound
+#: of the fixed stencil it used before; :func:`pushforward_stencil` picks the cheapest (σ, p) within it.
+PUSHFORWARD_TOL = _FIXED_BOUND = lagrange_bound(OVERSAMPLE, STENCIL)
+_PUSHFORWARD_WEIGHTS = {p: _stencil_weights(p) for p in range(4, STENCIL + 1, 2)}
+
+
+def pushforward_stencil(spectrum: np.ndarray, n: int, tol: float = PUSHFORWARD_TOL) -> tuple[int, int, float]:
+    r"""(σ, p, bound): the oversampling and the even stencil size of :func:`linear_pushforward` for the density of
+    ``spectrum`` = rfft(values) (n nodes), and the a-priori bound of its interpolation error.
+
+    The mode k (amplitude a_k = m_k |ρ̂_k|) on σn nodes (h = 2π/(σn)) is off by at most a_k (kh)^p W_p
+    (:mod:`meanfield.core.stencils`: Cauchy's remainder), so the interpolant is off by at most
+
+        E(σ, p) = W_p Σ_k a_k (2πk/(σn))^p <= lagrange_bound(σ, p) Σ_k a_k     (kh <= π/σ).
+
+    The smallest p <= 16 with E(1, p) <= tol Σ_k a_k is taken (the n nodes themselves: no FFT back), else the
+    smallest p <= 16 with E(2, p) <= tol Σ_k a_k (an FFT onto 2n nodes), else the smallest p <= 32 with
+    E(4, p) <= tol Σ_k a_k, which exists for tol >= lagrange_bound(4, 32) (:data:`PUSHFORWARD_TOL`, the fixed
+    stencil's bound): never a larger bound than the fixed (4, 32). A density resolved well inside its grid (the
+    spectrum at round-off beyond k <= n/8, say) takes σ = 1 and 6-12 nodes."""
+    return _circle_stencil(np.ascontiguousarray(spectrum, dtype=complex), int(n), stencils.remainders(), float(tol),
+                           _FIXED_BOUND)
+
+
+@nb.njit(cache=True)
+def _circle_stencil(spectrum, n, W, tol, fixed):
+    K = spectrum.size
+    a = np.empty(K)
+    total = 0.0
+    for k in range(K):
+        a[k] = (1.0 if k == 0 or 2 * k == n else 2.0) * abs(spectrum[k]) / n  # m_k |ρ̂_k|
+        total += a[k]
+    total = max(total, 1e-300)
+    for sigma, p_max in ((1, 16), (2, 16), (OVERSAMPLE, STENCIL)):
+        p, bound = stencils.stencil_search(a, 2.0 * np.pi / (sigma * n), W, 1.0, tol * total, 4, p_max)
+        if p > 0:
+            return sigma, p, bound / total
+    return OVERSAMPLE, STENCIL, fixed  # only for a tol below lagrange_bound(4, 32): the fixed stencil's a_k-free bound
+
+
+def _oversampled_spectrum(spectrum: np.ndarray, n: int, sigma: int) -> np.ndarray:
+    """:func:`oversampled` from rfft(values)."""
+    M = sigma * n
+    padded = np.zeros(M // 2 + 1, dtype=complex)
+    padded[: n // 2 + 1] = spectrum
+    padded *= sigma
+    if n % 2 == 0:
+        padded[n // 2] *= 0.5
+    return irfft(padded, M)
+
+
+def pushforward_bound(spectrum: np.ndarray, n: int, sigma: int, p: int) -> float:
+    """E(σ, p) / Σ_k m_k|ρ̂_k| of :func:`pushforward_stencil` at a given σ and even p (the bound of any stencil)."""
+    a = np.abs(spectrum) * multiplicity(n)
+    k = np.arange(a.size)
+    return float(stencils.remainder_constant(p) * np.sum(a * (k * (TWO_PI / (sigma * n))) ** p)
+                 / max(float(np.sum(a)), np.finfo(float).tiny))
+
+
+def linear_pushforward(values: np.ndarray, B, cos: np.ndarray, sin: np.ndarray,
+                       tol: float = PUSHFORWARD_TOL, stencil: tuple[int, int] | None = None,
+                       rfft_values: np.ndarray | None = None) -> np.ndarray:
     r"""The density of nodal ``values`` pushed forward by φ(u) = Bu/|Bu| (B = [[a, b], [c, d]], det B > 0), at the
     nodes u_j = (cos θ_j, sin θ_j): (φ_#ρ)(θ) = ρ(φ^{-1}θ) det B / |adj(B) u|² with φ^{-1}(u) = adj(B)u/|adj(B)u|
-    (MATH.md §13), ρ at the preimages as :func:`evaluate_many` (the same error bound): one FFT onto 4n nodes and
-    32 divisions a node."""
+    (MATH.md §13), ρ at the preimages by local Lagrange interpolation of its interpolant on σn nodes (one FFT):
+    σ and the stencil p from the spectrum's a-priori bound (:func:`pushforward_stencil`), off by at most
+    ``tol`` Σ_k m_k|ρ̂_k| (default :data:`PUSHFORWARD_TOL` = 1.4e-14, the bound of the fixed (σ, p) = (4, 32)) plus
+    round-off, times the Jacobian. ``stencil`` = (σ, p) imposes them instead (its bound:
+    :func:`pushforward_bound`); ``rfft_values``: rfft(values), if known."""
     (a, b), (c, d) = B
     values = np.asarray(values, dtype=float)
-    return _pushforward(oversampled(values), cos, sin, float(a), float(b), float(c), float(d), _WEIGHTS)
+    n = values.shape[-1]
+    spectrum = rfft(values) if rfft_values is None else rfft_values
+    sigma, p = pushforward_stencil(spectrum, n, tol)[:2] if stencil is None else stencil
+    if p not in _PUSHFORWARD_WEIGHTS or sigma < 1:
+        raise ValueError(f"`stencil` must be (σ >= 1, even p in [4, {STENCIL}]), got {stencil!r}.")
+    fine = values if sigma == 1 else _oversampled_spectrum(spectrum, n, sigma)
+    return _pushforward(fine, cos, sin, float(a), float(b), float(c), float(d), _PUSHFORWARD_WEIGHTS[p])
 
 
 def cdf_coefficients(c: np.ndarray, n: int) -> tuple[np.ndarray, float, float]:

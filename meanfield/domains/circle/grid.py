@@ -150,14 +150,15 @@ class CircleGrid(Grid):
     def linear_transport_refusal(self) -> None:
         return None
 
-    def linear_transport(self, values: np.ndarray, B) -> np.ndarray:
+    def linear_transport(self, values: np.ndarray, B, spectrum: np.ndarray | None = None) -> np.ndarray:
         r"""The density pushed forward by φ(u) = Bu/|Bu| (B a 2×2 matrix, det B > 0), at the nodes (MATH.md §13).
 
         A rotation B = R_α (BᵀB = I to 1e-13) shifts the interpolant, ρ̂_k ↦ ρ̂_k e^{−ikα}: exact for the
         trigonometric polynomial, mass and spectrum kept. Any other B: (φ_#ρ)(θ) = ρ(φ^{-1}(θ)) |(φ^{-1})'(θ)| with
         φ^{-1}(u) = B^{-1}u/|B^{-1}u| and (φ^{-1})'(θ) = det B^{-1} / |B^{-1}u(θ)|², the interpolant evaluated at the
-        preimages (:func:`fourier.linear_pushforward`: the interpolant on 4n nodes by an FFT, then local Lagrange
-        interpolation on 32 of them, to 1.4e-14 of Σ|ρ̂_k| plus round-off): spectrally accurate for a resolved
+        preimages (:func:`fourier.linear_pushforward`: local Lagrange interpolation of the interpolant on σn nodes,
+        σ and the stencil chosen from the spectrum's a-priori bound, to 1.4e-14 of Σ|ρ̂_k| plus round-off — the bound
+        of the fixed (4n nodes, 32) it replaced): spectrally accurate for a resolved
         density (the result is no longer a trigonometric polynomial of degree n/2; its mass changes by that
         truncation and the interpolation's accuracy alone).
         """
@@ -173,7 +174,8 @@ class CircleGrid(Grid):
             k = np.arange(self.n // 2 + 1)
             return fourier.irfft(fourier.rfft(values) * np.exp(-1j * alpha * k), self.n)
         # the preimages adj(B)u_j = (det B) B^{-1}u_j (the factor leaves their angles alone) and the Jacobian
-        return fourier.linear_pushforward(values, ((a, b), (c, d)), self._cos, self._sin)
+        return fourier.linear_pushforward(values, ((a, b), (c, d)), self._cos, self._sin,
+                                          rfft_values=None if spectrum is None else spectrum * self.n)
 
     def spectrum(self, values: np.ndarray) -> np.ndarray:
         """ρ̂_k (:meth:`coefficients`), which the resolution check and the energy both read."""

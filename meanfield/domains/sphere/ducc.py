@@ -174,19 +174,21 @@ class RingPlan(ThreadScratch):
         self.leg(alm, out=spectra[0, :, : self.lmax + 1])
         return self.rings(spectra[0])
 
-    def analysis(self, values: np.ndarray) -> np.ndarray:
-        """Degree-``lmax`` coefficients of grid values by Gauss–Legendre and trapezoidal quadrature."""
+    def analysis(self, values: np.ndarray, nthreads: int | None = None) -> np.ndarray:
+        """Degree-``lmax`` coefficients of grid values by Gauss–Legendre and trapezoidal quadrature (``nthreads``:
+        default :func:`sht_threads`)."""
         from ducc0.fft import r2c
         from ducc0.sht.experimental import leg2alm
 
         if np.shape(values) != self.shape:
             raise ValueError(f"`values` must have the grid's shape {self.shape}, got {np.shape(values)}.")
-        spectrum = r2c(np.ascontiguousarray(values, dtype=float), axes=(1,), forward=True, nthreads=sht_threads(),
+        nthreads = sht_threads() if nthreads is None else int(nthreads)
+        spectrum = r2c(np.ascontiguousarray(values, dtype=float), axes=(1,), forward=True, nthreads=nthreads,
                        out=self.scratch("r2c", (self.grid_lmax + 1, self._nfreq), complex))
         leg = self.scratch("leg", (1, self.grid_lmax + 1, self.lmax + 1), complex)
         np.multiply(spectrum[:, : self.lmax + 1], self._weights, out=leg[0])
         return leg2alm(leg=leg, lmax=self.lmax, theta=self.theta, mval=self.mval,
-                       mstart=alm_layout(self.lmax)[2], nthreads=sht_threads())[0]
+                       mstart=alm_layout(self.lmax)[2], nthreads=nthreads)[0]
 
     def divergence_analysis(self, field: np.ndarray) -> np.ndarray:
         r"""Degree-``lmax`` coefficients of −div_S F of a tangent field F on the rings, from
@@ -272,6 +274,11 @@ class DuccBackend:
     @classmethod
     def synthesis(cls, cilm: np.ndarray, lmax: int) -> np.ndarray:
         return ring_plan(lmax).synthesis(complex_alm(pad_coefficients(cilm, lmax), lmax))
+
+    @classmethod
+    def analysis_alm(cls, values: np.ndarray, lmax: int, nthreads: int | None = None) -> np.ndarray:
+        """The healpy-ordered complex coefficients of :meth:`analysis` (ducc0's own layout: no repacking)."""
+        return ring_plan(lmax).analysis(values, nthreads)
 
 
 @numba.njit(cache=True, nogil=True)

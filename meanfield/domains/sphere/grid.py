@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Diagonal, Grid, Measure, get
+from .ducc import complex_alm, real_cilm
 from .geometry import check_on_sphere
+from .pushforward import determinant_and_gram_defect, equiangular, interpolate_pushforward, pushforward_stencil
 from .transforms import BACKENDS, default_backend, degree_power, evaluate, glq, laplacian, nodes
 
 __all__ = ["SphereGrid"]
@@ -147,27 +149,43 @@ class SphereGrid(Grid):
     def linear_transport_refusal(self) -> None:
         return None
 
-    def linear_transport(self, values: np.ndarray, B) -> np.ndarray:
+    def linear_transport(self, values: np.ndarray, B, spectrum: np.ndarray | None = None) -> np.ndarray:
         r"""The density pushed forward by φ(u) = Bu/|Bu| (B a 3×3 matrix, det B > 0), at the nodes (MATH.md §13):
         (φ_#ρ)(x) = ρ(φ^{-1}(x)) J(x), φ^{-1}(x) = B^{-1}x/|B^{-1}x|, J(x) = det B^{-1} / |B^{-1}x|³ (the Jacobian
-        of u ↦ Au/|Au| on S² is det A/|Au|³), the expansion evaluated at the preimages by ducc0's non-uniform
-        synthesis (:func:`.transforms.evaluate`, 1e-14 relative to the coefficients' l¹ size): spectrally accurate
-        for a resolved density (the result is truncated to degree lmax by the next analysis). A rotation (BᵀB = I to
+        of u ↦ Au/|Au| on S² is det A/|Au|³), the expansion at the preimages by p × p Lagrange stencils on its
+        values on an equiangular grid of 2σ(lmax + 1) longitudes (:mod:`.pushforward`: σ and p chosen from the
+        spectrum's a-priori bound, within 1e-14 Σ_l U_l >= 1e-14 sup|ρ|), or by ducc0's non-uniform synthesis
+        (:func:`.transforms.evaluate`) where no stencil p <= 16 meets it: spectrally accurate for a resolved
+        density (the result is truncated to degree lmax by the next analysis). A rotation (BᵀB = I to
         1e-13) keeps the degree: its coefficients are rotated by ducc0's ``rotate_alm`` (:func:`rotated`), and the
         change is synthesised and added to the values (an analysis-synthesis round trip alone drifts by ~5e-14 a
         trip at lmax 24; the change carries the transforms' error in proportion to the rotation's size)."""
         B = np.asarray(B, dtype=float)
         if B.shape != (3, 3) or not np.all(np.isfinite(B)):
             raise ValueError(f"`B` must be a finite 3×3 matrix, got shape {B.shape}.")
-        det = float(np.linalg.det(B))
+        det, defect = determinant_and_gram_defect(B)  # det B and max |BᵀB − I| (compiled: numpy's calls cost more)
         if not det > 0:
             raise ValueError(f"`B` must preserve orientation (det B > 0), got det B = {det!r}.")
-        if np.max(np.abs(B.T @ B - np.eye(3))) <= 1e-13:  # a rotation: its Wigner matrices on the coefficients,
-            c = self.coefficients(values)  # added as a change (the transforms' error scales with the rotation's size)
+        if defect <= 1e-13:  # a rotation: its Wigner matrices on the coefficients,
+            c = self.coefficients(values) if spectrum is None else spectrum  # added as a change (the transforms'
+            # error scales with the rotation's size)
             return values + self.from_coefficients(rotated(c, B, self.lmax) - c)
-        pre = self.points @ np.linalg.inv(B).T
+        alm_of = getattr(self.backend, "analysis_alm", None)  # ducc0's layout straight from its analysis, on one
+        # thread as the rest of the map (a second thread's hand-off costs more than it saves at this size, and much
+        # more on a loaded machine)
+        if spectrum is not None:
+            alm = complex_alm(spectrum, self.lmax)
+        elif alm_of is not None:
+            alm = alm_of(values, self.lmax, 1)
+        else:
+            alm = complex_alm(self.coefficients(values), self.lmax)
+        sigma, p, _ = pushforward_stencil(alm, self.lmax)
+        if sigma:  # the expansion on an equiangular grid, then p × p local stencils within the bound
+            fine = equiangular(alm, self.lmax, 2 * sigma * (self.lmax + 1))
+            return interpolate_pushforward(fine, self.points.reshape(-1, 3), B, p).reshape(np.shape(values))
+        pre = self.points @ np.linalg.inv(B).T  # no stencil within the bound: ducc0's non-uniform synthesis
         r = np.linalg.norm(pre, axis=-1)
-        return evaluate(self.coefficients(values), pre / r[..., None]) / (det * r ** 3)
+        return evaluate(real_cilm(alm, self.lmax), pre / r[..., None]) / (det * r ** 3)
 
     def spectrum(self, values: np.ndarray) -> np.ndarray:
         """The coefficients c_lm (:meth:`coefficients`), which the resolution check and the energy both read."""
