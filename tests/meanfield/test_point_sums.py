@@ -78,18 +78,45 @@ def test_point_sums_take_the_directions_of_their_points(rng, d, n):
     assert np.max(np.abs(v2 - v)) <= 1e-13
 
 
-def test_lane_moments_equal_the_power_sums(rng):
-    """:func:`lane_moments` (blocks of 64 lanes) equals :func:`moments` (one point at a time) to round-off: each
-    term of c_k carries k rounded complex products (2kε) and each sum ~log₂ n + 64 additions in another order, so
-    |Δc_k| <= (4L + 2 log₂ n + 128)ε Σ|w|; 10× that."""
-    n, L = 20000, 30
-    th = rng.uniform(0, 2 * np.pi, n)
-    x = np.stack([np.cos(th), np.sin(th)], -1)
+@pytest.mark.parametrize("n, L", [(20000, 30), (20000, 25), (777, 1)])
+def test_lane_moments_equal_the_power_sums(rng, n, L):
+    """:func:`lane_moments` (blocks of LANES points in vector lanes, two degrees per pass, chunks) equals the power
+    sums Σ_j w_j z̄_j^k of the normalised rows computed in extended precision (long double: ~1e-19, negligible):
+    each term of c_k carries the normalisation (2ε) and k rounded complex products (2kε), the sums
+    (n/(LANES·nchunk) + LANES + nchunk)ε Σ|w| (the docstring's model); 10× that. Odd and even L (the last degree
+    outside the pairs), a block and a chunk that are not full; the mass Σ|w| to the sum's round-off."""
+    x = rng.standard_normal((n, 2)) * rng.uniform(0.5, 2.0, (n, 1))  # not unit vectors: the kernel normalises
     w = rng.uniform(-1.0, 1.0, n)
-    nchunk = n // 4096 + 1
-    a = cs.lane_moments(x, w, L, nchunk)
-    b = cs.moments(x, w, L, nchunk).ravel()
-    assert np.max(np.abs(a - b)) <= 10 * (4 * L + 2 * np.log2(n) + 128) * EPS * np.sum(np.abs(w))
+    nchunk = cs.moment_chunks(n)
+    c, mass = cs.lane_moments(x, w, L, nchunk, with_mass=True)
+    xl = x.astype(np.longdouble)
+    r = np.sqrt(xl[:, 0] ** 2 + xl[:, 1] ** 2)
+    zr, zi = xl[:, 0] / r, -xl[:, 1] / r
+    pr, pi = w.astype(np.longdouble), np.zeros(n, np.longdouble)
+    ref = []
+    for _ in range(L + 1):
+        ref.append((pr.sum(), pi.sum()))
+        pr, pi = pr * zr - pi * zi, pr * zi + pi * zr
+    ref = np.array(ref, dtype=np.longdouble)
+    err = np.hypot((c.real - ref[:, 0]).astype(float), (c.imag - ref[:, 1]).astype(float))
+    model = (4 * np.arange(L + 1) + 2 + n / (cs.LANES * nchunk) + cs.LANES + nchunk) * EPS * np.sum(np.abs(w))
+    assert np.all(err <= 10 * model)
+    assert abs(mass - np.sum(np.abs(w))) <= 10 * n * EPS * np.sum(np.abs(w))
+    assert np.array_equal(cs.fourier_moments(x, w, L), c)  # the one path
+
+
+@pytest.mark.parametrize("bad", [0.0, np.nan, np.inf])
+def test_circle_point_sums_refuse_points_without_a_direction(rng, bad):
+    """A zero or non-finite row among the points or the queries has no direction: ValueError naming the argument
+    (the compiled sums would return NaN silently)."""
+    x = pt.uniform_sphere(500, 2, rng=rng)
+    w = np.full(500, 1 / 500)
+    y = x.copy()
+    y[17] = bad
+    with pytest.raises(ValueError, match="points"):
+        cs.circle_spectral_field(y, w, x, 4.0)
+    with pytest.raises(ValueError, match="queries"):
+        cs.circle_spectral_field(x, w, y, 4.0)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
