@@ -713,12 +713,14 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
             y = domain.retract(y)
         spectral_field = sums.field
         flat = y.reshape(-1, n, d)
-        out = np.empty_like(flat)
+        out = []
         for b in range(flat.shape[0]):
             points = flat[b]  # one object as points and queries: the sums see they are the same without comparing
-            out[b], bound = spectral_field(points, w.reshape(-1, n)[b], points, zonal.beta, model.normalized, zonal.c)
+            v, bound = spectral_field(points, w.reshape(-1, n)[b], points, zonal.beta, model.normalized, zonal.c)
+            out.append(v)
             state["bound"] = max(state["bound"], float(np.max(bound)))
-        return out.reshape(y.shape)
+        # one system: its field as it is (no copy of n × d into a batch array)
+        return (out[0] if len(out) == 1 else np.stack(out)).reshape(y.shape)
 
     return rate
 

@@ -173,6 +173,28 @@ def test_row_norms_are_numpys_to_the_bit(rng, d):
     assert np.array_equal(normalise(y), y / np.linalg.norm(y, axis=-1, keepdims=True))
     assert np.array_equal(row_norms(y[:7].reshape(7, 1, d), keepdims=True), np.linalg.norm(y[:7].reshape(7, 1, d),
                                                                                           axis=-1, keepdims=True))
+    batch = y[:999].reshape(3, 333, d)[:, ::2]  # a batch, not contiguous: the compiled pass takes a copy
+    assert np.array_equal(normalise(batch), batch / np.linalg.norm(batch, axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_the_unit_check_is_numpys(rng, d):
+    """check_on_sphere's one compiled pass finds what numpy's passes find: a non-finite entry anywhere, a row whose
+    norm (numpy's bits) is off 1 by more than atol; rows within atol pass."""
+    from meanfield.domains.sphere.geometry import check_on_sphere
+
+    x = pt.uniform_sphere(5000, d, rng=rng)
+    assert check_on_sphere(x, "x") is not None
+    for row, col, value, match in [(4321, d - 1, np.nan, "non-finite"), (17, 0, np.inf, "non-finite")]:
+        y = x.copy()
+        y[row, col] = value
+        with pytest.raises(ValueError, match=match):
+            check_on_sphere(y, "x")
+    y = x.copy()
+    y[2500] *= 1.0 + 1e-6  # |y| − 1 = 1e-6 to round-off
+    with pytest.raises(ValueError, match="largest deviation of \\|x\\| from 1 is 1e-06"):
+        check_on_sphere(y, "x")
+    check_on_sphere(y, "x", atol=2e-6)  # within a looser atol
 
 
 @pytest.mark.parametrize("call", [

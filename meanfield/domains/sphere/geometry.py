@@ -8,6 +8,7 @@ Source: MATH.md, notation; GLPR §2. The circle S¹ is the case d = 2
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 __all__ = ["one_sided_lipschitz", "project_tangent", "surface_divergence", "retract", "normalise", "row_norms",
@@ -57,8 +58,51 @@ def row_norms(y: np.ndarray, keepdims: bool = False) -> np.ndarray:
 
 
 def normalise(y: np.ndarray) -> np.ndarray:
-    """``y/|y|`` row by row: the nearest point of the sphere."""
+    """``y/|y|`` row by row: the nearest point of the sphere. For d = 2, 3 in float64, one compiled pass with the
+    bits of ``y / row_norms(y, keepdims=True)`` (the same rounded products, sums, square root and quotient; numpy's
+    three passes and two temporaries were a tenth of a million-particle step on S¹); a zero row gives NaN as
+    numpy's quotient does, without its warning."""
+    y = np.asarray(y)
+    if y.dtype == np.float64 and y.ndim >= 2 and y.shape[-1] in (2, 3) and y.size:
+        flat = np.ascontiguousarray(y).reshape(-1, y.shape[-1])
+        out = np.empty_like(flat)
+        _normalised_rows(flat, out)
+        return out.reshape(y.shape)
     return y / row_norms(y, keepdims=True)
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _normalised_rows(y, out):
+    """out = y/|y| for rows of 2 or 3 entries; no fast-math flags: every operation rounded as numpy rounds it (no
+    fused multiply-add), the squares summed in numpy's order (:func:`row_norms`)."""
+    d = y.shape[1]
+    for i in range(y.shape[0]):
+        s = y[i, 0] * y[i, 0] + y[i, 1] * y[i, 1]
+        if d == 3:
+            s += y[i, 2] * y[i, 2]
+        r = np.sqrt(s)
+        for j in range(d):
+            out[i, j] = y[i, j] / r
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _unit_deviation(y):
+    """(all entries finite, max over rows of ||y_i| − 1|) for rows of 2 or 3 entries, in one pass with the bits of
+    :func:`row_norms` (no fast-math flags)."""
+    d = y.shape[1]
+    finite = True
+    dev = 0.0
+    for i in range(y.shape[0]):
+        s = y[i, 0] * y[i, 0] + y[i, 1] * y[i, 1]
+        if d == 3:
+            s += y[i, 2] * y[i, 2]
+        for j in range(d):
+            if not np.isfinite(y[i, j]):
+                finite = False
+        e = abs(np.sqrt(s) - 1.0)
+        if e > dev:
+            dev = e
+    return finite, dev
 
 
 def retract(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -84,15 +128,18 @@ def check_on_sphere(x: np.ndarray, name: str, atol: float = 1e-8) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     if x.ndim < 1 or x.shape[-1] < 2:
         raise ValueError(f"`{name}` must have shape (..., d) with d >= 2, got shape {x.shape}.")
-    if not np.all(np.isfinite(x)):
+    if x.dtype == np.float64 and x.ndim >= 2 and x.shape[-1] in (2, 3) and x.size:  # one compiled pass
+        finite, dev = _unit_deviation(np.ascontiguousarray(x).reshape(-1, x.shape[-1]))
+    else:
+        finite = bool(np.all(np.isfinite(x)))
+        dev = np.max(np.abs(row_norms(x) - 1.0)) if x.size and finite else 0.0
+    if not finite:
         raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
-    if x.size:
-        dev = np.max(np.abs(row_norms(x) - 1.0))
-        if dev > atol:
-            raise ValueError(
-                f"`{name}` must hold unit vectors (points on the sphere); "
-                f"the largest deviation of |x| from 1 is {dev:.3g} > {atol:g}."
-            )
+    if dev > atol:
+        raise ValueError(
+            f"`{name}` must hold unit vectors (points on the sphere); "
+            f"the largest deviation of |x| from 1 is {dev:.3g} > {atol:g}."
+        )
     return x
 
 
