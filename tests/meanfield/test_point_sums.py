@@ -20,7 +20,7 @@ def _direct(x, w, q, beta, c):
     return c * (avg - np.sum(avg * q, axis=1)[:, None] * q)
 
 
-@pytest.mark.parametrize("d, n", [(2, 2000), (3, 2000), (3, 6000)])  # S²: recurrences below 4096 points, ducc0 above
+@pytest.mark.parametrize("d, n", [(2, 2000), (2, 10000), (3, 2000), (3, 6000)])  # S²: recurrences below 4096 points, ducc0 above
 def test_point_sums_equal_the_direct_sum_within_their_bound(rng, d, n):
     """SA β = 4, V = cI, random weights: |v − direct| <= the stated truncation bound + the round-off of both sums.
     Error model: SA's field is c times a convex combination of tangent vectors of norm <= 1, so both sums err by
