@@ -107,8 +107,8 @@ def test_lane_moments_equal_the_power_sums(rng, n, L):
 
 @pytest.mark.parametrize("bad", [0.0, np.nan, np.inf])
 def test_circle_point_sums_refuse_points_without_a_direction(rng, bad):
-    """A zero or non-finite row among the points or the queries has no direction: ValueError naming the argument
-    (the compiled sums would return NaN silently)."""
+    """A zero or non-finite row among the points or the queries has no direction, a non-finite weight no mass:
+    ValueError naming the argument (the compiled sums would return NaN silently)."""
     x = pt.uniform_sphere(500, 2, rng=rng)
     w = np.full(500, 1 / 500)
     y = x.copy()
@@ -117,6 +117,11 @@ def test_circle_point_sums_refuse_points_without_a_direction(rng, bad):
         cs.circle_spectral_field(y, w, x, 4.0)
     with pytest.raises(ValueError, match="queries"):
         cs.circle_spectral_field(x, w, y, 4.0)
+    if bad != 0.0:
+        v = w.copy()
+        v[17] = bad
+        with pytest.raises(ValueError, match="weights"):
+            cs.circle_spectral_field(x, v, x, 4.0)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")

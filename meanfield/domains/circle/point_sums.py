@@ -173,7 +173,7 @@ def lane_moments(x, w, L: int, nchunk: int, with_mass: bool = False):
     points in the vector lanes, the blocks of a chunk in order, then the chunks (fixed by n, not by the thread
     count) in their order, so the result does not depend on the thread count. Round-off: a term of c_k carries k
     rounded multiplications (≲ 2kε relative), the sums ≲ (n/(LANES·nchunk) + LANES + nchunk)ε Σ|w| in all.
-    ``ValueError`` where a point is zero or not finite (no direction)."""
+    ``ValueError`` where a point is zero or not finite (no direction) or a weight not finite."""
     x = np.ascontiguousarray(x, dtype=float)
     w = np.ascontiguousarray(w, dtype=float)
     if x.ndim != 2 or x.shape[1] != 2 or w.shape != (x.shape[0],):
@@ -188,6 +188,8 @@ def lane_moments(x, w, L: int, nchunk: int, with_mass: bool = False):
     if sum(bad):
         raise ValueError(f"`points`: {sum(bad)} of the {x.shape[0]} points are zero or not finite: they have no "
                          "direction on the circle.")
+    if not np.isfinite(mass.sum()):  # NaN or infinite weights would give NaN moments silently
+        raise ValueError(f"`weights` must be finite, got Σ|w| = {mass.sum()}.")
     total = acc.sum(axis=0)  # over the chunks in their order
     c = total[:, 0] + 1j * total[:, 1]
     return (c, float(mass.sum())) if with_mass else c
