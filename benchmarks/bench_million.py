@@ -30,7 +30,8 @@ the direct sum at 10³ random queries (numpy, float64, all 10⁶ points) beside 
 states and the transforms' own tolerance.
 
 Run:  PYTHONPATH=. python benchmarks/bench_million.py            (add --profile for cProfile's top entries of one step,
-      --n 100000 --repeat 5 for a quick look; the absolute figures are for a quiet machine)
+      --n 100000 --repeat 5 for a quick look, --only S1 or S2 for one sphere; the absolute figures are for a quiet
+      machine; the step's CPU time, all threads, is printed beside its wall time)
 """
 
 import argparse
@@ -100,7 +101,8 @@ def step_split(model, x, repeat, anchors):
     """One RK4 step (after a warm-up), ``repeat`` times, each followed by one stage of every anchor (alternating,
     so that a shared machine's drifts hit both alike). Returns the medians of (total, set-up, transforms), the best
     step, the medians of the anchors' stages, the medians of the ratios step / (4 × anchor) pair by pair, and the
-    last trajectory."""
+    last trajectory. The fourth median is the step's CPU time (all threads: under load, what the step itself
+    costs)."""
     run = lambda: particles.simulate(model, x, [0.0, H], dt=H, strategy="spectral", progress=False)  # noqa: E731
     run()
     for fn in anchors.values():
@@ -110,20 +112,21 @@ def step_split(model, x, repeat, anchors):
         clock = Clock()
         undo = instrument(x.shape[1], clock)
         try:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             tr = run()
             total = time.perf_counter() - t0
+            cpu = time.process_time() - c0
         finally:
             for u in undo:
                 u()
         assert tr.nsteps == 1 and tr.nfev == 4
-        rows.append((total, clock.spent.get("setup", 0.0), clock.spent.get("transforms", 0.0)))
+        rows.append((total, clock.spent.get("setup", 0.0), clock.spent.get("transforms", 0.0), cpu))
         for k, fn in anchors.items():
             t0 = time.perf_counter()
             fn()
             stages[k].append(time.perf_counter() - t0)
             ratios[k].append(total / (4 * stages[k][-1]))
-    med = [statistics.median(r[i] for r in rows) for i in range(3)]
+    med = [statistics.median(r[i] for r in rows) for i in range(4)]
     return (med, min(r[0] for r in rows), {k: statistics.median(v) for k, v in stages.items()},
             {k: statistics.median(v) for k, v in ratios.items()}, tr)
 
@@ -216,20 +219,24 @@ def main():
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--no-error", action="store_true", help="skip the direct sums at 10³ queries")
+    p.add_argument("--only", choices=["S1", "S2"], help="one of the two spheres")
     args = p.parse_args()
     n = args.n
     model = mf.SelfAttention(BETA)
     print(f"n = {n}, SA beta = {BETA}, one RK4 step (dt = {H}) by the point sums, numba threads = "
           f"{numba.get_num_threads()}; medians of {args.repeat}; module: {circle_sums.__file__}")
     for d, name in ((2, "S1"), (3, "S2")):
+        if args.only not in (None, name):
+            continue
         x = particles.uniform_sphere(n, d, rng=0)
         w = np.full(n, 1.0 / n)
         L = circle_sums.circle_degree(BETA) if d == 2 else sphere_sums.sphere_degree(BETA)
         anchors = (circle_anchor if d == 2 else sphere_anchor)(x, L)
-        (total, setup, transforms), best, stages, ratios, tr = step_split(model, x, args.repeat, anchors)
+        (total, setup, transforms, cpu), best, stages, ratios, tr = step_split(model, x, args.repeat, anchors)
         rest = total - setup - transforms
         print(f"\n{name}: L = {L}; step {total:.3f} s = set-up {setup:.3f} + transforms {transforms:.3f} "
-              f"+ rest {rest:.3f} (medians; best step {best:.3f} s); bound stated by the run: {tr.field_error_bound:.2e}")
+              f"+ rest {rest:.3f} (medians; best step {best:.3f} s; CPU {cpu:.3f} s); bound stated by the run: "
+              f"{tr.field_error_bound:.2e}")
         for label, t in stages.items():
             print(f"  anchor {label}: {t * 1e3:.1f} ms per stage; step / (4 × anchor) = {ratios[label]:.2f} (median "
                   f"of the pairs); transforms / (4 × anchor) = {transforms / (4 * t):.2f} (medians)")

@@ -33,7 +33,7 @@ Roofline = clock × flops per cycle / flops per pair, flops per cycle = 2 (FMA) 
 server cores; an assumption, stated: Xeons with one 512-bit FMA unit have half this roofline at 8 lanes) × lanes;
 the lanes of the machine from its flags (avx512f: 8 doubles, avx2: 4, else 2), and of the code as compiled (zmm
 registers in the kernel's assembly: 8, else ymm: 4 — LLVM compiles for 256-bit vectors on most AVX-512 cores,
-``prefer-256-bit``, unless the kernel asks for 512: :func:`meanfield.kernels.fastexp.wide_vectors`), the clock
+``prefer-256-bit``, unless the kernel asks for 512: :func:`meanfield.core.vectors.wide_vectors`), the clock
 from ``lscpu`` (max MHz) or /proc/cpuinfo (the nominal clock: a core that turbos above it runs above its roofline
 share as printed). Every flop counts alike, though the exponential's 2^k and rounding are not FMAs: a pair at d = 3
 is ~30 vector instructions on the FP ports for 46 flops, so ~75 % of this roofline is the most the kernel's

@@ -385,8 +385,10 @@ def simulate(
     if steps is not None and steps > LONG_RUN_STEPS:  # say so before minutes of silence, with the time measured
         warn_long_run(plan.estimate(steps), "particles.simulate", model, stacklevel=2)
     t_eval, B = plan.t_eval, plan.B
-    if observe is None:
-        outputs = OutputTracker()
+    frames = None
+    if observe is None:  # the frames in one array of the run's outputs (one copy each; not a list, then np.stack)
+        frames = _Frames(len(t_eval)) if B is None or span_coordinates else None
+        outputs = OutputTracker() if frames is None else frames
     else:  # the observed state in the coordinates asked for: the span's, or lifted to R^d output by output
         lifted = observe if B is None or span_coordinates else (lambda y: observe(span.lift([y], B)[0]))
         outputs = _Observer(lifted)
@@ -396,7 +398,7 @@ def simulate(
     integrator.run(t_eval[0], plan.x, t_eval)
     return Trajectory(
         t=t_eval.copy(),
-        x=np.stack(outputs.states) if B is None or span_coordinates else
+        x=(np.stack(outputs.states) if frames is None else frames.frames()) if B is None or span_coordinates else
         span.lift(outputs.states, B, first=plan.given if observe is None else None),
         observed=None if observe is None else np.stack(outputs.values),
         nfev=integrator.nfev,
@@ -714,12 +716,14 @@ def _velocity(dynamics, domain, path: str, w, precision: str, state: dict):
             y = domain.retract(y)
         spectral_field = sums.field
         flat = y.reshape(-1, n, d)
-        out = np.empty_like(flat)
+        out = []
         for b in range(flat.shape[0]):
             points = flat[b]  # one object as points and queries: the sums see they are the same without comparing
-            out[b], bound = spectral_field(points, w.reshape(-1, n)[b], points, zonal.beta, model.normalized, zonal.c)
+            v, bound = spectral_field(points, w.reshape(-1, n)[b], points, zonal.beta, model.normalized, zonal.c)
+            out.append(v)
             state["bound"] = max(state["bound"], float(np.max(bound)))
-        return out.reshape(y.shape)
+        # one system: its field as it is (no copy of n × d into a batch array)
+        return (out[0] if len(out) == 1 else np.stack(out)).reshape(y.shape)
 
     return rate
 
@@ -782,6 +786,28 @@ def _variant_scale(model, x, w) -> float:
         return max(float(np.min(np.linalg.norm(average(model.attention, theta, w, theta), axis=-1))), 1e-300)
 
     return model.normalization.step_scale(inv_r, smallest_length)
+
+
+class _Frames(OutputTracker):
+    """The states at the output times written into one array (time first) as they come: one copy of each, where
+    a list of copies then ``np.stack`` made two (a million particles: 16 MB a frame)."""
+
+    def __init__(self, count: int):
+        super().__init__()
+        self.count, self._x = int(count), None
+
+    def output(self, t, y):
+        if self._x is None:
+            self._x = np.empty((self.count,) + np.shape(y), dtype=np.result_type(y))
+        self._x[len(self.times)] = y
+        self.times.append(float(t))
+
+    def frames(self) -> np.ndarray:
+        """The frames written (all of them after a complete run)."""
+        k = len(self.times)
+        if self._x is None:
+            return np.stack([])  # no output: numpy's error, as before
+        return self._x if k == self.count else self._x[:k].copy()
 
 
 class _Observer(OutputTracker):

@@ -5,7 +5,7 @@ The ``pairwise`` strategy (:mod:`meanfield.kernels.strategies`), an optimisation
 per query (numba, threads over queries and batch members, SIMD over j, no n×n array
 in memory), for larger d blocks of queries over blocks of keys that stay in cache
 (:func:`_pairwise_rows`); the loops vectorised at the machine's widest vectors
-(:func:`.fastexp.wide_vectors`). Each row is shifted by an upper bound s_i of its exponents
+(:func:`meanfield.core.vectors.wide_vectors`). Each row is shifted by an upper bound s_i of its exponents
 β⟨Qx_i, Ky_j⟩ (the Cauchy–Schwarz bound, exact for Q = K = I on the sphere; the
 exact maximum for rows where the bound is loose enough to underflow) and the
 shift is returned, so SA is safe for any β and USA overflows only where its
@@ -29,7 +29,8 @@ from ..domains.sphere.geometry import project_tangent
 from ..models.base import heads
 from ..models.normalization import normalization_of
 from ..core.numerics import EXP_MAX
-from .fastexp import FASTMATH, default_vectors, vexp, vexp32, wide_vectors
+from ..core.vectors import default_vectors, wide_vectors
+from .fastexp import FASTMATH, vexp, vexp32
 from .layout import aligned
 from .threads import run_tasks
 
@@ -327,7 +328,7 @@ def _blocked_kernel(d: int, dv: int, uniform: bool, single: bool, rows: int):
     return _FUSED[key]
 
 
-#: the compiled sums ask LLVM for the machine's widest vectors (:func:`.fastexp.wide_vectors`: 512 bits on AVX-512,
+#: the compiled sums ask LLVM for the machine's widest vectors (:func:`meanfield.core.vectors.wide_vectors`: 512 bits on AVX-512,
 #: where LLVM's own choice is 256). False: LLVM's choice (the benchmark's comparison; results equal to round-off).
 WIDE_VECTORS = True
 

@@ -269,3 +269,27 @@ def test_an_error_inside_the_integration_gives_back_the_sigterm_handler():
     with pytest.raises(OverflowError, match="USA"):
         pt.simulate(mf.SelfAttention(800.0, normalized=False), pt.uniform_sphere(5, 3, rng=0), [0, 1], dt=0.1)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.parametrize("shape", [(7, 3), (300000, 2), (2, 70000, 3)])
+def test_rk4_in_compiled_passes_is_the_textbook_expression(rng, shape):
+    """RK4's compiled stage combinations (float64 arrays; tasks on the library's threads from 128k elements) are
+    y + (h/6)(k1 + 2k2 + 2k3 + k4) with its stages y + (h/2)k1, ... evaluated as numpy evaluates the expressions:
+    the same roundings in the same order, so the same bits; rates that are no such arrays take the expressions."""
+    from meanfield.integrate.steppers import rk4
+
+    A = rng.standard_normal((shape[-1], shape[-1]))
+
+    def f(y):
+        return np.sin(y @ A) - 0.3 * y
+
+    def textbook(y, h):
+        k1 = f(y)
+        k2 = f(y + 0.5 * h * k1)
+        k3 = f(y + 0.5 * h * k2)
+        k4 = f(y + h * k3)
+        return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+    y = rng.standard_normal(shape)
+    assert np.array_equal(rk4(f, y, 0.037), textbook(y, 0.037))
+    assert rk4(lambda z: -z, 1.0, 0.1) == pytest.approx(np.exp(-0.1), abs=1e-7)  # scalars: the expressions (h⁵/120)

@@ -20,7 +20,7 @@ def _direct(x, w, q, beta, c):
     return c * (avg - np.sum(avg * q, axis=1)[:, None] * q)
 
 
-@pytest.mark.parametrize("d, n", [(2, 2000), (3, 2000), (3, 6000)])  # S²: recurrences below 4096 points, ducc0 above
+@pytest.mark.parametrize("d, n", [(2, 2000), (2, 10000), (3, 2000), (3, 6000)])  # S²: recurrences below 4096 points, ducc0 above
 def test_point_sums_equal_the_direct_sum_within_their_bound(rng, d, n):
     """SA β = 4, V = cI, random weights: |v − direct| <= the stated truncation bound + the round-off of both sums.
     Error model: SA's field is c times a convex combination of tangent vectors of norm <= 1, so both sums err by
@@ -78,18 +78,50 @@ def test_point_sums_take_the_directions_of_their_points(rng, d, n):
     assert np.max(np.abs(v2 - v)) <= 1e-13
 
 
-def test_lane_moments_equal_the_power_sums(rng):
-    """:func:`lane_moments` (blocks of 64 lanes) equals :func:`moments` (one point at a time) to round-off: each
-    term of c_k carries k rounded complex products (2kε) and each sum ~log₂ n + 64 additions in another order, so
-    |Δc_k| <= (4L + 2 log₂ n + 128)ε Σ|w|; 10× that."""
-    n, L = 20000, 30
-    th = rng.uniform(0, 2 * np.pi, n)
-    x = np.stack([np.cos(th), np.sin(th)], -1)
+@pytest.mark.parametrize("n, L", [(20000, 30), (20000, 25), (777, 1)])
+def test_lane_moments_equal_the_power_sums(rng, n, L):
+    """:func:`lane_moments` (blocks of LANES points in vector lanes, two degrees per pass, chunks) equals the power
+    sums Σ_j w_j z̄_j^k of the normalised rows computed in extended precision (long double: ~1e-19, negligible):
+    each term of c_k carries the normalisation (2ε) and k rounded complex products (2kε), the sums
+    (n/(LANES·nchunk) + LANES + nchunk)ε Σ|w| (the docstring's model); 10× that. Odd and even L (the last degree
+    outside the pairs), a block and a chunk that are not full; the mass Σ|w| to the sum's round-off."""
+    x = rng.standard_normal((n, 2)) * rng.uniform(0.5, 2.0, (n, 1))  # not unit vectors: the kernel normalises
     w = rng.uniform(-1.0, 1.0, n)
-    nchunk = n // 4096 + 1
-    a = cs.lane_moments(x, w, L, nchunk)
-    b = cs.moments(x, w, L, nchunk).ravel()
-    assert np.max(np.abs(a - b)) <= 10 * (4 * L + 2 * np.log2(n) + 128) * EPS * np.sum(np.abs(w))
+    nchunk = cs.moment_chunks(n)
+    c, mass = cs.lane_moments(x, w, L, nchunk, with_mass=True)
+    xl = x.astype(np.longdouble)
+    r = np.sqrt(xl[:, 0] ** 2 + xl[:, 1] ** 2)
+    zr, zi = xl[:, 0] / r, -xl[:, 1] / r
+    pr, pi = w.astype(np.longdouble), np.zeros(n, np.longdouble)
+    ref = []
+    for _ in range(L + 1):
+        ref.append((pr.sum(), pi.sum()))
+        pr, pi = pr * zr - pi * zi, pr * zi + pi * zr
+    ref = np.array(ref, dtype=np.longdouble)
+    err = np.hypot((c.real - ref[:, 0]).astype(float), (c.imag - ref[:, 1]).astype(float))
+    model = (4 * np.arange(L + 1) + 2 + n / (cs.LANES * nchunk) + cs.LANES + nchunk) * EPS * np.sum(np.abs(w))
+    assert np.all(err <= 10 * model)
+    assert abs(mass - np.sum(np.abs(w))) <= 10 * n * EPS * np.sum(np.abs(w))
+    assert np.array_equal(cs.fourier_moments(x, w, L), c)  # the one path
+
+
+@pytest.mark.parametrize("bad", [0.0, np.nan, np.inf])
+def test_circle_point_sums_refuse_points_without_a_direction(rng, bad):
+    """A zero or non-finite row among the points or the queries has no direction, a non-finite weight no mass:
+    ValueError naming the argument (the compiled sums would return NaN silently)."""
+    x = pt.uniform_sphere(500, 2, rng=rng)
+    w = np.full(500, 1 / 500)
+    y = x.copy()
+    y[17] = bad
+    with pytest.raises(ValueError, match="points"):
+        cs.circle_spectral_field(y, w, x, 4.0)
+    with pytest.raises(ValueError, match="queries"):
+        cs.circle_spectral_field(x, w, y, 4.0)
+    if bad != 0.0:
+        v = w.copy()
+        v[17] = bad
+        with pytest.raises(ValueError, match="weights"):
+            cs.circle_spectral_field(x, v, x, 4.0)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
@@ -146,6 +178,28 @@ def test_row_norms_are_numpys_to_the_bit(rng, d):
     assert np.array_equal(normalise(y), y / np.linalg.norm(y, axis=-1, keepdims=True))
     assert np.array_equal(row_norms(y[:7].reshape(7, 1, d), keepdims=True), np.linalg.norm(y[:7].reshape(7, 1, d),
                                                                                           axis=-1, keepdims=True))
+    batch = y[:999].reshape(3, 333, d)[:, ::2]  # a batch, not contiguous: the compiled pass takes a copy
+    assert np.array_equal(normalise(batch), batch / np.linalg.norm(batch, axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_the_unit_check_is_numpys(rng, d):
+    """check_on_sphere's one compiled pass finds what numpy's passes find: a non-finite entry anywhere, a row whose
+    norm (numpy's bits) is off 1 by more than atol; rows within atol pass."""
+    from meanfield.domains.sphere.geometry import check_on_sphere
+
+    x = pt.uniform_sphere(5000, d, rng=rng)
+    assert check_on_sphere(x, "x") is not None
+    for row, col, value, match in [(4321, d - 1, np.nan, "non-finite"), (17, 0, np.inf, "non-finite")]:
+        y = x.copy()
+        y[row, col] = value
+        with pytest.raises(ValueError, match=match):
+            check_on_sphere(y, "x")
+    y = x.copy()
+    y[2500] *= 1.0 + 1e-6  # |y| − 1 = 1e-6 to round-off
+    with pytest.raises(ValueError, match="largest deviation of \\|x\\| from 1 is 1e-06"):
+        check_on_sphere(y, "x")
+    check_on_sphere(y, "x", atol=2e-6)  # within a looser atol
 
 
 @pytest.mark.parametrize("call", [

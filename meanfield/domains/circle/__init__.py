@@ -29,8 +29,10 @@ from .sampling import cdf
 #: (AVX-512) under load 4–7): n* ≈ 195, 104, 116, 344, 613 at β = 0.5, 1, 4, 16, 64 (97, 88, 143, 337, 560 at load
 #: 1), i.e. ~5–8 (L + 1) (the sums cost ~n L against the pairs' n²; below ~200 the two are within 10 % of each
 #: other). After the point sums' rewrite for 10⁶ points and the 512-bit pair kernels: n* ≈ 64 (the sweep's
-#: smallest n), 64, 64, 123, 385 (load ~7), so the rule stays at or above every crossover measured. Re-measure and
-#: update this one line when either sum changes speed.
+#: smallest n), 64, 64, 123, 385 (load ~7), so the rule stays at or above every crossover measured. After the point
+#: sums' 512-bit kernels (the million-particle S¹ step, 2026-12-02, load 5–7, point/pair at n = 48–384): below 0.5
+#: for β <= 4, 0.4–0.7 at β = 16, 0.75–2 at β = 64 (its rule: from 684): the rule unchanged. Re-measure and update
+#: this one line when either sum changes speed.
 SPECTRAL_CROSSOVER = Crossover(floor=192, per_degree=9.0)
 
 __all__ = ["CIRCLE", "Circle", "CircleGrid", "CircleSpectral", "CircleQuadrature", "bessel_multipliers",
