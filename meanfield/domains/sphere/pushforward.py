@@ -107,10 +107,9 @@ def interpolate_pushforward(fine: np.ndarray, points: np.ndarray, B, p: int) -> 
     st = np.arctan2(q[3], q[2], out=q[3])  # numpy's arctan2 runs in vector lanes, numba's scalar one at ~25 ns a call
     sp = np.arctan2(q[1], q[0], out=q[1])
     half = p // 2 - 1
-    E = _scratch("E", (M + _WIDTH, M + _WIDTH))
+    E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))  # the rows the stencils of θ ∈ [0, π] read
     _extended(np.ascontiguousarray(fine), M, half, p, E)
-    return _tensor(E, M, half, p, st, sp, q[4], 1.0 / det, _WEIGHTS[p],
-                   _scratch("work", (4 * _WIDTH + 3, n)), _scratch("lanes", (n, _WIDTH)))
+    return _tensor(E, M, half, p, st, sp, q[4], 1.0 / det, _WEIGHTS[p])
 
 
 _LOCAL = threading.local()
@@ -166,9 +165,10 @@ def _preimages(points, B, out):
 
 @nb.njit(cache=True)
 def _extended(fine, M, half, p, E):
-    """E[r, c] = ρ on the double Fourier sphere at θ-index r − half and φ-index c − half (both mod M), r < M + p,
-    c < M + :data:`_WIDTH`: θ-index i <= M/2 is ring i, M/2 < i < M is ring M − i half a turn round."""
-    for r in range(M + p):
+    """E[r, c] = ρ on the double Fourier sphere at θ-index r − half and φ-index c − half (both mod M), r < M/2 + p
+    (the rows a stencil around θ ∈ [0, π] reads), c < M + :data:`_WIDTH`: θ-index i <= M/2 is ring i, M/2 < i < M
+    is ring M − i half a turn round."""
+    for r in range(M // 2 + p):
         i = r - half
         if i < 0:
             i += M
@@ -205,44 +205,52 @@ def _lagrange_rows(x, w, p, S, P, out):
             P[i] *= x[i] - j
 
 
+_CHUNK = 128  # points whose weights are made together: their work rows (~40 kB) stay in the L1 cache
+
+
 @nb.njit(cache=True, fastmath={"reassoc", "contract"})  # the stencil's sums in vector lanes
-def _tensor(E, M, half, p, st, sp, r2, inv_det, w, work, lp):
+def _tensor(E, M, half, p, st, sp, r2, inv_det, w):
     """Σ_a ℓ_a(θ) Σ_b ℓ_b(φ) E[it + a, ip + b] times the Jacobian inv_det / r³ at each point (θ ∈ [0, π],
-    φ ∈ [−π, π]); work (4·16 + 3, n) and lp (n, 16) are work arrays."""
+    φ ∈ [−π, π]), :data:`_CHUNK` points at a time: their weights in vector lanes over the points, then their sums
+    (a map's work arrays over all points, ~1 MB, were evicted between maps by the rest of the step)."""
     n = st.size
     cols = E.shape[1]
     flat = E.ravel()
     scale = M / (2.0 * np.pi)
-    base = np.empty(n, np.uint64)
+    base = np.empty(_CHUNK, np.uint64)
+    work = np.zeros((3 * _WIDTH + 3, _CHUNK))  # zeros: a last, partial chunk's spare lanes stay finite
+    lanes = np.zeros((_CHUNK, _WIDTH))  # the φ weights of a point in vector lanes, zero past p
     xt, xp, P = work[0], work[1], work[2]
     S, lt, rows = work[3:3 + p], work[3 + _WIDTH:3 + _WIDTH + p], work[3 + 2 * _WIDTH:3 + 2 * _WIDTH + p]
-    for i in range(n):
-        s = st[i] * scale  # in [0, M/2]
-        it = int(s)
-        xt[i] = s - it + half
-        s = sp[i] * scale  # in [−M/2, M/2]
-        if s < 0.0:
-            s += M  # may round to M
-        ip = int(s)
-        xp[i] = s - ip + half
-        if ip >= M:
-            ip -= M
-        base[i] = it * cols + ip
-    _lagrange_rows(xt, w, p, S, P, lt)  # (p, n): read one at a time
-    _lagrange_rows(xp, w, p, S, P, rows)
-    for i in range(n):  # lp (n, 16): read in vector lanes, zero past p
-        for j in range(p):
-            lp[i, j] = rows[j, i]
-        for j in range(p, _WIDTH):
-            lp[i, j] = 0.0
     out = np.empty(n)
-    for i in range(n):
-        acc = 0.0
-        for a in range(p):
-            off = base[i] + np.uint64(a * cols)
-            row = 0.0
-            for b in range(_WIDTH):
-                row += lp[i, b] * flat[off + np.uint64(b)]
-            acc += lt[a, i] * row
-        out[i] = acc * inv_det / (r2[i] * np.sqrt(r2[i]))
+    for c0 in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - c0)
+        for k in range(m):
+            s = st[c0 + k] * scale  # in [0, M/2]
+            it = int(s)
+            xt[k] = s - it + half
+            s = sp[c0 + k] * scale  # in [−M/2, M/2]
+            if s < 0.0:
+                s += M  # may round to M
+            ip = int(s)
+            xp[k] = s - ip + half
+            if ip >= M:
+                ip -= M
+            base[k] = it * cols + ip
+        _lagrange_rows(xt, w, p, S, P, lt)  # (p, chunk): read one at a time
+        _lagrange_rows(xp, w, p, S, P, rows)
+        for k in range(m):
+            for j in range(p):
+                lanes[k, j] = rows[j, k]
+        for k in range(m):
+            acc = 0.0
+            off = base[k]
+            for a in range(p):
+                row = 0.0
+                for b in range(_WIDTH):
+                    row += lanes[k, b] * flat[off + np.uint64(b)]
+                acc += lt[a, k] * row
+                off += np.uint64(cols)
+            r = r2[c0 + k]
+            out[c0 + k] = acc * inv_det / (r * np.sqrt(r))
     return out
