@@ -26,6 +26,7 @@ on the double Fourier sphere (the general-Σ common-noise map, MATH.md §13).
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 
 import numba as nb
 import numpy as np
@@ -33,7 +34,7 @@ import numpy as np
 from ...core import stencils
 
 __all__ = ["PUSHFORWARD_TOL", "pushforward_stencil", "pushforward_bound", "equiangular", "interpolate_pushforward",
-           "determinant_and_gram_defect"]
+           "pushforward", "determinant_and_gram_defect"]
 
 #: The tolerance of the interpolation relative to Σ_l U_l (>= sup|ρ|): the accuracy ducc0's non-uniform synthesis
 #: was asked for (1e-14), now an a-priori bound.
@@ -97,32 +98,95 @@ def equiangular(alm: np.ndarray, lmax: int, M: int) -> np.ndarray:
 def interpolate_pushforward(fine: np.ndarray, points: np.ndarray, B, p: int) -> np.ndarray:
     """(φ_#ρ)(x) at unit vectors ``points`` (N, 3) from ρ on the equiangular grid ``fine`` (:func:`equiangular`),
     by p × p Lagrange stencils on the double Fourier sphere (module docstring; even p <= 16), times the Jacobian."""
+    _check_stencil(p)
+    M = fine.shape[1]
+    E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))  # the rows the stencils of θ ∈ [0, π] read
+    _extended(np.ascontiguousarray(fine), M, p // 2 - 1, p, E)
+    return _stencils(E, M, points, B, p)
+
+
+def pushforward(alm: np.ndarray, lmax: int, points: np.ndarray, B, sigma: int, p: int) -> np.ndarray:
+    """:func:`interpolate_pushforward` of :func:`equiangular` (M = 2σ(lmax + 1)) with the double Fourier sphere's
+    rows made straight from the expansion: ducc0's Legendre sums on the rings θ_i = ih (i <= M/2), the rows past
+    a pole from them (θ-index −i is ring i half a turn round: a factor (−1)^m on e^{imφ}), shifted by ``half``
+    columns (a factor e^{−im·half·h}), and one batched inverse real FFT along φ into the stencils' array
+    (module docstring, 1.-2.; the same values as the two-step route to round-off)."""
+    from ducc0.fft import c2r
+    from ducc0.sht.experimental import alm2leg
+
+    _check_stencil(p)
+    L = int(lmax)
+    M = 2 * int(sigma) * (L + 1)
+    half = p // 2 - 1
+    theta, mval, mstart, phase = _rings(L, M, half)
+    leg = alm2leg(alm=np.asarray(alm)[None], lmax=L, theta=theta, spin=0, mval=mval, mstart=mstart, nthreads=1,
+                  leg=_scratch("leg", (1, M // 2 + 1, L + 1), complex))
+    rows = M // 2 + p
+    spec = _scratch("spec", (M // 2 + _WIDTH, M // 2 + 1), complex)
+    _spectrum_rows(leg[0], phase, M, half, rows, spec)
+    E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))
+    c2r(spec[:rows], axes=[1], lastsize=M, forward=False, out=E[:rows, :M])
+    E[:rows, M:] = E[:rows, :_WIDTH]  # the columns past a full turn: periodic in φ
+    return _stencils(E, M, points, B, p)
+
+
+def _check_stencil(p):
     if not (4 <= p <= _WIDTH and p % 2 == 0):
         raise ValueError(f"`p` must be an even stencil size in [4, {_WIDTH}], got {p}.")
+
+
+@lru_cache(maxsize=16)
+def _rings(L: int, M: int, half: int):
+    """The rings θ_i = 2πi/M (i <= M/2), ducc0's m values and their starts in healpy order, and e^{−im·half·2π/M}."""
+    m = np.arange(L + 1)
+    return (2 * np.pi / M * np.arange(M // 2 + 1), m.astype(np.uintp),
+            (m * (2 * L + 1 - m) // 2).astype(np.uintp), np.exp(-2j * np.pi * half / M * m))
+
+
+@nb.njit(cache=True)
+def _spectrum_rows(leg, phase, M, half, rows, spec):
+    """spec[r, m] = the φ-spectrum of row r of the double Fourier sphere shifted by ``half`` columns (zero for
+    m > L): θ-index i = r − half is ring i for 0 <= i <= M/2 and ring |i| or M − i, times (−1)^m, past a pole."""
+    L = leg.shape[1] - 1
+    for r in range(rows):
+        i = r - half
+        sign = 1.0
+        if i < 0:
+            i, sign = -i, -1.0
+        elif i > M // 2:
+            i, sign = M - i, -1.0
+        s = 1.0
+        for m in range(L + 1):
+            spec[r, m] = leg[i, m] * phase[m] * s
+            s *= sign
+        for m in range(L + 1, M // 2 + 1):
+            spec[r, m] = 0.0
+
+
+def _stencils(E, M, points, B, p):
+    """The stencils' sums at the preimages of ``points`` from the double Fourier sphere's rows ``E``, times the
+    Jacobian."""
     B = np.ascontiguousarray(B, dtype=float)
     points = np.asarray(points, dtype=float)
-    n, M = points.shape[0], fine.shape[1]
+    n = points.shape[0]
     q = _scratch("q", (5, n))  # work arrays kept between maps: a map's ~1 MB of fresh pages cost more than its sums
     det = _preimages(points, B, q)
     st = np.arctan2(q[3], q[2], out=q[3])  # numpy's arctan2 runs in vector lanes, numba's scalar one at ~25 ns a call
     sp = np.arctan2(q[1], q[0], out=q[1])
-    half = p // 2 - 1
-    E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))  # the rows the stencils of θ ∈ [0, π] read
-    _extended(np.ascontiguousarray(fine), M, half, p, E)
-    return _tensor(E, M, half, p, st, sp, q[4], 1.0 / det, _WEIGHTS[p])
+    return _tensor(E, M, p // 2 - 1, p, st, sp, q[4], 1.0 / det, _WEIGHTS[p])
 
 
 _LOCAL = threading.local()
 
 
-def _scratch(name: str, shape: tuple) -> np.ndarray:
-    """A float work array of ``shape`` kept per thread between calls (contents undefined)."""
+def _scratch(name: str, shape: tuple, dtype=float) -> np.ndarray:
+    """A work array of ``shape`` kept per thread between calls (contents undefined)."""
     store = getattr(_LOCAL, "arrays", None)
     if store is None:
         store = _LOCAL.arrays = {}
     a = store.get(name)
     if a is None or a.shape != shape:
-        a = store[name] = np.empty(shape)
+        a = store[name] = np.empty(shape, dtype)
     return a
 
 
