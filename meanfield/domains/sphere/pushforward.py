@@ -274,18 +274,20 @@ _CHUNK = 128  # points whose weights are made together: their work rows (~40 kB)
 
 @nb.njit(cache=True, fastmath={"reassoc", "contract"})  # the stencil's sums in vector lanes
 def _tensor(E, M, half, p, st, sp, r2, inv_det, w):
-    """Σ_a ℓ_a(θ) Σ_b ℓ_b(φ) E[it + a, ip + b] times the Jacobian inv_det / r³ at each point (θ ∈ [0, π],
+    """Σ_b ℓ_b(φ) Σ_a ℓ_a(θ) E[it + a, ip + b] times the Jacobian inv_det / r³ at each point (θ ∈ [0, π],
     φ ∈ [−π, π]), :data:`_CHUNK` points at a time: their weights in vector lanes over the points, then their sums
-    (a map's work arrays over all points, ~1 MB, were evicted between maps by the rest of the step)."""
+    (a map's work arrays over all points, ~1 MB, were evicted between maps by the rest of the step). The θ sum runs
+    down the 16 columns of a stencil at once in 16 named accumulators s0..s15 (which the compiler keeps in vector
+    registers; an array there is reloaded and stored every row, and a sum along each row costs a horizontal
+    reduction per row), weights past p being 0."""
     n = st.size
     cols = E.shape[1]
     flat = E.ravel()
     scale = M / (2.0 * np.pi)
     base = np.empty(_CHUNK, np.uint64)
-    work = np.zeros((3 * _WIDTH + 3, _CHUNK))  # zeros: a last, partial chunk's spare lanes stay finite
-    lanes = np.zeros((_CHUNK, _WIDTH))  # the φ weights of a point in vector lanes, zero past p
+    work = np.zeros((2 * _WIDTH + 3 + _WIDTH, _CHUNK))  # zeros: the φ weights past p and a partial chunk's lanes
     xt, xp, P = work[0], work[1], work[2]
-    S, lt, rows = work[3:3 + p], work[3 + _WIDTH:3 + _WIDTH + p], work[3 + 2 * _WIDTH:3 + 2 * _WIDTH + p]
+    S, lt, rows = work[3:3 + p], work[3 + _WIDTH:3 + _WIDTH + p], work[3 + 2 * _WIDTH:3 + 3 * _WIDTH]
     out = np.empty(n)
     for c0 in range(0, n, _CHUNK):
         m = min(_CHUNK, n - c0)
@@ -301,20 +303,49 @@ def _tensor(E, M, half, p, st, sp, r2, inv_det, w):
             if ip >= M:
                 ip -= M
             base[k] = it * cols + ip
-        _lagrange_rows(xt, w, p, S, P, lt)  # (p, chunk): read one at a time
-        _lagrange_rows(xp, w, p, S, P, rows)
+        _lagrange_rows(xt, w, p, S, P, lt)  # (p, chunk)
+        _lagrange_rows(xp, w, p, S, P, rows)  # (16, chunk), zero past p
         for k in range(m):
-            for j in range(p):
-                lanes[k, j] = rows[j, k]
-        for k in range(m):
-            acc = 0.0
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            s4 = 0.0
+            s5 = 0.0
+            s6 = 0.0
+            s7 = 0.0
+            s8 = 0.0
+            s9 = 0.0
+            s10 = 0.0
+            s11 = 0.0
+            s12 = 0.0
+            s13 = 0.0
+            s14 = 0.0
+            s15 = 0.0
             off = base[k]
             for a in range(p):
-                row = 0.0
-                for b in range(_WIDTH):
-                    row += lanes[k, b] * flat[off + np.uint64(b)]
-                acc += lt[a, k] * row
+                la = lt[a, k]
+                s0 += la * flat[off + np.uint64(0)]
+                s1 += la * flat[off + np.uint64(1)]
+                s2 += la * flat[off + np.uint64(2)]
+                s3 += la * flat[off + np.uint64(3)]
+                s4 += la * flat[off + np.uint64(4)]
+                s5 += la * flat[off + np.uint64(5)]
+                s6 += la * flat[off + np.uint64(6)]
+                s7 += la * flat[off + np.uint64(7)]
+                s8 += la * flat[off + np.uint64(8)]
+                s9 += la * flat[off + np.uint64(9)]
+                s10 += la * flat[off + np.uint64(10)]
+                s11 += la * flat[off + np.uint64(11)]
+                s12 += la * flat[off + np.uint64(12)]
+                s13 += la * flat[off + np.uint64(13)]
+                s14 += la * flat[off + np.uint64(14)]
+                s15 += la * flat[off + np.uint64(15)]
                 off += np.uint64(cols)
+            acc = (rows[0, k] * s0 + rows[1, k] * s1 + rows[2, k] * s2 + rows[3, k] * s3 + rows[4, k] * s4 +
+                   rows[5, k] * s5 + rows[6, k] * s6 + rows[7, k] * s7 + rows[8, k] * s8 + rows[9, k] * s9 +
+                   rows[10, k] * s10 + rows[11, k] * s11 + rows[12, k] * s12 + rows[13, k] * s13 +
+                   rows[14, k] * s14 + rows[15, k] * s15)
             r = r2[c0 + k]
             out[c0 + k] = acc * inv_det / (r * np.sqrt(r))
     return out
