@@ -5,7 +5,9 @@ on the double Fourier sphere (the general-Σ common-noise map, MATH.md §13).
 ρ = Σ_{l<=L} c_lm Y_lm at the preimages:
 
 1. ρ on the equiangular grid θ_i = ih (i = 0..M/2, poles included), φ_k = kh (k < M), h = 2π/M, by one exact
-   synthesis (ducc0's ``synthesis_2d``, Clenshaw–Curtis rings), M = 2σ(L + 1);
+   synthesis, M = 2σ(L + 1): ducc0's ``synthesis_2d`` on Clenshaw–Curtis rings (:func:`equiangular`), or in a
+   run (:func:`pushforward`) its two halves — the Legendre sums on the rings (``alm2leg``) and one batched
+   inverse real FFT along φ (``c2r``) — writing the rows the stencils read (step 2's) straight into their array;
 2. on the double Fourier sphere — θ extended to [0, 2π) by ρ(2π − θ, φ) = ρ(θ, φ + π) — every Y_lm is a
    trigonometric polynomial of degree <= l in θ and in φ (P_l^m(cos θ) is sin^m θ times a polynomial of degree
    l − m in cos θ, and sin^m(−θ) e^{im(φ+π)} = sin^m θ e^{imφ}), so the tensor product of two p-node Lagrange
