@@ -121,8 +121,8 @@ def pushforward(alm: np.ndarray, lmax: int, points: np.ndarray, B, sigma: int, p
     M = 2 * int(sigma) * (L + 1)
     half = p // 2 - 1
     theta, mval, mstart, phase = _rings(L, M, half)
-    leg = alm2leg(alm=np.asarray(alm)[None], lmax=L, theta=theta, spin=0, mval=mval, mstart=mstart, nthreads=1,
-                  leg=_scratch("leg", (1, M // 2 + 1, L + 1), complex))
+    leg = alm2leg(alm=np.asarray(alm, dtype=complex)[None], lmax=L, theta=theta, spin=0, mval=mval, mstart=mstart,
+                  nthreads=1, leg=_scratch("leg", (1, M // 2 + 1, L + 1), complex))
     rows = M // 2 + p
     spec = _scratch("spec", (M // 2 + _WIDTH, M // 2 + 1), complex)
     _spectrum_rows(leg[0], phase, M, half, rows, spec)
