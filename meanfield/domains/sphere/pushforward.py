@@ -109,10 +109,10 @@ def interpolate_pushforward(fine: np.ndarray, points: np.ndarray, B, p: int) -> 
 
 def pushforward(alm: np.ndarray, lmax: int, points: np.ndarray, B, sigma: int, p: int) -> np.ndarray:
     """:func:`interpolate_pushforward` of :func:`equiangular` (M = 2σ(lmax + 1)) with the double Fourier sphere's
-    rows made straight from the expansion: ducc0's Legendre sums on the rings θ_i = ih (i <= M/2), the rows past
-    a pole from them (θ-index −i is ring i half a turn round: a factor (−1)^m on e^{imφ}), shifted by ``half``
-    columns (a factor e^{−im·half·h}), and one batched inverse real FFT along φ into the stencils' array
-    (module docstring, 1.-2.; the same values as the two-step route to round-off)."""
+    rows made straight from the expansion: ducc0's Legendre sums on the rings θ_i = ih (i <= M/2) and one batched
+    inverse real FFT along φ written into the stencils' array, then the rows past a pole (θ-index −i is ring i half
+    a turn round) and the columns past a full turn copied in place (module docstring, 1.-2.; the same values as the
+    two-step route to round-off)."""
     from ducc0.fft import c2r
     from ducc0.sht.experimental import alm2leg
 
@@ -120,15 +120,13 @@ def pushforward(alm: np.ndarray, lmax: int, points: np.ndarray, B, sigma: int, p
     L = int(lmax)
     M = 2 * int(sigma) * (L + 1)
     half = p // 2 - 1
-    theta, mval, mstart, phase = _rings(L, M, half)
-    leg = alm2leg(alm=np.asarray(alm, dtype=complex)[None], lmax=L, theta=theta, spin=0, mval=mval, mstart=mstart,
-                  nthreads=1, leg=_scratch("leg", (1, M // 2 + 1, L + 1), complex))
-    rows = M // 2 + p
-    spec = _scratch("spec", (M // 2 + _WIDTH, M // 2 + 1), complex)
-    _spectrum_rows(leg[0], phase, M, half, rows, spec)
+    theta, mval, mstart = _rings(L, M)
+    spec = _scratch(f"spec{L}", (M // 2 + 1, M // 2 + 1), complex, zero=True)  # the φ-spectra, zero past m = L
+    alm2leg(alm=np.asarray(alm, dtype=complex)[None], lmax=L, theta=theta, spin=0, mval=mval, mstart=mstart,
+            nthreads=1, leg=spec[None, :, :L + 1])
     E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))
-    c2r(spec[:rows], axes=[1], lastsize=M, forward=False, out=E[:rows, :M])
-    E[:rows, M:] = E[:rows, :_WIDTH]  # the columns past a full turn: periodic in φ
+    c2r(spec, axes=[1], lastsize=M, forward=False, out=E[half:half + M // 2 + 1, half:half + M])
+    _wrap(E, M, half, M // 2 + p)
     return _stencils(E, M, points, B, p)
 
 
@@ -138,31 +136,33 @@ def _check_stencil(p):
 
 
 @lru_cache(maxsize=16)
-def _rings(L: int, M: int, half: int):
-    """The rings θ_i = 2πi/M (i <= M/2), ducc0's m values and their starts in healpy order, and e^{−im·half·2π/M}."""
+def _rings(L: int, M: int):
+    """The rings θ_i = 2πi/M (i <= M/2), ducc0's m values and their starts in healpy order."""
     m = np.arange(L + 1)
-    return (2 * np.pi / M * np.arange(M // 2 + 1), m.astype(np.uintp),
-            (m * (2 * L + 1 - m) // 2).astype(np.uintp), np.exp(-2j * np.pi * half / M * m))
+    return 2 * np.pi / M * np.arange(M // 2 + 1), m.astype(np.uintp), (m * (2 * L + 1 - m) // 2).astype(np.uintp)
 
 
 @nb.njit(cache=True)
-def _spectrum_rows(leg, phase, M, half, rows, spec):
-    """spec[r, m] = the φ-spectrum of row r of the double Fourier sphere shifted by ``half`` columns (zero for
-    m > L): θ-index i = r − half is ring i for 0 <= i <= M/2 and ring |i| or M − i, times (−1)^m, past a pole."""
-    L = leg.shape[1] - 1
+def _wrap(E, M, half, rows):
+    """E[r, c] (θ-index r − half, φ-index c − half, r < ``rows``) where the rings fill r − half ∈ [0, M/2] and
+    c ∈ [half, half + M): the rows past a pole from the ring as far the other side of it, half a turn round
+    (ρ(−θ, φ) = ρ(θ, φ + π), module docstring 2.), then the columns past a full turn (periodic in φ)."""
+    H = M // 2
     for r in range(rows):
         i = r - half
-        sign = 1.0
-        if i < 0:
-            i, sign = -i, -1.0
-        elif i > M // 2:
-            i, sign = M - i, -1.0
-        s = 1.0
-        for m in range(L + 1):
-            spec[r, m] = leg[i, m] * phase[m] * s
-            s *= sign
-        for m in range(L + 1, M // 2 + 1):
-            spec[r, m] = 0.0
+        if 0 <= i <= H:
+            continue
+        src = half + (-i if i < 0 else M - i)
+        for c in range(half, half + M):
+            k = c + H
+            if k >= half + M:
+                k -= M
+            E[r, c] = E[src, k]
+    for r in range(rows):
+        for c in range(half):
+            E[r, c] = E[r, c + M]
+        for c in range(half + M, M + _WIDTH):
+            E[r, c] = E[r, c - M]
 
 
 def _stencils(E, M, points, B, p):
@@ -181,14 +181,15 @@ def _stencils(E, M, points, B, p):
 _LOCAL = threading.local()
 
 
-def _scratch(name: str, shape: tuple, dtype=float) -> np.ndarray:
-    """A work array of ``shape`` kept per thread between calls (contents undefined)."""
+def _scratch(name: str, shape: tuple, dtype=float, zero: bool = False) -> np.ndarray:
+    """A work array of ``shape`` kept per thread between calls (contents undefined, or zero when made if ``zero``:
+    for parts its user never writes)."""
     store = getattr(_LOCAL, "arrays", None)
     if store is None:
         store = _LOCAL.arrays = {}
     a = store.get(name)
     if a is None or a.shape != shape:
-        a = store[name] = np.empty(shape, dtype)
+        a = store[name] = (np.zeros if zero else np.empty)(shape, dtype)
     return a
 
 
