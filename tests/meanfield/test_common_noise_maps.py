@@ -144,8 +144,10 @@ def test_sphere_pushforward_within_its_bound_for_every_stencil(B):
     scale = _sum_U(alm, L) * np.max(jac)
     roundoff = 3e-15 * (L + 1) ** 2 * scale
     for sigma, p in [(2, 4), (2, 8), (3, 10), (4, 6), (4, 12)]:
-        got = s2.interpolate_pushforward(s2.equiangular(alm, L, 2 * sigma * (L + 1)), points, B, p)
         bound = s2.pushforward_bound(alm, L, sigma, p)
+        got = s2.interpolate_pushforward(s2.equiangular(alm, L, 2 * sigma * (L + 1)), points, B, p)
+        assert np.max(np.abs(got - ref)) <= bound * scale + roundoff, (sigma, p, bound)
+        got = s2.pushforward(alm, L, points, B, sigma, p)  # the grid's route: the rows straight from the expansion
         assert np.max(np.abs(got - ref)) <= bound * scale + roundoff, (sigma, p, bound)
     sigma, p, bound = s2.pushforward_stencil(alm, L)
     assert sigma in (2, 3, 4) and bound <= s2.PUSHFORWARD_TOL
@@ -164,10 +166,11 @@ def test_sphere_pushforward_on_the_poles_and_nodes():
     th = np.array([0.0, np.pi, 2 * np.pi / M * 3, 2 * np.pi / M * 3 + 1e-16, 1.0, 1.0])
     ph = np.array([0.3, 1.1, 2 * np.pi / M * 5, -1e-17, -np.pi, np.pi])
     pts = np.stack([np.sin(th) * np.cos(ph), np.sin(th) * np.sin(ph), np.cos(th)], -1)
-    got = s2.interpolate_pushforward(s2.equiangular(alm, 12, M), pts, np.eye(3), 12)
     scale = _sum_U(alm, 12)
-    assert np.all(np.isfinite(got))
-    assert np.max(np.abs(got - f(pts))) <= s2.pushforward_bound(alm, 12, 2, 12) * scale + 3e-15 * 13 ** 2 * scale
+    for got in (s2.interpolate_pushforward(s2.equiangular(alm, 12, M), pts, np.eye(3), 12),
+                s2.pushforward(alm, 12, pts, np.eye(3), 2, 12)):
+        assert np.all(np.isfinite(got))
+        assert np.max(np.abs(got - f(pts))) <= s2.pushforward_bound(alm, 12, 2, 12) * scale + 3e-15 * 13 ** 2 * scale
 
 
 def test_sphere_map_without_a_stencil_takes_the_nonuniform_synthesis():

@@ -7,7 +7,7 @@ import numpy as np
 from ..base import Diagonal, Grid, Measure, get
 from .ducc import complex_alm, real_cilm
 from .geometry import check_on_sphere
-from .pushforward import determinant_and_gram_defect, equiangular, interpolate_pushforward, pushforward_stencil
+from .pushforward import determinant_and_gram_defect, pushforward, pushforward_stencil
 from .transforms import BACKENDS, default_backend, degree_power, evaluate, glq, laplacian, nodes
 
 __all__ = ["SphereGrid"]
@@ -181,8 +181,7 @@ class SphereGrid(Grid):
             alm = complex_alm(self.coefficients(values), self.lmax)
         sigma, p, _ = pushforward_stencil(alm, self.lmax)
         if sigma:  # the expansion on an equiangular grid, then p × p local stencils within the bound
-            fine = equiangular(alm, self.lmax, 2 * sigma * (self.lmax + 1))
-            return interpolate_pushforward(fine, self.points.reshape(-1, 3), B, p).reshape(np.shape(values))
+            return pushforward(alm, self.lmax, self.points.reshape(-1, 3), B, sigma, p).reshape(np.shape(values))
         pre = self.points @ np.linalg.inv(B).T  # no stencil within the bound: ducc0's non-uniform synthesis
         r = np.linalg.norm(pre, axis=-1)
         return evaluate(real_cilm(alm, self.lmax), pre / r[..., None]) / (det * r ** 3)

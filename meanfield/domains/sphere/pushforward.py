@@ -5,7 +5,9 @@ on the double Fourier sphere (the general-Σ common-noise map, MATH.md §13).
 ρ = Σ_{l<=L} c_lm Y_lm at the preimages:
 
 1. ρ on the equiangular grid θ_i = ih (i = 0..M/2, poles included), φ_k = kh (k < M), h = 2π/M, by one exact
-   synthesis (ducc0's ``synthesis_2d``, Clenshaw–Curtis rings), M = 2σ(L + 1);
+   synthesis, M = 2σ(L + 1): ducc0's ``synthesis_2d`` on Clenshaw–Curtis rings (:func:`equiangular`), or in a
+   run (:func:`pushforward`) its two halves — the Legendre sums on the rings (``alm2leg``) and one batched
+   inverse real FFT along φ (``c2r``) — writing the rows the stencils read (step 2's) straight into their array;
 2. on the double Fourier sphere — θ extended to [0, 2π) by ρ(2π − θ, φ) = ρ(θ, φ + π) — every Y_lm is a
    trigonometric polynomial of degree <= l in θ and in φ (P_l^m(cos θ) is sin^m θ times a polynomial of degree
    l − m in cos θ, and sin^m(−θ) e^{im(φ+π)} = sin^m θ e^{imφ}), so the tensor product of two p-node Lagrange
@@ -26,6 +28,7 @@ on the double Fourier sphere (the general-Σ common-noise map, MATH.md §13).
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 
 import numba as nb
 import numpy as np
@@ -33,7 +36,7 @@ import numpy as np
 from ...core import stencils
 
 __all__ = ["PUSHFORWARD_TOL", "pushforward_stencil", "pushforward_bound", "equiangular", "interpolate_pushforward",
-           "determinant_and_gram_defect"]
+           "pushforward", "determinant_and_gram_defect"]
 
 #: The tolerance of the interpolation relative to Σ_l U_l (>= sup|ρ|): the accuracy ducc0's non-uniform synthesis
 #: was asked for (1e-14), now an a-priori bound.
@@ -97,33 +100,96 @@ def equiangular(alm: np.ndarray, lmax: int, M: int) -> np.ndarray:
 def interpolate_pushforward(fine: np.ndarray, points: np.ndarray, B, p: int) -> np.ndarray:
     """(φ_#ρ)(x) at unit vectors ``points`` (N, 3) from ρ on the equiangular grid ``fine`` (:func:`equiangular`),
     by p × p Lagrange stencils on the double Fourier sphere (module docstring; even p <= 16), times the Jacobian."""
+    _check_stencil(p)
+    M = fine.shape[1]
+    E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))  # the rows the stencils of θ ∈ [0, π] read
+    _extended(np.ascontiguousarray(fine), M, p // 2 - 1, p, E)
+    return _stencils(E, M, points, B, p)
+
+
+def pushforward(alm: np.ndarray, lmax: int, points: np.ndarray, B, sigma: int, p: int) -> np.ndarray:
+    """:func:`interpolate_pushforward` of :func:`equiangular` (M = 2σ(lmax + 1)) with the double Fourier sphere's
+    rows made straight from the expansion: ducc0's Legendre sums on the rings θ_i = ih (i <= M/2) and one batched
+    inverse real FFT along φ written into the stencils' array, then the rows past a pole (θ-index −i is ring i half
+    a turn round) and the columns past a full turn copied in place (module docstring, 1.-2.; the same values as the
+    two-step route to round-off)."""
+    from ducc0.fft import c2r
+    from ducc0.sht.experimental import alm2leg
+
+    _check_stencil(p)
+    L = int(lmax)
+    M = 2 * int(sigma) * (L + 1)
+    half = p // 2 - 1
+    theta, mval, mstart = _rings(L, M)
+    spec = _scratch(f"spec{L}", (M // 2 + 1, M // 2 + 1), complex, zero=True)  # the φ-spectra, zero past m = L
+    alm2leg(alm=np.asarray(alm, dtype=complex)[None], lmax=L, theta=theta, spin=0, mval=mval, mstart=mstart,
+            nthreads=1, leg=spec[None, :, :L + 1])
+    E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))
+    c2r(spec, axes=[1], lastsize=M, forward=False, out=E[half:half + M // 2 + 1, half:half + M])
+    _wrap(E, M, half, M // 2 + p)
+    return _stencils(E, M, points, B, p)
+
+
+def _check_stencil(p):
     if not (4 <= p <= _WIDTH and p % 2 == 0):
         raise ValueError(f"`p` must be an even stencil size in [4, {_WIDTH}], got {p}.")
+
+
+@lru_cache(maxsize=16)
+def _rings(L: int, M: int):
+    """The rings θ_i = 2πi/M (i <= M/2), ducc0's m values and their starts in healpy order."""
+    m = np.arange(L + 1)
+    return 2 * np.pi / M * np.arange(M // 2 + 1), m.astype(np.uintp), (m * (2 * L + 1 - m) // 2).astype(np.uintp)
+
+
+@nb.njit(cache=True)
+def _wrap(E, M, half, rows):
+    """E[r, c] (θ-index r − half, φ-index c − half, r < ``rows``) where the rings fill r − half ∈ [0, M/2] and
+    c ∈ [half, half + M): the rows past a pole from the ring as far the other side of it, half a turn round
+    (ρ(−θ, φ) = ρ(θ, φ + π), module docstring 2.), then the columns past a full turn (periodic in φ)."""
+    H = M // 2
+    for r in range(rows):
+        i = r - half
+        if 0 <= i <= H:
+            continue
+        src = half + (-i if i < 0 else M - i)
+        for c in range(half, half + M):
+            k = c + H
+            if k >= half + M:
+                k -= M
+            E[r, c] = E[src, k]
+    for r in range(rows):
+        for c in range(half):
+            E[r, c] = E[r, c + M]
+        for c in range(half + M, M + _WIDTH):
+            E[r, c] = E[r, c - M]
+
+
+def _stencils(E, M, points, B, p):
+    """The stencils' sums at the preimages of ``points`` from the double Fourier sphere's rows ``E``, times the
+    Jacobian."""
     B = np.ascontiguousarray(B, dtype=float)
     points = np.asarray(points, dtype=float)
-    n, M = points.shape[0], fine.shape[1]
+    n = points.shape[0]
     q = _scratch("q", (5, n))  # work arrays kept between maps: a map's ~1 MB of fresh pages cost more than its sums
     det = _preimages(points, B, q)
     st = np.arctan2(q[3], q[2], out=q[3])  # numpy's arctan2 runs in vector lanes, numba's scalar one at ~25 ns a call
     sp = np.arctan2(q[1], q[0], out=q[1])
-    half = p // 2 - 1
-    E = _scratch("E", (M + _WIDTH, M + _WIDTH))
-    _extended(np.ascontiguousarray(fine), M, half, p, E)
-    return _tensor(E, M, half, p, st, sp, q[4], 1.0 / det, _WEIGHTS[p],
-                   _scratch("work", (4 * _WIDTH + 3, n)), _scratch("lanes", (n, _WIDTH)))
+    return _tensor(E, M, p // 2 - 1, p, st, sp, q[4], 1.0 / det, _WEIGHTS[p])
 
 
 _LOCAL = threading.local()
 
 
-def _scratch(name: str, shape: tuple) -> np.ndarray:
-    """A float work array of ``shape`` kept per thread between calls (contents undefined)."""
+def _scratch(name: str, shape: tuple, dtype=float, zero: bool = False) -> np.ndarray:
+    """A work array of ``shape`` kept per thread between calls (contents undefined, or zero when made if ``zero``:
+    for parts its user never writes)."""
     store = getattr(_LOCAL, "arrays", None)
     if store is None:
         store = _LOCAL.arrays = {}
     a = store.get(name)
     if a is None or a.shape != shape:
-        a = store[name] = np.empty(shape)
+        a = store[name] = (np.zeros if zero else np.empty)(shape, dtype)
     return a
 
 
@@ -166,9 +232,10 @@ def _preimages(points, B, out):
 
 @nb.njit(cache=True)
 def _extended(fine, M, half, p, E):
-    """E[r, c] = ρ on the double Fourier sphere at θ-index r − half and φ-index c − half (both mod M), r < M + p,
-    c < M + :data:`_WIDTH`: θ-index i <= M/2 is ring i, M/2 < i < M is ring M − i half a turn round."""
-    for r in range(M + p):
+    """E[r, c] = ρ on the double Fourier sphere at θ-index r − half and φ-index c − half (both mod M), r < M/2 + p
+    (the rows a stencil around θ ∈ [0, π] reads), c < M + :data:`_WIDTH`: θ-index i <= M/2 is ring i, M/2 < i < M
+    is ring M − i half a turn round."""
+    for r in range(M // 2 + p):
         i = r - half
         if i < 0:
             i += M
@@ -205,44 +272,83 @@ def _lagrange_rows(x, w, p, S, P, out):
             P[i] *= x[i] - j
 
 
+_CHUNK = 128  # points whose weights are made together: their work rows (~40 kB) stay in the L1 cache
+
+
 @nb.njit(cache=True, fastmath={"reassoc", "contract"})  # the stencil's sums in vector lanes
-def _tensor(E, M, half, p, st, sp, r2, inv_det, w, work, lp):
-    """Σ_a ℓ_a(θ) Σ_b ℓ_b(φ) E[it + a, ip + b] times the Jacobian inv_det / r³ at each point (θ ∈ [0, π],
-    φ ∈ [−π, π]); work (4·16 + 3, n) and lp (n, 16) are work arrays."""
+def _tensor(E, M, half, p, st, sp, r2, inv_det, w):
+    """Σ_b ℓ_b(φ) Σ_a ℓ_a(θ) E[it + a, ip + b] times the Jacobian inv_det / r³ at each point (θ ∈ [0, π],
+    φ ∈ [−π, π]), :data:`_CHUNK` points at a time: their weights in vector lanes over the points, then their sums
+    (a map's work arrays over all points, ~1 MB, were evicted between maps by the rest of the step). The θ sum runs
+    down the 16 columns of a stencil at once in 16 named accumulators s0..s15 (which the compiler keeps in vector
+    registers; an array there is reloaded and stored every row, and a sum along each row costs a horizontal
+    reduction per row), weights past p being 0."""
     n = st.size
     cols = E.shape[1]
     flat = E.ravel()
     scale = M / (2.0 * np.pi)
-    base = np.empty(n, np.uint64)
+    base = np.empty(_CHUNK, np.uint64)
+    work = np.zeros((2 * _WIDTH + 3 + _WIDTH, _CHUNK))  # zeros: the φ weights past p and a partial chunk's lanes
     xt, xp, P = work[0], work[1], work[2]
-    S, lt, rows = work[3:3 + p], work[3 + _WIDTH:3 + _WIDTH + p], work[3 + 2 * _WIDTH:3 + 2 * _WIDTH + p]
-    for i in range(n):
-        s = st[i] * scale  # in [0, M/2]
-        it = int(s)
-        xt[i] = s - it + half
-        s = sp[i] * scale  # in [−M/2, M/2]
-        if s < 0.0:
-            s += M  # may round to M
-        ip = int(s)
-        xp[i] = s - ip + half
-        if ip >= M:
-            ip -= M
-        base[i] = it * cols + ip
-    _lagrange_rows(xt, w, p, S, P, lt)  # (p, n): read one at a time
-    _lagrange_rows(xp, w, p, S, P, rows)
-    for i in range(n):  # lp (n, 16): read in vector lanes, zero past p
-        for j in range(p):
-            lp[i, j] = rows[j, i]
-        for j in range(p, _WIDTH):
-            lp[i, j] = 0.0
+    S, lt, rows = work[3:3 + p], work[3 + _WIDTH:3 + _WIDTH + p], work[3 + 2 * _WIDTH:3 + 3 * _WIDTH]
     out = np.empty(n)
-    for i in range(n):
-        acc = 0.0
-        for a in range(p):
-            off = base[i] + np.uint64(a * cols)
-            row = 0.0
-            for b in range(_WIDTH):
-                row += lp[i, b] * flat[off + np.uint64(b)]
-            acc += lt[a, i] * row
-        out[i] = acc * inv_det / (r2[i] * np.sqrt(r2[i]))
+    for c0 in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - c0)
+        for k in range(m):
+            s = st[c0 + k] * scale  # in [0, M/2]
+            it = int(s)
+            xt[k] = s - it + half
+            s = sp[c0 + k] * scale  # in [−M/2, M/2]
+            if s < 0.0:
+                s += M  # may round to M
+            ip = int(s)
+            xp[k] = s - ip + half
+            if ip >= M:
+                ip -= M
+            base[k] = it * cols + ip
+        _lagrange_rows(xt, w, p, S, P, lt)  # (p, chunk)
+        _lagrange_rows(xp, w, p, S, P, rows)  # (16, chunk), zero past p
+        for k in range(m):
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            s4 = 0.0
+            s5 = 0.0
+            s6 = 0.0
+            s7 = 0.0
+            s8 = 0.0
+            s9 = 0.0
+            s10 = 0.0
+            s11 = 0.0
+            s12 = 0.0
+            s13 = 0.0
+            s14 = 0.0
+            s15 = 0.0
+            off = base[k]
+            for a in range(p):
+                la = lt[a, k]
+                s0 += la * flat[off + np.uint64(0)]
+                s1 += la * flat[off + np.uint64(1)]
+                s2 += la * flat[off + np.uint64(2)]
+                s3 += la * flat[off + np.uint64(3)]
+                s4 += la * flat[off + np.uint64(4)]
+                s5 += la * flat[off + np.uint64(5)]
+                s6 += la * flat[off + np.uint64(6)]
+                s7 += la * flat[off + np.uint64(7)]
+                s8 += la * flat[off + np.uint64(8)]
+                s9 += la * flat[off + np.uint64(9)]
+                s10 += la * flat[off + np.uint64(10)]
+                s11 += la * flat[off + np.uint64(11)]
+                s12 += la * flat[off + np.uint64(12)]
+                s13 += la * flat[off + np.uint64(13)]
+                s14 += la * flat[off + np.uint64(14)]
+                s15 += la * flat[off + np.uint64(15)]
+                off += np.uint64(cols)
+            acc = (rows[0, k] * s0 + rows[1, k] * s1 + rows[2, k] * s2 + rows[3, k] * s3 + rows[4, k] * s4 +
+                   rows[5, k] * s5 + rows[6, k] * s6 + rows[7, k] * s7 + rows[8, k] * s8 + rows[9, k] * s9 +
+                   rows[10, k] * s10 + rows[11, k] * s11 + rows[12, k] * s12 + rows[13, k] * s13 +
+                   rows[14, k] * s14 + rows[15, k] * s15)
+            r = r2[c0 + k]
+            out[c0 + k] = acc * inv_det / (r * np.sqrt(r))
     return out
