@@ -174,6 +174,9 @@ def lifetimes(args):
               f"[{time.time() - t0:.0f} s]", flush=True)
     for name, T in (("T2 (lifetime of the two-cluster state)", T2), ("time of the last merge", last),
                     ("two-point prediction of T2 from each state's masses and gap", theory)):
+        if np.sum(np.isfinite(T)) < 3 or np.unique(betas[np.isfinite(T).any(axis=1)]).size < 2:
+            print(f"log {name}: too few lifetimes for a fit (three over two betas needed)")
+            continue
         f = lifetime_fit(betas, T)
         print(f"log {name} = c beta + b over beta in [{f.beta_range[0]:g}, {f.beta_range[1]:g}], n = {f.n}: "
               f"c = {f.c:.3f}, 95% interval [{f.interval[0]:.3f}, {f.interval[1]:.3f}], b = {f.intercept:.3f}, "

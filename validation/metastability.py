@@ -154,8 +154,8 @@ class LagrangianMergingRun(MergingRun):
     The clusters of a Lagrangian frame are the density's (:func:`meanfield.lagrangian.clusters`: connected sets
     where ρ >= 10 × uniform, joined where their centres are within the angle arccos(1 − δ)), not the δ-graph of its
     points: a resolved density's points are as close as its panels make them, and its massless or nearly massless
-    characteristics between two clusters would join them. Two clusters merge, for either run, when their centres
-    come within arccos(1 − δ) — the event :func:`two_cluster_merge_time` times.
+    characteristics between two clusters would join them. Two collapsed clusters merge, in either run, when their
+    centres come within arccos(1 − δ) — the event :func:`two_cluster_merge_time` times.
 
     Attributes
     ----------
