@@ -14,11 +14,16 @@ clusters to first with one), its resolution the output spacing (1.5 % in t past 
 
     python scripts/metastability_study.py table      # the prediction table (β, k*, gap, formed fraction, angles)
     python scripts/metastability_study.py lifetimes  # T₂ against β and the fit log T₂ ≈ cβ with its interval
+    python scripts/metastability_study.py lifetimes --lagrangian   # the same from the density ρ₀ itself
     python scripts/metastability_study.py staircase  # the energy staircase figure (metastability_staircase.png)
     python scripts/metastability_study.py lagrangian --beta 2   # the Lagrangian density's states against particles'
     python scripts/metastability_study.py check      # merging_flow against particles.simulate (no merging), one run
-Options: --seeds 20, --iid (iid uniform data instead of quantiles), --eps 1e-3, --betas (table), --beta/--seed
-(staircase), --persist T (table: the formed count must last T), --out DIR.
+Options: --seeds 20, --iid (iid uniform data instead of quantiles), --eps 1e-3, --betas (table, lifetimes),
+--beta/--seed (staircase), --persist T (table: the formed count must last T), --lagrangian (lifetimes: from the
+Lagrangian measure of ρ₀ on 256 grid nodes, validation.metastability.lagrangian_merging_flow: adaptive panels through
+formation, then the merging flow of its collapsed points; the panels alone step across a plateau in steps held O(1)
+by the contraction inside the clusters, and did not reach 60 e^8 at β = 4 in 15 min; with the hand-over one start
+takes 0.5–2 min at any β tried, 1.5 to 12, under load), --out DIR.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from meanfield.models import SelfAttention
 from particles.metastability import circular_error, cluster_centres, formed_clusters, merging_flow
 from particles.snapshot import Snapshot
 from particles.saddles import critical_point
-from validation.metastability import lifetime_fit, two_cluster_merge_time
+from validation.metastability import lagrangian_merging_flow, lifetime_fit, two_cluster_state
 
 N, EPS, MODES = 128, 1e-3, 8
 
@@ -52,11 +57,30 @@ def quantile_points(n, eps, a, phi):
     return np.stack([np.cos(th), np.sin(th)], 1)
 
 
-def initial(seed, iid=False, eps=EPS):
+def coefficients(seed):
+    """(a_k, φ_k) of a seed: the first draws of its generator (as :func:`initial` and the Lagrangian start)."""
     rng = np.random.default_rng(seed)
+    return rng.uniform(0.5, 1.0, MODES), rng.uniform(0, 2 * np.pi, MODES)
+
+
+def initial_density(seed, eps=EPS, n=256):
+    """ρ₀ = (1 + ε Σ a_k cos(kθ − φ_k))/2π of a seed on a CircleGrid(n): the law the quantile particles sample."""
+    import meanfield as mf
+
+    a, phi = coefficients(seed)
+    k = np.arange(1, MODES + 1)[:, None]
+
+    def f(x):
+        th = np.arctan2(x[..., 1], x[..., 0])
+        return 1 + eps * np.sum(a[:, None] * np.cos(k * th.ravel()[None] - phi[:, None]), 0).reshape(th.shape)
+
+    return mf.Density.from_function(mf.CircleGrid(n), f)
+
+
+def initial(seed, iid=False, eps=EPS):
     if iid:
-        return particles.uniform_sphere(N, 2, rng=rng)
-    return quantile_points(N, eps, rng.uniform(0.5, 1.0, MODES), rng.uniform(0, 2 * np.pi, MODES))
+        return particles.uniform_sphere(N, 2, rng=np.random.default_rng(seed))
+    return quantile_points(N, eps, *coefficients(seed))
 
 
 def outputs(beta, t_max=None):
@@ -120,19 +144,31 @@ def wilson(k, n, z=1.96):
 
 
 def lifetimes(args):
-    betas = np.array([1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0])
+    """T₂ against β from the quantile particles (merging_flow) or, with --lagrangian, from the Lagrangian measure of
+    the density they sample (lagrangian_merging_flow); the two-point prediction from each two-cluster state's masses
+    and gap at its start (validation.metastability.two_cluster_state); the fits log T = cβ + b with intervals."""
+    betas = np.array(args.betas or [1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0])
     T2 = np.full((betas.size, args.seeds), np.nan)
     last, theory = np.full_like(T2, np.nan), np.full_like(T2, np.nan)
+    source = ("the Lagrangian measure of rho0 (256 grid nodes; panels, then the merging flow)" if args.lagrangian
+              else f"N = {N} {'iid' if args.iid else 'quantile'} particles (merging_flow)")
+    print(f"T2 from {source}, {args.seeds} starts, outputs to 60 e^(2 beta)")
     for i, b in enumerate(betas):
         t0 = time.time()
+        model = SelfAttention(beta=b)
         for s in range(args.seeds):
-            _, r, st, formed, _, T2[i, s], last[i, s] = run(b, s, args.iid)
-            two = [q for q in st.states if q.count == 2]
-            if np.isfinite(T2[i, s]) and two:  # the two-point prediction from the state's start: masses and gap
-                k = int(np.searchsorted(r.t, two[-1].start))
-                c, m = cluster_centres(r.points[k], 1e-4, r.weights[k], 0.02)
-                gap = float(np.arccos(np.clip(c[0] @ c[1], -1, 1)))
-                theory[i, s] = two_cluster_merge_time(b, m[0], m[1], gap)
+            if args.lagrangian:
+                r = lagrangian_merging_flow(model, initial_density(s), outputs(b))
+                st = r.states()
+                handover = f", handed over at t = {r.handover:.4g} ({r.lagrangian_points} points -> {r.merged_points})"
+            else:
+                r = merging_flow(model, initial(s, args.iid), outputs(b))
+                st, handover = r.states(), ""
+            two = two_cluster_state(r, b)
+            T2[i, s], last[i, s], theory[i, s] = two.T2, st.last_merge, two.prediction
+            print(f"  beta = {b:4.1f} start {s}: T2 = {two.T2:10.4g} (resolution {two.resolution:.3g}), state from "
+                  f"t = {two.start:.4g}, masses {two.masses[0]:.3f} {two.masses[1]:.3f}, gap {two.gap:.4f}, "
+                  f"prediction {two.prediction:10.4g}; {st}{handover}", flush=True)
         print(f"beta = {b:4.1f}: T2 median {np.nanmedian(T2[i]):10.4g} (log {np.nanmedian(np.log(T2[i])):.3f}, "
               f"{np.sum(np.isfinite(T2[i]))}/{args.seeds} seen), two-point prediction median "
               f"{np.nanmedian(theory[i]):10.4g}, median |log T2/prediction| "
@@ -140,11 +176,15 @@ def lifetimes(args):
               f"[{time.time() - t0:.0f} s]", flush=True)
     for name, T in (("T2 (lifetime of the two-cluster state)", T2), ("time of the last merge", last),
                     ("two-point prediction of T2 from each state's masses and gap", theory)):
+        if np.sum(np.isfinite(T)) < 3 or np.unique(betas[np.isfinite(T).any(axis=1)]).size < 2:
+            print(f"log {name}: too few lifetimes for a fit (three over two betas needed)")
+            continue
         f = lifetime_fit(betas, T)
         print(f"log {name} = c beta + b over beta in [{f.beta_range[0]:g}, {f.beta_range[1]:g}], n = {f.n}: "
               f"c = {f.c:.3f}, 95% interval [{f.interval[0]:.3f}, {f.interval[1]:.3f}], b = {f.intercept:.3f}, "
               f"residual sd {f.residual_sd:.3f}")
-    np.savez(Path(args.out) / "metastability_lifetimes.npz", beta=betas, T2=T2, last=last, theory=theory)
+    name = "metastability_lifetimes_lagrangian.npz" if args.lagrangian else "metastability_lifetimes.npz"
+    np.savez(Path(args.out) / name, beta=betas, T2=T2, last=last, theory=theory)
 
 
 def staircase(args):
@@ -193,15 +233,7 @@ def lagrangian(args):
     from meanfield.lagrangian import cluster_history
 
     beta, seed = args.beta, args.seed
-    rng = np.random.default_rng(seed)
-    a, phi = rng.uniform(0.5, 1.0, MODES), rng.uniform(0, 2 * np.pi, MODES)
-    k = np.arange(1, MODES + 1)[:, None]
-
-    def f(x):
-        th = np.arctan2(x[..., 1], x[..., 0])
-        return 1 + EPS * np.sum(a[:, None] * np.cos(k * th.ravel()[None] - phi[:, None]), 0).reshape(th.shape)
-
-    rho = mf.Density.from_function(mf.CircleGrid(256), f)
+    rho = initial_density(seed)
     model = mf.SelfAttention(beta=beta)
     t_end = 3.0 * np.exp(2 * beta) + 100.0
     t = np.concatenate([np.arange(0, 80, 0.5), np.geomspace(80, t_end, int(np.log(t_end / 80) / 0.015) + 1)])
@@ -239,7 +271,8 @@ def main(argv=None):
     p.add_argument("--beta", type=float, default=4.4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eps", type=float, default=EPS, help="the perturbation's size (table)")
-    p.add_argument("--betas", type=float, nargs="*", help="the βs of the table")
+    p.add_argument("--betas", type=float, nargs="*", help="the βs of the table or of the lifetimes")
+    p.add_argument("--lagrangian", action="store_true", help="lifetimes from the Lagrangian density")
     p.add_argument("--persist", type=float, default=0.0, help="how long the formed count must last (table)")
     p.add_argument("--out", default=".")
     args = p.parse_args(argv)
