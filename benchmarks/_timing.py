@@ -54,3 +54,23 @@ def interleaved(fa, fb, repeat: int = 5, warmup: bool = True, min_time: float = 
                 fn()
             out.append((time.perf_counter() - t0) / number)
     return statistics.median(ta), statistics.median(tb), [a / b for a, b in zip(ta, tb)]
+
+
+class Clock:
+    """Seconds spent in wrapped functions, by label."""
+
+    def __init__(self):
+        self.spent = {}
+
+    def wrap(self, owner, name, label):
+        fn = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[label] = self.spent.get(label, 0.0) + time.perf_counter() - t0
+
+        setattr(owner, name, timed)
+        return lambda: setattr(owner, name, fn)

@@ -51,28 +51,10 @@ from meanfield.domains.circle import fourier
 from meanfield.domains.circle import point_sums as circle_sums
 from meanfield.domains.sphere import point_sums as sphere_sums
 
+from _timing import Clock  # benchmarks/ is the script's directory: on sys.path
+
 BETA = 4.0
 H = 0.01
-
-
-class Clock:
-    """Seconds spent in wrapped functions, by label."""
-
-    def __init__(self):
-        self.spent = {}
-
-    def wrap(self, owner, name, label):
-        fn = getattr(owner, name)
-
-        def timed(*args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.spent[label] = self.spent.get(label, 0.0) + time.perf_counter() - t0
-
-        setattr(owner, name, timed)
-        return lambda: setattr(owner, name, fn)
 
 
 def instrument(d, clock):

@@ -53,33 +53,13 @@ from meanfield.domains.gegenbauer import orthonormal  # noqa: E402
 from meanfield.domains.zonal_sphere import point_sums as zs  # noqa: E402
 from meanfield.lagrangian.measure import LagrangianMeasure  # noqa: E402
 
-from _timing import interleaved  # noqa: E402
+from _timing import Clock, interleaved  # noqa: E402
 
 lt = importlib.import_module("meanfield.lagrangian.transport")  # the module (its package exports the function)
 
 BETA = 4.0
 H = 0.01
 EPS = np.finfo(float).eps
-
-
-class Clock:
-    """Seconds spent in wrapped functions, by label."""
-
-    def __init__(self):
-        self.spent = {}
-
-    def wrap(self, owner, name, label):
-        fn = getattr(owner, name)
-
-        def timed(*args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.spent[label] = self.spent.get(label, 0.0) + time.perf_counter() - t0
-
-        setattr(owner, name, timed)
-        return lambda: setattr(owner, name, fn)
 
 
 def rings(n, d, seed=0):

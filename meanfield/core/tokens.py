@@ -31,7 +31,19 @@ def as_tokens(x):
         return np.asarray(x, dtype=float)
     if x.ndim != 2:
         raise ValueError(f"sparse tokens must be a 2-D (n, d) scipy.sparse array, got shape {x.shape}.")
-    return sparse.csr_array(x, dtype=float)
+    return _canonical(sparse.csr_array(x, dtype=float))
+
+
+def _canonical(x):
+    """The CSR array ``x`` with each entry stored once, sorted (a copy where it was not: ``x`` may share the
+    caller's arrays). A CSR array built from (data, indices, indptr) may store an entry twice, which stands for
+    their sum; the row operations here that read the stored values one by one (the squares of a row's norm) need
+    each entry once."""
+    if x.has_canonical_format:
+        return x
+    x = x.copy()
+    x.sum_duplicates()
+    return x
 
 
 def transposed(a):
@@ -45,7 +57,7 @@ def directions(x):
     (the norms from the stored entries; ``ValueError`` naming the first row with |x| = 0, which has no direction)."""
     if not sparse.issparse(x):
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
-    x = sparse.csr_array(x)
+    x = _canonical(sparse.csr_array(x))  # |x|² = Σ of the stored squares needs each entry stored once
     counts = np.diff(x.indptr)
     r = np.zeros(x.shape[0])
     full = counts > 0

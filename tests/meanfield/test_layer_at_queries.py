@@ -179,3 +179,20 @@ def test_sparse_directions_are_the_dense_ones():
     b[7, :] = 0.0
     with pytest.raises(ValueError, match="token 7 has \\|x\\| = 0"):
         directions(sparse.csr_array(b))
+
+
+def test_sparse_tokens_with_an_entry_stored_twice_are_their_sum():
+    """A CSR array built from (data, indices, indptr) may store an entry twice; it stands for the sum (scipy's
+    toarray). |x|² is then (a + b)², not a² + b²: the sparse layer at two tokens equals the dense layer of
+    x.toarray() to round-off ((2n + 20) EPS, as above; summing the stored squares one by one was off by ~1e-2 here),
+    and the caller's array is left as it was."""
+    from meanfield.core.tokens import directions
+
+    data, cols = np.array([0.3, 0.3, 0.8, 1.0, 0.6, 0.8]), np.array([0, 0, 1, 2, 0, 3])
+    x = sparse.csr_array((data, cols, np.array([0, 3, 4, 6])), shape=(3, 4))  # row 0: 0.3 + 0.3 at column 0
+    dense = x.toarray()
+    assert np.max(np.abs(directions(x).toarray() - dense / np.linalg.norm(dense, axis=1, keepdims=True))) < 8 * EPS
+    w = np.full(3, 1.0 / 3)
+    out = layer_map(lc.one_layer_model(2.0), x, w, 1.0, at=[0, 1])
+    assert np.max(np.abs(out - layer_map(lc.one_layer_model(2.0), dense, w, 1.0)[:2])) < (2 * 3 + 20) * EPS
+    assert np.array_equal(x.data, data) and np.array_equal(x.indices, cols)
