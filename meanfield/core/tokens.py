@@ -16,7 +16,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-__all__ = ["is_sparse", "as_tokens", "transposed", "directions", "rows", "check_rows"]
+__all__ = ["is_sparse", "as_tokens", "transposed", "directions", "rows", "check_rows", "DENSE_ROWS_MAX"]
+
+#: The most floats :func:`rows` makes dense out of sparse tokens (2 GiB of float64): sparse tokens exist because
+#: their dense array would not fit (n equiangular tokens in d = n + 1: 80 GB at n = 10⁵), so the layer's queries are
+#: taken densely only up to this size, and beyond it the caller is told to pass ``at``.
+DENSE_ROWS_MAX = 2**28
 
 
 def is_sparse(x) -> bool:
@@ -79,4 +84,9 @@ def rows(x, at) -> np.ndarray:
     """The tokens ``x[..., at, :]`` as a dense array (all of them for ``at`` None: ``x`` itself when dense)."""
     if not sparse.issparse(x):
         return x if at is None else x[..., at, :]
+    m = x.shape[0] if at is None else len(at)
+    if m * x.shape[1] > DENSE_ROWS_MAX:
+        raise ValueError(f"{m} of the sparse {x.shape[0]}×{x.shape[1]} tokens as dense queries would hold "
+                         f"{m * x.shape[1] * 8 / 1e9:.3g} GB (more than DENSE_ROWS_MAX = 2^28 floats): pass `at`, "
+                         "the indices of the few tokens where the layer is wanted.")
     return (x if at is None else x[at]).toarray()

@@ -196,3 +196,13 @@ def test_sparse_tokens_with_an_entry_stored_twice_are_their_sum():
     out = layer_map(lc.one_layer_model(2.0), x, w, 1.0, at=[0, 1])
     assert np.max(np.abs(out - layer_map(lc.one_layer_model(2.0), dense, w, 1.0)[:2])) < (2 * 3 + 20) * EPS
     assert np.array_equal(x.data, data) and np.array_equal(x.indices, cols)
+
+
+def test_sparse_tokens_too_large_to_be_dense_queries_ask_for_at():
+    """10⁵ equiangular tokens in d = 10⁵ + 1 (2·10⁵ non-zeros) without ``at`` would be taken as 10¹⁰ dense floats
+    (80 GB): refused before any allocation, naming ``at``; with ``at`` the same call is O(n)."""
+    n = 100_000
+    x, w = lc.equiangular_tokens(n, 0.5, sparse=True), np.full(n, 1.0 / n)
+    with pytest.raises(ValueError, match="80 GB.*pass `at`"):
+        layer_map(lc.one_layer_model(2.0), x, w, 1.0)
+    assert layer_map(lc.one_layer_model(2.0), x, w, 1.0, at=[0, 1]).shape == (2, n + 1)
