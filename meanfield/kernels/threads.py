@@ -124,7 +124,8 @@ def _round(kernel, args, start: int, stop: int, nthreads: int, costs) -> None:
     helpers = [executor(nthreads).submit(work) for _ in range(min(nthreads, len(chunks)) - 1)]
     try:
         work()
-    finally:
-        futures.wait(helpers)
-    for f in helpers:
+    finally:  # every chunk is claimed: a helper not yet started has nothing left to do (and, on a busy pool,
+        started = [f for f in helpers if not f.cancel()]  # might never start: a call made from the pool itself)
+        futures.wait(started)
+    for f in started:
         f.result()
