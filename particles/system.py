@@ -338,9 +338,10 @@ def simulate(
         (spectral and fused compute post-LN's P_θA: refused), hardmax attention its own sums (quadrature).
     precision : {"double", "single"}
         "single" takes the field's exponentials in float32, its scores and sums in float64 (the pairwise kernel on
-        spheres; "auto" then means "pairwise"): 1.2-1.3x faster than double at n = 4096, d = 2, 3, with the field's
-        error up to :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR` (1e-6 of max |X| for points in general
-        position; 1.1e-7 measured) instead of round-off. Positions and time stepping stay float64.
+        spheres; "auto" then means "pairwise"): 1.1-1.2x faster than double at n = 4096, d = 2, 3 (under load),
+        with the field's error up to :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR` (1e-6 of max |X|
+        for points in general position; 1.1e-7 measured) instead of round-off. Positions and time stepping stay
+        float64.
     reduce_span : bool, default True
         For a zonal SelfAttention (Q = qI, K = kI, V = cI; constant weights, no noise) with n < d particles and
         RK4 on the fused, pairwise or quadrature path: integrate the coordinates of the tokens in an orthonormal

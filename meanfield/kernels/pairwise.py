@@ -358,7 +358,7 @@ WIDE_VECTORS = True
 
 #: single precision computes each pair's exponential in float32 and everything else — the scores β⟨Qq_i, Kx_j⟩ − s_i,
 #: the weights and the sums — in float64 (:data:`SINGLE_PRECISION_ERROR`). False: the float32 kernel before it
-#: (float32 arrays, scores and sums: 2.2-2.6x double's speed against 1.2-1.3x at d = 2, 3, but 1e-5 of max |X| at
+#: (float32 arrays, scores and sums: 2.3-2.5x double's speed against 1.1-1.2x at d = 2, 3, but 1e-5 of max |X| at
 #: d = 2: the benchmark's comparison row)
 SINGLE_SUMS_IN_DOUBLE = True
 
