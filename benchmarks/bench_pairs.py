@@ -55,7 +55,12 @@ margin), and single precision's, max |ΔX| / max |X| (uniform points: the field 
 terms), judged against :data:`meanfield.kernels.pairwise.SINGLE_PRECISION_ERROR` (its error model there); beside it
 max_i |ΔX_i| / T_i with T_i = Σ_j p_ij |x_j| = 1 (unit points: the scale of the terms; column 'err/terms').
 
+With ``--compare-rounds`` the same figure also with the static round of :func:`meanfield.kernels.threads.run_tasks`
+before its claimed chunks (:func:`static_round`), blocks of one thread, two threads static and two claimed
+alternating.
+
 Run:  python benchmarks/bench_pairs.py [--n 4096] [--repeat 7] [--dims 2,3,16,128] [--threads-only]
+      [--compare-rounds]
 """
 
 import argparse
@@ -149,12 +154,64 @@ def thread_scaling(fn, repeat: int, block_time: float = 0.2):
     return ratios
 
 
+def static_round(kernel, args, start, stop, nthreads, costs):
+    """:func:`meanfield.kernels.threads._round` before the claimed chunks: one static chunk per thread (equal
+    counts), submitted to the pool while the calling thread waits (the comparison of ``--compare-rounds``)."""
+    import itertools
+
+    from meanfield.core.pool import executor
+
+    if nthreads <= 1 or stop - start <= 1:
+        kernel(*args, start, stop)
+        return
+    bounds = [start + (stop - start) * c // nthreads for c in range(nthreads + 1)]
+    for f in [executor(nthreads).submit(kernel, *args, a, b) for a, b in itertools.pairwise(bounds)]:
+        f.result()
+
+
+def compare_rounds(fn, repeat: int):
+    """t(1 thread) / t(2 threads) with the static round and with the claimed chunks, in alternating blocks of ~0.2 s
+    (the 1-thread block shared): medians over ``repeat`` rounds of the three blocks."""
+    from meanfield.kernels import threads
+
+    claimed = threads._round
+
+    def on(threads_, rnd):
+        def run():
+            threads._round = rnd
+            numba.set_num_threads(min(threads_, numba.config.NUMBA_NUM_THREADS))
+            try:
+                return fn()
+            finally:
+                threads._round = claimed
+        return run
+
+    fns = {"one": on(1, claimed), "static": on(2, static_round), "claimed": on(2, claimed)}
+    number = None
+    times = {k: [] for k in fns}
+    for r in range(repeat):
+        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            fns[k]()
+            if number is None:
+                t0 = time.perf_counter()
+                fns[k]()
+                number = max(1, min(50, math.ceil(0.2 / (time.perf_counter() - t0))))
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fns[k]()
+            times[k].append((time.perf_counter() - t0) / number)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return {k: [a / b for a, b in zip(times["one"], times[k])] for k in ("static", "claimed")}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--dims", default="2,3,16,128", help="comma-separated dimensions d (default 2,3,16,128)")
     ap.add_argument("--threads-only", action="store_true", help="only the anchor's two threads against one")
+    ap.add_argument("--compare-rounds", action="store_true",
+                    help="two threads against one with the static round (before) and the claimed chunks (now)")
     args = ap.parse_args()
     n = args.n
     clock, lanes, source = machine()
@@ -202,6 +259,10 @@ def main():
                     ok = f"  FAILS {pairwise.SINGLE_PRECISION_ERROR:g}"
                 print(f"{d:>4} {threads:>3} {name:<14} {rate:9.3f} {100 * rate * 1e9 / roof['machine']:6.1f}% "
                       f"{100 * rate * 1e9 / roof['compiled']:7.1f}% {ratio:8.2f} {err:15.1e} {terms:9.1e}{ok}")
+        if args.compare_rounds:
+            for k, r in compare_rounds(cands[0][1], args.repeat).items():
+                print(f"     two threads against one, d = {d}, {k} round: {np.median(r):.2f}x [{min(r):.2f}, "
+                      f"{max(r):.2f}]; load average {os.getloadavg()[0]:.1f}")
         ratios = thread_scaling(cands[0][1], args.repeat)
         print(f"     two threads against one, d = {d} (anchor; median of {args.repeat} pairs of ~0.2 s blocks, "
               f"[range]): {np.median(ratios):.2f}x [{min(ratios):.2f}, {max(ratios):.2f}]; load average "
