@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from concurrent import futures
 
 import numba
 import numpy as np
@@ -39,6 +40,9 @@ __all__ = ["run_tasks", "ROUND_SECONDS"]
 
 #: Where a deferred interrupt can arrive, a call runs in rounds of about this many seconds (a check between two)
 ROUND_SECONDS = 0.1
+#: Chunks per thread in a round, claimed one at a time by whichever thread is free (the calling thread among them):
+#: a thread descheduled by other work, or slower, takes fewer; one chunk per thread waited for the slowest
+CHUNKS_PER_THREAD = 4
 #: The first round: this share of the work (its time sizes the next); a round grows at most by ``_GROWTH``
 _FIRST_SHARE, _GROWTH = 1.0 / 256, 16.0
 
@@ -96,18 +100,32 @@ def run_tasks(kernel, ntasks: int, *args, nthreads: int | None = None, costs=Non
 
 
 def _round(kernel, args, start: int, stop: int, nthreads: int, costs) -> None:
-    """Tasks ``start..stop-1``: one chunk per thread (of equal counts, or of equal costs), or the calling thread."""
+    """Tasks ``start..stop-1`` in :data:`CHUNKS_PER_THREAD` chunks per thread (of equal counts, or of equal costs),
+    claimed one at a time by the calling thread and ``nthreads − 1`` threads of the pool; or the calling thread
+    alone."""
     ntasks = stop - start
     if nthreads <= 1 or ntasks <= 1:
         kernel(*args, start, stop)
         return
-    nchunks = min(ntasks, nthreads)  # one chunk per thread
+    nchunks = min(ntasks, nthreads * CHUNKS_PER_THREAD)
     if costs is None:  # the tasks cost the same
         bounds = [start + ntasks * c // nchunks for c in range(nchunks + 1)]
     else:
         total = np.cumsum(costs[start:stop])
         inner = np.searchsorted(total, total[-1] * np.arange(1, nchunks) / nchunks)
         bounds = sorted({start, stop, *(start + int(b) for b in inner)})
-    futures = [executor(nthreads).submit(kernel, *args, a, b) for a, b in itertools.pairwise(bounds)]
-    for f in futures:
+    chunks = list(itertools.pairwise(bounds))
+    claim = itertools.count()  # next() on it is atomic (the GIL): each chunk is claimed once
+
+    def work():
+        while (k := next(claim)) < len(chunks):
+            kernel(*args, *chunks[k])
+
+    helpers = [executor(nthreads).submit(work) for _ in range(min(nthreads, len(chunks)) - 1)]
+    try:
+        work()
+    finally:  # every chunk is claimed: a helper not yet started has nothing left to do (and, on a busy pool,
+        started = [f for f in helpers if not f.cancel()]  # might never start: a call made from the pool itself)
+        futures.wait(started)
+    for f in started:
         f.result()

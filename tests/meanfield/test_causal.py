@@ -128,6 +128,28 @@ def test_cost_balanced_chunks_cover_every_task_once():
         assert np.all(seen == 1)
 
 
+def test_claimed_chunks_cover_every_task_once_even_from_inside_the_pool():
+    """run_tasks' chunks (CHUNKS_PER_THREAD per thread, claimed by the calling thread and the pool's) cover every task
+    exactly once; a call made from a task on the pool itself completes (its caller works through the chunks the
+    busy pool does not take)."""
+    from meanfield.core.pool import executor
+
+    def kernel(out, start, stop):
+        out[start:stop] += 1
+
+    seen = np.zeros(1001, dtype=int)
+    run_tasks(kernel, 1001, seen, nthreads=2)
+    assert np.all(seen == 1)
+    inner = np.zeros((2, 333), dtype=int)
+
+    def task(k):
+        run_tasks(kernel, 333, inner[k], nthreads=2)
+
+    for f in [executor(2).submit(task, k) for k in range(2)]:  # both pool threads busy with calls of their own
+        f.result(timeout=60)
+    assert np.all(inner == 1)
+
+
 def test_density_rows_do_not_see_what_lies_beyond_them():
     """Changing the law at positions s > s_8 leaves the rows s_0..s_8 unchanged bit for bit (fixed steps)."""
     g = SequenceGrid(64, 17)
