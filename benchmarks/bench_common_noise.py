@@ -174,20 +174,26 @@ def maps_table(repeat):
         fns = {"now": lambda: g.linear_transport(y, B), "fixed": lambda: fourier.linear_pushforward(
                y, B, cos, sin, stencil=(4, 32)), "before": lambda: _nufft_map(g, y, B),
                "step": lambda: [problem.rate(y) for _ in range(4)]}
-        times = {k: [] for k in fns}
-        for f in fns.values():
-            f()
-        for r in range(repeat):
-            for k, f in (fns.items() if r % 2 == 0 else reversed(fns.items())):
-                t0 = time.perf_counter()
-                for _ in range(20):
-                    f()
-                times[k].append((time.perf_counter() - t0) / 20)
-        m = {k: statistics.median(v) for k, v in times.items()}
+        m = alternating_medians(fns, repeat, 20)
         print(f"| | {n} | ({sigma}, {p}) | {1e6 * m['now']:.1f} µs | {1e6 * m['fixed']:.1f} µs | "
               f"{1e6 * m['before']:.1f} µs | {1e6 * m['step']:.1f} µs | {m['now'] / m['step']:.3f} | "
               f"{m['fixed'] / m['step']:.3f} | {m['before'] / m['step']:.3f} | {bound:.1e} | {diff:.1e} |")
 
+
+
+def alternating_medians(fns, repeat, calls):
+    """Seconds per call of each function of ``fns`` (a dict): one warm-up call each, then ``repeat`` rounds of
+    ``calls`` calls of each, the order of the functions reversed every other round; the medians over the rounds."""
+    times = {k: [] for k in fns}
+    for f in fns.values():
+        f()
+    for r in range(repeat):
+        for k, f in (fns.items() if r % 2 == 0 else reversed(fns.items())):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                f()
+            times[k].append((time.perf_counter() - t0) / calls)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 def sphere_maps_table(repeat):
     """One general-Σ map on S² (lmax 31) now and as before against the 4 right-hand sides of an RK4 step, on the
@@ -211,16 +217,7 @@ def sphere_maps_table(repeat):
         sigma, p, bound = pushforward.pushforward_stencil(complex_alm(g.coefficients(y), 31), 31)
         fns = {"now": lambda: g.linear_transport(y, B), "before": lambda: _sphere_map_before(g, y, B),
                "step": lambda: [problem.rate(y) for _ in range(4)]}
-        times = {k: [] for k in fns}
-        for f in fns.values():
-            f()
-        for r in range(repeat):
-            for k, f in (fns.items() if r % 2 == 0 else reversed(fns.items())):
-                t0 = time.perf_counter()
-                for _ in range(10):
-                    f()
-                times[k].append((time.perf_counter() - t0) / 10)
-        m = {k: statistics.median(v) for k, v in times.items()}
+        m = alternating_medians(fns, repeat, 10)
         print(f"| {name} | ({sigma}, {p}) | {1e6 * m['now']:.0f} µs | {1e6 * m['before']:.0f} µs | "
               f"{1e6 * m['step']:.0f} µs | {m['now'] / m['step']:.3f} | {m['before'] / m['step']:.3f} | {bound:.1e} |")
 
