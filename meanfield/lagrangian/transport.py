@@ -119,6 +119,21 @@ def field_and_divergence(model, domain, d: int, weights, strategy: str):
     return (lambda x: model.field_and_divergence(x, weights, x)), strategy
 
 
+def _rows_holding(V, div, shape):
+    """The C-ordered float64 array of ``shape`` (k + 1, n) whose rows 0..k−1 are Vᵀ and row k is ``div``, element
+    for element in its own memory (their common base), or None: then the rate is that array as it is."""
+    rows = div.base
+    if not (isinstance(rows, np.ndarray) and rows.shape == shape and rows.dtype == np.float64
+            and rows.flags.c_contiguous and rows.flags.writeable and V.dtype == np.float64):
+        return None
+    k = shape[0] - 1
+    head, last = rows[:k], rows[k]
+    Vt = V.T
+    same = (Vt.shape == head.shape and Vt.flags.c_contiguous and Vt.ctypes.data == head.ctypes.data
+            and div.shape == last.shape and div.flags.c_contiguous and div.ctypes.data == last.ctypes.data)
+    return rows if same else None
+
+
 class LagrangianProblem(Problem, Tracker):
     """The characteristic system of a Lagrangian measure with fixed nodes as a :class:`~meanfield.integrate.Problem`;
     as a tracker it gathers the frames at the output times (``frames``)."""
@@ -158,27 +173,49 @@ class LagrangianProblem(Problem, Tracker):
     def breakpoints(self, t0, t1):
         return self.dynamics.breakpoints(t0, t1) if self.time_dependent else ()
 
+    # The state y is stored by rows, shape (k + 1, n): the k chart coordinates of the n points, then ℓ — each a
+    # contiguous row, so a chart of one coordinate (the zonal rings' θ) hands the sums its state without a copy
+    # (ascontiguousarray of the (n, 1) view y[:1].T is that view) and the rate's rows are written contiguously.
+    # The same elementwise arithmetic as the former (n, k + 1) columns, so the same bits for the fixed steps (the
+    # adaptive pairs' error norms sum the same elements in another order: round-off in the step sizes). The
+    # layout is this problem's own: everything outside reads the state through :meth:`frame`.
+    def _state(self, y) -> np.ndarray:
+        """The chart coordinates of the state y as a C-ordered (n, k) array (a view where k = 1)."""
+        return np.ascontiguousarray(y[: self.k].T)
+
     def pack(self, frame: LagrangianMeasure) -> np.ndarray:
-        return np.concatenate([frame.state, np.zeros((len(frame), 1))], axis=1)
+        y = np.empty((self.k + 1, len(frame)))
+        y[: self.k] = frame.state.T
+        y[self.k] = 0.0
+        return y
 
     def frame(self, t, y) -> LagrangianMeasure:
         """The Lagrangian measure of the state y = (chart coordinates, ℓ) at time t: log ρ = log ρ_0 − ℓ."""
         f = self.start
-        return LagrangianMeasure(y[:, : self.k], f.weights, f.log_density - y[:, self.k], f.domain, f.mesh, t,
-                                 check=False)
+        log_density = f.log_density - y[self.k]
+        log_density.setflags(write=False)  # handed over: the frame keeps it (and shares the start's weights)
+        return LagrangianMeasure(self._state(y), f.weights, log_density, f.domain, f.mesh, t, check=False)
 
     def rate(self, y, t=None):
         if t is not None:
             self.at_time(t, self._layer_time)
-        state = y[:, : self.k]
+        state = self._state(y)
         points = self.chart.to_points(state)
         X, div = self.field(points)
-        return np.concatenate([self.chart.state_rate(state, points, X), div[:, None]], axis=1)
+        V = self.chart.state_rate(state, points, X)
+        rows = _rows_holding(V, div, y.shape)
+        if rows is not None:  # the sums made both as the rows of one array (the zonal rings' do): no copy
+            return rows
+        out = np.empty(y.shape)
+        out[: self.k] = V.T
+        out[self.k] = div
+        return out
 
     def retract(self, y):
-        y = np.array(y, copy=True)
-        y[:, : self.k] = self.chart.retract(y[:, : self.k])
-        return y
+        out = np.empty(y.shape)
+        out[: self.k] = self.chart.retract(self._state(y)).T
+        out[self.k] = y[self.k]
+        return out
 
     def reject(self, t, y, reason):
         raise StopIntegration(t, y, reason, status=Status.FAILED)

@@ -290,7 +290,9 @@ def _ring_sums(points, weights, queries, beta, normalized, c, d, second):
         theta = _contiguous_angles(queries)
     a, cc = _steps(d, K)
     scale = float(c) if normalized else float(c) * np.exp(beta)
-    vel, out = np.empty(theta.size), np.empty(theta.size)
+    # both results as the rows of one (2, m) array: a caller that stores rates by rows (the Lagrangian problem,
+    # meanfield.lagrangian.transport) takes it whole instead of copying the two into one
+    vel, out = np.empty((2, theta.size))
     nblock = (theta.size + BLOCK - 1) // BLOCK
     M, N = np.ascontiguousarray(m * g), np.ascontiguousarray(n * g)
     map_ranges(lambda b0, b1: _field_blocks(theta, a, cc, M, N, bool(second), bool(normalized), scale, beta,
