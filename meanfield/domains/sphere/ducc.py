@@ -30,17 +30,29 @@ import numpy as np
 
 from .gauss import alm_layout, glq, ladder, pad_coefficients
 
-__all__ = ["DuccBackend", "RingPlan", "ThreadScratch", "ring_plan", "sht_threads", "complex_alm", "real_cilm"]
+__all__ = ["DuccBackend", "RingPlan", "ThreadScratch", "ring_plan", "sht_threads", "SHT_THREADS_FROM", "complex_alm",
+           "real_cilm"]
 
 
-def sht_threads() -> int:
-    """Threads for ducc0's transforms: :attr:`DuccBackend.nthreads` where set, else numba's thread count.
+#: The degree from which ducc0's transforms take more than one thread by default. Below it, handing a transform to
+#: ducc0's threads costs more than the second thread gives back: one RK4 step of an S² density (SA β = 4) on two
+#: threads took 5.9× as long as on one at L = 15, 3.9× at 31, 2.1× at 63, 1.5× at 95 and 1.1× at 127, and 0.88× at
+#: 191, 0.77× at 255, 0.65× at 511 (benchmarks/bench_sht_threads.py, quiet 2-core Xeon, 2026-12-02; two runs agreed
+#: within 10 %).
+SHT_THREADS_FROM = 160
+
+
+def sht_threads(lmax: int | None = None) -> int:
+    """Threads for ducc0's transforms: :attr:`DuccBackend.nthreads` where set, else numba's thread count (one thread
+    for transforms of degree ``lmax`` below :data:`SHT_THREADS_FROM`, where a second one costs more than it gives).
 
     numba's count follows ``NUMBA_NUM_THREADS`` and ``numba.set_num_threads``,
     the same setting the particle kernels use.
     """
     if DuccBackend.nthreads is not None:
         return int(DuccBackend.nthreads)
+    if lmax is not None and lmax < SHT_THREADS_FROM:
+        return 1
     import numba
 
     return int(numba.get_num_threads())
@@ -132,7 +144,7 @@ class RingPlan(ThreadScratch):
             out[:, orders + 1:] = 0.0
             out = out[:, : orders + 1]
         leg = alm2leg(alm=alm.reshape(1, -1), lmax=lmax, theta=self.theta, mval=self.mval[: orders + 1],
-                      mstart=mstart, nthreads=sht_threads(), leg=None if out is None else out[None])
+                      mstart=mstart, nthreads=sht_threads(self.grid_lmax), leg=None if out is None else out[None])
         return leg[0]
 
     @cached_property
@@ -165,8 +177,8 @@ class RingPlan(ThreadScratch):
         """Ring values (..., ntheta, nphi) of ring spectra (..., ntheta, nphi // 2 + 1) (:meth:`spectra`)."""
         from ducc0.fft import c2r
 
-        return c2r(spectra, axes=(spectra.ndim - 1,), lastsize=self.nphi, forward=False, nthreads=sht_threads(),
-                   out=out)
+        return c2r(spectra, axes=(spectra.ndim - 1,), lastsize=self.nphi, forward=False,
+                   nthreads=sht_threads(self.grid_lmax), out=out)
 
     def synthesis(self, alm: np.ndarray) -> np.ndarray:
         """Values on the grid (ntheta, nphi) of degree-``lmax`` coefficients (a new array)."""
@@ -182,7 +194,7 @@ class RingPlan(ThreadScratch):
 
         if np.shape(values) != self.shape:
             raise ValueError(f"`values` must have the grid's shape {self.shape}, got {np.shape(values)}.")
-        nthreads = sht_threads() if nthreads is None else int(nthreads)
+        nthreads = sht_threads(self.grid_lmax) if nthreads is None else int(nthreads)
         spectrum = r2c(np.ascontiguousarray(values, dtype=float), axes=(1,), forward=True, nthreads=nthreads,
                        out=self.scratch("r2c", (self.grid_lmax + 1, self._nfreq), complex))
         leg = self.scratch("leg", (1, self.grid_lmax + 1, self.lmax + 1), complex)
@@ -206,10 +218,10 @@ class RingPlan(ThreadScratch):
         from ducc0.fft import r2c
         from ducc0.sht.experimental import leg2alm
 
-        spectrum = r2c(field, axes=(2,), forward=True, nthreads=sht_threads(),
+        spectrum = r2c(field, axes=(2,), forward=True, nthreads=sht_threads(self.grid_lmax),
                        out=self.scratch("r2c-vector", (2, self.grid_lmax + 1, self._nfreq), complex))
         leg = spectrum[:, None, :, : self.lmax + 1]  # the weights are in the field already
-        common = {"theta": self.theta, "mval": self.mval, "nthreads": sht_threads()}
+        common = {"theta": self.theta, "mval": self.mval, "nthreads": sht_threads(self.grid_lmax)}
         A = leg2alm(leg=leg[0], lmax=self.lmax + 1, mstart=alm_layout(self.lmax + 1)[2][: self.lmax + 1], **common)
         B = leg2alm(leg=leg[1], lmax=self.lmax, mstart=alm_layout(self.lmax)[2], **common)
         return _divergence_adjoint(A[0], B[0], self.lmax, self._ladder, np.empty_like(B[0]))
@@ -278,7 +290,8 @@ class DuccBackend:
     for m > 0.
 
     ``nthreads``: ``None`` (default) follows numba's thread count
-    (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``); an integer fixes it.
+    (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``) for grids of degree :data:`SHT_THREADS_FROM` and above, and
+    takes one thread below it (measured: faster there); an integer fixes it.
     """
 
     name = "ducc0"

@@ -97,7 +97,8 @@ def shtns_plan(lmax: int, grid_lmax: int | None = None, nphi: int | None = None)
     grid_lmax = lmax if grid_lmax is None else grid_lmax
     if grid_lmax + 1 < MIN_NLAT:
         raise ValueError(f"shtns needs at least {MIN_NLAT} colatitudes, got {grid_lmax + 1}.")
-    return _plan(int(lmax), int(grid_lmax), 2 * grid_lmax + 1 if nphi is None else int(nphi), sht_threads())
+    return _plan(int(lmax), int(grid_lmax), 2 * grid_lmax + 1 if nphi is None else int(nphi),
+                 sht_threads(grid_lmax))
 
 
 @lru_cache(maxsize=64)
