@@ -116,16 +116,25 @@ def _round(kernel, args, start: int, stop: int, nthreads: int, costs) -> None:
         bounds = sorted({start, stop, *(start + int(b) for b in inner)})
     chunks = list(itertools.pairwise(bounds))
     claim = itertools.count()  # next() on it is atomic (the GIL): each chunk is claimed once
+    # set when a chunk raised or the caller left (a Ctrl-C raised in it between two chunks): no chunk is claimed
+    # after it, so the call ends once the chunks already claimed are done instead of after every remaining one
+    # (the check comes before the claim: a claimed chunk always runs)
+    stopped = []
 
     def work():
-        while (k := next(claim)) < len(chunks):
-            kernel(*args, *chunks[k])
+        try:
+            while not stopped and (k := next(claim)) < len(chunks):
+                kernel(*args, *chunks[k])
+        except BaseException:
+            stopped.append(True)
+            raise
 
     helpers = [executor(nthreads).submit(work) for _ in range(min(nthreads, len(chunks)) - 1)]
     try:
         work()
-    finally:  # every chunk is claimed: a helper not yet started has nothing left to do (and, on a busy pool,
-        started = [f for f in helpers if not f.cancel()]  # might never start: a call made from the pool itself)
+    finally:  # every chunk is claimed (or none will be: `stopped`): a helper not yet started has nothing left to do
+        stopped.append(True)  # (and, on a busy pool, might never start: a call made from the pool itself)
+        started = [f for f in helpers if not f.cancel()]
         futures.wait(started)
     for f in started:
         f.result()

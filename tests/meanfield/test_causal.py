@@ -150,6 +150,47 @@ def test_claimed_chunks_cover_every_task_once_even_from_inside_the_pool():
     assert np.all(inner == 1)
 
 
+def test_an_exception_in_one_thread_stops_the_others_claiming_chunks():
+    """A Ctrl-C raised in the calling thread (outside :func:`meanfield.core.interrupts.deferred` Python raises it there,
+    between two chunks) or an error in a pool thread ends the call once the chunks already claimed are done: no
+    thread claims a chunk after it (before, the other threads worked through every remaining chunk first — 7 of
+    the 8 here, a whole pairwise sum for a notebook's Ctrl-C)."""
+    import threading
+    import time
+
+    main = threading.get_ident()
+    raised = threading.Event()
+    ran = {"caller": 0, "helper": 0}
+
+    def caller_interrupted(out, start, stop):  # the caller's first chunk raises; a helper's waits for that, then works
+        if threading.get_ident() == main:
+            ran["caller"] += 1
+            raised.set()
+            raise KeyboardInterrupt
+        raised.wait(10.0)
+        time.sleep(0.05)  # the caller's exception is on its way out meanwhile (microseconds)
+        ran["helper"] += 1
+
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(caller_interrupted, 800, None, nthreads=2)  # 8 chunks
+    assert ran["caller"] == 1 and ran["helper"] <= 2
+    raised.clear()
+    ran.update(caller=0, helper=0)
+
+    def helper_fails(out, start, stop):
+        if threading.get_ident() != main:
+            ran["helper"] += 1
+            raised.set()
+            raise ValueError("a chunk failed")
+        raised.wait(10.0)
+        time.sleep(0.05)
+        ran["caller"] += 1
+
+    with pytest.raises(ValueError, match="a chunk failed"):
+        run_tasks(helper_fails, 800, None, nthreads=2)
+    assert ran["caller"] <= 2 or ran["helper"] == 0  # (the helper never started: the caller ran every chunk)
+
+
 def test_density_rows_do_not_see_what_lies_beyond_them():
     """Changing the law at positions s > s_8 leaves the rows s_0..s_8 unchanged bit for bit (fixed steps)."""
     g = SequenceGrid(64, 17)
