@@ -38,7 +38,11 @@ __all__ = ["DuccBackend", "RingPlan", "ThreadScratch", "ring_plan", "sht_threads
 #: ducc0's threads costs more than the second thread gives back: one RK4 step of an S² density (SA β = 4) on two
 #: threads took 5.9× as long as on one at L = 15, 3.9× at 31, 2.1× at 63, 1.5× at 95 and 1.1× at 127, and 0.88× at
 #: 191, 0.77× at 255, 0.65× at 511 (benchmarks/bench_sht_threads.py, quiet 2-core Xeon, 2026-12-02; two runs agreed
-#: within 10 %).
+#: within 10 %). The bits: ducc0 (0.42) gives the same bits on one and two threads at some sizes only — its r2c,
+#: alm2leg and leg2alm agree at L = 15…127, 170, 191, 255 but differ in the last bits (<= 4e-15 relative to the
+#: largest coefficient, an S² step 1.7e-16) at L = 128, 140, 160, 161, 200 (the review's check, 2026-12-02): below
+#: this degree the default is thread-independent (one thread), from it a run's bits follow numba's thread count
+#: unless :attr:`DuccBackend.nthreads` fixes it.
 SHT_THREADS_FROM = 160
 
 
