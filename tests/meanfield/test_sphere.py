@@ -320,6 +320,33 @@ def test_ring_plan_rates_pickle_and_do_not_share_work_arrays_across_threads():
             assert all(np.array_equal(a, b) for a, b in zip(got, expected))
 
 
+@pytest.mark.skipif(__import__("numba").config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
+def test_transforms_below_the_thread_switch_do_not_depend_on_the_thread_count():
+    """Below SHT_THREADS_FROM ducc0's transforms take one thread by default, the non-uniform synthesis included
+    (the grid's interpolation; the S² map's route where no stencil meets its bound): one and two of numba's threads
+    give the same bits (ducc0's synthesis_general on two threads differs from one in the last bits, 3e-15 at L = 8)."""
+    import numba
+
+    rng = np.random.default_rng(5)
+    g = mf.SphereGrid(8)
+    cilm = rng.standard_normal((2, 9, 9)) * np.tri(9)[None]
+    cilm[1, :, 0] = 0.0
+    cilm[0, 0, 0] = 10.0  # random coefficients of size 1 at every degree: no stencil, the non-uniform synthesis
+    values = g.from_coefficients(cilm)
+    x = rng.standard_normal((3000, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    B = np.array([[1.1, 0.2, -0.1], [-0.3, 0.9, 0.2], [0.1, 0.1, 1.2]])
+    threads = numba.get_num_threads()
+    out = {}
+    try:
+        for k in (1, 2):
+            numba.set_num_threads(k)
+            out[k] = (g.interpolate(values, x), g.linear_transport(values, B))
+    finally:
+        numba.set_num_threads(threads)
+    assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2]))
+
+
 @pytest.mark.parametrize("method", ["rk4", "ssprk3"])
 def test_solve_runs_its_stages_on_coefficients_as_on_values(method, monkeypatch):
     """The fixed steps' stages on the a_lm (one transform each way per step) give the same solve as stages on the

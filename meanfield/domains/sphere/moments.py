@@ -133,7 +133,7 @@ def _legendre_at(theta: np.ndarray, l: int) -> np.ndarray:
     alm = np.zeros(int(mstart[-1]) + l + 1, dtype=complex)  # int: NumPy 1.x promotes uintp + int to float
     alm[mstart.astype(np.intp) + l] = 1.0  # a_lm = 1 for every m at degree l
     leg = alm2leg(alm=alm[None], lmax=l, theta=np.ascontiguousarray(theta), mval=np.arange(l + 1, dtype=np.uintp),
-                  mstart=mstart, nthreads=sht_threads())
+                  mstart=mstart, nthreads=sht_threads(l))
     return leg[0].real
 
 

@@ -143,7 +143,7 @@ def evaluate(cilm: np.ndarray, x: np.ndarray) -> np.ndarray:
         return _evaluate_legendre(cilm, flat).reshape(x.shape[:-1])
     loc = spherical(flat)
     out = synthesis_general(alm=complex_alm(cilm, lmax)[None], spin=0, lmax=lmax, loc=np.ascontiguousarray(loc),
-                            epsilon=1e-14, nthreads=sht_threads())[0]
+                            epsilon=1e-14, nthreads=sht_threads(lmax))[0]
     return out.reshape(x.shape[:-1])
 
 
