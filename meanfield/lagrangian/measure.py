@@ -75,11 +75,14 @@ class PointFrame:
         return energy_from_excess(self.excess_energy(beta), self.mass(), float(beta))
 
 
-def _frozen(a) -> np.ndarray:
-    """A float64 copy of ``a`` that nothing else can write, or ``a`` itself where it is one already (a read-only
-    float64 array owning its memory: another frame's weights, a fresh array handed over): the frames of a run share
-    their weights instead of copying 8 MB per frame at 10⁶ points."""
-    if isinstance(a, np.ndarray) and a.dtype == np.float64 and a.base is None and not a.flags.writeable:
+def _frozen(a, handed_over: bool) -> np.ndarray:
+    """A float64 copy of ``a`` that nothing else can write, or, for the solver's own frames (``handed_over``: built
+    with ``check=False``), ``a`` itself where it is a read-only float64 array owning its memory (another frame's
+    weights, a fresh array handed over): the frames of a run share their weights instead of copying 8 MB per frame
+    at 10⁶ points. A caller's array is always copied: being read-only and owning its memory does not mean nothing
+    else writes it (a writable view taken before its flag was cleared still does)."""
+    if (handed_over and isinstance(a, np.ndarray) and a.dtype == np.float64 and a.base is None
+            and not a.flags.writeable):
         return a
     return np.array(a, dtype=float)
 
@@ -123,7 +126,7 @@ class LagrangianMeasure(PointFrame):
 
     def __init__(self, state, weights, log_density, domain, mesh=None, t: float = 0.0, *, check: bool = True,
                  log_condition=None):
-        state, weights, log_density = _frozen(state), _frozen(weights), _frozen(log_density)
+        state, weights, log_density = (_frozen(a, not check) for a in (state, weights, log_density))
         if check:
             n = state.shape[0] if state.ndim == 2 else -1
             if state.ndim != 2 or weights.shape != (n,) or log_density.shape != (n,):

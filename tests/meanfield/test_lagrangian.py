@@ -263,6 +263,23 @@ def test_zero_density_points_carry_no_mass():
     assert np.all(np.isneginf(f1.log_density[values == 0])) and f1.mass() == pytest.approx(1.0, abs=1e-14)
 
 
+def test_a_measure_keeps_its_own_copy_of_a_callers_arrays():
+    """A user's measure is immutable: it copies the caller's arrays even where they are read-only float64 arrays
+    owning their memory (a writable view taken before the flag was cleared still writes them); only the solver's
+    own frames (check=False) share such arrays, as a run's frames share the start's weights."""
+    circle = mf.domains.CIRCLE
+    arrays = [np.linspace(0, 6, 4)[:, None], np.full(4, 0.25), np.zeros(4)]
+    views = [a[:] for a in arrays]  # writable views, taken before the flags are cleared
+    for a in arrays:
+        a.setflags(write=False)
+    mu = LagrangianMeasure(*arrays, circle)
+    for v in views:
+        v[0] = 0.5
+    assert mu.state[0, 0] == 0.0 and np.all(mu.weights == 0.25) and np.all(mu.log_density == 0.0)
+    frame = LagrangianMeasure(mu.state, mu.weights, mu.log_density, circle, check=False)
+    assert frame.weights is mu.weights and frame.state is mu.state
+
+
 def test_bad_input_is_refused():
     circle = mf.domains.CIRCLE
     state = np.linspace(0, 6, 4)[:, None]
