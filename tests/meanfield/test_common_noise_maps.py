@@ -192,3 +192,43 @@ def test_sphere_map_without_a_stencil_takes_the_nonuniform_synthesis():
     r = np.linalg.norm(q, axis=-1)
     ref = _evaluate_legendre(cilm, q / r[:, None]) / (np.linalg.det(B) * r ** 3)
     assert np.max(np.abs(g.linear_transport(values, B).ravel() - ref)) <= 1e-12 * np.max(np.abs(ref))
+
+
+def _in_fresh_thread(fn):
+    """fn() in a new thread (its own work arrays: pushforward's scratch is per thread)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn).result()
+
+
+def test_sphere_work_arrays_kept_between_degrees_of_one_grid_size_give_the_same_bits():
+    """(L, σ) = (47, 2) and (31, 3) share the equiangular grid M = 2σ(L + 1) = 192, so the same work arrays; the
+    φ-spectra past m = L must be zero for the second degree, not the first's: the map at (31, 3) after one at (47, 2)
+    equals, bit for bit, the same map in a thread that made no other (no kept state may change a result)."""
+    rng = np.random.default_rng(5)
+    B = np.eye(3) + 0.1 * rng.standard_normal((3, 3))
+    points = rng.standard_normal((200, 3))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+
+    def alm(L):
+        a = rng.standard_normal((L + 1) * (L + 2) // 2) + 1j * rng.standard_normal((L + 1) * (L + 2) // 2)
+        a[: L + 1] = a[: L + 1].real  # m = 0: real
+        return a
+
+    a47, a31 = alm(47), alm(31)
+    alone = _in_fresh_thread(lambda: s2.pushforward(a31, 31, points, B, 3, 8))
+    after = _in_fresh_thread(lambda: (s2.pushforward(a47, 47, points, B, 2, 8),
+                                      s2.pushforward(a31, 31, points, B, 3, 8))[1])
+    assert np.array_equal(alone, after)
+
+
+def test_sphere_work_arrays_above_the_limit_are_not_kept():
+    """A work array above SCRATCH_MAX_BYTES is made per call and not held by the thread afterwards."""
+    def probe():
+        big = s2._scratch("probe", (s2.SCRATCH_MAX_BYTES // 8 + 1,))
+        small = s2._scratch("probe-small", (8,))
+        return big is s2._scratch("probe", big.shape), small is s2._scratch("probe-small", (8,))
+
+    big_kept, small_kept = _in_fresh_thread(probe)
+    assert not big_kept and small_kept

@@ -121,7 +121,7 @@ def pushforward(alm: np.ndarray, lmax: int, points: np.ndarray, B, sigma: int, p
     M = 2 * int(sigma) * (L + 1)
     half = p // 2 - 1
     theta, mval, mstart = _rings(L, M)
-    spec = _scratch(f"spec{L}", (M // 2 + 1, M // 2 + 1), complex, zero=True)  # the φ-spectra, zero past m = L
+    spec = _scratch("spec", (M // 2 + 1, M // 2 + 1), complex, zero=True, tag=L)  # the φ-spectra, zero past m = L
     alm2leg(alm=np.asarray(alm, dtype=complex)[None], lmax=L, theta=theta, spin=0, mval=mval, mstart=mstart,
             nthreads=1, leg=spec[None, :, :L + 1])
     E = _scratch("E", (M // 2 + _WIDTH, M + _WIDTH))
@@ -181,16 +181,25 @@ def _stencils(E, M, points, B, p):
 _LOCAL = threading.local()
 
 
-def _scratch(name: str, shape: tuple, dtype=float, zero: bool = False) -> np.ndarray:
+#: The largest work array :func:`_scratch` keeps between calls (64 MiB): larger ones (L >~ 1000) are made per call,
+#: so that a map at a large degree leaves no gigabyte behind in its thread
+SCRATCH_MAX_BYTES = 2**26
+
+
+def _scratch(name: str, shape: tuple, dtype=float, zero: bool = False, tag=None) -> np.ndarray:
     """A work array of ``shape`` kept per thread between calls (contents undefined, or zero when made if ``zero``:
-    for parts its user never writes)."""
+    for parts its user never writes; ``tag``: what else those parts depend on, a new array where it changes). One
+    array per name and thread, replaced when the shape or tag changes; none kept above :data:`SCRATCH_MAX_BYTES`."""
+    make = np.zeros if zero else np.empty
+    if int(np.prod(shape)) * np.dtype(dtype).itemsize > SCRATCH_MAX_BYTES:
+        return make(shape, dtype)
     store = getattr(_LOCAL, "arrays", None)
     if store is None:
         store = _LOCAL.arrays = {}
-    a = store.get(name)
-    if a is None or a.shape != shape:
-        a = store[name] = (np.zeros if zero else np.empty)(shape, dtype)
-    return a
+    kept = store.get(name)
+    if kept is None or kept[0].shape != shape or kept[1] != tag:
+        kept = store[name] = (make(shape, dtype), tag)
+    return kept[0]
 
 
 @nb.njit(cache=True)
