@@ -510,8 +510,9 @@ def test_single_precision_field_errs_by_at_most_its_stated_bound(rng, d, beta, n
     each term carries a relative error |δ_ij| <= u(|s_ij| + 2) (the score rounded to float32, vexp32's ulp), so
     to first order ΔX_i = P_i⊥ Σ_j c_ij δ_ij r_ij (_single_precision_model): |ΔX_i| <= B_i, and as the δ_ij vary
     pseudo-randomly with j, |ΔX_i| is of the size σ_i (an upper estimate of its RMS: the model's ratio is <= 1;
-    measured <= 1.3 as the max over rows here, 1.53 by the review at d = 4, β = 30, clustered; asserted <= 10). For independent random points X_i is itself such a sum
-    of independent terms, so max |ΔX| / max |X| does not grow with n: <= SINGLE_PRECISION_ERROR = 1e-6 (measured
+    measured <= 1.3 as the max over rows here, 1.53 by the review at d = 4, β = 30, clustered; asserted <= 10).
+    For independent random points X_i is itself such a sum of independent terms, so max |ΔX| / max |X| does not
+    grow with n: <= SINGLE_PRECISION_ERROR = 1e-6 (measured
     <= 1.1e-7 at n = 1500 and 4096, d = 2…16, β = 1…10). Not round-off: the double field is 1e-15, so the test
     would catch a kernel silently in double."""
     from meanfield.kernels.pairwise import SINGLE_PRECISION_ERROR
