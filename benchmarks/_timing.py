@@ -19,15 +19,16 @@ def best(fn, repeat: int = 5, number: int = 1, warmup: bool = True) -> float:
     return min(times)
 
 
-def median(fn, repeat: int = 5, warmup: bool = True) -> float:
-    """Seconds per call of ``fn``: the median of ``repeat`` calls, after one warm-up call."""
+def median(fn, repeat: int = 5, warmup: bool = True, number: int = 1) -> float:
+    """Seconds per call of ``fn``: the median of ``repeat`` runs of ``number`` calls, after one warm-up call."""
     if warmup:
         fn()
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
     return statistics.median(times)
 
 

@@ -9,7 +9,6 @@ Run:  python benchmarks/bench_sht_threads.py      (about a minute)
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -20,23 +19,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import meanfield as mf  # noqa: E402
 from _anchors import problem_step  # noqa: E402
+from _timing import median  # noqa: E402
 from meanfield.domains.sphere import DuccBackend  # noqa: E402
 from meanfield.domains.sphere.ducc import SHT_THREADS_FROM  # noqa: E402
 
 
 def median_call(f, rounds=7):
-    """Median over ``rounds`` of the seconds per call in ~0.1 s of calls (one warm-up call)."""
+    """Median over ``rounds`` of the seconds per call in ~0.1 s of calls (one warm-up call, one timed to size them)."""
     f()
     t = time.perf_counter()
     f()
-    calls = max(1, int(0.1 / (time.perf_counter() - t)))
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(calls):
-            f()
-        times.append((time.perf_counter() - t) / calls)
-    return statistics.median(times)
+    return median(f, rounds, warmup=False, number=max(1, int(0.1 / (time.perf_counter() - t))))
 
 
 def main():

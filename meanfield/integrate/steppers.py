@@ -55,7 +55,7 @@ import numba as nb
 import numpy as np
 import scipy.integrate as si
 
-from ..core.pool import map_tasks
+from ..core.pool import map_ranges
 
 __all__ = ["rk4", "ssprk3", "lawson_rk4", "strang_ssprk3", "equal_steps", "step_count", "Stages", "Stepper",
            "FixedStepper", "AdaptiveStepper", "LawsonStepper", "RecordingStepper", "STEPPERS", "METHODS", "FIXED",
@@ -81,9 +81,8 @@ def _rk4(f, y, h):
         return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
     flat = [np.ascontiguousarray(a).reshape(-1) for a in (y, k1, k2, k3, k4)]
     out = np.empty_like(flat[0])
-    edges = _element_tasks(out.size)
-    map_tasks(lambda i: _rk4_combination(*flat, h / 6.0, out, edges[i], edges[i + 1]), len(edges) - 1,
-              work=out.size)
+    map_ranges(lambda i0, i1: _rk4_combination(*flat, h / 6.0, out, i0, i1), out.size, _element_tasks(out.size),
+               work=out.size)
     return out.reshape(y.shape)
 
 
@@ -94,18 +93,16 @@ def _same_array(y, k) -> bool:
             and y.dtype == np.float64)
 
 
-def _element_tasks(n: int) -> list:
-    """Edges of about 128k elements per task (at most 16 tasks)."""
-    tasks = max(1, min(16, n // 131072))
-    return [n * i // tasks for i in range(tasks + 1)]
+def _element_tasks(n: int) -> int:
+    """Tasks of about 128k elements each for n elements (at most 16)."""
+    return max(1, min(16, n // 131072))
 
 
 def _axpy(a: float, x, y):
     """y + a·x in one new array: ``a * x`` rounded, then the sum (the bits of the expression)."""
     xf, yf = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1)
     out = np.empty_like(yf)
-    edges = _element_tasks(out.size)
-    map_tasks(lambda i: _axpy_kernel(a, xf, yf, out, edges[i], edges[i + 1]), len(edges) - 1, work=out.size)
+    map_ranges(lambda i0, i1: _axpy_kernel(a, xf, yf, out, i0, i1), out.size, _element_tasks(out.size), work=out.size)
     return out.reshape(np.shape(y))
 
 

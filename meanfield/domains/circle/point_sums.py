@@ -19,7 +19,7 @@ from scipy.special import ive
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
 from ...core.numerics import EXP_MAX
-from ...core.pool import map_tasks
+from ...core.pool import map_ranges
 from ...core.vectors import wide_vectors
 from . import continuity, energy as circle_energy, geometry
 from .bessel import scaled_bessel
@@ -74,7 +74,7 @@ def moment_chunks(n: int) -> int:
 LANES = 256
 BLOCK = 256
 
-#: Tasks per call of the lane sums, pulled by the threads one at a time (:func:`meanfield.core.pool.map_tasks`): a
+#: Tasks per call of the lane sums, pulled by the threads one at a time (:func:`meanfield.core.pool.map_ranges`): a
 #: thread that other work holds up takes fewer of them.
 TASKS = 16
 
@@ -181,10 +181,8 @@ def lane_moments(x, w, L: int, nchunk: int, with_mass: bool = False):
     xf = x.reshape(-1)
     acc = np.empty((nchunk, L + 1, 2))
     mass = np.empty(nchunk)
-    ntasks = min(nchunk, TASKS)
-    edges = [nchunk * i // ntasks for i in range(ntasks + 1)]
-    bad = map_tasks(lambda i: _lane_chunks(xf, w, L, nchunk, edges[i], edges[i + 1], acc, mass), ntasks,
-                    work=x.shape[0] * (L + 1))
+    bad = map_ranges(lambda c0, c1: _lane_chunks(xf, w, L, nchunk, c0, c1, acc, mass), nchunk, TASKS,
+                     work=x.shape[0] * (L + 1))
     if sum(bad):
         raise ValueError(f"`points`: {sum(bad)} of the {x.shape[0]} points are zero or not finite: they have no "
                          "direction on the circle.")
@@ -281,12 +279,10 @@ def lane_field(q, A, D, normalized: bool, scale: float, TN: float, TD: float, v,
                          f"{v.shape} and {bound.shape}.")
     qf, vf = q.reshape(-1), v.reshape(-1)
     nblock = (q.shape[0] + BLOCK - 1) // BLOCK
-    ntasks = min(nblock, TASKS)
-    edges = [nblock * i // ntasks for i in range(ntasks + 1)]
     A = np.ascontiguousarray(A, dtype=complex)
     D = np.ascontiguousarray(D, dtype=complex)
-    bad = map_tasks(lambda i: _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, edges[i], edges[i + 1]),
-                    ntasks, work=q.shape[0] * A.shape[0])
+    bad = map_ranges(lambda b0, b1: _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, b0, b1), nblock,
+                     TASKS, work=q.shape[0] * A.shape[0])
     if sum(bad):
         raise ValueError(f"`queries`: {sum(bad)} of the {q.shape[0]} queries are zero or not finite: they have no "
                          "direction on the circle.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ...core.pool import map_tasks
+from ...core.pool import map_ranges
 
 __all__ = ["one_sided_lipschitz", "project_tangent", "surface_divergence", "retract", "normalise", "row_norms",
            "check_on_sphere",
@@ -63,23 +63,18 @@ def normalise(y: np.ndarray) -> np.ndarray:
     """``y/|y|`` row by row: the nearest point of the sphere. For d = 2, 3 in float64, compiled passes with the bits
     of ``y / row_norms(y, keepdims=True)`` (the same rounded products, sums, square root and quotient; numpy's
     three passes and two temporaries were a tenth of a million-particle step on S¹), in tasks of rows on the
-    library's threads (:func:`meanfield.core.pool.map_tasks`: each row its own, so the threads change no bit); a
+    library's threads (:func:`meanfield.core.pool.map_ranges`: each row its own, so the threads change no bit); a
     zero row gives NaN as numpy's quotient does, without its warning."""
     y = np.asarray(y)
     if y.dtype == np.float64 and y.ndim >= 2 and y.shape[-1] in (2, 3) and y.size:
         d = y.shape[-1]
         flat = np.ascontiguousarray(y).reshape(-1)
         out = np.empty_like(flat)
-        edges = _row_tasks(flat.size // d, d)
-        map_tasks(lambda i: _normalised_rows(flat, out, d, edges[i], edges[i + 1]), len(edges) - 1, work=flat.size)
+        n = flat.size // d
+        map_ranges(lambda i0, i1: _normalised_rows(flat, out, d, i0, i1), n, max(1, min(16, n // 65536)),
+                   work=flat.size)  # tasks of about 64k rows, at most 16
         return out.reshape(y.shape)
     return y / row_norms(y, keepdims=True)
-
-
-def _row_tasks(n: int, d: int) -> list:
-    """Row edges of about 64k rows per task (at most 16 tasks)."""
-    tasks = max(1, min(16, n // 65536))
-    return [n * i // tasks for i in range(tasks + 1)]
 
 
 # No fast-math flags in the two kernels below: every operation rounded as numpy rounds it (no fused multiply-add, no

@@ -34,7 +34,7 @@ import numpy as np
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
 from ...core.numerics import EXP_MAX
-from ...core.pool import map_tasks
+from ...core.pool import map_ranges, map_tasks
 from . import continuity as sphere_continuity, energy as sphere_energy
 
 __all__ = ["sphere_degree", "harmonic_moments", "recurrence", "zonal_point", "zonal_points", "multipliers",
@@ -359,16 +359,11 @@ def _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN
             bound[i] = abs(scale) * TN
 
 
-def _map(fn, parts):
-    """``[fn(p) for p in parts]``, side by side on up to numba's thread count (ducc0 releases the GIL)."""
-    return map_tasks(lambda i: fn(parts[i]), len(parts))
-
-
-def _parts(n: int):
-    """Contiguous slices cutting n rows into :data:`NONUNIFORM_PARTS` (one below :data:`NONUNIFORM_SPLIT_FROM`)."""
+def _by_parts(fn, n: int) -> list:
+    """``[fn(s) for s in slices]``, the slices cutting n rows into :data:`NONUNIFORM_PARTS` contiguous parts (one
+    below :data:`NONUNIFORM_SPLIT_FROM`), side by side on up to numba's thread count (ducc0 releases the GIL)."""
     k = NONUNIFORM_PARTS if n >= NONUNIFORM_SPLIT_FROM else 1
-    edges = [n * i // k for i in range(k + 1)]
-    return [slice(edges[i], edges[i + 1]) for i in range(k)]
+    return map_ranges(lambda i0, i1: fn(slice(i0, i1)), n, k)
 
 
 def nonuniform_moments(where, w, L: int):
@@ -377,8 +372,8 @@ def nonuniform_moments(where, w, L: int):
     from ducc0.sht.experimental import adjoint_synthesis_general
 
     opts = dict(lmax=L, epsilon=NONUNIFORM_EPSILON, nthreads=1)
-    parts = _map(lambda s: adjoint_synthesis_general(map=w[None, s], spin=0, loc=where[s], **opts)[0],
-                 _parts(len(w)))
+    parts = _by_parts(lambda s: adjoint_synthesis_general(map=w[None, s], spin=0, loc=where[s], **opts)[0],
+                      len(w))
     a = parts[0]
     for extra in parts[1:]:
         a = a + extra
@@ -399,7 +394,7 @@ def nonuniform_synthesis(b, blap, at, L: int):
         g = synthesis_general(alm=b[None, :], spin=1, loc=at[s], mode="DERIV1", **opts)
         return U, LU, g[0], g[1]
 
-    parts = _map(part, _parts(len(at)))
+    parts = _by_parts(part, len(at))
     if len(parts) == 1:
         return parts[0]
     cat = [np.concatenate([p[i] for p in parts]) if parts[0][i] is not None else None for i in range(4)]
