@@ -182,7 +182,8 @@ def layer_map(model, points, weights, h: float, projection: str = "auto", jacobi
     model = at_context(model, x.shape[-2])  # β_n for these n tokens (MATH.md §13): all of them, not the queries
     after = _check_projection(model, projection)
     w = np.asarray(weights, dtype=float)
-    q = rows(x, None if at is None else check_rows(at, x.shape[-2]))  # the queries: x itself without ``at``
+    idx = None if at is None else check_rows(at, x.shape[-2])
+    q = rows(x, idx)  # the queries: x itself without ``at``
     norm, m = normalization_of(model), as_model(model)
     if is_sparse(x) and (jacobian or norm.heads_field or getattr(m, "layer_map", None) is not None):
         raise ValueError(f"`points` are a sparse {x.shape[0]}×{x.shape[1]} array: the layer map takes sparse keys "
@@ -198,7 +199,7 @@ def layer_map(model, points, weights, h: float, projection: str = "auto", jacobi
                              "particles through this layer (particles.discrete_depth).")
         if norm.heads_field:  # hardmax: AFZ's x ↦ x + γ(u − x), γ = h (with ``at``: every point's, then those asked)
             y = m.layer_map(x, w, h)
-            return y if at is None else y[check_rows(at, x.shape[-2])]
+            return y if idx is None else y[idx]
         if norm.time_dependent:
             raise ValueError(f"{model!r}: Mix-LN's layer depends on its depth; take the model of the layer, "
                              "model.at(t) (``steps`` does).")
