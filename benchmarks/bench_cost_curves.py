@@ -42,7 +42,12 @@ measured crossover (where ``auto`` now takes the point sums: S¹ from 1024 → m
 choice), alternating in one process, on one thread and on the default thread count: the ratio new/old is the
 study's change (< 1: faster).
 
+``--large`` times, at L = 1023, 2047, 4095, 8191, the S² step, ducc0's bare transforms and the shtns loop, each where
+its memory fits ``--budget-gb`` (the step needs ~40 grid-sized arrays: 12 GB at L = 4095, 43 GB at 8191), and prints
+the local exponent of each doubling: how far the curves of the page are from their L³ asymptote.
+
 Run:  python benchmarks/bench_cost_curves.py [--repeat 5] [--out docs/_static/cost_curves.png] [--quick]
+      python benchmarks/bench_cost_curves.py --large [--budget-gb 16]
       python benchmarks/bench_cost_curves.py --crossover [--repeat 7]
       python benchmarks/bench_cost_curves.py --studies [--repeat 7]
 """
@@ -315,6 +320,61 @@ def ducc_transforms(L):
     return pair
 
 
+#: Memory of one S² RK4 step as ``solve`` takes it, in grid-sized float64 arrays: 32 measured at L = 2047 (peak
+#: resident 2.95 GB against 0.79 GB before the step, grid 67 MB); 40 with a margin, plus the process's 1 GB.
+STEP_GRIDS = 40
+#: The shtns loop's grids (on the dealiased grid of ``bench_table.shtns_rhs``): ρ, u, ∇u, f ∇u, their analysis
+#: and RK4's stage sums; 16 with a margin.
+SHTNS_GRIDS = 16
+
+
+def large_degrees(budget_gb, degrees=(1023, 2047, 4095, 8191)):
+    """The S² step, ducc0's bare transforms and the shtns loop at large L (``--large``), each where its memory
+    (``STEP_GRIDS``, ``SHTNS_GRIDS`` grid-sized arrays: the study's own need, not the machine's free memory) fits
+    ``budget_gb``. One thread, the best of two calls (three below L = 2047) after a warm-up below L = 4095 (a call
+    at L = 8191 takes half a minute: the first call is timed too there, the plans being made before it)."""
+    from _anchors import problem_step, rk4_step
+    from meanfield.domains.sphere import DuccBackend
+    from meanfield.domains.sphere.transforms import dealiased_degree
+
+    DuccBackend.nthreads = 1
+    model = mf.SelfAttention(BETA)
+    budget = budget_gb * 1e9
+    rows = {"S² step (ducc0)": [], "ducc0 synthesis + adjoint": [], "shtns loop step": []}
+    for L in degrees:
+        repeat, warm = (3, True) if L < 2047 else (2, L < 4095)
+        rows["ducc0 synthesis + adjoint"].append((L, best(ducc_transforms(L), repeat, warmup=warm)))
+        Ld = dealiased_degree(L)
+        if SHTNS_GRIDS * 8.0 * (Ld + 1) * 2 * (Ld + 1) + 1e9 <= budget:
+            loop = shtns_loop(L, BETA)
+            if loop is not None:
+                rhs, alm = loop
+                rows["shtns loop step"].append((L, best(lambda: rk4_step(rhs, alm), repeat, warmup=warm)))
+                del loop, rhs, alm
+        if STEP_GRIDS * 8.0 * (L + 1) * (2 * L + 1) + 1e9 <= budget:
+            grid = mf.SphereGrid(L, backend="ducc0")
+            y = mf.Density.from_function(grid, lambda x: np.exp(2.0 * x[..., 2])).values
+            rows["S² step (ducc0)"].append((L, best(problem_step(model, grid, y), repeat, warmup=warm)))
+            del grid, y
+        print(f"L = {L}: " + ", ".join(f"{k} {v[-1][1]:.3g} s" for k, v in rows.items() if v and v[-1][0] == L),
+              flush=True)
+    print("\n| curve | L | seconds | local exponent (from the previous L) |\n|---|---|---|---|")
+    fits = {}
+    for name, pts in rows.items():
+        if not pts:
+            continue
+        Ls, ts = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        for i, (L, t) in enumerate(pts):
+            local = f"{np.log(t / ts[i - 1]) / np.log((L + 1) / (Ls[i - 1] + 1)):.2f}" if i else "–"
+            print(f"| {name} | {L} | {t:.3g} | {local} |")
+        if len(pts) >= 2:
+            fits[name] = slope_interval(Ls + 1.0, ts)
+    for name, (p, lo, hi) in fits.items():
+        print(f"{name}: fitted exponent in L over L = {rows[name][0][0]}…{rows[name][-1][0]}: {p:.2f} "
+              f"[{lo:.2f}, {hi:.2f}]")
+    return rows, fits
+
+
 def particle_dims(repeat, quick):
     n = 2048
     dims = [2, 4, 8, 16, 32, 64] + ([] if quick else [128])
@@ -335,8 +395,14 @@ def main():
     ap.add_argument("--crossover", action="store_true", help="measure the crossovers of 'auto' on S¹ and S² only")
     ap.add_argument("--studies", action="store_true", help="the example studies' particles: 'auto' against the "
                     "pairwise sums (the old rule's choice), same process")
+    ap.add_argument("--large", action="store_true", help="the S² step, ducc0's transforms and the shtns loop at "
+                    "L = 1023 … 8191 where their memory fits --budget-gb (about 15 minutes)")
+    ap.add_argument("--budget-gb", type=float, default=16.0, help="the memory --large may use (default 16 GB)")
     args = ap.parse_args()
     numba.set_num_threads(1)
+    if args.large:
+        large_degrees(args.budget_gb)
+        return
     if args.crossover:
         measure_crossovers(max(args.repeat, 5))
         return
