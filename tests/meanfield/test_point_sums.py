@@ -182,6 +182,51 @@ def test_row_norms_are_numpys_to_the_bit(rng, d):
     assert np.array_equal(normalise(batch), batch / np.linalg.norm(batch, axis=-1, keepdims=True))
 
 
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_normalise_refuses_a_row_without_a_direction(rng, d):
+    """A row of norm 0 has no direction y/|y|: normalise raises, naming the argument and the row's index (numpy's
+    quotient gave NaN there, silently), on the compiled path (d = 2, 3), the numpy one (d = 5) and in a batch. A row
+    whose squares underflow (entries 1e-170: y_k² = 1e-340 rounds to 0) has computed norm 0 too; one whose squares
+    are subnormal but not 0 (1e-160: 1e-320) keeps a direction. The error is a ValueError (bad input at an entry
+    point) and a FloatingPointError (a time step's retraction: the step blew up). All other rows keep the bits of
+    x/|x| as documented, y / np.linalg.norm(y, axis=-1, keepdims=True)."""
+    from meanfield.domains.sphere.geometry import ZeroVectorError, normalise
+
+    y = rng.normal(size=(5000, d))
+    y[4000] = 1e-160  # subnormal squares, a direction: y/|y| = (1, ..., 1)/√d to round-off
+    out = normalise(y)
+    assert np.array_equal(out, y / np.linalg.norm(y, axis=-1, keepdims=True))
+    assert np.all(np.isfinite(out))
+    for row, value in [(3217, 0.0), (0, 0.0), (4999, 0.0), (123, 1e-170)]:
+        z = y.copy()
+        z[row] = value
+        with pytest.raises(ValueError, match=f"`z`: row {row} has norm"):
+            normalise(z, "z")
+        with pytest.raises(FloatingPointError, match=f"row {row} "):
+            mf.domains.SPHERE.retract(z)  # what the steppers call
+    batch = y[:3000].reshape(3, 1000, d).copy()
+    batch[2, 417] = 0.0
+    with pytest.raises(ZeroVectorError, match=r"`y`: row \(2, 417\) has norm"):
+        normalise(batch)
+    batch[2, 417] = 1.0  # any non-zero row: the batch's bits are numpy's again
+    assert np.array_equal(normalise(batch), batch / np.linalg.norm(batch, axis=-1, keepdims=True))
+
+
+def test_the_unit_check_names_the_row(rng):
+    """check_on_sphere (the entry points' check of unit vectors) names the row farthest from the sphere, and says
+    when it is the zero vector."""
+    from meanfield.domains.sphere.geometry import check_on_sphere
+
+    x = pt.uniform_sphere(300, 3, rng=rng)
+    x[211] = 0.0
+    with pytest.raises(ValueError, match="at row 211 \\(the zero vector"):
+        check_on_sphere(x, "x0")
+    x = pt.uniform_sphere(300, 2, rng=rng).reshape(3, 100, 2)
+    x[1, 7] *= 2.0
+    with pytest.raises(ValueError, match="`x0` must hold unit vectors.*is 1 > 1e-08, at row \\(1, 7\\)\\.$"):
+        check_on_sphere(x, "x0")
+
+
 @pytest.mark.parametrize("d", [2, 3])
 def test_the_unit_check_is_numpys(rng, d):
     """check_on_sphere's one compiled pass finds what numpy's passes find: a non-finite entry anywhere, a row whose
