@@ -185,7 +185,8 @@ def denominators(velocity, bound, signed: bool) -> None:
     r"""Refuse a self-attention (SA) field of point sums that divides by a normalising sum indistinguishable from 0.
 
     SA's field is X(q) = c N(q)/D(q), D(q) = Σ_j w_j e^{β(⟨q, y_j⟩ − 1)}, the sums truncated within T_D of D, so that
-    the returned bound is (T_N + |X/c| T_D)/(|D̃| − T_D), ``inf`` where |D̃| <= T_D (docs/MATH.md §6). Non-negative
+    the returned bound is (T_N + |X/c| T_D)/(|D̃| − T_D), ``inf`` where |D̃| <= T_D (SA's X = ∇_S log(K_β*μ)/β,
+    docs/MATH.md §2.1; the bound: |N/D − Ñ/D̃| <= (T_N + |Ñ/D̃| T_D)/|D| and |D| >= |D̃| − T_D). Non-negative
     weights make D > 0: there ``inf`` means "no guarantee" and the field is returned, unless it is not finite (D̃
     underflowed to 0). Signed weights (``signed``: some w_j < 0) can make D vanish: where |D̃| <= T_D the query may sit
     at a pole of X, whose value, even its sign, is then undetermined. Both raise, never an inf or NaN returned.

@@ -528,8 +528,8 @@ def sphere_spectral_field(points, weights, queries, beta: float, normalized: boo
 
     where S(q) is ~Σ|w| among crowded points but can be as small as e^{-2β}Σ|w| at a query far from all points
     (large β): there the round-off may exceed the stated bound. For signed weights, whose S may vanish (a pole of
-    the SA field), twice that round-off estimate is added to T_D and T_N, and |S| <= T_D raises (Raises). USA's round-off is O(|c| e^β L ε Σ|w|), L ε relative
-    to its field's scale |c| e^β Σ|w|.
+    the SA field), twice that round-off estimate is added to T_D and T_N, and |S| <= T_D raises (Raises). USA's
+    round-off is O(|c| e^β L ε Σ|w|), L ε relative to its field's scale |c| e^β Σ|w|.
     """
     beta = _refuse_negative(beta)
     L = sphere_degree(beta) if degree is None else int(degree)

@@ -289,7 +289,7 @@ def _ring_sums(points, weights, queries, beta, normalized, c, d, second):
     m, n = _multipliers(d, K, beta)
     TD, TN = _tails(d, K, beta, mass)
     signed = bool(np.any(np.asarray(weights) < 0.0))
-    if signed:  # φ may vanish: the series' round-off, ~lε of its terms |m_l ĝ_l p̄_l| <= m_l N_l Σ|w| (and φ′'s), counts
+    if signed:  # φ may vanish: the series' round-off counts, ~lε of its terms |m_l ĝ_l p̄_l| <= m_l N_l Σ|w| (φ′'s)
         l = np.arange(K + 1, dtype=float)
         R = 2.0 * np.finfo(float).eps * mass * float(np.sum((1.0 + l) * harmonic_dimension(d, l) * (
             np.abs(m) + np.abs(n) * l * (l + d - 2.0) / (d - 1.0))))
