@@ -259,7 +259,9 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
         For USA where e^{β⟨Qx,Ky⟩} overflows.
     FloatingPointError
         If a softmax row underflowed (a Cauchy–Schwarz shift too loose by
-        more than ~460; only possible for ill-conditioned Q, K at huge β).
+        more than ~460; only possible for ill-conditioned Q, K at huge β), or a
+        system's positions became non-finite (a step blew up: a stage at the
+        origin has no direction), naming the first such system.
     """
     if not getattr(model, "exp_kernel", False):
         raise TypeError(f"`model` must be a single-head SelfAttention, got {type(model).__name__}.")
@@ -292,4 +294,8 @@ def rk4_small_systems(model, x, h: float, nsteps: int) -> np.ndarray:
         raise FloatingPointError(
             f"{int(status.sum())} system(s) had a softmax row underflow; use strategy='pairwise' (exact max-shift)."
         )
+    blown = ~np.isfinite(out).reshape(out.shape[0], -1).all(axis=1)  # one pass over the result, not per step
+    if blown.any():  # a stage reached the origin (its retraction 0/0) or overflowed: never NaN returned silently
+        raise FloatingPointError(f"{int(blown.sum())} system(s) became non-finite (the first: system "
+                                 f"{int(np.argmax(blown))}): a step blew up; reduce `h`.")
     return out

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from meanfield.integrate import Status
-from particles.metastability import MergingRun, cluster_centres, merging_flow
+from particles.metastability import MergingRun, chord_clusters, cluster_centres, cluster_masses, merging_flow
 
 __all__ = ["LifetimeFit", "lifetime_fit", "two_cluster_merge_time", "LagrangianMergingRun", "lagrangian_merging_flow",
            "TwoClusterState", "two_cluster_state"]
@@ -190,7 +190,7 @@ class LagrangianMergingRun(MergingRun):
             raise ValueError(f"`delta` must lie in (0, 2], got {delta!r}.")
         out = [np.array([c.mass for c in self._clusters(k, delta)]) for k in range(len(self.frames))]
         for x, w in zip(self.points[len(self.frames):], self.weights[len(self.frames):]):
-            out.append(np.sort(np.bincount(_labels(x, np.sqrt(2.0 * delta)), weights=w))[::-1])
+            out.append(cluster_masses(x, delta, w)[0])
         return out
 
     def centres(self, k: int, delta: float = 1e-4, min_mass: float = 0.02):
@@ -201,22 +201,10 @@ class LagrangianMergingRun(MergingRun):
         return np.array([c.centre for c in cl]).reshape(len(cl), -1), np.array([c.mass for c in cl])
 
 
-def _labels(points, h: float) -> np.ndarray:
-    """The component of each point when points within chord distance h are joined (single linkage; a k-d tree)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-    from scipy.spatial import cKDTree
-
-    pairs = cKDTree(points).query_pairs(h, output_type="ndarray")
-    n = points.shape[0]
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    return connected_components(graph, directed=False)[1]
-
-
 def _distinct(points, weights, merge: float) -> int:
     """The number of groups of points with mass joined within chord distance ``merge``."""
     held = weights > 0
-    return int(np.max(_labels(points[held], merge))) + 1 if np.any(held) else 0
+    return int(np.max(chord_clusters(points[held], merge))) + 1 if np.any(held) else 0
 
 
 def lagrangian_merging_flow(model, density, t_eval, *, merge: float = 1e-9, collapsed: float = 0.125,

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 import numpy as np
 
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
-           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation"]
+           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators"]
 
 
 def real(value, name: str) -> float:
@@ -179,3 +179,44 @@ def progress_lines(value, name: str = "progress") -> bool:
     ``False`` (nothing). ``TypeError`` as :func:`progress` for anything but a bool or None."""
     shown = progress(value, name)
     return value is None and not shown and not _QUIET.get()
+
+
+def denominators(velocity, bound, signed: bool) -> None:
+    r"""Refuse a self-attention (SA) field of point sums that divides by a normalising sum indistinguishable from 0.
+
+    SA's field is X(q) = c N(q)/D(q), D(q) = Σ_j w_j e^{β(⟨q, y_j⟩ − 1)}, the sums truncated within T_D of D, so that
+    the returned bound is (T_N + |X/c| T_D)/(|D̃| − T_D), ``inf`` where |D̃| <= T_D (SA's X = ∇_S log(K_β*μ)/β,
+    docs/MATH.md §2.1; the bound: |N/D − Ñ/D̃| <= (T_N + |Ñ/D̃| T_D)/|D| and |D| >= |D̃| − T_D). Non-negative
+    weights make D > 0: there ``inf`` means "no guarantee" and the field is returned, unless it is not finite (D̃
+    underflowed to 0). Signed weights (``signed``: some w_j < 0) can make D vanish: where |D̃| <= T_D the query may sit
+    at a pole of X, whose value, even its sign, is then undetermined. Both raise, never an inf or NaN returned.
+
+    Parameters
+    ----------
+    velocity : ndarray, shape (m, ...)
+        The field at the m queries.
+    bound : ndarray, shape (m,)
+        Its truncation bound (``inf`` where |D̃| <= T_D).
+    signed : bool
+        Whether some weight is negative.
+
+    Raises
+    ------
+    ValueError
+        Naming ``weights`` and the first offending query's index. Costs one pass over ``bound`` where nothing is
+        wrong (and one over ``velocity`` only where some bound is ``inf``).
+    """
+    unbounded = np.isinf(bound)
+    if not unbounded.any():
+        return
+    v = np.asarray(velocity).reshape(bound.size, -1)
+    blown = unbounded & ~np.all(np.isfinite(v), axis=1)
+    bad = unbounded & signed | blown
+    if bad.any():
+        i = int(np.argmax(bad))
+        why = (f"the weights are signed and at query {i} the normalising sum D = Σ_j w_j e^(β(⟨q, y_j⟩ − 1)) is "
+               "within its error bound of 0, so the field c N/D may have a pole there (its value, even its sign, is "
+               "undetermined)" if signed else
+               f"the SA field at query {i} is not finite (its normalising sum D = Σ_j w_j e^(β(⟨q, y_j⟩ − 1)) "
+               "underflowed to 0)")
+        raise ValueError(f"`weights`: {why}; {int(bad.sum())} of the {bound.size} queries are so.")

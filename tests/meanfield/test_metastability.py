@@ -19,7 +19,7 @@ from scipy.special import ive
 import meanfield as mf
 from meanfield.lagrangian import ClusterHistory, start
 from meanfield.lagrangian.metastability import fourier_coefficients, metastable_states, predicted_clusters
-from particles.metastability import circular_error, cluster_masses, merging_flow
+from particles.metastability import chord_clusters, circular_error, cluster_masses, merging_flow
 from particles.snapshot import Snapshot
 from validation.metastability import lifetime_fit, two_cluster_merge_time
 
@@ -218,3 +218,77 @@ def test_predicted_count_forms_from_a_perturbed_uniform_law(beta, k):
         t, c, _ = formed_clusters(tr.t, tr.x[:, s])
         assert len(c) == k
         assert circular_error(p.angles, np.arctan2(c[:, 1], c[:, 0])) < 0.3
+
+
+def brute_force_components(x, h):
+    """Union-find over all n(n−1)/2 pairs with |x_i − x_j| <= h (np.linalg.norm of the difference): the definition
+    of the single-linkage clusters, O(n²), labels as the smallest index of each component."""
+    n = len(x)
+    parent = list(range(n))
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if np.linalg.norm(x[i] - x[j]) <= h:
+                a, b = root(i), root(j)
+                parent[max(a, b)] = min(a, b)
+    return np.array([root(i) for i in range(n)])
+
+
+def same_partition(a, b):
+    """Labels equal up to a permutation: i and j share a label in a exactly when they do in b."""
+    return np.array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :])
+
+
+def clustered(rng, n, d, k, spread):
+    """n unit vectors in k clumps of angular size ~spread around random centres of S^{d-1}."""
+    c = rng.standard_normal((k, d))
+    x = c[rng.integers(0, k, n)] / np.linalg.norm(c, axis=1).min() + spread * rng.standard_normal((n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def away_from_ties(x, h, gap):
+    """Whether no pair's chord lies within a relative ``gap`` of h (then round-off cannot move an edge)."""
+    r = np.linalg.norm(x[:, None] - x[None, :], axis=-1)
+    return not np.any(np.abs(r - h) <= gap * h)
+
+
+@pytest.mark.parametrize("d", [2, 3, 8])
+def test_chord_clusters_are_the_single_linkage_components(rng, d):
+    """chord_clusters (a k-d tree's pairs, sparse components) gives the partition of the brute-force union-find over
+    all pairs |x_i − x_j| <= h, on iid uniform points (many small chains) and on clumps (few big components), at
+    radii below, near and above the clumps' size; on the sphere, the same partition as the δ-graph
+    ⟨x_i, x_j⟩ >= 1 − h²/2 where no pair is within 1e-9 of h (ties are the only place they may differ)."""
+    for x in (rng.standard_normal((300, d)), clustered(rng, 300, d, 5, 0.02)):
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        for h in (0.01, 0.05, 0.2, 0.6):
+            lab = chord_clusters(x, h)
+            assert same_partition(lab, brute_force_components(x, h))
+            if away_from_ties(x, h, 1e-9):
+                from scipy.sparse.csgraph import connected_components
+
+                assert same_partition(lab, connected_components(x @ x.T >= 1.0 - h * h / 2, directed=False)[1])
+    assert chord_clusters(np.zeros((0, d)), 0.1).shape == (0,)
+    with pytest.raises(ValueError, match="radius"):
+        chord_clusters(np.eye(d), -1.0)
+
+
+def test_chord_clusters_do_not_change_under_a_rotation(rng):
+    """The graph i ~ j iff |x_i − x_j| <= h is invariant under x -> Rx (|Rx − Ry| = |x − y|): the labels of rotated
+    clumps are the same (identical, since they number components by their first point), the configuration chosen
+    with no chord within 1e-6 of h (a rotation moves chords by ~ε)."""
+    from scipy.stats import special_ortho_group
+
+    for d, h in ((3, 0.1), (5, 0.15)):
+        x = clustered(rng, 400, d, 6, 0.02)
+        assert away_from_ties(x, h, 1e-6)
+        lab = chord_clusters(x, h)
+        assert 1 < lab.max() + 1 < 400  # a non-trivial partition
+        for _ in range(3):
+            R = special_ortho_group.rvs(d, random_state=rng)
+            assert np.array_equal(chord_clusters(x @ R.T, h), lab)

@@ -182,6 +182,51 @@ def test_row_norms_are_numpys_to_the_bit(rng, d):
     assert np.array_equal(normalise(batch), batch / np.linalg.norm(batch, axis=-1, keepdims=True))
 
 
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_normalise_refuses_a_row_without_a_direction(rng, d):
+    """A row of norm 0 has no direction y/|y|: normalise raises, naming the argument and the row's index (numpy's
+    quotient gave NaN there, silently), on the compiled path (d = 2, 3), the numpy one (d = 5) and in a batch. A row
+    whose squares underflow (entries 1e-170: y_k² = 1e-340 rounds to 0) has computed norm 0 too; one whose squares
+    are subnormal but not 0 (1e-160: 1e-320) keeps a direction. The error is a ValueError (bad input at an entry
+    point) and a FloatingPointError (a time step's retraction: the step blew up). All other rows keep the bits of
+    x/|x| as documented, y / np.linalg.norm(y, axis=-1, keepdims=True)."""
+    from meanfield.domains.sphere.geometry import ZeroVectorError, normalise
+
+    y = rng.normal(size=(5000, d))
+    y[4000] = 1e-160  # subnormal squares, a direction: y/|y| = (1, ..., 1)/√d to round-off
+    out = normalise(y)
+    assert np.array_equal(out, y / np.linalg.norm(y, axis=-1, keepdims=True))
+    assert np.all(np.isfinite(out))
+    for row, value in [(3217, 0.0), (0, 0.0), (4999, 0.0), (123, 1e-170)]:
+        z = y.copy()
+        z[row] = value
+        with pytest.raises(ValueError, match=f"`z`: row {row} has norm"):
+            normalise(z, "z")
+        with pytest.raises(FloatingPointError, match=f"row {row} "):
+            mf.domains.SPHERE.retract(z)  # what the steppers call
+    batch = y[:3000].reshape(3, 1000, d).copy()
+    batch[2, 417] = 0.0
+    with pytest.raises(ZeroVectorError, match=r"`y`: row \(2, 417\) has norm"):
+        normalise(batch)
+    batch[2, 417] = 1.0  # any non-zero row: the batch's bits are numpy's again
+    assert np.array_equal(normalise(batch), batch / np.linalg.norm(batch, axis=-1, keepdims=True))
+
+
+def test_the_unit_check_names_the_row(rng):
+    """check_on_sphere (the entry points' check of unit vectors) names the row farthest from the sphere, and says
+    when it is the zero vector."""
+    from meanfield.domains.sphere.geometry import check_on_sphere
+
+    x = pt.uniform_sphere(300, 3, rng=rng)
+    x[211] = 0.0
+    with pytest.raises(ValueError, match="at row 211 \\(the zero vector"):
+        check_on_sphere(x, "x0")
+    x = pt.uniform_sphere(300, 2, rng=rng).reshape(3, 100, 2)
+    x[1, 7] *= 2.0
+    with pytest.raises(ValueError, match="`x0` must hold unit vectors.*is 1 > 1e-08, at row \\(1, 7\\)\\.$"):
+        check_on_sphere(x, "x0")
+
+
 @pytest.mark.parametrize("d", [2, 3])
 def test_the_unit_check_is_numpys(rng, d):
     """check_on_sphere's one compiled pass finds what numpy's passes find: a non-finite entry anywhere, a row whose
@@ -275,3 +320,79 @@ def test_circle_degree_at_subnormal_beta(beta):
     with np.errstate(all="raise"):
         assert cs.circle_degree(beta) == 1
         assert mf.domains.CIRCLE.point_sums(2).pays_off(10**6, beta)
+
+
+def _pole_pair(d):
+    """Two points ±e (e the last axis of R^d) of weights +1 and −1: SA's denominator is D(q) = e^{-β}(e^{βz} − e^{−βz})
+    = 2e^{-β} sinh(βz), z = ⟨q, e⟩, which vanishes on the equator z = 0 (and everywhere at β = 0, the weights summing
+    to 0); off it the field is exactly X(q) = coth(βz) P_q^⊥ e (the numerator 2e^{-β}cosh(βz) e)."""
+    e = np.eye(d)[-1]
+    return np.array([e, -e]), np.array([1.0, -1.0]), e
+
+
+def _at_height(d, z):
+    q = np.zeros(d)
+    q[0], q[-1] = np.sqrt(1.0 - z * z), z
+    return q
+
+
+@pytest.mark.parametrize("beta", [1.0, 4.0, 16.0])
+@pytest.mark.parametrize("sums", ["circle", "sphere", "rings"])
+def test_signed_weights_meet_the_exact_field_within_the_bound_and_refuse_its_pole(beta, sums):
+    """Signed weights (+1, −1 at ±e): off the equator the SA point sums equal the exact field coth(βz) P_q^⊥ e within
+    their returned bound, which for signed weights adds a round-off allowance (|D| may be small: the bound's margin is
+    |D̃| − T_D); on the equator D = 0, a pole: ValueError naming `weights` and the query, never inf or NaN (the sums
+    returned ±inf/NaN, S² garbage, the rings a finite field of 4e15 with a finite bound). USA has no denominator: its
+    field there is finite."""
+    d = 2 if sums == "circle" else 3
+    y, w, e = _pole_pair(d)
+    z = np.array([0.8, 0.3, -0.05])
+    q = np.array([_at_height(d, s) for s in z])
+    exact = (e - z[:, None] * q) / np.tanh(beta * z)[:, None]
+    if sums == "rings":
+        from meanfield.domains.zonal_sphere import point_sums as zs
+
+        theta = np.arccos(z)[:, None]
+
+        def field(q_, normalized=True):
+            angles = np.arccos(np.clip(q_[:, -1], -1.0, 1.0))[:, None]
+            v, b = zs.ring_field(np.array([[0.0], [np.pi]]), w, angles, beta, normalized, d=3)
+            return v, b
+        v, bound = field(q)
+        err = np.abs(v[:, 0] - (-np.sin(theta[:, 0]) / np.tanh(beta * z)))  # θ̇ = −sin θ coth(β cos θ)
+    else:
+        spectral = cs.circle_spectral_field if sums == "circle" else ss.sphere_spectral_field
+
+        def field(q_, normalized=True):
+            return spectral(y, w, q_, beta, normalized)
+        v, bound = field(q)
+        err = np.linalg.norm(v - exact, axis=1)
+    assert np.all(np.isfinite(bound)) and np.all(err <= bound)
+    q_pole = np.array([q[0], _at_height(d, 0.0), q[1]])
+    with pytest.raises(ValueError, match=r"`weights`: the weights are signed and at query 1 .* pole"):
+        field(q_pole)
+    assert np.all(np.isfinite(field(q_pole, normalized=False)[0]))
+
+
+@pytest.mark.parametrize("sums", ["circle", "sphere"])
+def test_weights_summing_to_zero_refuse_at_beta_zero(sums):
+    """At β = 0, D(q) = Σ_j w_j for every query: weights summing to 0 leave SA's field undefined everywhere
+    (ValueError at the first query), where it returned inf/NaN."""
+    d = 2 if sums == "circle" else 3
+    y, w, _ = _pole_pair(d)
+    spectral = cs.circle_spectral_field if sums == "circle" else ss.sphere_spectral_field
+    with pytest.raises(ValueError, match="`weights`: .* query 0 .*2 of the 2 queries"):
+        spectral(y, w, np.array([_at_height(d, 0.6), _at_height(d, -0.2)]), 0.0)
+
+
+def test_signed_weights_refuse_the_pole_on_the_nonuniform_sphere_path(rng):
+    """The same pole through ducc0's transforms (n + m >= NONUNIFORM_FROM): 4096 queries, |z| >= 0.5 but one on the
+    equator, named by its index."""
+    y, w, _ = _pole_pair(3)
+    m = ss.NONUNIFORM_FROM
+    q = pt.uniform_sphere(m, 3, rng=rng)
+    q[:, 2] = np.sign(q[:, 2]) * np.maximum(np.abs(q[:, 2]), 0.5)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q[2500] = [0.6, 0.8, 0.0]
+    with pytest.raises(ValueError, match="at query 2500 .*; 1 of the 4096 queries"):
+        ss.sphere_spectral_field(y, w, q, 4.0)

@@ -33,6 +33,19 @@ def test_fused_path_is_chosen_for_small_batches_and_refuses_multihead(rng):
         fused.rk4_small_systems(heads, x0, 0.01, 1)
 
 
+@pytest.mark.parametrize("d", [3, 4])
+def test_fused_steps_that_blow_up_are_reported(rng, d):
+    """A step with |h V| ~ 1e310 overflows a stage to inf, whose retraction inf/inf is NaN (the generic kernel,
+    d = 3, and the zonal one, d >= ZONAL_FROM): FloatingPointError naming the system, never NaN returned; the same
+    batch at a sane step stays on the sphere."""
+    x0 = pt.uniform_sphere(8, d, rng=rng, batch=3)
+    model = mf.SelfAttention(1.0, V=1e300 * np.eye(d))
+    with pytest.raises(FloatingPointError, match="3 system\\(s\\) became non-finite \\(the first: system 0\\)"):
+        fused.rk4_small_systems(model, x0, 1e10, 1)
+    out = fused.rk4_small_systems(mf.SelfAttention(1.0), x0, 0.01, 2)
+    assert np.max(np.abs(np.linalg.norm(out, axis=-1) - 1.0)) <= 1e-14  # retracted each stage: |x| = 1 to ~ε
+
+
 def test_phase_diagram_script_small(tmp_path, saved_figures):
     """16 realisations of n = 32 points on S², δ = 1e-3, three β, t ≤ 12.
 

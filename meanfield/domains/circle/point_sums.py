@@ -18,6 +18,7 @@ import numpy as np
 from scipy.special import ive
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
+from ...core import checks
 from ...core.numerics import EXP_MAX
 from ...core.pool import map_ranges
 from ...core.vectors import wide_vectors
@@ -194,9 +195,10 @@ def lane_moments(x, w, L: int, nchunk: int, with_mass: bool = False):
 
 
 @nb.njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
-def _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, b0, b1):
+def _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, b0, b1, signed):
     """Blocks b0..b1−1 of :func:`lane_field` (one task; no GIL); returns the number of queries whose direction is
-    undefined (zero or non-finite)."""
+    undefined (zero or non-finite). The SA bound's margin is |D̃| − T_D for ``signed`` weights (D may be negative),
+    D̃ − T_D otherwise (D > 0: a computed D̃ <= T_D guarantees nothing)."""
     wide_vectors()
     m = bound.shape[0]
     L = A.size - 1
@@ -252,7 +254,7 @@ def _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, b0, b1):
             for s in range(cnt):
                 ratio = num[s] / den[s]
                 val = scale * ratio
-                margin = den[s] - TD
+                margin = (abs(den[s]) if signed else den[s]) - TD
                 bb[s] = abs(scale) * (TN + abs(ratio) * TD) / margin if margin > 0 else np.inf
                 vb[2 * s] = -val * zi[s]
                 vb[2 * s + 1] = val * zr[s]
@@ -265,14 +267,15 @@ def _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, b0, b1):
     return bad
 
 
-def lane_field(q, A, D, normalized: bool, scale: float, TN: float, TD: float, v, bound) -> None:
+def lane_field(q, A, D, normalized: bool, scale: float, TN: float, TD: float, v, bound, signed: bool = False) -> None:
     """The field v (m, 2) and its truncation bound (m,) at the queries q (rows normalised here) from the series
     coefficients A (of (1/β)S') and D (of S), k = 0..L: num = Σ_{k>=1} 2Re(A_k z^k), den = D_0 + Σ_{k>=1}
     2Re(D_k z^k) (:func:`meanfield.domains.circle.fourier.series`, :data:`BLOCK` queries side by side with the
     k-loop outside, two degrees per pass: vector instructions), then SA v = scale·num/den, USA v = scale·num,
     times the unit tangent (−sin θ, cos θ); the bound as :func:`circle_spectral_field` states it. One query's
     value does not depend on the others or on the thread count. ``ValueError`` where a query is zero or not
-    finite (no direction). ``v`` and ``bound`` are C-contiguous float arrays (written in place)."""
+    finite (no direction). ``v`` and ``bound`` are C-contiguous float arrays (written in place). ``signed``: the
+    moments are of signed weights, the SA margin is |D̃| − T_D (:func:`meanfield.core.checks.denominators`)."""
     q = np.ascontiguousarray(q, dtype=float)
     if not (v.flags.c_contiguous and bound.flags.c_contiguous and v.shape == q.shape and bound.shape == q.shape[:1]):
         raise ValueError(f"`v` and `bound` must be C-contiguous of shapes {q.shape} and {q.shape[:1]}, got "
@@ -281,8 +284,8 @@ def lane_field(q, A, D, normalized: bool, scale: float, TN: float, TD: float, v,
     nblock = (q.shape[0] + BLOCK - 1) // BLOCK
     A = np.ascontiguousarray(A, dtype=complex)
     D = np.ascontiguousarray(D, dtype=complex)
-    bad = map_ranges(lambda b0, b1: _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, b0, b1), nblock,
-                     TASKS, work=q.shape[0] * A.shape[0])
+    bad = map_ranges(lambda b0, b1: _lane_blocks(qf, A, D, normalized, scale, TN, TD, vf, bound, b0, b1,
+                                                 bool(signed)), nblock, TASKS, work=q.shape[0] * A.shape[0])
     if sum(bad):
         raise ValueError(f"`queries`: {sum(bad)} of the {q.shape[0]} queries are zero or not finite: they have no "
                          "direction on the circle.")
@@ -324,8 +327,15 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
         A bound on |velocity − exact|: with T_D = 2Σ_{k>L} e^{-β}I_k(β) Σ|w| and
         T_N = 2Σ_{k>L} (k/β) e^{-β}I_k(β) Σ|w| the truncation errors of the
         (scaled) K_β*μ and (1/β)∂_θK_β*μ, the SA error is
-        |c| (T_N + |v/c| T_D)/(D − T_D) (``inf`` where D <= T_D: no guarantee)
-        and the USA error |c| e^β T_N. It counts the truncation only, not round-off (Notes).
+        |c| (T_N + |v/c| T_D)/(D − T_D) (``inf`` where D <= T_D: no guarantee; |D| in place of D for signed
+        weights) and the USA error |c| e^β T_N. It counts the truncation only, not round-off (Notes).
+
+    Raises
+    ------
+    ValueError
+        SA, naming ``weights`` and the query, where the field is not finite (D underflowed to 0) or, for signed
+        weights, where |D| <= T_D: D may vanish there, a pole of the field (:func:`meanfield.core.checks.denominators`);
+        never an inf or NaN returned.
 
     Notes
     -----
@@ -340,7 +350,8 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     (large β), where the round-off term grows by that factor and may exceed the stated bound. USA's round-off is
     O(|c| e^β L ε Σ|w|), L ε relative to its field's scale |c| e^β Σ|w|. For β < 0 the multipliers reach
     e^{2|β|}/√(2π|β|) while D may be as small as Σ|w| (a cluster): there the round-off
-    (:func:`repulsive_round_off`) times Σ|w| is added to T_D and T_N in the returned bound.
+    (:func:`repulsive_round_off`) times Σ|w| is added to T_D and T_N in the returned bound. So it is for signed
+    weights, whose D may vanish (a pole of the SA field): |D| <= T_D then raises (Raises).
     """
     x = np.ascontiguousarray(points, dtype=float)
     q = np.ascontiguousarray(queries, dtype=float)
@@ -349,13 +360,16 @@ def circle_spectral_field(points, weights, queries, beta: float, normalized: boo
     ck, mass = lane_moments(x, w, L, moment_chunks(x.shape[0]), with_mass=True)  # mass = Σ|w|
     Dm, Nm = continuity.bessel_multipliers(L, beta)  # 2π e^{-β} I_k and 2π i k e^{-β} I_k / β
     TD, TN = truncation_tails(L, beta, mass)
-    if beta < 0:  # the round-off of the e^{2|β|}-sized multipliers, no longer O(Lε) of the field (docstring)
-        R = repulsive_round_off(L, beta) * mass
+    signed = bool(np.any(w < 0.0))
+    if beta < 0 or signed:  # the round-off of the e^{2|β|}-sized multipliers, no longer O(Lε) of the field, or of a
+        R = repulsive_round_off(L, beta) * mass  # D that may vanish (signed weights): in the bound (docstring)
         TD, TN = TD + R, TN + R
     scale = zonal_scale(beta, normalized, c)
     v = np.empty((q.shape[0], 2))
     bound = np.empty(q.shape[0])
-    lane_field(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi), bool(normalized), scale, TN, TD, v, bound)
+    lane_field(q, Nm * ck / (2 * np.pi), Dm * ck / (2 * np.pi), bool(normalized), scale, TN, TD, v, bound, signed)
+    if normalized:
+        checks.denominators(v, bound, signed)
     return v, bound
 
 

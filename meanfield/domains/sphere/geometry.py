@@ -14,7 +14,7 @@ import numpy as np
 from ...core.pool import map_ranges
 
 __all__ = ["one_sided_lipschitz", "project_tangent", "surface_divergence", "retract", "normalise", "row_norms",
-           "check_on_sphere",
+           "ZeroVectorError", "check_on_sphere",
            "on_sphere", "geodesic", "spherical", "UnitSphereGeometry"]
 
 
@@ -59,22 +59,55 @@ def row_norms(y: np.ndarray, keepdims: bool = False) -> np.ndarray:
     return np.linalg.norm(y, axis=-1, keepdims=keepdims)
 
 
-def normalise(y: np.ndarray) -> np.ndarray:
-    """``y/|y|`` row by row: the nearest point of the sphere. For d = 2, 3 in float64, compiled passes with the bits
-    of ``y / row_norms(y, keepdims=True)`` (the same rounded products, sums, square root and quotient; numpy's
-    three passes and two temporaries were a tenth of a million-particle step on S¹), in tasks of rows on the
-    library's threads (:func:`meanfield.core.pool.map_ranges`: each row its own, so the threads change no bit); a
-    zero row gives NaN as numpy's quotient does, without its warning."""
+class ZeroVectorError(ValueError, FloatingPointError):
+    """A row of norm 0 met where its direction y/|y| was asked for (:func:`normalise`): a ``ValueError`` for bad
+    input at an entry point, a ``FloatingPointError`` inside a time step (the step blew up: a stage reached the
+    origin, or its squares underflowed to a zero norm), caught as either."""
+
+
+def normalise(y: np.ndarray, name: str = "y") -> np.ndarray:
+    r"""``y/|y|`` row by row: the nearest point of the sphere,
+
+    .. math:: \pi(y_i) = y_i / |y_i|, \qquad |y_i| = \sqrt{\textstyle\sum_k y_{ik}^2} > 0
+
+    (MATH.md, notation: the retraction onto S^{d-1}). For d = 2, 3 in float64, compiled passes with the bits of
+    ``y / row_norms(y, keepdims=True)`` (the same rounded products, sums, square root and quotient; numpy's three
+    passes and two temporaries were a tenth of a million-particle step on S¹), in tasks of rows on the library's
+    threads (:func:`meanfield.core.pool.map_ranges`: each row its own, so the threads change no bit); other shapes
+    and dtypes take that numpy expression itself.
+
+    Raises
+    ------
+    ZeroVectorError
+        (a ``ValueError`` and a ``FloatingPointError``) naming ``name`` and the index of the first row whose computed
+        norm is 0 (the zero vector, or one whose squares all underflow): it has no direction, where numpy's quotient
+        would give NaN. The compiled pass counts such rows in its loop (no second pass over memory); the index is
+        searched for only then.
+    """
     y = np.asarray(y)
     if y.dtype == np.float64 and y.ndim >= 2 and y.shape[-1] in (2, 3) and y.size:
         d = y.shape[-1]
         flat = np.ascontiguousarray(y).reshape(-1)
         out = np.empty_like(flat)
         n = flat.size // d
-        map_ranges(lambda i0, i1: _normalised_rows(flat, out, d, i0, i1), n, max(1, min(16, n // 65536)),
-                   work=flat.size)  # tasks of about 64k rows, at most 16
+        zeros = map_ranges(lambda i0, i1: _normalised_rows(flat, out, d, i0, i1), n, max(1, min(16, n // 65536)),
+                           work=flat.size)  # tasks of about 64k rows, at most 16
+        if any(zeros):
+            _zero_row(row_norms(y), name)
         return out.reshape(y.shape)
-    return y / row_norms(y, keepdims=True)
+    r = row_norms(y, keepdims=True)
+    if np.any(r == 0.0):
+        _zero_row(r[..., 0], name)
+    return y / r
+
+
+def _zero_row(r, name):
+    """Raise :class:`ZeroVectorError` for the first zero of the row norms ``r`` (shape y.shape[:-1])."""
+    i = tuple(int(k) for k in np.argwhere(np.asarray(r) == 0.0)[0])
+    where = i[0] if len(i) == 1 else i
+    raise ZeroVectorError(f"`{name}`: row {where} has norm |{name}[{where}]| = 0, so no direction {name}/|{name}| "
+                          "on the sphere (inside a time step: the step blew up, a stage reached the origin; reduce "
+                          "the step).")
 
 
 # No fast-math flags in the two kernels below: every operation rounded as numpy rounds it (no fused multiply-add, no
@@ -83,21 +116,26 @@ def normalise(y: np.ndarray) -> np.ndarray:
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _normalised_rows(y, out, d, i0, i1):
     """out = y/|y| for rows i0..i1−1 of 2 or 3 entries of the flat y, the squares summed in numpy's order
-    (:func:`row_norms`)."""
+    (:func:`row_norms`); returns how many of these rows have |y_i| = 0 (an integer count in the same loop, which
+    vectorises: a zero row's NaN in ``out`` is then never returned)."""
     yb, ob = y[d * i0:d * i1], out[d * i0:d * i1]
+    zeros = 0
     if d == 2:
         for i in range(i1 - i0):
             a, b = yb[2 * i], yb[2 * i + 1]
             r = np.sqrt(a * a + b * b)
+            zeros += 1 if r == 0.0 else 0
             ob[2 * i] = a / r
             ob[2 * i + 1] = b / r
     else:
         for i in range(i1 - i0):
             a, b, c = yb[3 * i], yb[3 * i + 1], yb[3 * i + 2]
             r = np.sqrt(a * a + b * b + c * c)
+            zeros += 1 if r == 0.0 else 0
             ob[3 * i] = a / r
             ob[3 * i + 1] = b / r
             ob[3 * i + 2] = c / r
+    return zeros
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
@@ -121,8 +159,9 @@ def _unit_misfits(y, d, atol):
 
 
 def retract(x: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Move from ``x`` along ``v`` and return to the sphere: ``(x + v)/|x + v|``."""
-    return normalise(x + v)
+    """Move from ``x`` along ``v`` and return to the sphere: ``(x + v)/|x + v|`` (:class:`ZeroVectorError` where
+    x + v = 0)."""
+    return normalise(x + v, "x + v")
 
 
 def on_sphere(x: np.ndarray, atol: float = 1e-8) -> bool:
@@ -145,16 +184,19 @@ def check_on_sphere(x: np.ndarray, name: str, atol: float = 1e-8) -> np.ndarray:
         raise ValueError(f"`{name}` must have shape (..., d) with d >= 2, got shape {x.shape}.")
     if x.dtype == np.float64 and x.ndim >= 2 and x.shape[-1] in (2, 3) and x.size:  # compiled counts, no temporaries
         bad, off = _unit_misfits(np.ascontiguousarray(x).reshape(-1), x.shape[-1], float(atol))
-        finite, dev = bad == 0, (np.max(np.abs(row_norms(x) - 1.0)) if off else 0.0)
+        finite, dev = bad == 0, (np.abs(row_norms(x) - 1.0) if off else None)
     else:
         finite = bool(np.all(np.isfinite(x)))
-        dev = np.max(np.abs(row_norms(x) - 1.0)) if x.size and finite else 0.0
+        dev = np.abs(row_norms(x) - 1.0) if x.size and finite else None
     if not finite:
         raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
-    if dev > atol:
+    if dev is not None and np.max(dev) > atol:  # the error path alone looks for the row
+        i = tuple(int(k) for k in np.unravel_index(np.argmax(dev), dev.shape))
+        where = i[0] if len(i) == 1 else i
         raise ValueError(
             f"`{name}` must hold unit vectors (points on the sphere); "
-            f"the largest deviation of |x| from 1 is {dev:.3g} > {atol:g}."
+            f"the largest deviation of |x| from 1 is {dev[i]:.3g} > {atol:g}, at row {where}"
+            + (" (the zero vector: it has no direction)." if dev[i] == 1.0 and not np.any(x[i]) else ".")
         )
     return x
 

@@ -33,6 +33,7 @@ import numba as nb
 import numpy as np
 
 # modules, not names: the kernels are imported while the domain package may still be initialising
+from ...core import checks
 from ...core.numerics import EXP_MAX
 from ...core.pool import map_ranges, map_tasks
 from . import continuity as sphere_continuity, energy as sphere_energy
@@ -137,7 +138,9 @@ def harmonic_moments(x, w, L: int) -> np.ndarray:
     return _moments(x, w, A, B, qmm, c1, max(1, min(64, x.shape[0] // 4096 + 1)))
 
 
-@nb.njit(cache=True)
+# error_model "numpy": S = 0 (signed weights) gives inf, which the callers refuse (checks.denominators); numba's
+# "python" model raised ZeroDivisionError, a SystemError out of zonal_points' prange
+@nb.njit(cache=True, error_model="numpy")
 def zonal_point(x0, x1, x2, b, lap, A, B, qmm, c1, S0, beta, normalized, scale, out):
     r"""Velocity (out[0:3]) and surface divergence (out[3]) at the unit vector (x0, x1, x2) from the field
     coefficients ``b[m, l]`` = N_l a_lm of U (module docstring); ``lap[l]`` = −l(l+1), S0 = D_0 a_00 Y_0^0.
@@ -209,7 +212,7 @@ def zonal_point(x0, x1, x2, b, lap, A, B, qmm, c1, S0, beta, normalized, scale, 
     return 1.0
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, cache=True, error_model="numpy")
 def zonal_points(q, b, lap, A, B, qmm, c1, S0, beta, normalized, scale):
     """:func:`zonal_point` at the rows of q (m, 3) (normalised first): (velocity (m, 3), divergence (m,), S (m,))."""
     m = q.shape[0]
@@ -308,12 +311,12 @@ def _angles(p) -> np.ndarray:
     return angles(np.ascontiguousarray(p, dtype=float))
 
 
-def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence):
+def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence, signed=False):
     r"""Velocity (m, 3), divergence (m,) (zeros unless ``divergence``), S (m,) and the truncation bound (m,) at the
     queries q from U, Δ_S U and the (θ, φ) components of ∇_S U at the angles ``at`` ducc0 was given:
     ∇_S U = g_θ e_θ + g_φ e_φ, e_θ = (cos θ cos φ, cos θ sin φ, −sin θ), e_φ = (−sin φ, cos φ, 0), with
     cos θ = z/|q|, sin θ = ρ/|q|, (cos φ, sin φ) = (x, y)/ρ (from φ itself where ρ = 0); then the fields and the
-    bound of :func:`sphere_spectral_field` (module docstring)."""
+    bound of :func:`sphere_spectral_field` (module docstring; its margin |S| − T_D for ``signed`` weights)."""
     m = q.shape[0]
     v = np.empty((m, 3))
     div = np.zeros(m)
@@ -321,13 +324,13 @@ def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, 
     bound = np.empty(m)
     ranges = _tasks(m)
     map_tasks(lambda k: _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence,
-                                       v, div, S, bound, *ranges[k]), len(ranges))
+                                       v, div, S, bound, *ranges[k], bool(signed)), len(ranges))
     return v, div, S, bound
 
 
 @nb.njit(nogil=True, cache=True)
 def _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence, v, div, S, bound,
-                   i0, i1):
+                   i0, i1, signed):
     for i in range(i0, i1):
         x0, x1, x2 = q[i, 0], q[i, 1], q[i, 2]
         rho = np.sqrt(x0 * x0 + x1 * x1)
@@ -348,7 +351,7 @@ def _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN
             if divergence:
                 div[i] = scale * (LU[i] / s - beta * (gx * gx + gy * gy + gz * gz) / (s * s))
             S[i] = s
-            margin = s - TD
+            margin = (abs(s) if signed else s) - TD  # S > 0 for non-negative weights: S̃ <= T_D guarantees nothing
             speed = np.sqrt(gx * gx + gy * gy + gz * gz) / abs(s)
             bound[i] = abs(scale) * (TN + speed * TD) / margin if margin > 0 else np.inf
         else:
@@ -409,7 +412,7 @@ def _degrees(L: int) -> np.ndarray:
     return out
 
 
-def _evaluate_nonuniform(x, w, q, beta, normalized, c, L, divergence=True, tails=(0.0, 0.0)):
+def _evaluate_nonuniform(x, w, q, beta, normalized, c, L, divergence=True, tails=(0.0, 0.0), signed=False):
     """:func:`_evaluate` by ducc0's non-uniform transforms: a_lm = Σ_j w_j conj(Y_l^m(y_j)) by the adjoint of the
     synthesis at the points, then U, Δ_S U (scalar synthesis of N_l a_lm and −l(l+1) N_l a_lm; only where
     ``divergence``) and ∇_S U (spin-1 synthesis, its (θ, φ) components) at the queries, the same fields as the
@@ -428,7 +431,7 @@ def _evaluate_nonuniform(x, w, q, beta, normalized, c, L, divergence=True, tails
     U, LU, g_theta, g_phi = nonuniform_synthesis(b, b * lap[degree] if divergence else None, at, L)
     scale = zonal_scale(beta, normalized, c)
     v, div, S, bound = assemble(q, at, U, U if LU is None else LU, g_theta, g_phi, S0, float(beta), bool(normalized),
-                                scale, float(tails[1]), float(tails[0]), bool(divergence))
+                                scale, float(tails[1]), float(tails[0]), bool(divergence), signed)
     return v, div, S, w, bound
 
 
@@ -436,15 +439,22 @@ def _evaluate(points, weights, queries, beta, normalized, c, L, divergence=True,
     x = np.ascontiguousarray(points, dtype=float)
     w = np.ascontiguousarray(weights, dtype=float)
     q = np.ascontiguousarray(queries, dtype=float)
+    signed = bool(np.any(w < 0.0))
     if x.shape[0] + q.shape[0] >= NONUNIFORM_FROM and L >= 2:
-        return _evaluate_nonuniform(x, w, q, beta, normalized, c, L, divergence, tails)
+        out = _evaluate_nonuniform(x, w, q, beta, normalized, c, L, divergence, tails, signed)
+        if normalized:
+            checks.denominators(out[0], out[4], signed)
+        return out
     a = harmonic_moments(x / np.linalg.norm(x, axis=-1, keepdims=True), w, L)  # the points' directions
     b, S0 = field_coefficients(a, beta)
     _, _, lap = multipliers(L, float(beta))
     A, B, qmm, c1 = recurrence(L)
     v, div, S = zonal_points(q, b, lap, A, B, qmm, c1, S0, float(beta), bool(normalized),
                              zonal_scale(beta, normalized, c))
-    return v, div, S, w, _bound(v, S, beta, normalized, c, tails)
+    bound = _bound(v, S, beta, normalized, c, tails, signed)
+    if normalized:
+        checks.denominators(v, bound, signed)
+    return v, div, S, w, bound
 
 
 def truncation_tails(L: int, beta: float, mass: float):
@@ -460,12 +470,13 @@ def truncation_tails(L: int, beta: float, mass: float):
     return TD, TN
 
 
-def _bound(v, S, beta, normalized, c, tails):
-    """The truncation bound of :func:`sphere_spectral_field` at the queries, from their velocity v and S."""
+def _bound(v, S, beta, normalized, c, tails, signed=False):
+    """The truncation bound of :func:`sphere_spectral_field` at the queries, from their velocity v and S (the margin
+    |S| − T_D for ``signed`` weights, S − T_D otherwise)."""
     TD, TN = tails
     if normalized:
         speed = np.linalg.norm(v, axis=-1) / abs(c) if c != 0 else np.zeros(len(v))
-        margin = S - TD
+        margin = (np.abs(S) if signed else S) - TD
         with np.errstate(divide="ignore"):
             return np.where(margin > 0, abs(c) * (TN + speed * TD) / np.where(margin > 0, margin, 1.0), np.inf)
     return np.full(len(v), abs(c) * np.exp(beta) * TN)
@@ -497,13 +508,15 @@ def sphere_spectral_field(points, weights, queries, beta: float, normalized: boo
     error_bound : ndarray, shape (m,)
         A bound on |velocity − exact|: with T_D = Σ_{l>L} D_l (2l+1)/4π Σ|w| and
         T_N = Σ_{l>L} N_l (2l+1)/4π · l(l+1)/2 · Σ|w| the truncation errors of S and ∇_S U, the SA
-        error is |c|(T_N + |∇_S U|/S · T_D)/(S − T_D) (``inf`` where S <= T_D: no guarantee) and the USA
-        error |c| e^β T_N. It counts the truncation only, not round-off (Notes).
+        error is |c|(T_N + |∇_S U|/S · T_D)/(S − T_D) (``inf`` where S <= T_D: no guarantee; |S| in place of S
+        for signed weights) and the USA error |c| e^β T_N. It counts the truncation only, not round-off (Notes).
 
     Raises
     ------
     ValueError
-        For β < 0 (the bound assumes positive Funk–Hecke multipliers).
+        For β < 0 (the bound assumes positive Funk–Hecke multipliers). SA, naming ``weights`` and the query, where
+        the field is not finite (S underflowed to 0) or, for signed weights, where |S| <= T_D: S may vanish there,
+        a pole of the field (:func:`meanfield.core.checks.denominators`); never an inf or NaN returned.
 
     Notes
     -----
@@ -514,15 +527,30 @@ def sphere_spectral_field(points, weights, queries, beta: float, normalized: boo
         |velocity − exact| ≲ error_bound + O(L ε |c| Σ|w| / S(q)),
 
     where S(q) is ~Σ|w| among crowded points but can be as small as e^{-2β}Σ|w| at a query far from all points
-    (large β): there the round-off may exceed the stated bound. USA's round-off is O(|c| e^β L ε Σ|w|), L ε relative
-    to its field's scale |c| e^β Σ|w|.
+    (large β): there the round-off may exceed the stated bound. For signed weights, whose S may vanish (a pole of
+    the SA field), twice that round-off estimate is added to T_D and T_N, and |S| <= T_D raises (Raises). USA's
+    round-off is O(|c| e^β L ε Σ|w|), L ε relative to its field's scale |c| e^β Σ|w|.
     """
     beta = _refuse_negative(beta)
     L = sphere_degree(beta) if degree is None else int(degree)
-    mass = float(np.sum(np.abs(np.asarray(weights, dtype=float))))
-    v, _, _, _, bound = _evaluate(points, weights, queries, beta, normalized, c, L, divergence=False,
-                                  tails=truncation_tails(L, beta, mass))
+    w = np.asarray(weights, dtype=float)
+    mass = float(np.sum(np.abs(w)))
+    TD, TN = truncation_tails(L, beta, mass)
+    if np.any(w < 0.0):  # S may vanish: its round-off counts (Notes)
+        R = _round_off(L, beta, np.shape(points)[0] + np.shape(queries)[0] >= NONUNIFORM_FROM) * mass
+        TD, TN = TD + R, TN + R
+    v, _, _, _, bound = _evaluate(points, weights, queries, beta, normalized, c, L, divergence=False, tails=(TD, TN))
     return v, bound
+
+
+def _round_off(L: int, beta: float, nonuniform: bool) -> float:
+    """An estimate of the round-off of S per unit mass: the recurrences lose about lε at degree l, ducc0's
+    transforms :data:`NONUNIFORM_EPSILON`, of terms D_l (2l+1)/4π (|Σ_m a_lm Y_l^m| <= (2l+1)/4π Σ|w|); twice that."""
+    D = multipliers(L, float(beta))[0]
+    l = np.arange(L + 1)
+    terms = np.abs(D[:L + 1]) * (2 * l + 1) / (4 * np.pi)
+    eps = np.full(L + 1, NONUNIFORM_EPSILON) if nonuniform else (1.0 + l) * np.finfo(float).eps
+    return 2.0 * float(np.sum(eps * terms))
 
 
 def sphere_spectral_divergence(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0,

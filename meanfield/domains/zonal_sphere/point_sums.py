@@ -26,6 +26,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ...core import checks
 from ...core.numerics import EXP_MAX
 from ...core.pool import map_ranges
 from ..gegenbauer import degree, harmonic_dimension, orthonormal, recurrence, scaled_multipliers
@@ -150,9 +151,10 @@ def _moment_chunks(theta, w, a, c, nchunk, c0, c1, acc):
 
 
 @nb.njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
-def _field_blocks(theta, a, c, M, N, second, normalized, scale, beta, dm1, TN, TD, vel, out, b0, b1):
+def _field_blocks(theta, a, c, M, N, second, normalized, scale, beta, dm1, TN, TD, vel, out, b0, b1, signed=False):
     """Blocks b0..b1−1 of :func:`_ring_sums` (one task; no GIL): ψ′ (and ψ″) from the series, then θ̇ into ``vel``
-    and the divergence (``second``) or the truncation bound into ``out``."""
+    and the divergence (``second``) or the truncation bound into ``out`` (its margin |φ| − T_D for ``signed``
+    weights, φ − T_D otherwise: φ > 0 for non-negative ones)."""
     m = theta.shape[0]
     K = M.size - 1
     for blk in range(b0, b1):
@@ -208,7 +210,7 @@ def _field_blocks(theta, a, c, M, N, second, normalized, scale, beta, dm1, TN, T
                 if second:
                     out[i] = sin2 * (scale * (num2[s] / den[s] - beta * ratio * ratio)) - dm1 * us * psi1
                 else:
-                    margin = den[s] - TD
+                    margin = (abs(den[s]) if signed else den[s]) - TD
                     out[i] = abs(scale) * (TN + abs(ratio) * TD) / margin if margin > 0 else np.inf
             else:
                 psi1 = scale * num[s]
@@ -286,6 +288,12 @@ def _ring_sums(points, weights, queries, beta, normalized, c, d, second):
                          f"Σ|w| = {mass:g} ({np.size(weights)} rings).")
     m, n = _multipliers(d, K, beta)
     TD, TN = _tails(d, K, beta, mass)
+    signed = bool(np.any(np.asarray(weights) < 0.0))
+    if signed:  # φ may vanish: the series' round-off counts, ~lε of its terms |m_l ĝ_l p̄_l| <= m_l N_l Σ|w| (φ′'s)
+        l = np.arange(K + 1, dtype=float)
+        R = 2.0 * np.finfo(float).eps * mass * float(np.sum((1.0 + l) * harmonic_dimension(d, l) * (
+            np.abs(m) + np.abs(n) * l * (l + d - 2.0) / (d - 1.0))))
+        TD, TN = TD + R, TN + R
     if queries is not points:  # the Lagrangian measure's field at its own rings: one copy of the angles
         theta = _contiguous_angles(queries)
     a, cc = _steps(d, K)
@@ -296,8 +304,11 @@ def _ring_sums(points, weights, queries, beta, normalized, c, d, second):
     nblock = (theta.size + BLOCK - 1) // BLOCK
     M, N = np.ascontiguousarray(m * g), np.ascontiguousarray(n * g)
     map_ranges(lambda b0, b1: _field_blocks(theta, a, cc, M, N, bool(second), bool(normalized), scale, beta,
-                                            float(d - 1), TN, TD, vel, out, b0, b1), nblock, TASKS,
+                                            float(d - 1), TN, TD, vel, out, b0, b1, signed), nblock, TASKS,
                work=theta.size * (K + 1) * (3 if second else 2))
+    if normalized:  # the divergence has no bound: an inf marks a non-finite field alike (ValueError for both)
+        checks.denominators(vel, out if not second else np.where(np.isfinite(vel) & np.isfinite(out), 0.0, np.inf),
+                            signed and not second)
     return vel, out
 
 
@@ -335,8 +346,10 @@ def matrix_ring_sums(points, weights, queries, beta: float, normalized: bool = T
 def ring_field(points, weights, queries, beta: float, normalized: bool = True, c: float = 1.0, *, d: int):
     r"""θ̇ at the polar angles ``queries`` (m, 1) for rings at ``points`` (n, 1) with masses ``weights`` on S^{d-1}
     (module docstring). Returns ``(velocity (m, 1), bound (m,))``, the bound on the truncation error of ψ′: SA
-    |c|(T_N + |ψ′/c| T_D)/(φ − T_D) (``inf`` where φ <= T_D), USA |c| e^β T_N, with T_D, T_N the tails of φ and
-    φ′/β past the degree K for the rings' total mass Σ|w| (:func:`_tails`).
+    |c|(T_N + |ψ′/c| T_D)/(φ − T_D) (``inf`` where φ <= T_D; |φ| for signed weights), USA |c| e^β T_N, with T_D,
+    T_N the tails of φ and φ′/β past the degree K for the rings' total mass Σ|w| (:func:`_tails`). SA raises
+    ``ValueError`` naming ``weights`` and the query where ψ′ is not finite, or where signed weights leave |φ| <= T_D
+    (a possible pole: :func:`meanfield.core.checks.denominators`): never an inf or NaN returned.
 
     O((n + m)K) in two compiled passes (:func:`ring_moments`, then the series at :data:`BLOCK` queries side by
     side, the recurrences of p̄_l and p̄_l′ run per query), nothing of size n × K allocated; one query's value does
