@@ -58,7 +58,7 @@ def main(argv=None):
             s.step()
 
     t_ours, t_circle, ratios = interleaved(frequency_step, circle_steps, repeat=args.repeat, min_time=0.2)
-    print(f"| work | time | ratio |\n|---|---|---|")
+    print("| work | time | ratio |\n|---|---|---|")
     print(f"| one RK4 step, {J} ω-nodes × n = {n} (frequencies.solve's) | {1e3 * t_ours:.2f} ms | "
           f"{t_ours / t_circle:.2f} (pairs {min(ratios):.2f}–{max(ratios):.2f}; target <= 1.5) |")
     print(f"| {J} independent circle RK4 steps, n = {n} (solve's GridProblem, strategy "

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 import meanfield as mf
 from meanfield.domains import ZonalGrid
 from validation.meanfield_limit import meanfield_limit
