@@ -25,7 +25,7 @@ def test_set_up_commands_are_the_ones_ci_runs():
     """The README's two set-up blocks are, command for command, what `.ci/run` runs (in the same order)."""
     install, tests = _code_blocks()[:2]
     commands = [c.strip() for c in install.replace("&&", "\n").splitlines() if c.strip()] + [tests.strip()]
-    assert commands == ['python -m pip install -e ".[test]"', "meanfield run examples/circle_clusters.toml --plot",
+    assert commands == ['python -m pip install -e ".[test]"', "meanfield run examples/circle_clusters.toml --plot --overwrite",
                         "python -m pytest"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     lines = [line.strip() for line in ci.splitlines() if not line.lstrip().startswith("#")]
