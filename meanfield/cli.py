@@ -496,16 +496,62 @@ def _one_title(fig):
     return fig
 
 
+# The demo's options by the study keys they set (demo_study): the demo's errors name the option the user typed,
+# not a key of a study file the user never wrote. Pairs of (what a study error says, what the demo says).
+DEMO_FLAGS = (("[grid] n", "--n"), ("[grid] lmax", "--lmax"), ("[model] beta", "--beta"), ("[model] normalized", "--usa"),
+              ("[time] t_end", "--t-end"), ("[time] frames", "--frames"), ("[time] method", "--method"),
+              ("[time] max_n", "--max-n"), ("[time] refine", "--no-refine"), ("[output] path", "--output"),
+              ("[initial] a", "--amplitude (--init cauchy: a = --amplitude × the demo's direction)"),
+              ("[initial] amplitude", "--amplitude"), ("[initial]: `amplitude`", "--amplitude"),
+              ("amplitude < 1/modes", "--amplitude < 1/modes"), ("another rng", "another --seed"),
+              ("[grid]/[initial]", "--n/--lmax or --init/--amplitude"), ("use a finer grid", "use a finer grid "
+              "(--n, --lmax)"), (" or loosen [time] tail_tol", ""), ("[initial]", "--init/--amplitude"),
+              ("seed:", "--seed:"),
+              (" with a [grid] on domain", " with --domain"),
+              (" (drop [grid] to run the particles alone)", " (--domain circle takes it)"))
+
+
+def demo_message(message: str) -> str:
+    """A study error raised while the demo builds, checks or runs its study, in the demo's options
+    (:data:`DEMO_FLAGS`): ``[grid] n: must be >= 4, got 3`` is ``--n: must be >= 4, got 3``; ``modes = 6`` (the
+    demo file's, which no option sets) is said as the demo's six random modes."""
+    import re
+
+    message = re.sub(r"with `modes` = (\d+)", r"with the demo's \1 random modes", message)
+    for key, flag in DEMO_FLAGS:
+        message = message.replace(key, flag)
+    return message
+
+
 def _demo(args) -> int:
+    """``meanfield demo``: the bundled study validated and checked (its options, its output directory) before the
+    directory is created or anything is solved; its errors name the options (:func:`demo_message`)."""
+    from .study import StudyError
+
+    try:
+        return _run_demo(args)
+    except StudyError as exc:
+        raise StudyError(demo_message(str(exc))) from None
+
+
+def _run_demo(args) -> int:
     from .core.io import beside, save
     from .study import read, run_config
     from .study.build import build_grid, build_model
     from .study.figures import plot_overview
-    from .study.preflight import output
+    from .study.preflight import check, output
 
+    study = demo_study(args)
+    target = str(Path.cwd() / study["output"]["path"])  # where read() puts a relative path
     created = not args.output.is_dir()
+    if created:  # checked as a file of the working directory: the directory is made once all else is checked
+        study["output"]["path"] = Path(target).name
+    cfg = read(study)
+    cfg["output"]["path"] = target
+    check(cfg, None, announce=False)  # the grid, initial density and solver options (--max-n …) before any work
+    if not created:
+        output(cfg["output"]["path"], args.overwrite, "--output")  # a complete result there: refused, nothing made
     args.output.mkdir(parents=True, exist_ok=True)
-    cfg = read(demo_study(args))
     output(cfg["output"]["path"], args.overwrite, "--output")
     grid0 = build_grid(cfg)
     m = cfg["model"]

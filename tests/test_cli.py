@@ -188,3 +188,38 @@ def test_summary_reports_handovers_and_energy_that_is_not_monotone():
     assert "steps        12 (50 field evaluations, rk45) on CircleGrid(n=64) → CircleGrid(n=128)" in text
     assert "mass         drift max |mass − 1| = 3.0e-09" in text
     assert "hand-overs   grid → panels at t = 1.5 (the spectral tail 2e-10 exceeds)" in text
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--n", "3"], "--n: must be >= 4, got 3"),
+    (["--t-end", "-1"], "--t-end: must be > 0"),
+    (["--init", "cauchy", "--amplitude", "1.5"], "--amplitude (--init cauchy: a = --amplitude × the demo's direction)"),
+    (["--amplitude", "5"], "another --seed"),
+    (["--domain", "sphere", "--beta", "-1"], "--beta: -1 < 0"),
+    (["--max-n", "64"], "--max-n: must be an integer >= the initial resolution 128, got 64"),
+])
+def test_demo_errors_name_its_options_and_leave_no_directory(argv, says, tmp_path, capsys, caplog):
+    """A bad demo option is refused in one line naming the option (not the study key it sets, nor `modes` or `rng`
+    or [grid], which the demo has no option for), before anything is announced or solved, and without creating the
+    output directory."""
+    import logging
+
+    out = tmp_path / "o2"
+    with caplog.at_level(logging.INFO, logger="meanfield"):
+        assert main(argv + ["--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("meanfield: error: ") and says in err, err
+    assert not any(key in err for key in ("[grid]", "[time]", "[initial]", "[model]", "`modes`", " rng")), err
+    assert not caplog.records, [r.getMessage() for r in caplog.records]  # no "demo: … writing", no "solving …"
+    assert not out.exists()
+
+
+def test_demo_refuses_a_complete_result_in_its_directory_by_its_option(tmp_path, capsys):
+    """An earlier complete demo in --output is refused naming --output and --overwrite, before any work."""
+    out = tmp_path / "o"
+    out.mkdir()
+    xr = pytest.importorskip("xarray")
+    xr.Dataset(attrs={"status": "success"}).to_netcdf(out / "circle.nc")
+    assert main(["--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("meanfield: error: --output: ") and "--overwrite" in err, err
