@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .schema import REQUIRED, SCHEMA, show_default
+from .schema import REQUIRED, SCHEMA, StudyError, show_default
 
 __all__ = ["reference_markdown"]
 
@@ -17,14 +17,26 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def reference_markdown() -> str:
+def reference_markdown(section: str | None = None) -> str:
     """The "Study file reference" tables, one per section, generated from :data:`SCHEMA` (the [model]
     keys from the model registry): key, type (with its choices), default ("required", or — where none is
     filled in before validation) and meaning. The documentation site's page docs/guide/study_reference.md is
     generated from this text when the site is built (docs/_ext/meanfield_api.py); tests/study/test_config.py
-    checks that the page's generator writes exactly it, so the reference cannot drift from the schema."""
+    checks that the page's generator writes exactly it, so the reference cannot drift from the schema.
+    ``meanfield keys [SECTION]`` prints it (or one section's table: ``section``, "top" for the top level).
+
+    Raises
+    ------
+    StudyError
+        ``section`` is not a section of the schema (the message lists them).
+    """
+    names = {(s or "top"): s for s in SCHEMA}
+    if section is not None and section.strip("[]") not in names:
+        raise StudyError(f"keys {section}: not a section of a study file; the sections: {', '.join(names)}")
+    chosen = list(SCHEMA) if section is None else [names[section.strip("[]")]]
     out = []
-    for section, keys in SCHEMA.items():
+    for section in chosen:
+        keys = SCHEMA[section]
         out += [f"**[{section}]**" if section else "**top level**", "",
                 "| key | type | default | meaning |", "|---|---|---|---|"]
         for name, key in keys.items():
