@@ -96,6 +96,7 @@ import numba as nb
 import numpy as np
 
 from meanfield.core import checks
+from meanfield.integrate.trackers import progress_while
 from meanfield import domains
 from meanfield.density import Density, Frame
 from meanfield.domains import CIRCLE, SPHERE
@@ -705,7 +706,9 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
     progress : bool or None
         A tqdm bar for distances that take more than a few seconds: a batch of sets (shown once it has run
         :data:`PROGRESS_DELAY` s), an optimal transport of :data:`PROGRESS_ENTRIES` cost entries or more (a line
-        naming it while it runs). Default None: on where standard error is a terminal (``sys.stderr.isatty()``).
+        naming it while it runs). Default None: on where standard error is a terminal (``sys.stderr.isatty()``);
+        elsewhere (a batch job's log, a pipe) a line after 30 s and every 60 s says the call is still running, as
+        ``meanfield.solve`` and ``particles.simulate`` do (``meanfield.integrate.trackers.progress_while``).
 
     Returns
     -------
@@ -735,12 +738,14 @@ def distance(a, b, p: float = 1, *, domain: str | None = None, cells: int | None
         raise ValueError(f"`max_entries` must be an integer >= 1, got {max_entries!r}.")
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    lines = checks.progress_lines(progress)  # no terminal ("auto"): a line after 30 s, as solve and simulate
     progress = checks.progress(progress)
-    batch_a, batch_b = _batch_shape(a), _batch_shape(b)
-    if batch_a or batch_b:
-        return _batched(a, b, batch_a, batch_b, p, domain, cells, int(max_entries), method, progress)
-    pa, pb = _pair(a, b, domain, cells)
-    return _measure_distance(pa, pb, p, int(max_entries), method, progress)
+    with progress_while(f"validation.distance: W{p:g}", lines):
+        batch_a, batch_b = _batch_shape(a), _batch_shape(b)
+        if batch_a or batch_b:
+            return _batched(a, b, batch_a, batch_b, p, domain, cells, int(max_entries), method, progress)
+        pa, pb = _pair(a, b, domain, cells)
+        return _measure_distance(pa, pb, p, int(max_entries), method, progress)
 
 
 def wasserstein(a, b, p: float = 1, *, domain: str | None = None, cells: int | None = None,

@@ -43,7 +43,7 @@ import numpy as np
 from ..core import interrupts
 
 __all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTracker", "InterruptTracker",
-           "PROGRESS_FIRST", "PROGRESS_EVERY", "PROGRESS_LOGGER", "progress_line", "duration", "LONG_RUN_STEPS",
+           "PROGRESS_FIRST", "PROGRESS_EVERY", "PROGRESS_LOGGER", "progress_line", "progress_while", "duration", "LONG_RUN_STEPS",
            "LongRunWarning", "RunEstimate", "time_steps", "warn_long_run"]
 
 
@@ -127,6 +127,48 @@ def duration(seconds: float) -> str:
         if s < below:
             return f"{num(s / size)} {unit}"
     return f"{num(s / 86400.0)} days"
+
+
+class progress_while:
+    """Progress lines while one long call runs that has no steps to count (an optimal transport, a quantisation):
+    the lines of :class:`ProgressTracker` for a run without simulated time. Where ``enabled``
+    (``meanfield.core.checks.progress_lines``: "auto" progress, standard error no terminal, not within ``quiet()``),
+    a timer thread writes ``<what>: still running, 30 s elapsed`` (:func:`progress_line`) :data:`PROGRESS_FIRST`
+    seconds after entering, then every :data:`PROGRESS_EVERY` seconds, and where it wrote any, one more line on
+    exit says how long the call took; a call shorter than :data:`PROGRESS_FIRST` writes none. A context manager:
+
+    >>> with progress_while("validation.distance: W1 of 500 × 4000 atoms", enabled=False):
+    ...     pass
+    """
+
+    def __init__(self, what: str, enabled: bool = True, *, first: float | None = None, every: float | None = None):
+        self.what, self.enabled = what, bool(enabled)
+        self.first = PROGRESS_FIRST if first is None else float(first)
+        self.every = PROGRESS_EVERY if every is None else float(every)
+        self._stop, self._thread, self._written, self._start = threading.Event(), None, 0, None
+
+    def _beat(self) -> None:
+        wait = self.first
+        while not self._stop.wait(wait):
+            progress_line(f"{self.what}: still running, {duration(time.monotonic() - self._start)} elapsed")
+            self._written += 1
+            wait = self.every
+
+    def __enter__(self):
+        self._start = time.monotonic()
+        if self.enabled:
+            self._thread = threading.Thread(target=self._beat, name="meanfield-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        if self._written:
+            how = "done" if kind is None else f"stopped ({kind.__name__})"
+            progress_line(f"{self.what}: {how} after {duration(time.monotonic() - self._start)}")
+        return False
 
 
 class ProgressTracker(Tracker):

@@ -215,3 +215,48 @@ def test_time_steps_subtracts_what_a_run_costs_besides_its_steps(monkeypatch):
         "1000 rk4 steps of h = 0.001 (the `dt` given): about 2 s (2 ms a step, measured)"
     assert [duration(s) for s in (3.5e-5, 0.0014, 4.2, 45.0, 270.0, 8280.0, 3e5)] == \
         ["35 µs", "1.4 ms", "4.2 s", "45 s", "4.5 min", "2.3 h", "3.5 days"]
+
+
+def test_progress_while_writes_a_line_after_the_first_interval_and_how_long_the_call_took(unconfigured_logging, capsys):
+    """A call without steps (an optimal transport) gets the same lines: none where it ends before ``first``; where
+    it runs past ``first`` (a sleep here, which like POT's simplex releases the GIL), "still running" and, on exit,
+    the time it took."""
+    import time
+
+    with trackers.progress_while("validation.distance: W1", first=5.0):
+        time.sleep(0.05)
+    assert capsys.readouterr().err == ""
+    with trackers.progress_while("validation.distance: W1", first=0.05, every=100.0):
+        time.sleep(0.5)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert err[0].startswith("meanfield: validation.distance: W1: still running, ") and "elapsed" in err[0]
+    assert err[1].startswith("meanfield: validation.distance: W1: done after ")
+    with trackers.progress_while("x", enabled=False, first=0.0, every=0.0):
+        time.sleep(0.05)
+    assert capsys.readouterr().err == ""
+
+
+def test_distances_write_progress_lines_exactly_where_solve_does(no_terminal, monkeypatch):
+    """validation.distance (and w1, w2 through it) run inside progress_while, enabled where
+    checks.progress_lines says (auto progress, no terminal, not quiet), as solve's and simulate's lines are."""
+    import importlib
+
+    import validation
+
+    wasserstein = importlib.import_module("validation.wasserstein")  # the module (the package exports a function so named)
+    seen = []
+
+    class Recorder(trackers.progress_while):
+        def __init__(self, what, enabled=True, **kwargs):
+            seen.append((what, enabled))
+            super().__init__(what, False)
+
+    monkeypatch.setattr(wasserstein, "progress_while", Recorder)
+    x, y = pt.uniform_sphere(20, 3, rng=0), pt.uniform_sphere(30, 3, rng=1)
+    validation.w1(x, y)
+    validation.w2(x, y, progress=False)
+    with checks.quiet():
+        validation.distance(x, y, 1)
+    assert seen == [("validation.distance: W1", True), ("validation.distance: W2", False),
+                    ("validation.distance: W1", False)]
