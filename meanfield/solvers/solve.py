@@ -92,7 +92,8 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     model : SelfAttention, MultiHeadAttention, or an R^d model (Softmax, L2, ...)
         Defines X[μ] (MATH.md §2, §5).
     mu0 : Density or LagrangianMeasure
-        Initial density on a ``CircleGrid``, ``SphereGrid`` or ``EuclideanGrid`` (finite volumes; the model must be
+        Initial density on a ``CircleGrid``, ``SphereGrid``, ``ZonalGrid`` (zonal densities on S^{d−1}, any d),
+        ``SequenceGrid`` ([0, 1] × S¹, causal attention) or ``EuclideanGrid`` (finite volumes; the model must be
         an R^d one), or a Lagrangian measure (e.g. :func:`meanfield.lagrangian.start_gaussian`, or
         :func:`meanfield.lagrangian.start` of a density: its nodes), advanced by fixed nodes. On the product domains
         (:mod:`meanfield.domains.products`), each advanced by its one representation: a density on a
