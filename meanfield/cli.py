@@ -161,7 +161,8 @@ def parser() -> argparse.ArgumentParser:
         description=(
             "The mean-field dynamics of self-attention, d/dt mu + div(mu X[mu]) = 0. Commands: 'run' a study "
             "file, 'sweep' it over parameters, 'check' it without running, 'plot' a results file's figures again "
-            "(--format pdf --dpi 300 for print), 'keys' to list a study file's keys, or 'demo' (also plain 'meanfield [options]', the options below) "
+            "(--format pdf --dpi 300 for print), 'keys' to list a study file's keys, or 'demo' (also plain "
+            "'meanfield [options]', the options below) "
             "the bundled clustering example on the circle or S²."
         ),
         epilog="Exit codes: 0 done, 1 resolution lost (results written), 2 bad input, 130 interrupted.",
@@ -430,10 +431,16 @@ def _summary(ds, direction: float | None = None) -> None:
     if "message" in ds.attrs and ds.attrs.get("status") != "success":
         lines.append(f"message      {ds.attrs['message']}")
     if "nsteps" in ds.attrs:
-        grid = (f" on {ds.attrs['grid']}" + (f" → {ds.attrs['grid_final']}" if ds.attrs.get("grid_final", ds.attrs[
+        grid = (ds.attrs['grid'] + (f" → {ds.attrs['grid_final']}" if ds.attrs.get("grid_final", ds.attrs[
             "grid"]) != ds.attrs["grid"] else "")) if "grid" in ds.attrs else ""
+        # the representations the steps were taken on, in order (grid, panels, nodes: a Lagrangian study may never
+        # step on its grid, which then only holds the initial density and the frames' cell averages)
+        rep = ds.attrs.get("representation")  # absent from results files written before it was recorded
+        where = f" on {rep}" if rep else f" on {grid}" if grid else ""
         lines.append(f"steps        {ds.attrs['nsteps']} ({ds.attrs.get('nfev', '?')} field evaluations, "
-                     f"{ds.attrs.get('solver_method', '?')}){grid}")
+                     f"{ds.attrs.get('solver_method', '?')}){where}")
+        if rep and grid:
+            lines.append(f"grid         {grid}")
     if "mass" in ds and ds["mass"].size:
         mass = ds["mass"].values
         finite = mass[np.isfinite(mass)]
@@ -513,7 +520,8 @@ def _one_title(fig):
 
 # The demo's options by the study keys they set (demo_study): the demo's errors name the option the user typed,
 # not a key of a study file the user never wrote. Pairs of (what a study error says, what the demo says).
-DEMO_FLAGS = (("[grid] n", "--n"), ("[grid] lmax", "--lmax"), ("[model] beta", "--beta"), ("[model] normalized", "--usa"),
+DEMO_FLAGS = (("[grid] n", "--n"), ("[grid] lmax", "--lmax"), ("[model] beta", "--beta"),
+              ("[model] normalized", "--usa"),
               ("[time] t_end", "--t-end"), ("[time] frames", "--frames"), ("[time] method", "--method"),
               ("[time] max_n", "--max-n"), ("[time] refine", "--no-refine"), ("[output] path", "--output"),
               ("[initial] a", "--amplitude (--init cauchy: a = --amplitude × the demo's direction)"),

@@ -161,6 +161,24 @@ def test_run_summary_has_steps_mass_drift_energy_and_handovers(tmp_path, capsys)
     e = ds["energy"].values
     assert lines["energy E_β"] == f"{e[0]:.10g} → {e[-1]:.10g} (monotone: non-decreasing, as monitored)"
     assert lines["hand-overs"] == "none"
+    assert lines["steps"].endswith(" on grid") and lines["grid"].startswith("CircleGrid(n=32)")
+
+
+def test_run_summary_names_the_representation_the_steps_were_taken_on(tmp_path, capsys):
+    """A study that starts on the Lagrangian measure ([time] representation = "lagrangian") steps on its panels,
+    never on the grid, and hands over nowhere: the summary says "on panels", as the results' attribute does, not
+    "on CircleGrid(n=32)" beside "hand-overs none"."""
+    study = tmp_path / "s.toml"
+    study.write_text('domain = "circle"\n[grid]\nn = 32\n[model]\nbeta = 1.0\n[time]\nt_end = 0.2\nframes = 3\n'
+                     'representation = "lagrangian"\n')
+    assert main(["run", str(study), "--output", str(tmp_path / "s.nc"), "--quiet"]) == 0
+    lines = {line[:13].strip(): line[13:] for line in capsys.readouterr().out.splitlines()}
+    import meanfield as mf
+
+    ds = mf.load(tmp_path / "s.nc")
+    assert ds.attrs["representation"] == "panels" and lines["hand-overs"] == "none"
+    assert lines["steps"].endswith(f"field evaluations, {ds.attrs['solver_method']}) on panels"), lines["steps"]
+    assert lines["grid"] == "CircleGrid(n=32)"
 
 
 def test_summary_reports_handovers_and_energy_that_is_not_monotone():
@@ -188,6 +206,7 @@ def test_summary_reports_handovers_and_energy_that_is_not_monotone():
                     coords={"time": t},
                     attrs={"status": "success", "nsteps": 12, "nfev": 50, "solver_method": "rk45",
                            "grid": "CircleGrid(n=64)", "grid_final": "CircleGrid(n=128)",
+                           "representation": "grid+panels",
                            "handovers": json.dumps([[1.5, "grid", "panels", "the spectral tail 2e-10 exceeds"]])})
     import contextlib
     import io
@@ -196,7 +215,8 @@ def test_summary_reports_handovers_and_energy_that_is_not_monotone():
     with contextlib.redirect_stdout(buf):
         _summary(ds, 1.0)
     text = buf.getvalue()
-    assert "steps        12 (50 field evaluations, rk45) on CircleGrid(n=64) → CircleGrid(n=128)" in text
+    assert ("steps        12 (50 field evaluations, rk45) on grid+panels\n"
+            "grid         CircleGrid(n=64) → CircleGrid(n=128)") in text
     assert "mass         drift max |mass − 1| = 3.0e-09" in text
     assert "hand-overs   grid → panels at t = 1.5 (the spectral tail 2e-10 exceeds)" in text
 
@@ -204,7 +224,8 @@ def test_summary_reports_handovers_and_energy_that_is_not_monotone():
 @pytest.mark.parametrize("argv, says", [
     (["--n", "3"], "--n: must be >= 4, got 3"),
     (["--t-end", "-1"], "--t-end: must be > 0"),
-    (["--init", "cauchy", "--amplitude", "1.5"], "--amplitude (--init cauchy: a = --amplitude × the demo's direction)"),
+    (["--init", "cauchy", "--amplitude", "1.5"],
+     "--amplitude (--init cauchy: a = --amplitude × the demo's direction)"),
     (["--amplitude", "5"], "another --seed"),
     (["--domain", "sphere", "--beta", "-1"], "--beta: -1 < 0"),
     (["--max-n", "64"], "--max-n: must be an integer >= the initial resolution 128, got 64"),
