@@ -526,7 +526,7 @@ DEMO_FLAGS = (("[grid] n", "--n"), ("[grid] lmax", "--lmax"), ("[model] beta", "
               ("[time] max_n", "--max-n"), ("[time] refine", "--no-refine"), ("[output] path", "--output"),
               ("[initial] a", "--amplitude (--init cauchy: a = --amplitude × the demo's direction)"),
               ("[initial] amplitude", "--amplitude"), ("[initial]: `amplitude`", "--amplitude"),
-              ("amplitude < 1/modes", "--amplitude < 1/modes"), ("another rng", "another --seed"),
+              ("another rng", "another --seed"),
               ("[grid]/[initial]", "--n/--lmax or --init/--amplitude"), ("use a finer grid", "use a finer grid "
               "(--n, --lmax)"), (" or loosen [time] tail_tol", ""), ("[initial]", "--init/--amplitude"),
               ("seed:", "--seed:"),
@@ -540,7 +540,10 @@ def demo_message(message: str) -> str:
     demo file's, which no option sets) is said as the demo's six random modes."""
     import re
 
-    message = re.sub(r"with `modes` = (\d+)", r"with the demo's \1 random modes", message)
+    modes = re.search(r"`modes` = (\d+)", message)
+    if modes:
+        message = message.replace(f"with `modes` = {modes[1]}", f"with the demo's {modes[1]} random modes")
+        message = message.replace("amplitude < 1/modes", f"--amplitude < 1/{modes[1]}")
     for key, flag in DEMO_FLAGS:
         message = message.replace(key, flag)
     return message
