@@ -519,33 +519,36 @@ def _one_title(fig):
 
 
 # The demo's options by the study keys they set (demo_study): the demo's errors name the option the user typed,
-# not a key of a study file the user never wrote. Pairs of (what a study error says, what the demo says).
-DEMO_FLAGS = (("[grid] n", "--n"), ("[grid] lmax", "--lmax"), ("[model] beta", "--beta"),
-              ("[model] normalized", "--usa"),
-              ("[time] t_end", "--t-end"), ("[time] frames", "--frames"), ("[time] method", "--method"),
-              ("[time] max_n", "--max-n"), ("[time] refine", "--no-refine"), ("[output] path", "--output"),
-              ("[initial] a", "--amplitude (--init cauchy: a = --amplitude × the demo's direction)"),
-              ("[initial] amplitude", "--amplitude"), ("[initial]: `amplitude`", "--amplitude"),
-              ("another rng", "another --seed"),
-              ("[grid]/[initial]", "--n/--lmax or --init/--amplitude"), ("use a finer grid", "use a finer grid "
-              "(--n, --lmax)"), (" or loosen [time] tail_tol", ""), ("[initial]", "--init/--amplitude"),
-              ("seed:", "--seed:"),
-              (" with a [grid] on domain", " with --domain"),
-              (" (drop [grid] to run the particles alone)", " (--domain circle takes it)"))
+# not a key of a study file the user never wrote.
+DEMO_FLAGS = {"[grid] n": "--n", "[grid] lmax": "--lmax", "[model] beta": "--beta", "[model] normalized": "--usa",
+              "[time] t_end": "--t-end", "[time] frames": "--frames", "[time] method": "--method",
+              "[time] max_n": "--max-n", "[time] refine": "--no-refine", "[output] path": "--output",
+              "[initial] amplitude": "--amplitude",
+              "[initial] a": "--amplitude (--init cauchy: a = --amplitude × the demo's direction)", "seed": "--seed"}
+# Phrases of study errors that name what the demo has no option for, in the demo's words (after DEMO_FLAGS).
+DEMO_PHRASES = (("[initial]: `amplitude`", "--amplitude"), ("another rng", "another --seed"),
+                ("[grid]/[initial]", "--n/--lmax or --init/--amplitude"),
+                ("use a finer grid", "use a finer grid (--n, --lmax)"), (" or loosen [time] tail_tol", ""),
+                ("[initial]", "--init/--amplitude"), (" with a [grid] on domain", " with --domain"),
+                (" (drop [grid] to run the particles alone)", " (--domain circle takes it)"))
 
 
 def demo_message(message: str) -> str:
-    """A study error raised while the demo builds, checks or runs its study, in the demo's options
-    (:data:`DEMO_FLAGS`): ``[grid] n: must be >= 4, got 3`` is ``--n: must be >= 4, got 3``; ``modes = 6`` (the
-    demo file's, which no option sets) is said as the demo's six random modes."""
+    """A study error raised while the demo builds, checks or runs its study, in the demo's options: a key the demo
+    sets (:data:`DEMO_FLAGS`), ``[grid] n: must be >= 4, got 3``, is ``--n: must be >= 4, got 3``; phrases naming
+    what no option sets (:data:`DEMO_PHRASES`; ``modes = 6``, the demo file's) in the demo's words."""
     import re
 
+    def flag(m):
+        return DEMO_FLAGS.get(m[1], m[0])
+
+    message = re.sub(r"(\[\w+\] \w+|^\w+)(?=[: ])", flag, message)  # "[section] key" or a leading top-level key
     modes = re.search(r"`modes` = (\d+)", message)
     if modes:
         message = message.replace(f"with `modes` = {modes[1]}", f"with the demo's {modes[1]} random modes")
         message = message.replace("amplitude < 1/modes", f"--amplitude < 1/{modes[1]}")
-    for key, flag in DEMO_FLAGS:
-        message = message.replace(key, flag)
+    for phrase, said in DEMO_PHRASES:
+        message = message.replace(phrase, said)
     return message
 
 

@@ -257,3 +257,14 @@ def test_demo_refuses_a_complete_result_in_its_directory_by_its_option(tmp_path,
     assert main(["--output", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("meanfield: error: --output: ") and "--overwrite" in err, err
+
+
+def test_demo_message_names_whole_keys():
+    """A key is replaced whole: [initial] amplitude is --amplitude, not [initial] a's text with "mplitude" left over;
+    a key the demo has no option for stays as the study says it."""
+    from meanfield.cli import demo_message
+
+    assert demo_message("[initial] amplitude: must be >= 0") == "--amplitude: must be >= 0"
+    assert demo_message("[initial] a: must lie inside").startswith("--amplitude (--init cauchy")
+    assert demo_message("seed: must be >= 0, got -1") == "--seed: must be >= 0, got -1"
+    assert demo_message("[time] tail_tol: must be > 0") == "[time] tail_tol: must be > 0"
