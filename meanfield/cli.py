@@ -244,8 +244,7 @@ def main(argv=None) -> int:
             elif args.command == "keys":
                 from .study.reference import reference_markdown
 
-                print(reference_markdown(args.section))
-                code = 0
+                code = _page(reference_markdown(args.section))
             elif args.command == "plot":
                 with _print_options(args):
                     code = _plot(args)
@@ -273,6 +272,17 @@ def main(argv=None) -> int:
         return 2
     finally:
         interrupts.clear()  # honoured (the exit code says it)
+
+
+def _page(text: str) -> int:
+    """Print ``text``; a reader that stops early (``meanfield keys | head``) closes the pipe, which is no error."""
+    import os
+
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # Python's advice: point stdout at devnull, so that the exit's flush is silent too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
 
 
 def _naming_the_study(args, exc) -> str:
