@@ -289,7 +289,7 @@ def _naming_the_study(args, exc) -> str:
     """The message of a study error, prefixed by the study file where it does not name it already (an error found
     after the file was read — its initial law, its size — would otherwise name neither the study nor the file)."""
     study = getattr(args, "study", None)
-    message = str(exc)
+    message = str(exc).replace("--overwrite (overwrite=True)", "--overwrite")  # the library's words for both callers
     if study is None or str(study) in message:
         return message
     return f"{study}: {message}"

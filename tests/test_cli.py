@@ -268,3 +268,17 @@ def test_demo_message_names_whole_keys():
     assert demo_message("[initial] a: must lie inside").startswith("--amplitude (--init cauchy")
     assert demo_message("seed: must be >= 0, got -1") == "--seed: must be >= 0, got -1"
     assert demo_message("[time] tail_tol: must be > 0") == "[time] tail_tol: must be > 0"
+
+
+def test_a_second_run_is_refused_naming_the_command_line_flag(tmp_path, capsys):
+    """Running a study again over its complete result is refused before any work, and the way out named is the
+    command line's --overwrite (not also the Python keyword overwrite=True); with --overwrite it runs."""
+    study = tmp_path / "s.toml"
+    study.write_text('domain = "circle"\n[grid]\nn = 32\n[model]\nbeta = 1.0\n[time]\nt_end = 0.1\nframes = 2\n')
+    argv = ["run", str(study), "--output", str(tmp_path / "s.nc"), "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "holds a complete result" in err and "--overwrite" in err and "overwrite=True" not in err, err
+    assert main(argv + ["--overwrite"]) == 0
