@@ -13,7 +13,7 @@ from contextvars import ContextVar
 import numpy as np
 
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
-           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators"]
+           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators", "particle_weights", "weights_fit"]
 
 
 def real(value, name: str) -> float:
@@ -59,6 +59,38 @@ def count(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
     return int(value)
+
+
+def weights_fit(weights, shape, name: str = "weights", exact: bool = False) -> tuple:
+    """``shape`` (the particles' shape without d, (n,) or (batch, n)) after checking, on the shapes alone (no pass
+    over the data: the inner loops call it), that ``weights`` broadcasts to it (has it, where ``exact``);
+    ``ValueError`` naming ``name``, its shape and the shape required otherwise."""
+    shape = tuple(int(k) for k in shape)
+    if exact and np.shape(weights) == shape:
+        return shape
+    if exact:
+        raise ValueError(f"`{name}` must have the particles' shape {shape}, one weight per particle, got shape "
+                         f"{np.shape(weights)}.")
+    try:
+        if np.broadcast_shapes(np.shape(weights), shape) == shape:
+            return shape
+    except ValueError:
+        pass
+    alt = f" or {shape}" if len(shape) > 1 else ""
+    raise ValueError(f"`{name}` must have shape (n,) = ({shape[-1] if shape else 0},){alt}, one weight per particle, "
+                     f"got shape {np.shape(weights)}.")
+
+
+def particle_weights(weights, shape, name: str = "weights", nonnegative: bool = True) -> np.ndarray:
+    """Weights of particles whose positions have shape ``shape`` + (d,): a float copy broadcast to ``shape`` —
+    (n,) or a scalar for every system, or ``shape`` itself, e.g. (batch, n). ``ValueError`` naming ``name``, its
+    shape and the shape required where they do not broadcast (numpy's own message names neither), or where a
+    weight is not finite (or negative, where ``nonnegative``)."""
+    shape = weights_fit(weights, shape, name)
+    w = np.broadcast_to(np.asarray(weights, dtype=float), shape).copy()
+    if not np.all(np.isfinite(w)) or (nonnegative and np.any(w < 0)):
+        raise ValueError(f"`{name}` must be finite{' and non-negative' if nonnegative else ''}.")
+    return w
 
 
 def positive_perturbation(f_of_theta, amplitudes, degrees, amplitude, modes) -> None:
@@ -220,3 +252,4 @@ def denominators(velocity, bound, signed: bool) -> None:
                f"the SA field at query {i} is not finite (its normalising sum D = Σ_j w_j e^(β(⟨q, y_j⟩ − 1)) "
                "underflowed to 0)")
         raise ValueError(f"`weights`: {why}; {int(bad.sum())} of the {bound.size} queries are so.")
+

@@ -26,3 +26,40 @@ def test_a_transposed_x0_is_legal_in_shape_and_told_how_to_normalise():
     with pytest.raises(ValueError, match=f"unit vectors.*at row {far}; .*"
                                          "x / np.linalg.norm\\(x, axis=-1, keepdims=True\\)"):
         pt.simulate(mf.SelfAttention(1.0), x0.T, [0.0, 1.0])
+
+
+def test_weights_of_the_wrong_length_are_named_with_the_shape_required():
+    """Ten weights for fifty particles: the error names `weights`, its shape (10,) and the (n,) = (50,) required (or
+    the batch's (batch, n)), at every entry point that takes weights — not numpy's broadcast or reshape message."""
+    from meanfield import kernels
+
+    model, x = mf.SelfAttention(1.0), pt.uniform_sphere(50, 2, rng=0)
+    xb, w = pt.uniform_sphere(50, 2, rng=0, batch=3), np.ones(10) / 10
+    needs = "`weights` must have shape \\(n,\\) = \\(50,\\)"
+    with pytest.raises(ValueError, match=f"{needs}, one weight per particle, got shape \\(10,\\)"):
+        pt.simulate(model, x, [0.0, 1.0], weights=w)
+    with pytest.raises(ValueError, match=f"{needs} or \\(3, 50\\), one weight per particle, got shape \\(10,\\)"):
+        pt.simulate(model, xb, [0.0, 1.0], weights=w)
+    with pytest.raises(ValueError, match=f"{needs}, one weight per particle, got shape \\(10,\\)"):
+        pt.velocity(model, x, weights=w)
+    with pytest.raises(ValueError, match="`weights` must have the particles' shape \\(50,\\).*got shape \\(10,\\)"):
+        kernels.field(model, x, w, x)
+    with pytest.raises(ValueError, match="`weights` must have the particles' shape \\(3, 50\\).*got shape \\(50,\\)"):
+        kernels.field(model, xb, np.ones(50) / 50, xb)
+
+
+def test_weights_that_fit_still_run():
+    """(n,) weights broadcast over a batch: the run equals the one with the (batch, n) weights spelled out, and the
+    field of the checked entry point is the kernel's at the same weights (the check changes no arithmetic)."""
+    from meanfield import kernels
+
+    model, xb = mf.SelfAttention(1.0), pt.uniform_sphere(20, 2, rng=1, batch=2)
+    w = np.arange(1.0, 21.0) / 210.0
+    a = pt.simulate(model, xb, [0.0, 0.5], weights=w, strategy="pairwise")
+    b = pt.simulate(model, xb, [0.0, 0.5], weights=np.broadcast_to(w, (2, 20)), strategy="pairwise")
+    np.testing.assert_array_equal(a.x, b.x)
+    v = pt.velocity(model, xb, weights=w, strategy="pairwise")
+    # the two may sum the 20 terms in another order: error <= n eps max|term| ~ 20 * 2.2e-16 ~ 4.4e-15 of max |v|;
+    # 1e-13 keeps a 20x margin
+    u = kernels.field(model, xb, np.broadcast_to(w, (2, 20)).copy(), xb)
+    np.testing.assert_allclose(v, u, rtol=0, atol=1e-13 * np.abs(u).max())
