@@ -6,6 +6,7 @@ Each check returns the value in its canonical type or raises ``TypeError`` /
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -13,7 +14,8 @@ from contextvars import ContextVar
 import numpy as np
 
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
-           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators", "particle_weights", "weights_fit"]
+           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators", "particle_weights", "weights_fit",
+           "user_stacklevel"]
 
 
 def real(value, name: str) -> float:
@@ -253,3 +255,17 @@ def denominators(velocity, bound, signed: bool) -> None:
                "underflowed to 0)")
         raise ValueError(f"`weights`: {why}; {int(bad.sum())} of the {bound.size} queries are so.")
 
+
+#: the directories of the library's packages (meanfield, particles, validation): frames in them are not the user's
+_LIBRARY = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), p) + os.sep
+                 for p in ("meanfield", "particles", "validation"))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that points at the first frame outside the
+    library (the user's call of ``solve``, ``simulate``, ...), however deep in the library the warning is raised:
+    Python 3.12's ``skip_file_prefixes`` computed by hand (the venv runs 3.11)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+        frame, level = frame.f_back, level + 1
+    return level
