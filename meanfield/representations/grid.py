@@ -250,7 +250,7 @@ class GridProblem(Problem):
             )
         old = self.grid
         self._use(old.refined())
-        self.refinements.append((t, n, self.grid.n))
+        self.refinements.append((float(t), int(n), int(self.grid.n)))  # plain numbers: they print as such
         self.speeds = (0.0, 0.0)
         return old.resample(y, self.grid.n)
 

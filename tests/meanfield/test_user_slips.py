@@ -22,3 +22,21 @@ def test_a_bare_number_as_q_is_refused_with_both_readings(kind, q):
         kind(q)
     assert kind(beta=v).beta == v and kind(beta=v).Q is None
     np.testing.assert_array_equal(kind(Q=[[v]]).Q, [[v]])
+
+
+def test_a_solution_prints_a_short_summary():
+    """repr(sol) is a summary whose length does not grow with the run (30 frames or 300, one refinement): status,
+    message, the span and the number of frames, the representation, the arrays by dtype and shape — no array's
+    values; the refinements hold plain Python numbers (t, n_old, n_new) with n_new = 2 n_old (zero-padding doubles)."""
+    rho0 = mf.Density.from_function(mf.CircleGrid(32), lambda x: np.exp(0.5 * x[..., 0]))
+    lengths = []
+    for frames in (31, 301):
+        sol = mf.solve(mf.SelfAttention(8.0), rho0, (0, 4), t_eval=np.linspace(0, 4, frames), refine=True, max_n=256)
+        r = repr(sol)
+        assert sol.refinements and all(type(t) is float and type(a) is int and type(b) is int and b == 2 * a
+                                       for t, a, b in sol.refinements)
+        assert r.startswith("Solution(") and "SUCCESS" in r and sol.message in r and f"{frames} frames" in r
+        assert f"t float64 ({frames},)" in r and "grid" in r and "refinements: 1" in r
+        assert "array(" not in r and "np.float64" not in r and "Density(" not in r
+        lengths.append(len(r))
+    assert lengths[1] - lengths[0] <= 10 and lengths[1] < 1000  # only the digits of the counts differ
