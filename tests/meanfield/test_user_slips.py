@@ -40,3 +40,17 @@ def test_a_solution_prints_a_short_summary():
         assert "array(" not in r and "np.float64" not in r and "Density(" not in r
         lengths.append(len(r))
     assert lengths[1] - lengths[0] <= 10 and lengths[1] < 1000  # only the digits of the counts differ
+
+
+def test_the_namespace_holds_the_package_not_its_import_helpers():
+    """dir(meanfield) shows no import helper (sys, import_module, PackageNotFoundError, version); ``meanfield.MOVED``
+    still maps every earlier root module to its new home, each alias the new module itself."""
+    import importlib
+
+    shown = set(dir(mf))
+    assert shown.isdisjoint({"sys", "import_module", "PackageNotFoundError", "version", "MOVED"})
+    assert set(mf.__all__) <= shown
+    assert mf.MOVED and all(importlib.import_module(f"meanfield.{old}") is importlib.import_module(f"meanfield.{new}")
+                            for old, new in mf.MOVED.items())
+    with pytest.raises(AttributeError, match="no attribute 'sys'"):
+        mf.sys
