@@ -158,7 +158,7 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     if model.time_dependent:
         raise ValueError(f"`model` {model!r} has time-dependent weights: natural frequencies take constant weights.")
     t_eval = checks.output_times(t_eval)
-    gen = np.random.default_rng(rng) if rng is not None else None
+    gen = checks.generator(rng) if rng is not None else None
     # with noise, the Brownian increments come from the same generator, after x0 and omega are drawn
     drawn = isinstance(x0, tuple) or isinstance(omega, FrequencyLaw)
     if drawn and gen is None:
@@ -311,7 +311,7 @@ def lohe(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, weights
     if drawn and rng is None:
         raise ValueError("`rng` is required where `x0` or `omega` is drawn (a seed or a numpy Generator), so the draw "
                          "can be repeated.")
-    gen = np.random.default_rng(rng) if rng is not None else None
+    gen = checks.generator(rng) if rng is not None else None
     x = initial_points(x0 if isinstance(x0, tuple) else np.asarray(x0, dtype=float), gen, None)  # unit vectors
     d = x.shape[-1]
     O, node = _rotations(omega, x.shape[:-1], d, gen)

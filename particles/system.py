@@ -539,7 +539,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     why = norm.noise_refusal() if noise else None
     if why is not None:  # Mix-LN's tokens change space at t_0
         raise ValueError(f"`model` has noise = {noise:g}: {why}.")
-    rng = np.random.default_rng(rng) if noise else rng
+    rng = checks.generator(rng) if noise else rng
     common = _common_noise(common_noise, model, method)
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")

@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
            "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators", "particle_weights", "weights_fit",
-           "user_stacklevel"]
+           "user_stacklevel", "generator"]
 
 
 def real(value, name: str) -> float:
@@ -93,6 +93,19 @@ def particle_weights(weights, shape, name: str = "weights", nonnegative: bool = 
     if not np.all(np.isfinite(w)) or (nonnegative and np.any(w < 0)):
         raise ValueError(f"`{name}` must be finite{' and non-negative' if nonnegative else ''}.")
     return w
+
+
+def generator(rng, name: str = "rng") -> np.random.Generator:
+    """``numpy.random.default_rng(rng)``: None (fresh entropy), a non-negative integer seed or a sequence of them, a
+    ``numpy.random.SeedSequence``, ``BitGenerator`` or ``Generator``; ``TypeError``
+    (a string, a float) or ``ValueError`` (a negative seed) naming ``name`` otherwise (numpy's own message speaks
+    of SeedSequence entropy, not of the argument that was given)."""
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"`{name}` must be None, a non-negative integer seed (or a sequence of them), a "
+                        f"numpy.random.SeedSequence or a numpy.random.Generator, got {rng!r} "
+                        f"({type(rng).__name__}; numpy: {exc}).") from None
 
 
 def positive_perturbation(f_of_theta, amplitudes, degrees, amplitude, modes) -> None:

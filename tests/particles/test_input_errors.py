@@ -63,3 +63,29 @@ def test_weights_that_fit_still_run():
     # 1e-13 keeps a 20x margin
     u = kernels.field(model, xb, np.broadcast_to(w, (2, 20)).copy(), xb)
     np.testing.assert_allclose(v, u, rtol=0, atol=1e-13 * np.abs(u).max())
+
+
+@pytest.mark.parametrize("rng, error, numpys", [("abc", TypeError, "SeedSequence expects int"),
+                                                (1.5, TypeError, "SeedSequence expects int"),
+                                                (-1, ValueError, "expected non-negative integer")])
+def test_a_bad_seed_is_named_with_what_rng_accepts(rng, error, numpys):
+    """A string, a float or a negative number as `rng`: the error names `rng`, the value and what it accepts (numpy's
+    own words follow in parentheses), at the samplers and the laws alike (one helper, checks.generator)."""
+    from meanfield import laws
+
+    words = f"`rng` must be None, a non-negative integer seed.*got {re.escape(repr(rng))}.*numpy: {numpys}"
+    with pytest.raises(error, match=words):
+        pt.uniform_sphere(5, 2, rng=rng)
+    with pytest.raises(error, match=words):
+        pt.orthogonal(2, 3, rng=rng)
+    with pytest.raises(error, match=words):
+        laws.sample_von_mises_fisher(5, [[1.0, 0.0]], 2.0, rng=rng)
+
+
+def test_the_accepted_seeds_draw_what_numpy_draws():
+    """An int, a sequence of ints, a SeedSequence and a Generator give numpy's own streams (the helper only checks)."""
+    for seed in (3, [3, 1], np.random.SeedSequence(7)):
+        drawn = pt.uniform_sphere(4, 3, rng=np.random.default_rng(seed))
+        np.testing.assert_array_equal(pt.uniform_sphere(4, 3, rng=seed), drawn)
+    g = np.random.default_rng(5)
+    assert mf.core.checks.generator(g) is g
