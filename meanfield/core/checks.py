@@ -6,6 +6,7 @@ Each check returns the value in its canonical type or raises ``TypeError`` /
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from contextlib import contextmanager
@@ -278,7 +279,7 @@ def user_stacklevel() -> int:
     """The ``stacklevel`` for a ``warnings.warn`` in the calling function that points at the first frame outside the
     library (the user's call of ``solve``, ``simulate``, ...), however deep in the library the warning is raised:
     Python 3.12's ``skip_file_prefixes`` computed by hand (the venv runs 3.11)."""
-    frame, level = sys._getframe(1), 1
+    frame, level = inspect.currentframe().f_back, 1  # the frame of the function that warns
     while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
         frame, level = frame.f_back, level + 1
     return level
