@@ -159,7 +159,9 @@ class Softmax(EuclideanAttention):
 
     Γ(x) = ∫ V y e^{β⟨Ax, y⟩} dμ(y) / ∫ e^{β⟨Ax, y⟩} dμ(y),  A = KᵀQ.
 
-    ``beta`` (default 1) scales A; MATH.md absorbs it into A.
+    ``beta`` (default 1) scales A; MATH.md absorbs it into A. Q, K, V are d × d matrices (None: the identity): a
+    bare number as Q is refused (``TypeError``), since ``Softmax(2.0)`` would read Q = [[2]] with β = 1 where
+    ``SelfAttention(2.0)`` means β = 2 — write ``Softmax(beta=2.0)`` or ``Softmax(Q=[[2.0]])``.
     """
 
     beta: float = 1.0
