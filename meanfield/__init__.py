@@ -44,7 +44,7 @@ contract of pyproject.toml, checked by the tests):
     kernels/ · models/ · domains/        compiled sums and strategies; attention kinds and variants; the domains
     core/                                checks, numerics, interrupts, io (leaves)
 
-The modules' earlier paths (``meanfield.exact``, ``meanfield.stationary``, ``meanfield.checks``, …: :data:`MOVED`)
+The modules' earlier paths (``meanfield.exact``, ``meanfield.stationary``, ``meanfield.checks``, …: ``meanfield.MOVED``)
 stay importable as aliases of their new homes. Nothing here imports the study layer, ``particles`` or ``validation``.
 """
 
@@ -65,15 +65,16 @@ from .solvers.cylinder import solve_radial
 from .solvers.zonal_cylinder import solve_zonal_radial
 
 #: The root modules of earlier releases and where they now live (issue 47, item 7): ``import meanfield.exact`` and
-#: ``from meanfield.stationary import branch`` keep working, as aliases in ``sys.modules`` of the new modules.
-MOVED = {
+#: ``from meanfield.stationary import branch`` keep working, as aliases in ``sys.modules`` of the new modules. Read as
+#: ``meanfield.MOVED`` (the module's ``__getattr__``), kept out of ``dir(meanfield)`` with the import helpers.
+_MOVED = {
     "checks": "core.checks", "numerics": "core.numerics", "interrupts": "core.interrupts", "io": "core.io",
     "exact": "analysis.exact", "gaussian": "analysis.gaussian", "stationary": "analysis.stationary",
     "solve": "solvers.solve", "depth": "solvers.depth", "frequencies": "solvers.frequencies",
     "cylinder": "solvers.cylinder", "zonal_cylinder": "solvers.zonal_cylinder", "transitions": "solvers.transitions",
     "monitor": "integrate.monitor", "strategies": "kernels.strategies",
 }
-for _old, _new in MOVED.items():
+for _old, _new in _MOVED.items():
     _module = import_module(f"{__name__}.{_new}")
     sys.modules.setdefault(f"{__name__}.{_old}", _module)
     if _old not in globals():  # ``meanfield.solve`` stays the function
@@ -84,6 +85,14 @@ try:
     __version__ = version("meanfield")
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0+unknown"
+del sys, import_module, PackageNotFoundError, version  # import helpers, not the package's names (dir(meanfield))
+
+
+def __getattr__(name):
+    """``meanfield.MOVED``: the map of the earlier root modules to their new homes (a copy)."""
+    if name == "MOVED":
+        return dict(_MOVED)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "SelfAttention",

@@ -21,6 +21,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from .core import checks
 from . import domains
 from .domains.sequence import along_positions
 
@@ -86,10 +87,10 @@ def uniform_noise(domain, amplitude: float, modes: int, rng=None, *, twist: floa
     if not np.isfinite(twist):
         raise ValueError(f"`twist` must be finite, got {twist!r}.")
     if not twist:
-        return dom.uniform_noise(amplitude, int(modes), np.random.default_rng(rng))
+        return dom.uniform_noise(amplitude, int(modes), checks.generator(rng))
     if not dom.has_positions:
         raise ValueError(f"`twist` turns the law along the tokens' positions; points of the {dom.name} have none.")
-    return dom.uniform_noise(amplitude, int(modes), np.random.default_rng(rng), twist=float(twist))
+    return dom.uniform_noise(amplitude, int(modes), checks.generator(rng), twist=float(twist))
 
 
 def poisson(domain, a):
@@ -136,7 +137,7 @@ def sample_poisson(domain, a, shape, rng=None) -> np.ndarray:
         The batch shape, e.g. (repeats, n).
     rng : numpy.random.Generator, int or None
     """
-    return _domain(domain, "domain").sample_poisson(a, tuple(shape), np.random.default_rng(rng))
+    return _domain(domain, "domain").sample_poisson(a, tuple(shape), checks.generator(rng))
 
 
 def _mixture(centres, kappa, weights):
@@ -207,7 +208,7 @@ def sample_von_mises_fisher(n: int, centres, kappa, weights=None, *, rng, batch:
     c, k, w = _mixture(centres, kappa, weights)
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"`n` must be a positive integer, got {n!r}.")
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     shape = (int(n),) if batch is None else (int(batch), int(n))
     d = c.shape[1]
     comp = rng.choice(c.shape[0], size=shape, p=w)

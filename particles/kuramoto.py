@@ -158,7 +158,7 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     if model.time_dependent:
         raise ValueError(f"`model` {model!r} has time-dependent weights: natural frequencies take constant weights.")
     t_eval = checks.output_times(t_eval)
-    gen = np.random.default_rng(rng) if rng is not None else None
+    gen = checks.generator(rng) if rng is not None else None
     # with noise, the Brownian increments come from the same generator, after x0 and omega are drawn
     drawn = isinstance(x0, tuple) or isinstance(omega, FrequencyLaw)
     if drawn and gen is None:
@@ -174,10 +174,7 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
         raise ValueError(f"tokens with natural frequencies live on the circle: `x0` was drawn on R^{x.shape[-1]}.")
     w_omega = _frequencies(omega, x.shape[:-1], gen)
     n = x.shape[-2]
-    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else \
-        np.broadcast_to(np.asarray(weights, dtype=float), x.shape[:-1]).copy()
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("`weights` must be finite and non-negative.")
+    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
     h = checks.positive(dt, "dt") if dt is not None else 0.05 / max(rate_scale(model), 1e-300)
     velocity(model, x, weights=w, strategy=strategy)  # the strategy checked once, before any step
     problem = _Rotating(model, w_omega, w, strategy)
@@ -314,15 +311,12 @@ def lohe(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, weights
     if drawn and rng is None:
         raise ValueError("`rng` is required where `x0` or `omega` is drawn (a seed or a numpy Generator), so the draw "
                          "can be repeated.")
-    gen = np.random.default_rng(rng) if rng is not None else None
+    gen = checks.generator(rng) if rng is not None else None
     x = initial_points(x0 if isinstance(x0, tuple) else np.asarray(x0, dtype=float), gen, None)  # unit vectors
     d = x.shape[-1]
     O, node = _rotations(omega, x.shape[:-1], d, gen)
     n = x.shape[-2]
-    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else \
-        np.broadcast_to(np.asarray(weights, dtype=float), x.shape[:-1]).copy()
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("`weights` must be finite and non-negative.")
+    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
     spin = float(np.max(np.abs(np.linalg.eigvals(O)))) if O.size and np.any(O) else 0.0
     h = checks.positive(dt, "dt") if dt is not None else 0.05 / max(rate_scale(model), spin, 1e-300)
     velocity(model, x, weights=w, strategy=strategy)  # the strategy checked once, before any step

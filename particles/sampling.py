@@ -41,7 +41,7 @@ def uniform_sphere(n: int, d: int, rng=None, batch=None) -> np.ndarray:
     ((2, 100, 3), True)
     """
     n, d = checks.count(n, "n"), checks.count(d, "d", 2)
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     x = rng.standard_normal(_batch_shape(batch) + (n, d))
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
@@ -51,7 +51,7 @@ def orthogonal(n: int, d: int, rng=None, batch=None) -> np.ndarray:
     n, d = checks.count(n, "n"), checks.count(d, "d", 2)
     if n > d:
         raise ValueError(f"at most d = {d} vectors in R^{d} can be pairwise orthogonal, got n = {n}.")
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     g = rng.standard_normal(_batch_shape(batch) + (d, n))
     q, r = np.linalg.qr(g)
     # fix the signs so that the law is Haar (Mezzadri 2007)
@@ -97,5 +97,5 @@ def sample(density: Density, n: int, rng=None, batch=None) -> np.ndarray:
     if not isinstance(density, Frame) or density.grid is None:  # a frame that is a density on a grid
         raise TypeError(f"`density` must be a meanfield.Density, got {type(density).__name__}.")
     n = checks.count(n, "n")
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     return density.domain.sample(density, _batch_shape(batch) + (n,), rng)

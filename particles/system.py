@@ -539,7 +539,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
     why = norm.noise_refusal() if noise else None
     if why is not None:  # Mix-LN's tokens change space at t_0
         raise ValueError(f"`model` has noise = {noise:g}: {why}.")
-    rng = np.random.default_rng(rng) if noise else rng
+    rng = checks.generator(rng) if noise else rng
     common = _common_noise(common_noise, model, method)
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
@@ -582,15 +582,10 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
             raise ValueError(f"single precision runs the pairwise kernel on spheres; got strategy {strategy!r} for "
                              f"{model!r} in d = {d}.")
         strategy = "pairwise"
+    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
     offered = particle_strategies(model, domain, n, d, method=method, batched=x.ndim == 3,
                                   weighted=weights is not None, noisy=noise > 0 or common is not None, weights=weights)
     path = strategies.resolve(strategy, offered, "particles")
-    if weights is None:
-        w = np.full(x.shape[:-1], 1.0 / n)
-    else:
-        w = np.broadcast_to(np.asarray(weights, dtype=float), x.shape[:-1]).copy()
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError("`weights` must be finite and non-negative.")
     state = {"bound": 0.0}
     h, why = None, f"adaptive {method!r}"
     if method == "rk4":
@@ -756,16 +751,13 @@ def velocity(model, x, t: float = 0.0, weights=None, strategy: str = "auto", pre
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     domain = domain_of(model, d)
+    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
     offered = particle_strategies(model, domain, n, d, method="rk4", batched=x.ndim == 3,
                                   weighted=weights is not None, weights=weights)
     offered["fused"] = "the fused path steps whole RK4 sequences in compiled code: it has no rate of its own"
     if strategy == "auto" and precision == "single":
         strategy = "pairwise"
     path = strategies.resolve(strategy, offered, "particles")
-    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else \
-        np.broadcast_to(np.asarray(weights, dtype=float), x.shape[:-1]).copy()
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("`weights` must be finite and non-negative.")
     rate = _velocity(model, domain, path, w, precision, {"bound": 0.0})
     t = checks.real(t, "t")
     return rate(x, t, t) if model.time_dependent else rate(x)

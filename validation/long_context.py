@@ -45,6 +45,7 @@ from scipy import special, stats
 from scipy import sparse as sp
 
 import particles
+from meanfield.core import checks
 from meanfield.analysis import exact
 from meanfield.models import ContextScaling, Normalization, SelfAttention, Transformer
 from meanfield.solvers.depth import layer_map
@@ -144,7 +145,7 @@ def nearest_gaps(n: int, d: int, K: int, draws: int, rng) -> np.ndarray:
     if int(n) != n or n < 2 or int(d) != d or d < 2:
         raise ValueError(f"`n` >= 2 and `d` >= 2 must be integers, got n = {n!r}, d = {d!r}.")
     K = int(min(K, n))
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     partial = np.cumsum(rng.standard_exponential((draws, K)), axis=1)
     total = partial[:, -1:] + (rng.standard_gamma(n + 1 - K, (draws, 1)) if n + 1 > K else 0.0)
     u = partial / total
@@ -199,7 +200,7 @@ def critical_exponent(ns, d: int, draws: int = 2000, groups: int = 10, K: int = 
     ``draws`` draws of the K nearest gaps at each n (:func:`nearest_gaps`, :func:`critical_scale`); the slope of
     log β* on log n; its interval from ``groups`` independent groups of the draws."""
     ns = np.asarray(ns, dtype=np.int64)
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     per_group = draws // groups
     gaps = [nearest_gaps(int(n), d, K, per_group * groups, rng) for n in ns]
     beta = np.array([critical_scale(g, level, int(n)) for g, n in zip(gaps, ns)])

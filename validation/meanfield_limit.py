@@ -16,6 +16,7 @@ import numpy as np
 from scipy import stats
 
 import particles
+from meanfield.core import checks
 from meanfield import Density
 from meanfield.solvers.solve import solve
 from meanfield.density import Frame
@@ -136,7 +137,7 @@ def meanfield_limit(model, mu0: Density, ns, t_eval, repeats: int = 5, rng=None,
     if int(repeats) != repeats or repeats < 1:
         raise ValueError(f"`repeats` must be a positive integer, got {repeats!r}.")
     t_eval = np.asarray(t_eval, dtype=float)
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     if common_noise is not None:  # one realisation of the density on the path the particles share
         sol = solve(model, mu0, (t_eval[0], t_eval[-1]), t_eval=t_eval, common_noise=common_noise,
                     progress=progress, **solve_kwargs)

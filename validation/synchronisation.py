@@ -25,6 +25,7 @@ from scipy import stats
 
 import particles
 from particles import clusters
+from meanfield.core import checks
 from meanfield.models import SelfAttention
 
 __all__ = ["Synchronisation", "synchronisation", "clopper_pearson", "classify"]
@@ -75,7 +76,7 @@ def synchronisation(n: int, beta: float, seeds: int, t_end: float = 50.0, t_max:
     """Synchronisation of ``seeds`` uniform starts of n tokens on S¹ under SA with inverse temperature β (module
     docstring)."""
     model = SelfAttention(beta)
-    g = np.random.default_rng(rng)
+    g = checks.generator(rng)
     theta = g.uniform(0.0, 2.0 * np.pi, (int(seeds), int(n)))
     x = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
     t, span = 0.0, float(t_end)

@@ -953,7 +953,7 @@ def sliced_wasserstein_sphere(a, b, p: float = 2, projections: int = 200, rng=No
     xa, wa, xb, wb = pa.coords, pa.weights, pb.coords, pb.weights
     if xa.shape[1] < 3:
         raise ValueError("sliced_wasserstein_sphere is for S^{d-1}, d >= 3; on the circle use `wasserstein` (exact).")
-    rng = np.random.default_rng(rng)
+    rng = checks.generator(rng)
     total = 0.0
     for _ in range(int(projections)):
         U, _ = np.linalg.qr(rng.standard_normal((xa.shape[1], 2)))

@@ -6,6 +6,8 @@ Each check returns the value in its canonical type or raises ``TypeError`` /
 
 from __future__ import annotations
 
+import inspect
+import os
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -13,7 +15,8 @@ from contextvars import ContextVar
 import numpy as np
 
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
-           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators"]
+           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators", "particle_weights", "weights_fit",
+           "user_stacklevel", "generator"]
 
 
 def real(value, name: str) -> float:
@@ -59,6 +62,51 @@ def count(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
     return int(value)
+
+
+def weights_fit(weights, shape, name: str = "weights", exact: bool = False) -> tuple:
+    """``shape`` (the particles' shape without d, (n,) or (batch, n)) after checking, on the shapes alone (no pass
+    over the data: the inner loops call it), that ``weights`` broadcasts to it (has it, where ``exact``);
+    ``ValueError`` naming ``name``, its shape and the shape required otherwise."""
+    shape = tuple(int(k) for k in shape)
+    if exact and np.shape(weights) == shape:
+        return shape
+    if exact:
+        raise ValueError(f"`{name}` must have the particles' shape {shape}, one weight per particle, got shape "
+                         f"{np.shape(weights)}.")
+    try:
+        if np.broadcast_shapes(np.shape(weights), shape) == shape:
+            return shape
+    except ValueError:
+        pass
+    alt = f" or {shape}" if len(shape) > 1 else ""
+    raise ValueError(f"`{name}` must have shape (n,) = ({shape[-1] if shape else 0},){alt}, one weight per particle, "
+                     f"got shape {np.shape(weights)}.")
+
+
+def particle_weights(weights, shape, name: str = "weights", nonnegative: bool = True) -> np.ndarray:
+    """Weights of particles whose positions have shape ``shape`` + (d,): a float copy broadcast to ``shape`` —
+    (n,) or a scalar for every system, or ``shape`` itself, e.g. (batch, n). ``ValueError`` naming ``name``, its
+    shape and the shape required where they do not broadcast (numpy's own message names neither), or where a
+    weight is not finite (or negative, where ``nonnegative``)."""
+    shape = weights_fit(weights, shape, name)
+    w = np.broadcast_to(np.asarray(weights, dtype=float), shape).copy()
+    if not np.all(np.isfinite(w)) or (nonnegative and np.any(w < 0)):
+        raise ValueError(f"`{name}` must be finite{' and non-negative' if nonnegative else ''}.")
+    return w
+
+
+def generator(rng, name: str = "rng") -> np.random.Generator:
+    """``numpy.random.default_rng(rng)``: None (fresh entropy), a non-negative integer seed or a sequence of them, a
+    ``numpy.random.SeedSequence``, ``BitGenerator`` or ``Generator``; ``TypeError``
+    (a string, a float) or ``ValueError`` (a negative seed) naming ``name`` otherwise (numpy's own message speaks
+    of SeedSequence entropy, not of the argument that was given)."""
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"`{name}` must be None, a non-negative integer seed (or a sequence of them), a "
+                        f"numpy.random.SeedSequence or a numpy.random.Generator, got {rng!r} "
+                        f"({type(rng).__name__}; numpy: {exc}).") from None
 
 
 def positive_perturbation(f_of_theta, amplitudes, degrees, amplitude, modes) -> None:
@@ -220,3 +268,18 @@ def denominators(velocity, bound, signed: bool) -> None:
                f"the SA field at query {i} is not finite (its normalising sum D = Σ_j w_j e^(β(⟨q, y_j⟩ − 1)) "
                "underflowed to 0)")
         raise ValueError(f"`weights`: {why}; {int(bad.sum())} of the {bound.size} queries are so.")
+
+
+#: the directories of the library's packages (meanfield, particles, validation): frames in them are not the user's
+_LIBRARY = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), p) + os.sep
+                 for p in ("meanfield", "particles", "validation"))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that points at the first frame outside the
+    library (the user's call of ``solve``, ``simulate``, ...), however deep in the library the warning is raised:
+    Python 3.12's ``skip_file_prefixes`` computed by hand (the venv runs 3.11)."""
+    frame, level = inspect.currentframe().f_back, 1  # the frame of the function that warns
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -413,10 +413,10 @@ class Domain(abc.ABC):
         """``x`` as particles of the domain, put onto it exactly (:meth:`retract`): an array of shape (n, D) or
         (batch, n, D) of its points (:meth:`check_points`), ``ValueError`` naming ``name`` otherwise. The unit
         spheres, R^d and the tokens with positions check in their own words."""
-        x = self.check_points(x, name)
-        if x.ndim not in (2, 3) or x.shape[-2] < 1:
-            raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d) and hold particles, got {x.shape}.")
-        return self.retract(x)
+        shape = np.shape(x)  # the shape before the points: a wrong shape would otherwise read as points off the domain
+        if len(shape) not in (2, 3) or shape[-2] < 1:
+            raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d) and hold particles, got {shape}.")
+        return self.retract(self.check_points(x, name))
 
     def particle_step(self, rate_scale: Callable[[], float]) -> float:
         """The default RK4 step of particles on the domain moved by a model whose rate scale ``rate_scale()``

@@ -14,9 +14,10 @@ whether the new state is still resolved:
 - energy: for zonal kernels with V = cI, E_β must be non-decreasing (c > 0)
   or non-increasing (c < 0), up to ``energy_rtol`` relative (GLPR Lemma 3.7);
 - finiteness;
-- outflow (a box in R^d): mass leaving the box is recorded (``Solution.outflow``) and warned about only past
-  ``outflow_tol`` of the initial mass (the box's own tolerance: a density whose boundary cells hold more than
-  1e-6 of the mass is refused at the start);
+- outflow (a box in R^d): mass leaving the box is recorded (``Solution.outflow``), warned about past
+  ``outflow_tol`` (1e-6) of the initial mass (the box's own tolerance: a density whose boundary cells hold more than
+  1e-6 of the mass is refused at the start), and stops the run past ``outflow_stop`` (1e-4: the solution's moments
+  are then off by that much, far above the schemes' errors; a plausible-looking wrong answer is never returned);
 - the product domains (:mod:`meanfield.domains.products`): on the cylinder S¹ × (0, ∞) and the zonal
   S^{d-1} × (0, ∞) the mass in the guard cells at either end of the radii must stay below ``edge_tol``; for natural
   frequencies the ω-quadrature's free-streaming error times the amplitude below ``omega_tol`` (``np.inf``: not
@@ -81,6 +82,9 @@ class ResolutionMonitor:
     neg_tol: float = 1e-8
     energy_rtol: float = 1e-10
     outflow_tol: float = 1e-6
+    #: a box in R^d: the mass that may leave it (relative to the initial mass) before a run stops (``Status.FAILED``,
+    #: the message naming the outflow, the time and the fix, a larger box); ``np.inf`` never stops
+    outflow_stop: float = 1e-4
     #: the cylinder S¹ × (0, ∞) and the zonal S^{d-1} × (0, ∞): the largest mass in the guard cells at either end of
     #: the radii before a run stops
     edge_tol: float = 1e-10
@@ -93,6 +97,8 @@ class ResolutionMonitor:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"`{name}` must be a positive finite number, got {v!r}.")
+        if not (isinstance(self.outflow_stop, (int, float)) and self.outflow_stop > 0 and self.outflow_stop == self.outflow_stop):
+            raise ValueError(f"`outflow_stop` must be > 0 (np.inf never stops), got {self.outflow_stop!r}.")
         if not (isinstance(self.omega_tol, (int, float)) and self.omega_tol > 0):
             raise ValueError(f"`omega_tol` must be > 0 (np.inf to switch the ω check off), got {self.omega_tol!r}.")
 

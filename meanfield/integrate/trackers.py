@@ -53,7 +53,8 @@ class Status(enum.Enum):
     SUCCESS: the end of the interval was reached; EVENT: a terminal event stopped it
     (an event of ``solve(..., events=...)``, :class:`meanfield.representations.base.Event`); RESOLUTION_LOST: the representation could no longer resolve
     the solution to its stated accuracy; FAILED: the integrator failed (a non-finite rate,
-    an adaptive step that underflowed); INTERRUPTED: Ctrl-C or SIGTERM.
+    an adaptive step that underflowed) or the solution left its domain (more than the monitor's ``outflow_stop`` of
+    the mass through a box's boundary); INTERRUPTED: Ctrl-C or SIGTERM.
     """
 
     SUCCESS = "success"

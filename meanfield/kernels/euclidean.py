@@ -43,6 +43,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..core import checks
 from ..models.base import heads
 from ..models.euclidean import sinkhorn_log_weights, sinkhorn_marginal_error
 from .fastexp import FASTMATH, vexp
@@ -506,7 +507,7 @@ def euclidean_field(model, points, weights, queries) -> np.ndarray:
     lead = P.shape[:-2]
     if X.shape[:-2] != lead:
         raise ValueError(f"`points` and `queries` must share their batch shape, got {lead} and {X.shape[:-2]}.")
-    W = np.broadcast_to(np.asarray(weights, dtype=float), P.shape[:-1])
+    W = np.broadcast_to(np.asarray(weights, dtype=float), checks.weights_fit(weights, P.shape[:-1]))
     Pf, Wf, Xf = P.reshape((-1,) + P.shape[-2:]), W.reshape(-1, P.shape[-2]), X.reshape((-1,) + X.shape[-2:])
     total = 0.0
     for h in heads(model):

@@ -28,6 +28,7 @@ import numpy as np
 from ..domains.sphere.geometry import project_tangent
 from ..models.base import heads
 from ..models.normalization import normalization_of
+from ..core import checks
 from ..core.numerics import EXP_MAX
 from ..core.vectors import default_vectors, wide_vectors
 from .fastexp import FASTMATH, vexp, vexp32
@@ -585,6 +586,8 @@ def field(model, points, weights, queries, precision: str = "double") -> np.ndar
         raise ValueError(f"the projected field P_x^⊥ A is post-LN's; {model!r} has normalization {norm!r}, which "
                          "moves its tokens by the average itself: meanfield.kernels.average.")
     hs = heads(model)
+    # the shapes only (numpy's reshape error names neither); causal rows broadcast theirs
+    checks.weights_fit(weights, np.shape(points)[:-1], exact=not hs[0].causal)
     stops = None
     if hs[0].causal:
         points, weights, queries = (np.asarray(a, dtype=float) for a in (points, weights, queries))

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..core import checks
+
 __all__ = ["CommonPath", "CommonNoise", "expm_batch", "interval_maps", "lyapunov_exponents", "lyapunov_gap", "LyapunovGap"]
 
 #: Relative slack with which a time is read as a point of the path's grid.
@@ -100,7 +102,7 @@ class CommonPath:
             raise ValueError(f"`t1` − t0 = {t1 - t0!r} must be a whole number of steps `dt` = {dt!r}, got {steps!r}.")
         self.m, self.dt, self.t0, self.steps = int(m), dt, t0, K
         self.t1 = t0 + K * dt
-        rng = np.random.default_rng(seed)
+        rng = checks.generator(seed, "seed")
         self.increments = np.sqrt(0.5 * dt) * rng.standard_normal((2 * K, self.m))
         self.increments.flags.writeable = False
 

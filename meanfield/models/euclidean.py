@@ -7,6 +7,7 @@ model's ``field`` being the reference (``quadrature``) sum over the measure.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field as dc_field
 
 import numpy as np
@@ -64,6 +65,15 @@ class EuclideanAttention(Head):
     def __post_init__(self):
         self._check_matrices()
         self._check_noise()
+
+    def _refuse_scalar_query(self) -> None:
+        """``TypeError`` for a bare number as Q in a model that also has ``beta``: ``Softmax(2.0)`` read as Q = [[2]]
+        with β = 1, where ``SelfAttention(2.0)`` means β = 2; the ambiguity is refused, both readings spelled out."""
+        if isinstance(self.Q, numbers.Number) or (isinstance(self.Q, np.ndarray) and self.Q.ndim == 0):
+            name = type(self).__name__
+            raise TypeError(f"{name}(Q, K, V, beta): Q is a matrix (d × d); for the inverse temperature write "
+                            f"{name}(beta={float(np.real(self.Q))!r}), for a 1 × 1 Q write Q=[[{float(np.real(self.Q))!r}]]; "
+                            f"got Q = {self.Q!r}.")
 
     # ------------------------------------------------------------------ bounds (:mod:`.bounds` derives them)
     def _support(self, radius) -> tuple[float, float, float, float, float]:
@@ -149,7 +159,9 @@ class Softmax(EuclideanAttention):
 
     Γ(x) = ∫ V y e^{β⟨Ax, y⟩} dμ(y) / ∫ e^{β⟨Ax, y⟩} dμ(y),  A = KᵀQ.
 
-    ``beta`` (default 1) scales A; MATH.md absorbs it into A.
+    ``beta`` (default 1) scales A; MATH.md absorbs it into A. Q, K, V are d × d matrices (None: the identity): a
+    bare number as Q is refused (``TypeError``), since ``Softmax(2.0)`` would read Q = [[2]] with β = 1 where
+    ``SelfAttention(2.0)`` means β = 2 — write ``Softmax(beta=2.0)`` or ``Softmax(Q=[[2.0]])``.
     """
 
     beta: float = 1.0
@@ -158,6 +170,7 @@ class Softmax(EuclideanAttention):
     compiled_rows = "softmax"
 
     def __post_init__(self):
+        self._refuse_scalar_query()
         super().__post_init__()
         self._check_scalar("beta", _euclidean_beta)
 
@@ -499,6 +512,7 @@ class Masked(EuclideanAttention):
                         "with particles.")
 
     def __post_init__(self):
+        self._refuse_scalar_query()
         super().__post_init__()
         self._check_scalar("beta", _euclidean_beta)
 

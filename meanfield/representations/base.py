@@ -304,6 +304,49 @@ class Solution:
     def success(self) -> bool:
         return self.status is Status.SUCCESS
 
+    def __repr__(self) -> str:
+        """A short summary (a few hundred characters, whatever the run's length): status, message, the time span and
+        the frames, the representations, the scalar diagnostics; the arrays by dtype and shape only (they are the
+        attributes: ``sol.t``, ``sol.mass``, ``sol.frames``)."""
+        def number(v):
+            return f"{float(v):.6g}" if np.ndim(v) == 0 and np.isreal(v) else f"{type(v).__name__}"
+
+        def array(name):
+            a = getattr(self, name)
+            return None if a is None else f"{name} {np.asarray(a).dtype} {np.shape(a)}"
+
+        counts: dict = {}
+        for r in self.representation:
+            counts[r] = counts.get(r, 0) + 1
+        message = self.message if len(self.message) <= 300 else self.message[:299] + "…"
+        rows = [("status", self.status.name), ("message", repr(message)),
+                ("t", f"[{number(self.t_span[0])}, {number(self.t_span[1])}], reached {number(self.t_reached)}; "
+                      f"{len(self.t)} frames"),
+                ("representation", ", ".join(f"{k} ({v} frames)" for k, v in counts.items()) or "none"),
+                ("method", f"{self.method!r}, strategy {self.strategy!r}; {self.nsteps} steps, {self.nfev} "
+                           "evaluations")]
+        if len(self.mass):
+            rows.append(("mass", f"{float(self.mass[0]):.12g} -> {float(self.mass[-1]):.12g}"
+                                  + (f", outflow {number(self.outflow)}" if self.outflow else "")))
+        if self.energy is not None and len(self.energy):
+            rows.append(("energy", f"{number(self.energy[0])} -> {number(self.energy[-1])}"))
+        if self.refinements:
+            rows.append(("refinements", f"{len(self.refinements)}, to n = {self.refinements[-1][2]} at t = "
+                                        f"{number(self.refinements[-1][0])}"))
+        if self.handovers:
+            rows.append(("handovers", "; ".join(f"{h.source} -> {h.target} at t = {number(h.t)}"
+                                                for h in self.handovers)))
+        if any(len(te) for te in self.t_events):
+            rows.append(("events", ", ".join(str(len(te)) for te in self.t_events)))
+        if self.diagnostics:
+            rows.append(("diagnostics", ", ".join(f"{k} {number(v)}" for k, v in self.diagnostics.items())))
+        if self.hint:
+            rows.append(("hint", repr(self.hint if len(self.hint) <= 300 else self.hint[:299] + "…")))
+        rows.append(("arrays", ", ".join(a for a in map(array, ("t", "mass", "energy", "t_steps", "mass_steps",
+                                                                  "energy_steps")) if a is not None)))
+        width = max(len(k) for k, _ in rows)
+        return "Solution(\n" + "\n".join(f"  {k:>{width}}: {v}" for k, v in rows) + "\n)"
+
     def frame(self, k: int = -1):
         """The solution at output ``k`` (time ``t[k]``; default the last) as a frame (:class:`meanfield.density.Frame`:
         ``domain``, ``t``, ``as_measure()``, ``mass()``, ``energy(beta)``, ``mean()``, ``plot()``, and ``grid`` /

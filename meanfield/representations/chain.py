@@ -191,7 +191,7 @@ def _assemble(model, parts, handovers, hooks, t_span) -> Solution:
         energy=np.array([f.energy(beta) for f in frames]) if has_energy else None,
         t_steps=steps["t_steps"], mass_steps=steps["mass_steps"],
         energy_steps=steps["energy_steps"] if has_energy else None,
-        refinements=tuple(r for p in grid for r in p.refinements),
+        refinements=tuple((float(t), int(a), int(b)) for p in grid for t, a, b in p.refinements),
         nfev=sum(p.nfev for p in parts), nsteps=sum(p.nsteps for p in parts),
         status=last.status, message="; ".join(words + [last.message]),
         method=parts[0].method, strategy=parts[0].strategy, representation=tuple(names),

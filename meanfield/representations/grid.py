@@ -31,11 +31,12 @@ from .. import kernels
 from ..kernels import strategies
 from ..density import Density
 from ..domains.zonal import energy_from_excess
-from ..integrate import Integrator, Problem, Stages, StopIntegration, Tracker
+from ..integrate import Integrator, Problem, Stages, Status, StopIntegration, Tracker
 from ..integrate.steppers import ADAPTIVE, integrating_factor_refusal
 from ..models import normalization_of, rate_scale, repulsive
 from ..models.schedule import piecewise_constant
 from ..integrate.monitor import ResolutionError, ResolutionMonitor
+from ..core import checks
 from ..core.numerics import EXP_MAX
 from .base import Part, Representation, Settings, run_to_end
 
@@ -249,7 +250,7 @@ class GridProblem(Problem):
             )
         old = self.grid
         self._use(old.refined())
-        self.refinements.append((t, n, self.grid.n))
+        self.refinements.append((float(t), int(n), int(self.grid.n)))  # plain numbers: they print as such
         self.speeds = (0.0, 0.0)
         return old.resample(y, self.grid.n)
 
@@ -352,12 +353,14 @@ class HistoryTracker(Tracker):
 
 class OutflowTracker(Tracker):
     """The mass that has left the domain (a box in R^d): ``lost`` after every accepted step (recorded as
-    ``Solution.outflow``), and one ``RuntimeWarning`` where it exceeds ``tol`` × the initial mass (the monitor's
-    ``outflow_tol``, default 1e-6). Less than that — the ~1e-8 a Gaussian's far tail carries through the box's
-    edges — is below the scheme's own errors and is recorded only."""
+    ``Solution.outflow``), one ``RuntimeWarning`` where it exceeds ``tol`` × the initial mass (the monitor's
+    ``outflow_tol``, default 1e-6), and a stop (``Status.FAILED``, not handed over: no representation gets the lost
+    mass back) where it exceeds ``stop`` × the initial mass (``outflow_stop``, default 1e-4). Less than ``tol`` —
+    the ~1e-8 a Gaussian's far tail carries through the box's edges — is below the scheme's own errors and is
+    recorded only."""
 
-    def __init__(self, problem: GridProblem, tol: float = 1e-6):
-        self.problem, self.tol = problem, float(tol)
+    def __init__(self, problem: GridProblem, tol: float = 1e-6, stop: float = 1e-4):
+        self.problem, self.tol, self.stop = problem, float(tol), float(stop)
         self.mass0, self.lost, self.warned = None, 0.0, False
 
     def initialize(self, t, y):
@@ -365,14 +368,23 @@ class OutflowTracker(Tracker):
 
     def handle(self, t, y, h):
         self.lost = max(self.lost, self.mass0 - float(self.problem.grid.integrate(y)))
+        where = f"the box {self.problem.grid!r}"
+        if self.lost > self.stop * self.mass0:
+            raise StopIntegration(
+                t, y, f"{self.lost:.3g} of the mass ({self.lost / self.mass0:.2e} relative, more than the monitor's "
+                f"outflow_stop = {self.stop:.1e}) has left {where} by t = {t:.6g}: the density in the box is no longer "
+                "the solution", status=Status.FAILED,
+                hint="Solve on a larger box: widen the grid's `bounds` (keep the cell size: raise the number of cells "
+                "with it) so that the mass stays inside until the end of the run; or raise "
+                "ResolutionMonitor(outflow_stop=...) to accept the loss (Solution.outflow keeps the account).")
         if not self.warned and self.lost > self.tol * self.mass0:
             self.warned = True
             warnings.warn(
                 f"{self.lost:.3g} of the mass ({self.lost / self.mass0:.2e} relative, more than the monitor's "
-                f"outflow_tol = {self.tol:.1e}) has left the box {self.problem.grid!r} by t = {t:.6g}; enlarge the "
-                "box (Solution.outflow and Solution.mass keep the account).",
+                f"outflow_tol = {self.tol:.1e}) has left {where} by t = {t:.6g}; enlarge the "
+                "box's `bounds` (Solution.outflow and Solution.mass keep the account).",
                 RuntimeWarning,
-                stacklevel=6,
+                stacklevel=checks.user_stacklevel(),
             )
 
 
@@ -437,7 +449,7 @@ class GridRepresentation(Representation):
                 hint="Sample it on a finer grid (refinement by zero-padding cannot recover data that was never "
                 "sampled)" + (", or loosen the monitor's tail_tol (ResolutionMonitor; [time] tail_tol in a study file)."
                               if domain.default_max_n is not None else "."))
-        outflow = None if domain.conserves_mass else OutflowTracker(problem, settings.monitor.outflow_tol)
+        outflow = None if domain.conserves_mass else OutflowTracker(problem, settings.monitor.outflow_tol, settings.monitor.outflow_stop)
         trackers = [resolution, history] + ([] if outflow is None else [outflow])
         trackers += hooks.for_part(problem.frame)
         integrator = Integrator(problem, method, dt=dt, cfl=cfl, rtol=settings.rtol, atol=settings.atol,

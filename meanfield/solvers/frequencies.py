@@ -179,7 +179,7 @@ class FrequencyLaw:
                              "repeated.")
         shape = (checks.count(size, "size"),) if isinstance(size, (int, np.integer)) else tuple(
             checks.count(s, "size") for s in size)
-        return self.draw(np.random.default_rng(rng), shape)
+        return self.draw(checks.generator(rng), shape)
 
 
 def _nodes_count(nodes) -> int:

@@ -139,7 +139,9 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
         Tolerances of the adaptive methods and of the panels' steps (default 1e-10, 1e-12).
     monitor : ResolutionMonitor, optional
         Grid: thresholds of the resolution checks (the cylinder's ``edge_tol``, the frequencies' ``omega_tol``
-        too).
+        too). In a box of R^d (``EuclideanGrid``, which mass may leave through its boundary): ``outflow_tol``
+        (default 1e-6 of the initial mass) warns, ``outflow_stop`` (default 1e-4) stops the run with status FAILED,
+        the message naming the mass lost and the time, the hint the fix — a larger box (the grid's ``bounds``).
     lagrangian_tol : float, optional
         Panels: the bound on each panel's contribution to the error of the moments (default 1e-14 on the circle,
         1e-10 on S²); they stop rather than let the moments err by more than 1e3 × it.
@@ -167,10 +169,16 @@ def solve(model, mu0, t_span, t_eval=None, method: str | None = None, dt: float 
     Returns
     -------
     Solution
-        With ``status`` SUCCESS, EVENT, RESOLUTION_LOST or FAILED and what was computed up to ``t_reached``.
+        With ``status`` SUCCESS, EVENT, RESOLUTION_LOST or FAILED and what was computed up to ``t_reached``;
+        FAILED also where more than the monitor's ``outflow_stop`` of the mass has left a box in R^d (the density
+        in the box is then no longer the solution: ``Solution.outflow``, ``message`` and ``hint`` say how much,
+        when, and to enlarge the box).
 
     Warns
     -----
+    RuntimeWarning
+        In a box of R^d, once the mass that left it exceeds the monitor's ``outflow_tol`` (once per run; it points
+        at the line that called ``solve``).
     LongRunWarning
         With a fixed ``dt`` whose steps exceed :data:`~meanfield.integrate.trackers.LONG_RUN_STEPS`: the count,
         the step and the run time measured on the first steps (:func:`run_estimate`), before the run starts.

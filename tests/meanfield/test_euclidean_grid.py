@@ -187,11 +187,34 @@ def test_mass_exact_in_a_large_box_and_outflow_reported():
     # a box the flow leaves: the loss is reported, and mass only ever decreases
     small = mf.EuclideanGrid([(-3.2, 3.2)] * 2, 48)
     rho0 = mf.Density.from_function(small, lambda x: G.gaussian_pdf(x, m0, S0))
+    never = mf.monitor.ResolutionMonitor(outflow_stop=np.inf)  # accept the loss: the run goes on to the end
     with pytest.warns(RuntimeWarning, match="left the box") as record:
-        sol = mf.solve(L2(V=3 * np.eye(2)), rho0, (0, 1.0))
-    assert np.all(np.diff(sol.mass_steps) <= 1e-15)
+        sol = mf.solve(L2(V=3 * np.eye(2)), rho0, (0, 1.0), monitor=never)
+    assert sol.success and np.all(np.diff(sol.mass_steps) <= 1e-15)
     assert len(record) == 1 and "outflow_tol" in str(record[0].message)  # once per run, naming the tolerance
+    assert record[0].filename == __file__  # the warning points at the call of solve, not inside the library
     assert sol.outflow == pytest.approx(sol.mass_steps[0] - sol.mass_steps[-1], rel=1e-12) and sol.outflow > 0.5
+
+
+def test_outflow_past_the_stop_tolerance_stops_the_run_and_says_why():
+    """Mass leaving the box past the monitor's outflow_stop (default 1e-4 of the initial mass): no SUCCESS with a
+    plausible-looking density, but status FAILED at the first step past it, the message naming the outflow, the
+    time and the tolerance, the hint a larger box; the account holds (mass lost = outflow: the finite volumes
+    change the mass only by the boundary fluxes, MATH.md §3)."""
+    small = mf.EuclideanGrid([(-3.2, 3.2)] * 2, 48)
+    m0, S0 = gaussian0(2)
+    rho0 = mf.Density.from_function(small, lambda x: G.gaussian_pdf(x, m0, S0))
+    stop = mf.monitor.ResolutionMonitor().outflow_stop
+    assert stop == 1e-4  # the documented default (solve's docstring, docs/tour.md)
+    with pytest.warns(RuntimeWarning, match="outflow_tol"):
+        sol = mf.solve(L2(V=3 * np.eye(2)), rho0, (0, 1.0))
+    assert not sol.success and sol.status is mf.Status.FAILED and sol.t_reached < 1.0
+    m0 = sol.mass_steps[0]
+    assert stop * m0 < sol.outflow and sol.outflow == pytest.approx(m0 - sol.mass[-1], rel=1e-9)
+    assert f"outflow_stop = {stop:.1e}" in sol.message and f"t = {sol.t_reached:.6g}" in sol.message
+    assert "left the box" in sol.message and "`bounds`" in sol.hint
+    with pytest.raises(ValueError, match="outflow_stop"):
+        mf.monitor.ResolutionMonitor(outflow_stop=0.0)
 
 
 def test_outflow_below_the_monitors_tolerance_is_recorded_not_warned():

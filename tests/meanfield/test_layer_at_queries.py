@@ -145,7 +145,7 @@ def test_what_sparse_keys_cannot_do_is_refused_with_why():
     with pytest.raises(ValueError, match="sparse.*Jacobian"):
         layer_map(_ngpt(2.0), x, w, 0.5, at=[0], jacobian=True)
     with pytest.raises(ValueError, match="dense points only"):  # a kind that does not say it takes sparse keys
-        average(Softmax(1.0), x, w, x[[0]].toarray())
+        average(Softmax(Q=[[1.0]]), x, w, x[[0]].toarray())
     with pytest.raises(ValueError, match="`x0` is a sparse.*layer_map"):  # the particles carry dense rows
         particles.discrete_depth(_ngpt(2.0), x, 1.0, 1)
     for bad in ([n], [-1], [0.5], [], [[0, 1]]):

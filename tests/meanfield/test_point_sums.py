@@ -223,7 +223,8 @@ def test_the_unit_check_names_the_row(rng):
         check_on_sphere(x, "x0")
     x = pt.uniform_sphere(300, 2, rng=rng).reshape(3, 100, 2)
     x[1, 7] *= 2.0
-    with pytest.raises(ValueError, match="`x0` must hold unit vectors.*is 1 > 1e-08, at row \\(1, 7\\)\\.$"):
+    with pytest.raises(ValueError, match="`x0` must hold unit vectors.*is 1 > 1e-08, at row \\(1, 7\\); .*normalise the rows: "
+                       "x / np.linalg.norm\\(x, axis=-1, keepdims=True\\)\\.$"):
         check_on_sphere(x, "x0")
 
 

@@ -196,7 +196,8 @@ def check_on_sphere(x: np.ndarray, name: str, atol: float = 1e-8) -> np.ndarray:
         raise ValueError(
             f"`{name}` must hold unit vectors (points on the sphere); "
             f"the largest deviation of |x| from 1 is {dev[i]:.3g} > {atol:g}, at row {where}"
-            + (" (the zero vector: it has no direction)." if dev[i] == 1.0 and not np.any(x[i]) else ".")
+            + (" (the zero vector: it has no direction)." if dev[i] == 1.0 and not np.any(x[i]) else
+               "; to put the points on the sphere, normalise the rows: x / np.linalg.norm(x, axis=-1, keepdims=True).")
         )
     return x
 
@@ -292,9 +293,10 @@ class UnitSphereGeometry:
         """Unit vectors of R^d, d >= 2, in an array of shape (n, d) or (batch, n, d), normalised exactly
         (``Domain.check_particles``). The circle and S^{d-1} check alike: the family ``SPHERE`` reads their d from
         them, a sphere of one dimension (the circle, ``SPHERE.of_dim(d)``) requires its own."""
+        shape = np.shape(x)  # the shape first: a wrong shape also fails the unit check, with a misleading message
+        if len(shape) not in (2, 3):
+            raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d), got {shape}.")
         x = check_on_sphere(x, name)
-        if x.ndim not in (2, 3):
-            raise ValueError(f"`{name}` must have shape (n, d) or (batch, n, d), got {x.shape}.")
         if x.shape[-2] < 1:
             raise ValueError(f"`{name}` holds no particles.")
         if self.dim is not None and x.shape[-1] != self.dim:
