@@ -15,7 +15,8 @@ from contextvars import ContextVar
 import numpy as np
 
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
-           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators", "particle_weights", "weights_fit",
+           "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators",
+           "particle_weights", "weights_fit",
            "user_stacklevel", "generator"]
 
 

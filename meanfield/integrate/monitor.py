@@ -97,7 +97,8 @@ class ResolutionMonitor:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"`{name}` must be a positive finite number, got {v!r}.")
-        if not (isinstance(self.outflow_stop, (int, float)) and self.outflow_stop > 0 and self.outflow_stop == self.outflow_stop):
+        stop = self.outflow_stop
+        if not (isinstance(stop, (int, float)) and stop > 0 and stop == stop):  # positive, inf allowed, not NaN
             raise ValueError(f"`outflow_stop` must be > 0 (np.inf never stops), got {self.outflow_stop!r}.")
         if not (isinstance(self.omega_tol, (int, float)) and self.omega_tol > 0):
             raise ValueError(f"`omega_tol` must be > 0 (np.inf to switch the ω check off), got {self.omega_tol!r}.")

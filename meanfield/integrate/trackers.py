@@ -43,7 +43,8 @@ import numpy as np
 from ..core import interrupts
 
 __all__ = ["Status", "Tracker", "ProgressTracker", "OutputTracker", "FiniteTracker", "InterruptTracker",
-           "PROGRESS_FIRST", "PROGRESS_EVERY", "PROGRESS_LOGGER", "progress_line", "progress_while", "duration", "LONG_RUN_STEPS",
+           "PROGRESS_FIRST", "PROGRESS_EVERY", "PROGRESS_LOGGER", "progress_line", "progress_while", "duration",
+           "LONG_RUN_STEPS",
            "LongRunWarning", "RunEstimate", "time_steps", "warn_long_run"]
 
 
