@@ -16,8 +16,10 @@ step. The density's integrator is reached through
 [stationary] study reaches its particles' integrator after the branch (or finishes, without particles). A refusal
 must be a :class:`StudyError` (one line naming the key); any other exception fails the test.
 
-The default run takes 500 generated studies (about 10 s on two cores) and always the explicit examples of the two
-studies of the issue; the slow test (``-m slow``) draws 1200 (at least 500 distinct).
+The default run takes 500 generated studies (about 7 s on one core) and always the explicit examples of the two
+studies of the issue; the slow test (``-m slow``) draws 1200 (at least 500 distinct). Both are derandomized by a fixed
+seed: the same studies on every run (a random draw once met a study of 1100 s and 5.66 GB, see
+:func:`test_sinkhorn_on_grid_nodes_is_checked_within_the_memory_of_a_few_rows`).
 """
 
 from __future__ import annotations
@@ -270,12 +272,46 @@ def test_the_studies_of_the_issue_are_refused_by_check_naming_the_key(time, key)
     assert _run(tables)[0] is False
 
 
+#: The study a random draw of the property once met (issue: 1100 s, 5.66 GB resident): Sinkhorn attention on the
+#: 9216 nodes of a 96 × 96 grid, by the Lagrangian nodes. Check and run evaluate the rate at the start (the nodes'
+#: refusals), whose Sinkhorn potentials formed S and its log-sum-exp temporaries densely: 9216² doubles = 680 MB each.
+#: The draws' seed (hypothesis.seed): the same studies on every run and machine, and after an edit of the
+#: property's examples (derandomize alone seeds by a digest of the function's source). Of seeds 0, 1, 2 the one
+#: whose 500 draws the default test took shortest (6.3 s on one core) and cover all it asserts (seeds 0 and 1 met no
+#: accepted Sinkhorn, L2 study).
+SEED = 2
+
+SINKHORN_NODES = {"domain": "euclidean", "seed": 0, "grid": {"shape": 96, "bounds": [[-4.0, 4.0], [-4.0, 4.0]]},
+                  "model": {"kind": "sinkhorn"},
+                  "time": {"t_end": 0.1, "frames": 2, "representation": "lagrangian", "lagrangian_nodes": "grid"}}
+
+
+def test_sinkhorn_on_grid_nodes_is_checked_within_the_memory_of_a_few_rows():
+    """The study above is accepted by check (whose solve's prepare evaluates the nodes' rate once, as the run's
+    does), and that evaluation holds O(n) memory: the potentials' log-sum-exps run by blocks of rows. Bound: the
+    peak of the allocations during check (tracemalloc, which traces NumPy's) below a quarter of one dense n × n
+    matrix (170 MB of 680 MB); blocked, it is two blocks of CHUNK = 2^21 entries (17 MB each) and the nodes' arrays.
+    (Dense, check alone held 4.96 GB resident for 55 s.)"""
+    import tracemalloc
+
+    n = 96 * 96
+    tracemalloc.start()
+    try:
+        accepted, refusal = _check(SINKHORN_NODES)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert accepted, refusal
+    assert peak < n * n * 8 / 4, f"{peak / 1e6:.0f} MB"
+
+
 @pytest.fixture(scope="module")
 def weights_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("weights")
 
 
-def _one(weights_dir, max_examples, seen=None, derandomize=False):
+def _one(weights_dir, max_examples, seen=None, derandomize=True, seed=SEED):
+    @hypothesis.seed(seed)
     @hypothesis.settings(max_examples=max_examples, deadline=None, database=None, derandomize=derandomize,
                          suppress_health_check=[hypothesis.HealthCheck.too_slow,
                                                 hypothesis.HealthCheck.data_too_large,
@@ -295,17 +331,42 @@ def _one(weights_dir, max_examples, seen=None, derandomize=False):
                                 "model": {"beta": 800.0, "normalized": False, "kind": "self-attention"},
                                 "initial": {"amplitude": 0.05, "modes": 1},
                                 "time": {"t_end": 0.1, "frames": 2, "representation": "lagrangian"}})
+    # accepted studies of the two values the default run's fixed draw does not accept (the coverage it asserts):
+    # the sequence domain, by causal attention, and the panels representation
+    @hypothesis.example(tables={"domain": "circle", "seed": 0, "model": {"beta": 1.0, "causal": True},
+                                "initial": {"kind": "uniform"}, "time": {"t_end": 0.1}, "particles": {"n": [8]}})
+    @hypothesis.example(tables={"domain": "circle", "seed": 0, "grid": {"n": 32}, "model": {"beta": 1.0},
+                                "time": {"t_end": 0.1, "representation": "panels"}})
     def prop(tables):
         _agree(tables, seen)
 
     prop()
 
 
+def _accepted_cover(seen):
+    """The studies check accepted (as read) meet every domain, model kind, [time] method and representation and
+    particle method."""
+    accepted = [cfg for _, ok, _, cfg in seen if ok]
+    assert {cfg["domain"] for cfg in accepted} >= set(config.DOMAINS)  # "sequence" by causal studies
+    assert {cfg["model"]["kind"] for cfg in accepted} == set(_STUDY_KINDS)
+    for key in ("method", "representation"):
+        assert {cfg["time"][key] for cfg in accepted} >= set(config.SCHEMA["time"][key].choices)
+    assert {cfg["particles"]["method"] for cfg in accepted if cfg["particles"]} == set(config.PARTICLE_METHODS)
+    return accepted
+
+
 def test_check_accepts_exactly_the_studies_whose_run_reaches_its_integrator(weights_dir):
-    """500 generated studies (about 10 s on two cores), 0 disagreements: each run meets every domain and most kinds
-    and options, while the explicit examples pin the studies of the issue; the slow test below draws more and
-    asserts what they cover."""
-    _one(weights_dir, 500)
+    """500 generated studies (about 7 s on one core), 0 disagreements, among the accepted every domain, model
+    kind, [time] method and representation and particle method; the explicit examples pin the studies of the issue.
+
+    Derandomized with a fixed seed (:data:`SEED`), as the slow test: the same studies on every run and machine. A
+    random draw once met Sinkhorn on a 96 × 96 grid's nodes, which took 1100 s and 5.66 GB
+    (:data:`SINKHORN_NODES`, now its own test): a default run that fails or stalls by chance on a fresh machine is
+    a defect, and the fixed draw (283 distinct studies with hypothesis 6.170) is the one whose time and coverage
+    were measured."""
+    seen = []
+    _one(weights_dir, 500, seen)
+    _accepted_cover(seen)
 
 
 @pytest.mark.slow
@@ -315,16 +376,11 @@ def test_check_means_run_over_1200_generated_studies(weights_dir, capsys):
     with weight files, distances and [stationary], every activation and splitting given; both verdicts well
     represented. A summary is printed (refusals counted by the key they name)."""
     seen = []
-    _one(weights_dir, 1200, seen, derandomize=True)  # the same studies on every run: the numbers reported
+    _one(weights_dir, 1200, seen)  # derandomized: the same studies on every run, the numbers reported
     distinct = {repr(t) for t, *_ in seen}
-    accepted = [cfg for _, ok, _, cfg in seen if ok]
+    accepted = _accepted_cover(seen)
     assert len(distinct) >= 500
     assert 0.2 * len(seen) < len(accepted) < 0.8 * len(seen)
-    assert {cfg["domain"] for cfg in accepted} >= set(config.DOMAINS)  # "sequence" by causal studies
-    assert {cfg["model"]["kind"] for cfg in accepted} == set(_STUDY_KINDS)
-    for key in ("method", "representation"):
-        assert {cfg["time"][key] for cfg in accepted} >= set(config.SCHEMA["time"][key].choices)
-    assert {cfg["particles"]["method"] for cfg in accepted if cfg["particles"]} == set(config.PARTICLE_METHODS)
     assert any(cfg["model"]["weights"] for cfg in accepted)
     for key in ("activation", "splitting"):  # given with weights files, accepted or not
         assert {t["model"][key] for t, *_ in seen if key in t.get("model", {})} == set(config.SCHEMA["model"][key].choices)
