@@ -372,7 +372,7 @@ def _study_command(args) -> int:
                    output=args.output, progress=progress, plot=plot, overwrite=args.overwrite)
         direction = None  # the model changes over the sweep
     _summary(ds, direction)
-    return 1 if ds.attrs.get("status") == "resolution lost" else 0
+    return _exit_code(ds.attrs.get("status"))
 
 
 def _plot(args) -> int:
@@ -632,7 +632,13 @@ def _run_demo(args) -> int:
             lines.append(line)
     lines.append(f"wrote        {png}, {path} and {npz}")
     print("\n".join(lines))
-    return 1 if ds.attrs["status"] == "resolution lost" else 0
+    return _exit_code(ds.attrs["status"])
+
+
+def _exit_code(status) -> int:
+    """1 where the density's solve stopped short (resolution lost, or failed: e.g. mass left a box of R^d past its
+    monitor's ``outflow_stop``), else 0 (success, an event, or no density)."""
+    return 1 if status in ("resolution lost", "failed") else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

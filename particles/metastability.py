@@ -60,7 +60,9 @@ def chord_clusters(x, radius: float) -> np.ndarray:
 
     The pairs come from a k-d tree (``scipy.spatial.cKDTree.query_pairs``: the pairs whose Σ_k (x_ik − x_jk)² is
     at most h², exactly, no approximation), the components from ``scipy.sparse.csgraph.connected_components`` on
-    those edges: O(n log n + edges) in time and memory, never the n × n matrix (thousands of points in milliseconds).
+    those edges: O(n log n + edges) in time and memory — few edges while the clusters are many and apart (thousands
+    of points in milliseconds), but up to n²/2 when all points lie within h of one another (n = 4000 collapsed
+    to one cluster: 0.7 s and ~0.4 GB of pairs, as much as the dense n × n comparison it replaced).
     The comparison is the squared Euclidean distance against h²: a pair at distance exactly h (to round-off) may
     be joined here and not by the dot-product form ⟨x_i, x_j⟩ >= 1 − h²/2, or the reverse — the two differ by a few
     ulps of 2 − 2⟨x_i, x_j⟩; away from such ties they agree.

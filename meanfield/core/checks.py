@@ -17,7 +17,7 @@ import numpy as np
 __all__ = ["real", "beta", "noise", "positive", "count", "square_matrix", "matrices_act_on", "time_span",
            "output_times", "progress", "progress_lines", "quiet", "positive_perturbation", "denominators",
            "particle_weights", "weights_fit",
-           "user_stacklevel", "generator"]
+           "user_stacklevel", "generator", "HARMONIC_TABLE_MAX", "DegreeBeyondReach", "harmonic_table"]
 
 
 def real(value, name: str) -> float:
@@ -284,3 +284,24 @@ def user_stacklevel() -> int:
     while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
         frame, level = frame.f_back, level + 1
     return level
+
+
+#: The longest table of harmonic multipliers a kernel's degree search may build (2²², 32 MB of doubles): the search
+#: tabulates k = 0 … ~4|β| (the circle, S²), so an inverse temperature past ~10⁶ would allocate gigabytes before
+#: anything could refuse it (a generated study with β ~ 10⁹ held 23.6 GB in ``meanfield check`` and was killed).
+HARMONIC_TABLE_MAX = 2**22
+
+
+class DegreeBeyondReach(ValueError):
+    """The kernel e^{β⟨x,y⟩} is too sharp for any harmonic sum: its degree search would tabulate more than
+    :data:`HARMONIC_TABLE_MAX` multipliers. Pair sums (exact at any β) remain; a grid cannot resolve such a kernel."""
+
+
+def harmonic_table(size: int, beta: float) -> int:
+    """``size`` where it is at most :data:`HARMONIC_TABLE_MAX`, else :class:`DegreeBeyondReach` naming ``beta``."""
+    if size > HARMONIC_TABLE_MAX:
+        raise DegreeBeyondReach(
+            f"`beta` = {beta:g}: the kernel's harmonics reach beyond degree ~{size // 4:g} (a table of {size:g} "
+            f"multipliers, more than {HARMONIC_TABLE_MAX}): no grid or harmonic sum resolves a kernel this sharp; "
+            "lower beta (particles: the pairwise sums take any beta).")
+    return size

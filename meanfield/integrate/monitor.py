@@ -83,7 +83,8 @@ class ResolutionMonitor:
     energy_rtol: float = 1e-10
     outflow_tol: float = 1e-6
     #: a box in R^d: the mass that may leave it (relative to the initial mass) before a run stops (``Status.FAILED``,
-    #: the message naming the outflow, the time and the fix, a larger box); ``np.inf`` never stops
+    #: the message naming the outflow, the time and the fix, a larger box); never below ``outflow_tol`` (a raised
+    #: warning threshold accepts that loss); ``np.inf`` never stops
     outflow_stop: float = 1e-4
     #: the cylinder S¹ × (0, ∞) and the zonal S^{d-1} × (0, ∞): the largest mass in the guard cells at either end of
     #: the radii before a run stops

@@ -326,11 +326,11 @@ def _log_sum_exp_rows(a, points, offsets) -> np.ndarray:
     """log Σ_j e^{⟨a_i, y_j⟩ + o_j} for each row a_i (shape (..., m)), y = ``points`` (..., n, d), o = ``offsets``
     (..., n): max-shifted per row, over blocks of rows of at most :data:`~.base.CHUNK` entries (never the m × n
     matrix at once)."""
-    out = np.empty(np.broadcast_shapes(a.shape[:-2], points.shape[:-2], offsets.shape[:-1]) + (a.shape[-2],))
+    batch = np.broadcast_shapes(a.shape[:-2], points.shape[:-2], offsets.shape[:-1])
+    out = np.empty(batch + (a.shape[-2],))
     yt = np.swapaxes(points, -1, -2)
-    for sl in row_chunks(a.shape[-2], points.shape[-2]):
-        s = a[..., sl, :] @ yt
-        s += offsets[..., None, :]
+    for sl in row_chunks(a.shape[-2], points.shape[-2] * int(np.prod(batch))):  # a block of every system's rows
+        s = a[..., sl, :] @ yt + offsets[..., None, :]  # not in place: the offsets may carry a batch the points lack
         top = np.max(s, axis=-1, keepdims=True)
         s -= top
         np.exp(s, out=s)

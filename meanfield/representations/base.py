@@ -308,8 +308,11 @@ class Solution:
         """A short summary (a few hundred characters, whatever the run's length): status, message, the time span and
         the frames, the representations, the scalar diagnostics; the arrays by dtype and shape only (they are the
         attributes: ``sol.t``, ``sol.mass``, ``sol.frames``)."""
-        def number(v):
-            return f"{float(v):.6g}" if np.ndim(v) == 0 and np.isreal(v) else f"{type(v).__name__}"
+        def number(v):  # a scalar as a number; anything else (a tuple, None, complex) as its own repr
+            try:
+                return f"{float(v):.6g}" if np.ndim(v) == 0 and np.isrealobj(v) else repr(v)
+            except (TypeError, ValueError):
+                return repr(v)
 
         def array(name):
             a = getattr(self, name)

@@ -449,7 +449,9 @@ class GridRepresentation(Representation):
                 hint="Sample it on a finer grid (refinement by zero-padding cannot recover data that was never "
                 "sampled)" + (", or loosen the monitor's tail_tol (ResolutionMonitor; [time] tail_tol in a study file)."
                               if domain.default_max_n is not None else "."))
-        outflow = None if domain.conserves_mass else OutflowTracker(problem, settings.monitor.outflow_tol, settings.monitor.outflow_stop)
+        tol = settings.monitor.outflow_tol  # the stop never comes before the warning: a user who raised the
+        stop = max(settings.monitor.outflow_stop, tol)  # warning's threshold accepts that loss
+        outflow = None if domain.conserves_mass else OutflowTracker(problem, tol, stop)
         trackers = [resolution, history] + ([] if outflow is None else [outflow])
         trackers += hooks.for_part(problem.frame)
         integrator = Integrator(problem, method, dt=dt, cfl=cfl, rtol=settings.rtol, atol=settings.atol,

@@ -213,7 +213,7 @@ def _solve(cfg, model, mu0, t_eval, progress, noise=None):
         log.warning("the solution is no longer resolved after t = %.6g: %s%s", sol.t_reached, sol.message,
                     "" if sol.hint is None else f". {sol.hint}")
     elif sol.status is not Status.SUCCESS:
-        log.warning("%s (t = %.6g)", sol.message, sol.t_reached)
+        log.warning("%s (t = %.6g)%s", sol.message, sol.t_reached, "" if sol.hint is None else f". {sol.hint}")
     return sol, False
 
 

@@ -54,3 +54,24 @@ def test_the_namespace_holds_the_package_not_its_import_helpers():
                             for old, new in mf.MOVED.items())
     with pytest.raises(AttributeError, match="no attribute 'sys'"):
         mf.sys
+
+
+@pytest.mark.parametrize("domain", ["circle", "sphere"])
+def test_a_kernel_too_sharp_for_harmonics_is_refused_before_its_table_is_built(domain):
+    """The degree search tabulates ~4|β| multipliers: at β = 1e9 that would be 32 GB (a generated study once held
+    23.6 GB this way and was killed). It refuses past checks.HARMONIC_TABLE_MAX, naming beta, at once and without
+    the memory; the particles' choice of sums then takes the pair sums (exact at any β) instead of failing."""
+    import resource
+
+    from meanfield.core import checks
+    from meanfield.domains.circle.point_sums import circle_degree
+    from meanfield.domains.sphere.point_sums import sphere_degree
+
+    degree = circle_degree if domain == "circle" else sphere_degree
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(checks.DegreeBeyondReach, match=r"`beta` = 1e\+09"):
+        degree(1e9)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # kB: nothing of β's size
+    point_sums = mf.domains.get(domain).point_sums(2 if domain == "circle" else 3)
+    assert point_sums.pays_off(10**6, 1e9) is False and point_sums.pays_off(10**6, 4.0) is True
+    assert degree(4.0) < 64  # a moderate β is untouched

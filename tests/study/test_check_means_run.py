@@ -355,18 +355,19 @@ def _accepted_cover(seen):
     return accepted
 
 
-def test_check_accepts_exactly_the_studies_whose_run_reaches_its_integrator(weights_dir):
-    """500 generated studies (about 7 s on one core), 0 disagreements, among the accepted every domain, model
-    kind, [time] method and representation and particle method; the explicit examples pin the studies of the issue.
+def test_check_accepts_exactly_the_studies_whose_run_reaches_its_integrator(weights_dir, monkeypatch):
+    """500 generated studies (about 7 s on one core), 0 disagreements; the explicit examples pin the studies of the
+    issue. The studies' memory budget is stated, 1 GB (``MEANFIELD_MEMORY``: below the suite's 2 GB a test), not
+    half of whatever machine runs the suite: a generated study the preflight accepts must fit the test.
 
     Derandomized with a fixed seed (:data:`SEED`), as the slow test: the same studies on every run and machine. A
     random draw once met Sinkhorn on a 96 × 96 grid's nodes, which took 1100 s and 5.66 GB
     (:data:`SINKHORN_NODES`, now its own test): a default run that fails or stalls by chance on a fresh machine is
     a defect, and the fixed draw (283 distinct studies with hypothesis 6.170) is the one whose time and coverage
-    were measured."""
-    seen = []
-    _one(weights_dir, 500, seen)
-    _accepted_cover(seen)
+    were measured. What the accepted studies cover is asserted by the slow test only: another hypothesis release
+    draws other studies from the same seed."""
+    monkeypatch.setenv("MEANFIELD_MEMORY", "1GB")
+    _one(weights_dir, 500)
 
 
 @pytest.mark.slow

@@ -46,7 +46,7 @@ def circle_degree(beta: float, tol: float = 1e-17, order: int = 1) -> int:
 @functools.lru_cache(maxsize=1024)
 def _circle_degree(beta: float, tol: float, order: int) -> int:
     b = abs(beta)
-    k = np.arange(0, 4 * int(b) + 80)
+    k = np.arange(0, checks.harmonic_table(4 * int(b) + 80, beta))
     if 0 < b < 1e-290:  # k/b overflows: (1 + k/b)^order I_k(b)/I_0(b) by logarithms (I_k(b) ~ (b/2)^k/k! underflows)
         with np.errstate(divide="ignore"):
             s = np.exp(order * (np.log(b + k) - np.log(b)) + np.log(ive(k, b)) - np.log(ive(0, b)))

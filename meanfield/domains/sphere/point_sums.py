@@ -63,7 +63,7 @@ def sphere_degree(beta: float, tol: float = 1e-17) -> int:
     beta = _refuse_negative(beta)
     if beta == 0.0:
         return 1
-    L = 4 * int(beta) + 80
+    L = checks.harmonic_table(4 * int(beta) + 80, beta)
     D, N = sphere_continuity.funk_hecke(L, beta)
     l = np.arange(L + 1)
     r = (2 * l + 1) * (D + N * l * (l + 1.0)) / D[0]
@@ -328,7 +328,7 @@ def assemble(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, 
     return v, div, S, bound
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")  # S = 0 gives inf (refused by checks.denominators), not a raise
 def _assemble_rows(q, at, U, LU, g_theta, g_phi, S0, beta, normalized, scale, TN, TD, divergence, v, div, S, bound,
                    i0, i1, signed):
     for i in range(i0, i1):
