@@ -268,8 +268,12 @@ class Integrator:
                 h = stepper.step()
                 if stepper.status == "failed":
                     self.problem.fail(t_prev, y_prev, stepper.message)
-                y_new = self.problem.retract(stepper.y)
-                reason = self._check(stepper.t, y_new)
+                try:
+                    y_new = self.problem.retract(stepper.y)
+                except FloatingPointError as err:  # no point to retract to (normalise's ZeroVectorError: a stage
+                    y_new, reason = None, str(err)  # at the origin): rejected as a non-finite state is, not a crash
+                else:
+                    reason = self._check(stepper.t, y_new)
                 if reason is not None:
                     y = self._restart(t_prev, y_prev, reason)
                     old, stepper = stepper, self._stepper(t_prev, y, t_out)

@@ -152,6 +152,23 @@ def test_non_finite_states_are_rejected():
         Integrator(Blowup(), "rk4", dt=0.1, trackers=[FiniteTracker()]).run(0.0, Y0, [0.0, 1.0])
 
 
+def test_a_step_with_nowhere_to_retract_to_is_rejected_not_raised():
+    """A retraction that has no answer (normalise of a zero row: ZeroVectorError, a FloatingPointError) rejects the
+    step as a non-finite state does: the problem's reject ends the run with its status and the retraction's words,
+    the trackers finalized; before, the error escaped solve/simulate and the partial results with it."""
+    from meanfield.domains.sphere.geometry import ZeroVectorError, normalise
+
+    class ToTheOrigin(Linear):
+        def retract(self, y):  # every step lands on the origin (a stand-in for a stage that does)
+            return normalise(np.zeros((1, y.size)))[0]
+
+    rec = Recorder()
+    with pytest.raises(StopIntegration, match=r"row 0 has norm") as info:
+        Integrator(ToTheOrigin(), "rk4", dt=0.1, trackers=[rec]).run(0.0, Y0, [0.0, 1.0])
+    assert info.value.t == 0.0 and rec.events[-1] == ("finalize", info.value.status)
+    assert issubclass(ZeroVectorError, FloatingPointError)
+
+
 def test_fixed_stepper_bookkeeping():
     s = FixedStepper(lambda y: A @ y, 0.0, Y0, 0.25, method="rk4", h=0.1)
     sizes = []
