@@ -48,6 +48,7 @@ the local exponent of each doubling: how far the curves of the page are from the
 
 Run:  python benchmarks/bench_cost_curves.py [--repeat 5] [--out docs/_static/cost_curves.png] [--quick]
       python benchmarks/bench_cost_curves.py --large [--budget-gb 16]
+      python benchmarks/bench_cost_curves.py --triples
       python benchmarks/bench_cost_curves.py --crossover [--repeat 7]
       python benchmarks/bench_cost_curves.py --studies [--repeat 7]
 """
@@ -375,6 +376,27 @@ def large_degrees(budget_gb, degrees=(1023, 2047, 4095, 8191)):
     return rows, fits
 
 
+def ring_limit_triples(L: int) -> float:
+    """The (ℓ, m, ring) triples of one spin-0 transform of degree L on L + 1 Gauss–Legendre rings that survive
+    libsharp's and ducc0's ring limit m <= L sin θ + max(100, 0.01 L) (the orders whose P_ℓ^m are negligible on a
+    ring near the poles are skipped): Σ_rings Σ_{m <= m_lim} (L − m + 1), the Legendre part's work, L³/2 at most."""
+    x = np.polynomial.legendre.leggauss(L + 1)[0]
+    m_lim = np.minimum(L, np.floor(L * np.sqrt(1.0 - x * x) + max(100.0, 0.01 * L) + 0.5))
+    return float(np.sum((m_lim + 1) * (L + 1) - m_lim * (m_lim + 1) / 2))
+
+
+def print_triples(degrees=(255, 511, 1023, 2047, 4095, 8191)):
+    """``--triples``: the count of :func:`ring_limit_triples` against L³/2 and its local exponents (no timing):
+    the work of the Legendre transforms approaches L³ from below."""
+    print("| L | triples | / (L³/2) | local exponent |\n|---|---|---|---|")
+    prev = None
+    for L in degrees:
+        n = ring_limit_triples(L)
+        local = "–" if prev is None else f"{np.log(n / prev[1]) / np.log((L + 1) / (prev[0] + 1)):.3f}"
+        print(f"| {L} | {n:.3e} | {n / ((L + 1) ** 3 / 2):.3f} | {local} |")
+        prev = (L, n)
+
+
 def particle_dims(repeat, quick):
     n = 2048
     dims = [2, 4, 8, 16, 32, 64] + ([] if quick else [128])
@@ -398,8 +420,13 @@ def main():
     ap.add_argument("--large", action="store_true", help="the S² step, ducc0's transforms and the shtns loop at "
                     "L = 1023 … 8191 where their memory fits --budget-gb (about 15 minutes)")
     ap.add_argument("--budget-gb", type=float, default=16.0, help="the memory --large may use (default 16 GB)")
+    ap.add_argument("--triples", action="store_true", help="the Legendre transforms' work at L = 255 … 8191 counted "
+                    "(no timing): how it approaches L³")
     args = ap.parse_args()
     numba.set_num_threads(1)
+    if args.triples:
+        print_triples()
+        return
     if args.large:
         large_degrees(args.budget_gb)
         return
