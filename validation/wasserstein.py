@@ -250,17 +250,6 @@ def _probability_weights(w, n, name):
     return w
 
 
-def _caller_level() -> int:
-    """``stacklevel`` for a warning issued here that names the caller's line: the first frame outside the
-    ``validation`` package (its public functions call one another: w1 → wasserstein → distance → prepare)."""
-    import inspect
-
-    frame, level = inspect.currentframe().f_back, 1
-    while frame is not None and (frame.f_globals.get("__name__", "") + ".").startswith("validation."):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def prepare(measure, domain=None, cells: int | None = None, name: str = "measure") -> Prepared:
     """``measure`` as a :class:`Prepared` measure on ``domain`` (default: the domain it carries, else inferred).
 
@@ -316,7 +305,8 @@ def prepare(measure, domain=None, cells: int | None = None, name: str = "measure
         if dom is None:  # numbers: points of the line, but angles or a row of one point are a common slip
             warnings.warn(f"`{name}` is a 1-D sequence of {pts.size} numbers: read as {pts.size} points of the line R "
                           "(pass domain='euclidean' to say so; angles on the circle are rows (cos θ, sin θ); one "
-                          "point of R^d is a row of shape (1, d)).", UserWarning, stacklevel=_caller_level())
+                          "point of R^d is a row of shape (1, d)).", UserWarning,
+                          stacklevel=checks.user_stacklevel(("validation",)))  # w1 → … → prepare: the caller's line
         pts = pts[:, None]
     if pts.ndim != 2:
         raise ValueError(f"`{name}` must be points of shape (n, d), got shape {pts.shape}.")

@@ -271,17 +271,17 @@ def denominators(velocity, bound, signed: bool) -> None:
         raise ValueError(f"`weights`: {why}; {int(bad.sum())} of the {bound.size} queries are so.")
 
 
-#: the directories of the library's packages (meanfield, particles, validation): frames in them are not the user's
-_LIBRARY = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), p) + os.sep
-                 for p in ("meanfield", "particles", "validation"))
+#: the directory holding the library's packages (meanfield, particles, validation)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def user_stacklevel() -> int:
-    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that points at the first frame outside the
-    library (the user's call of ``solve``, ``simulate``, ...), however deep in the library the warning is raised:
-    Python 3.12's ``skip_file_prefixes`` computed by hand (the venv runs 3.11)."""
+def user_stacklevel(packages: tuple = ("meanfield", "particles", "validation")) -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that points at the first frame outside
+    ``packages`` (default the whole library: the user's call of ``solve``, ``simulate``, ...), however deep in them
+    the warning is raised: Python 3.12's ``skip_file_prefixes`` computed by hand (the venv runs 3.11)."""
+    prefixes = tuple(os.path.join(_ROOT, p) + os.sep for p in packages)
     frame, level = inspect.currentframe().f_back, 1  # the frame of the function that warns
-    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+    while frame is not None and frame.f_code.co_filename.startswith(prefixes):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -513,8 +513,9 @@ def test_a_bare_sequence_of_numbers_is_points_of_the_line_and_says_so():
 
     from validation import distance
 
-    with pytest.warns(UserWarning, match=r"`a` is a 1-D sequence of 3 numbers"):
+    with pytest.warns(UserWarning, match=r"`a` is a 1-D sequence of 3 numbers") as said:
         v = w1([0.0, 1.0, 5.0], np.array([[0.0], [1.0], [2.0]]))
+    assert said[0].filename == __file__  # the caller's line, through w1 → … → prepare
     assert v == pytest.approx(1.0, abs=1e-15)  # sorted: |0 − 0| + |1 − 1| + |5 − 2|, over 3
     with warnings.catch_warnings():
         warnings.simplefilter("error")
