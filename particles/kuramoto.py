@@ -173,8 +173,7 @@ def simulate(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, wei
     if x.shape[-1] != circle.dim:  # drawn from a density of another domain
         raise ValueError(f"tokens with natural frequencies live on the circle: `x0` was drawn on R^{x.shape[-1]}.")
     w_omega = _frequencies(omega, x.shape[:-1], gen)
-    n = x.shape[-2]
-    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
+    w = checks.particle_weights(weights, x.shape[:-1])
     h = checks.positive(dt, "dt") if dt is not None else 0.05 / max(rate_scale(model), 1e-300)
     velocity(model, x, weights=w, strategy=strategy)  # the strategy checked once, before any step
     problem = _Rotating(model, w_omega, w, strategy)
@@ -315,8 +314,7 @@ def lohe(model, x0, omega, t_eval, dt: float | None = None, rng=None, *, weights
     x = initial_points(x0 if isinstance(x0, tuple) else np.asarray(x0, dtype=float), gen, None)  # unit vectors
     d = x.shape[-1]
     O, node = _rotations(omega, x.shape[:-1], d, gen)
-    n = x.shape[-2]
-    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
+    w = checks.particle_weights(weights, x.shape[:-1])
     spin = float(np.max(np.abs(np.linalg.eigvals(O)))) if O.size and np.any(O) else 0.0
     h = checks.positive(dt, "dt") if dt is not None else 0.05 / max(rate_scale(model), spin, 1e-300)
     velocity(model, x, weights=w, strategy=strategy)  # the strategy checked once, before any step

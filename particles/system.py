@@ -582,7 +582,7 @@ def _plan(model, x0, t_eval, method, dt, rng, *, rtol, atol, strategy, weights, 
             raise ValueError(f"single precision runs the pairwise kernel on spheres; got strategy {strategy!r} for "
                              f"{model!r} in d = {d}.")
         strategy = "pairwise"
-    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
+    w = checks.particle_weights(weights, x.shape[:-1])
     offered = particle_strategies(model, domain, n, d, method=method, batched=x.ndim == 3,
                                   weighted=weights is not None, noisy=noise > 0 or common is not None, weights=weights)
     path = strategies.resolve(strategy, offered, "particles")
@@ -751,7 +751,7 @@ def velocity(model, x, t: float = 0.0, weights=None, strategy: str = "auto", pre
     if precision not in ("double", "single"):
         raise ValueError(f"`precision` must be 'double' or 'single', got {precision!r}.")
     domain = domain_of(model, d)
-    w = np.full(x.shape[:-1], 1.0 / n) if weights is None else checks.particle_weights(weights, x.shape[:-1])
+    w = checks.particle_weights(weights, x.shape[:-1])
     offered = particle_strategies(model, domain, n, d, method="rk4", batched=x.ndim == 3,
                                   weighted=weights is not None, weights=weights)
     offered["fused"] = "the fused path steps whole RK4 sequences in compiled code: it has no rate of its own"

@@ -86,10 +86,13 @@ def weights_fit(weights, shape, name: str = "weights", exact: bool = False) -> t
 
 
 def particle_weights(weights, shape, name: str = "weights", nonnegative: bool = True) -> np.ndarray:
-    """Weights of particles whose positions have shape ``shape`` + (d,): a float copy broadcast to ``shape`` —
-    (n,) or a scalar for every system, or ``shape`` itself, e.g. (batch, n). ``ValueError`` naming ``name``, its
-    shape and the shape required where they do not broadcast (numpy's own message names neither), or where a
-    weight is not finite (or negative, where ``nonnegative``)."""
+    """Weights of particles whose positions have shape ``shape`` + (d,): equal weights 1/n (n = ``shape[-1]``) where
+    ``weights`` is None, else a float copy broadcast to ``shape`` — (n,) or a scalar for every system, or ``shape``
+    itself, e.g. (batch, n). ``ValueError`` naming ``name``, its shape and the shape required where they do not
+    broadcast (numpy's own message names neither), or where a weight is not finite (or negative, where
+    ``nonnegative``)."""
+    if weights is None:
+        return np.full(shape, 1.0 / shape[-1])
     shape = weights_fit(weights, shape, name)
     w = np.broadcast_to(np.asarray(weights, dtype=float), shape).copy()
     if not np.all(np.isfinite(w)) or (nonnegative and np.any(w < 0)):
